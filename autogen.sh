@@ -1,0 +1,28 @@
+#!/bin/sh
+# autogen.sh: generate ./configure.  With --deps, first install what a fresh
+# Debian/Ubuntu machine lacks (apt when root or with sudo; ml_dtypes and
+# numpy from PyPI for the Python oracle test, best effort).
+set -e
+cd "$(dirname "$0")"
+if [ "$1" = "--deps" ]; then
+  pkgs="build-essential autoconf automake libtool pkg-config libmpfr-dev libgmp-dev python3 python3-pip gnuplot-nox"
+  missing=""
+  for p in $pkgs; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+  done
+  if [ -n "$missing" ]; then
+    if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+      echo "autogen.sh: missing packages:$missing (run as root or install them)" >&2; exit 1; fi
+    echo "autogen.sh: installing$missing"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+  fi
+  if ! python3 -c 'import numpy, ml_dtypes' >/dev/null 2>&1; then
+    echo "autogen.sh: installing numpy and ml_dtypes (PyPI) for the ml_dtypes oracle test"
+    python3 -m pip install -q numpy ml_dtypes >/dev/null 2>&1 ||
+      python3 -m pip install -q --break-system-packages numpy ml_dtypes >/dev/null 2>&1 ||
+      echo "autogen.sh: could not install ml_dtypes; that test will skip" >&2
+  fi
+fi
+autoreconf -fi >/dev/null
+echo "autogen.sh: now run ./configure && make"

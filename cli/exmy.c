@@ -1,0 +1,367 @@
+/* exmy.c: the `exmy` command.  Subcommands: formats, info, table, quantize.
+ * Errors: one line on stderr naming the bad text, exit status 2. */
+#include "exmy.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXIT_USAGE 2
+
+static const char *prog = "exmy";
+
+static void die(const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "%s: ", prog);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  exit(EXIT_USAGE);
+}
+
+static const char *main_usage =
+  "usage: exmy COMMAND [ARGS]\n"
+  "\n"
+  "Bit-exact FP8 / ExMy numerics.  Commands:\n"
+  "  formats            side-by-side table of the named formats\n"
+  "  info FORMAT        properties of a format (range, epsilon, special codes)\n"
+  "  table FORMAT       every code of a format of at most 16 bits with its exact value\n"
+  "  quantize FORMAT    round numbers (stdin, one per line) or a .npy tensor to FORMAT\n"
+  "\n"
+  "FORMAT is a name (e4m3fn, e5m2, e4m3fnuz, e8m0fnu, e2m1fn, bf16, binary8p4se, ...),\n"
+  "eXmY for an IEEE-like format (e8m3), eXmYfn / eXmYfnuz, binaryKpP{s,u}{e,f}, or a long\n"
+  "form like e4m3,bias=11,inf=none,nan=ones (fields: bias, sign, inf, nan, zero).\n"
+  "`exmy COMMAND --help` shows a command's options.  Version " EXMY_VERSION ".\n";
+
+static const char *formats_usage =
+  "usage: exmy formats [--csv]\n"
+  "Print the named formats side by side: bits, bias, largest finite, smallest normal and\n"
+  "subnormal, epsilon, infinities, NaNs, and the long form.  --csv prints comma-separated.\n";
+
+static const char *info_usage =
+  "usage: exmy info FORMAT\n"
+  "Print a format's properties: total bits, bias, largest finite, smallest normal and\n"
+  "subnormal, machine epsilon, number of finite values, codes of zeros, infinities, NaNs.\n";
+
+static const char *table_usage =
+  "usage: exmy table FORMAT\n"
+  "Print every code of a format of at most 16 bits, one per line: code, class, exact value\n"
+  "as a C99 hex-float, exact value in decimal.\n";
+
+static const char *quantize_usage =
+  "usage: exmy quantize FORMAT [options]\n"
+  "Read numbers one per line from stdin (decimal, C99 hex-float, inf, -inf, nan; parsed as\n"
+  "double and rounded once) and print per input: the code (0x + ceil(bits/4) hex digits),\n"
+  "then its exact decoded value.\n"
+  "  --round MODE          rne (default), rna, rtz, rup, rdn, rto, sr\n"
+  "  --saturate[=KIND]     finite (the default KIND): overflow and inf go to +-max;\n"
+  "                        propagate: finite overflow to +-max, inf stays inf\n"
+  "  --ftz                 flush subnormal results to zero\n"
+  "  --daz                 treat subnormal inputs (of the input type) as zero\n"
+  "  --seed N              stochastic rounding seed (default 0)\n"
+  "  --stream N            stochastic rounding stream (default 0)\n"
+  "  --sr-bits R           random bits per stochastic rounding, 1..64 (default 64)\n"
+  "  --flags               append the exception flags (inexact, underflow, overflow, invalid)\n"
+  "  --in X.npy            quantize a float32/float64 tensor instead of stdin ...\n"
+  "  --out Q.npy           ... writing codes as uint8/16/32/64, whichever first holds them\n"
+  "  --dequant D.npy       also write the decoded values (input's float type)\n"
+  "Element i of a stream or tensor uses counter i for stochastic rounding.\n";
+
+static int wants_help(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+  return 0;
+}
+
+static void parse_format_or_die(const char *text, exmy_format *f) {
+  char err[400];
+  if (exmy_format_parse(text, f, err, sizeof err)) die("%s", err);
+}
+
+static uint64_t parse_u64_or_die(const char *opt, const char *v, uint64_t lo, uint64_t hi) {
+  char *end;
+  errno = 0;
+  if (!v || !*v || *v == '-' || *v == ' ') die("%s: bad value '%s' (accepted: an integer %llu..%llu)", opt, v ? v : "", (unsigned long long)lo, (unsigned long long)hi);
+  unsigned long long x = strtoull(v, &end, 0);
+  if (*end || errno || x < lo || x > hi)
+    die("%s: bad value '%s' (accepted: an integer %llu..%llu)", opt, v, (unsigned long long)lo, (unsigned long long)hi);
+  return x;
+}
+
+/* Exact decimal of a double: glibc prints exact digits when asked for enough,
+ * and %g drops trailing zeros. */
+static void print_exact(FILE *out, double v) {
+  if (isnan(v)) fputs(signbit(v) ? "-nan" : "nan", out);
+  else if (isinf(v)) fputs(v < 0 ? "-inf" : "inf", out);
+  else fprintf(out, "%.800g", v);
+}
+
+static void print_code(FILE *out, const exmy_format *f, uint64_t code) {
+  fprintf(out, "0x%0*llx", exmy_code_hex_digits(f), (unsigned long long)code);
+}
+
+/* ---- formats --------------------------------------------------------- */
+
+static int cmd_formats(int argc, char **argv) {
+  int csv = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--csv")) csv = 1;
+    else die("formats: unknown option '%s' (see exmy formats --help)", argv[i]);
+  }
+  const char *hdr[] = {"name", "bits", "bias", "max finite", "min normal", "min subnormal", "epsilon", "inf", "nan", "long form"};
+  if (csv) printf("name,bits,bias,max_finite,min_normal,min_subnormal,epsilon,inf,nan,long_form\n");
+  else printf("%-12s %4s %5s  %-13s %-13s %-13s %-9s %-5s %-8s %s\n", hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[5], hdr[6], hdr[7], hdr[8], hdr[9]);
+  for (size_t i = 0; i < exmy_named_format_count(); i++) {
+    const exmy_named_format *nf = exmy_named_format_get(i);
+    exmy_format f;
+    exmy_info in;
+    char lf[160], sub[32], nrm[32];
+    parse_format_or_die(nf->name, &f);
+    exmy_format_info(&f, &in);
+    exmy_format_longform(&f, lf, sizeof lf);
+    const char *inf = f.inf == EXMY_INF_NONE ? "none" : f.inf == EXMY_INF_IEEE ? "ieee" : "top";
+    const char *nan = f.nan == EXMY_NAN_NONE ? "none" : f.nan == EXMY_NAN_IEEE ? "ieee" : f.nan == EXMY_NAN_ONES ? "ones" : "negzero";
+    if (f.has_zero && f.mbits) snprintf(sub, sizeof sub, "%.6g", in.min_subnormal); else snprintf(sub, sizeof sub, "none");
+    snprintf(nrm, sizeof nrm, "%.6g", in.min_normal);
+    if (csv)
+      printf("%s,%d,%d,%.17g,%s,%s,%.17g,%s,%s,\"%s\"\n", nf->name, f.bits, f.bias, in.max_finite, nrm, sub, in.epsilon, inf, nan, lf);
+    else
+      printf("%-12s %4d %5d  %-13.6g %-13s %-13s %-9.3g %-5s %-8s %s\n", nf->name, f.bits, f.bias, in.max_finite, nrm, sub, in.epsilon, inf, nan, lf);
+  }
+  return 0;
+}
+
+/* ---- info, table ------------------------------------------------------ */
+
+static int cmd_info(int argc, char **argv) {
+  if (argc < 2) die("info: no FORMAT given (see exmy info --help)");
+  if (argc > 2) die("info: unexpected argument '%s' (expected one FORMAT)", argv[2]);
+  exmy_format f;
+  parse_format_or_die(argv[1], &f);
+  exmy_info_print(&f, stdout);
+  return 0;
+}
+
+static int cmd_table(int argc, char **argv) {
+  if (argc < 2) die("table: no FORMAT given (see exmy table --help)");
+  if (argc > 2) die("table: unexpected argument '%s' (expected one FORMAT)", argv[2]);
+  exmy_format f;
+  parse_format_or_die(argv[1], &f);
+  if (f.bits > 16) die("table: format '%s' has %d bits (table prints formats of at most 16 bits)", argv[1], f.bits);
+  for (uint64_t c = 0; c < ((uint64_t)1 << f.bits); c++) {
+    double v = exmy_decode(&f, c);
+    exmy_class cls = exmy_classify(&f, c);
+    print_code(stdout, &f, c);
+    printf(" %-9s ", exmy_class_name(cls));
+    if (cls == EXMY_CLASS_NAN || cls == EXMY_CLASS_INF) {
+      print_exact(stdout, v);
+      putchar(' ');
+      print_exact(stdout, v);
+    } else {
+      printf("%a ", v);
+      print_exact(stdout, v);
+    }
+    putchar('\n');
+  }
+  return 0;
+}
+
+/* ---- quantize ------------------------------------------------------------ */
+
+static void print_flags(FILE *out, unsigned fl) {
+  fputs(" flags=", out);
+  if (!fl) fputs("none", out);
+  const char *names[] = {"inexact", "underflow", "overflow", "invalid"};
+  int first = 1;
+  for (int b = 0; b < 4; b++)
+    if (fl & (1u << b)) { fprintf(out, "%s%s", first ? "" : ",", names[b]); first = 0; }
+}
+
+/* Parse one stdin line as a double: decimal, hex-float, inf, nan.  Returns 0
+ * on success. */
+static int parse_number(char *s, double *out) {
+  while (*s == ' ' || *s == '\t') s++;
+  char *e = s + strlen(s);
+  while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n')) *--e = 0;
+  if (!*s) return -1;
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (*end || end == s) return -1;
+  *out = v; /* ERANGE: strtod already rounded to +-inf / denormal / 0 correctly */
+  return 0;
+}
+
+static int quantize_stream(const exmy_format *f, const exmy_rounding *r, int show_flags) {
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t len;
+  uint64_t lineno = 0;
+  while ((len = getline(&line, &cap, stdin)) >= 0) {
+    lineno++;
+    double x;
+    char shown[64];
+    if (parse_number(line, &x)) {
+      snprintf(shown, sizeof shown, "%s", line);
+      shown[strcspn(shown, "\r\n")] = 0;
+      free(line);
+      die("quantize: line %llu: malformed number '%s' (accepted: decimal, C99 hex-float, inf, -inf, nan)",
+          (unsigned long long)lineno, shown);
+    }
+    unsigned fl = 0;
+    uint64_t code = exmy_from_double(f, r, x, lineno - 1, &fl);
+    print_code(stdout, f, code);
+    putchar(' ');
+    print_exact(stdout, exmy_decode(f, code));
+    if (show_flags) print_flags(stdout, fl);
+    putchar('\n');
+  }
+  free(line);
+  return 0;
+}
+
+static int quantize_npy(const exmy_format *f, const exmy_rounding *r, const char *in, const char *out,
+                        const char *dq) {
+  exmy_array x, q, d;
+  char err[400];
+  if (exmy_npy_read(in, &x, err, sizeof err)) die("quantize: %s", err);
+  if (x.dtype != EXMY_DT_F32 && x.dtype != EXMY_DT_F64) {
+    const char *dt = exmy_dtype_name(x.dtype);
+    exmy_array_free(&x);
+    die("quantize: %s: dtype %s is not a float tensor (accepted: float32, float64)", in, dt);
+  }
+  q = x;
+  int cb = exmy_code_bytes(f);
+  q.dtype = cb == 1 ? EXMY_DT_U8 : cb == 2 ? EXMY_DT_U16 : cb == 4 ? EXMY_DT_U32 : EXMY_DT_U64;
+  q.data = malloc(x.count * (size_t)cb + 1);
+  if (!q.data) die("quantize: out of memory for %zu elements", x.count);
+  unsigned fl = exmy_quantize(f, r, x.dtype == EXMY_DT_F32 ? EXMY_SRC_F32 : EXMY_SRC_F64, x.data, x.count, 0, q.data);
+  if (out && exmy_npy_write(out, &q, err, sizeof err)) die("quantize: %s", err);
+  if (dq) {
+    d = x;
+    d.data = malloc(x.count * exmy_dtype_size(x.dtype) + 1);
+    if (!d.data) die("quantize: out of memory for %zu elements", x.count);
+    if (x.dtype == EXMY_DT_F32) exmy_decode_f32(f, q.data, x.count, d.data);
+    else exmy_decode_f64(f, q.data, x.count, d.data);
+    if (exmy_npy_write(dq, &d, err, sizeof err)) die("quantize: %s", err);
+    free(d.data);
+  }
+  fprintf(stderr, "%s: quantized %zu elements of %s to %s", prog, x.count, in, f->name);
+  print_flags(stderr, fl);
+  fputc('\n', stderr);
+  free(q.data);
+  exmy_array_free(&x);
+  return 0;
+}
+
+static int cmd_quantize(int argc, char **argv) {
+  const char *fmt_text = NULL, *in = NULL, *out = NULL, *dq = NULL;
+  exmy_rounding r = exmy_rounding_default();
+  int show_flags = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *eq = strchr(a, '=');
+    char key[64];
+    const char *val = NULL;
+    if (a[0] == '-' && a[1] == '-' && eq && (size_t)(eq - a) < sizeof key) {
+      memcpy(key, a, (size_t)(eq - a));
+      key[eq - a] = 0;
+      val = eq + 1;
+    } else {
+      snprintf(key, sizeof key, "%s", a);
+    }
+#define NEED_VALUE()                                                           \
+  do {                                                                         \
+    if (!val) {                                                                \
+      if (i + 1 >= argc) die("quantize: option '%s' needs a value", key);      \
+      val = argv[++i];                                                         \
+    }                                                                          \
+  } while (0)
+    if (!strcmp(key, "--round")) {
+      NEED_VALUE();
+      if (exmy_round_mode_parse(val, &r.mode))
+        die("quantize: bad rounding mode '%s' (accepted: rne, rna, rtz, rup, rdn, rto, sr)", val);
+    } else if (!strcmp(key, "--saturate")) {
+      if (!val || !strcmp(val, "finite")) r.sat = EXMY_SAT_FINITE;
+      else if (!strcmp(val, "propagate")) r.sat = EXMY_SAT_PROPAGATE;
+      else if (!strcmp(val, "none")) r.sat = EXMY_SAT_NONE;
+      else die("quantize: bad saturation '%s' (accepted: finite, propagate, none)", val);
+    } else if (!strcmp(key, "--ftz") && !val) {
+      r.ftz = 1;
+    } else if (!strcmp(key, "--daz") && !val) {
+      r.daz = 1;
+    } else if (!strcmp(key, "--flags") && !val) {
+      show_flags = 1;
+    } else if (!strcmp(key, "--seed")) {
+      NEED_VALUE();
+      r.seed = parse_u64_or_die("--seed", val, 0, UINT64_MAX);
+    } else if (!strcmp(key, "--stream")) {
+      NEED_VALUE();
+      r.stream = parse_u64_or_die("--stream", val, 0, UINT64_MAX);
+    } else if (!strcmp(key, "--sr-bits")) {
+      NEED_VALUE();
+      r.sr_bits = (int)parse_u64_or_die("--sr-bits", val, 1, 64);
+    } else if (!strcmp(key, "--in")) {
+      NEED_VALUE();
+      in = val;
+    } else if (!strcmp(key, "--out")) {
+      NEED_VALUE();
+      out = val;
+    } else if (!strcmp(key, "--dequant")) {
+      NEED_VALUE();
+      dq = val;
+    } else if (a[0] == '-' && a[1] && !(a[1] >= '0' && a[1] <= '9')) {
+      die("quantize: unknown option '%s' (see exmy quantize --help)", a);
+    } else if (!fmt_text) {
+      fmt_text = a;
+    } else {
+      die("quantize: unexpected argument '%s' (numbers go on standard input)", a);
+    }
+#undef NEED_VALUE
+  }
+  if (!fmt_text) die("quantize: no FORMAT given (see exmy quantize --help)");
+  exmy_format f;
+  parse_format_or_die(fmt_text, &f);
+  if ((out || dq) && !in) die("quantize: --out/--dequant need --in X.npy");
+  if (in) {
+    if (!out && !dq) die("quantize: --in needs --out Q.npy and/or --dequant D.npy");
+    return quantize_npy(&f, &r, in, out, dq);
+  }
+  return quantize_stream(&f, &r, show_flags);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fputs(main_usage, stderr);
+    return EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+    fputs(main_usage, stdout);
+    return 0;
+  }
+  if (!strcmp(cmd, "--version")) {
+    puts("exmy " EXMY_VERSION);
+    return 0;
+  }
+  struct { const char *name; int (*fn)(int, char **); const char *usage; } cmds[] = {
+    {"formats", cmd_formats, formats_usage},
+    {"info", cmd_info, info_usage},
+    {"table", cmd_table, table_usage},
+    {"quantize", cmd_quantize, quantize_usage},
+  };
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    if (strcmp(cmd, cmds[i].name)) continue;
+    if (wants_help(argc - 1, argv + 1)) {
+      fputs(cmds[i].usage, stdout);
+      return 0;
+    }
+    return cmds[i].fn(argc - 1, argv + 1);
+  }
+  die("unknown command '%s' (accepted: formats, info, table, quantize; see exmy --help)", cmd);
+  return EXIT_USAGE;
+}

@@ -1,0 +1,224 @@
+/* convert.c: array conversions.  The reference path calls the scalar
+ * round-and-pack for each element, serially.  The fast path runs with OpenMP
+ * and, for float32 input to formats that fit its preconditions, uses a
+ * branch-free integer kernel on the float's bits that the compiler
+ * vectorizes; tests/test_fastpath.c checks it equals the reference bit for
+ * bit.  Stochastic rounding is a pure function of (seed, stream, index), so
+ * results never depend on the thread count. */
+#include "exmy.h"
+#include "formats/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Round-and-pack internals shared with round.c. */
+uint64_t exmy_round_overflow(const exmy_format *f, const exmy_rounding *r, int neg, unsigned *fl);
+uint64_t exmy_round_inf(const exmy_format *f, const exmy_rounding *r, int neg, unsigned *fl);
+uint64_t exmy_round_nan(const exmy_format *f, int neg, unsigned *fl);
+
+uint64_t exmy_code_get(const exmy_format *f, const void *codes, size_t i) {
+  switch (exmy_code_bytes(f)) {
+  case 1: return ((const uint8_t *)codes)[i];
+  case 2: return ((const uint16_t *)codes)[i];
+  case 4: return ((const uint32_t *)codes)[i];
+  default: return ((const uint64_t *)codes)[i];
+  }
+}
+
+void exmy_code_set(const exmy_format *f, void *codes, size_t i, uint64_t code) {
+  switch (exmy_code_bytes(f)) {
+  case 1: ((uint8_t *)codes)[i] = (uint8_t)code; break;
+  case 2: ((uint16_t *)codes)[i] = (uint16_t)code; break;
+  case 4: ((uint32_t *)codes)[i] = (uint32_t)code; break;
+  default: ((uint64_t *)codes)[i] = code; break;
+  }
+}
+
+static uint64_t convert_one(const exmy_format *f, const exmy_rounding *r, exmy_src_type t,
+                            const void *src, size_t i, uint64_t index, unsigned *fl) {
+  switch (t) {
+  case EXMY_SRC_F32: return exmy_from_float(f, r, ((const float *)src)[i], index, fl);
+  case EXMY_SRC_F64: return exmy_from_double(f, r, ((const double *)src)[i], index, fl);
+  case EXMY_SRC_BF16: return exmy_from_bf16(f, r, ((const uint16_t *)src)[i], index, fl);
+  default: return exmy_from_f16(f, r, ((const uint16_t *)src)[i], index, fl);
+  }
+}
+
+unsigned exmy_quantize_ref(const exmy_format *f, const exmy_rounding *r, exmy_src_type t,
+                           const void *src, size_t n, uint64_t index0, void *codes) {
+  unsigned fl = 0;
+  for (size_t i = 0; i < n; i++) exmy_code_set(f, codes, i, convert_one(f, r, t, src, i, index0 + i, &fl));
+  return fl;
+}
+
+/* ---- the float32 fast path -------------------------------------------- */
+
+typedef struct fast_params {
+  uint32_t M, shift0, max_mag, sub_limit, tiny_thr, sign_shift;
+  int32_t emin;
+  uint32_t keep_neg_zero, is_signed, daz, ftz;
+  uint32_t ovf_code[2], inf_code[2], nan_code[2], negu_code;
+  uint32_t ovf_fl[2], inf_fl[2], nan_fl[2], negu_fl;
+} fast_params;
+
+/* Preconditions: float's exponent range maps onto the format with one shift
+ * per element, and codes fit 32 bits. */
+static int fast_applies(const exmy_format *f, const exmy_rounding *r) {
+  return r->mode != EXMY_SR && f->has_zero && f->mbits <= 23 && f->emin >= -126 && f->bits <= 32;
+}
+
+static void fast_setup(const exmy_format *f, const exmy_rounding *r, fast_params *p) {
+  memset(p, 0, sizeof *p);
+  p->M = (uint32_t)f->mbits;
+  p->shift0 = 23u - (uint32_t)f->mbits;
+  p->max_mag = (uint32_t)f->max_mag;
+  p->sub_limit = 1u << f->mbits;
+  p->tiny_thr = (uint32_t)(f->emin + 127) << 23;
+  p->sign_shift = f->is_signed ? (uint32_t)(f->bits - 1) : 0;
+  p->emin = f->emin;
+  p->is_signed = (uint32_t)f->is_signed;
+  p->keep_neg_zero = f->is_signed && f->nan != EXMY_NAN_NEGZERO;
+  p->daz = (uint32_t)(r->daz != 0);
+  p->ftz = (uint32_t)(r->ftz != 0);
+  for (int s = 0; s < 2; s++) {
+    unsigned fl = 0;
+    p->ovf_code[s] = (uint32_t)exmy_round_overflow(f, r, s, &fl); p->ovf_fl[s] = fl; fl = 0;
+    p->inf_code[s] = (uint32_t)exmy_round_inf(f, r, s, &fl); p->inf_fl[s] = fl; fl = 0;
+    p->nan_code[s] = (uint32_t)exmy_round_nan(f, s, &fl); p->nan_fl[s] = fl;
+  }
+  unsigned fl = 0;
+  p->negu_code = (uint32_t)exmy_round_nan(f, 1, &fl);
+  p->negu_fl = fl;
+}
+
+/* One element; MODE is a compile-time constant at each use, so the switch
+ * folds away and the loop vectorizes. */
+static inline uint32_t fast_one(const fast_params *p, uint32_t u, const int mode, unsigned *flp) {
+  const uint32_t s = u >> 31;
+  uint32_t a = u & 0x7fffffffu;
+  const uint32_t ef = a >> 23;
+  const uint32_t is_nan = a > 0x7f800000u, is_inf = a == 0x7f800000u;
+  if (p->daz) a = ef ? a : 0;
+  const uint32_t sig = (a & 0x7fffffu) | (ef ? 0x800000u : 0);
+  const int32_t eu = (int32_t)(ef ? ef : 1) - 127;
+  const int32_t te = eu > p->emin ? eu : p->emin;
+  uint32_t sh = p->shift0 + (uint32_t)(te - eu);
+  sh = sh > 25 ? 25 : sh;
+  uint32_t kept = sig >> sh;
+  const uint32_t rem = sig & ((1u << sh) - 1u);
+  const uint32_t half = (1u << sh) >> 1;
+  const uint32_t inexact = rem != 0;
+  uint32_t inc = 0;
+  switch (mode) {
+  case EXMY_RNE: inc = (rem > half) | ((rem == half) & kept & inexact); break;
+  case EXMY_RNA: inc = (rem >= half) & inexact; break;
+  case EXMY_RUP: inc = inexact & (s ^ 1u); break;
+  case EXMY_RDN: inc = inexact & s; break;
+  case EXMY_RTO: kept |= inexact; break;
+  default: break;
+  }
+  uint32_t mag = ((uint32_t)(te - p->emin) << p->M) + kept + inc;
+  unsigned fl = inexact ? EXMY_FLAG_INEXACT : 0;
+  fl |= (a < p->tiny_thr && inexact) ? EXMY_FLAG_UNDERFLOW : 0;
+  const uint32_t flush = p->ftz & (mag != 0) & (mag < p->sub_limit);
+  fl |= flush ? (EXMY_FLAG_UNDERFLOW | EXMY_FLAG_INEXACT) : 0;
+  mag = flush ? 0 : mag;
+  const uint32_t sbit = (mag != 0 || p->keep_neg_zero) ? (s << p->sign_shift) : 0;
+  uint32_t code = p->is_signed ? (sbit | mag) : mag;
+  const uint32_t ovf = mag > p->max_mag;
+  code = ovf ? p->ovf_code[s] : code;
+  fl = ovf ? p->ovf_fl[s] : fl;
+  const uint32_t negu = (p->is_signed ^ 1u) & s & (a != 0);
+  code = negu ? p->negu_code : code;
+  fl = negu ? p->negu_fl : fl;
+  code = is_inf ? p->inf_code[s] : code;
+  fl = is_inf ? p->inf_fl[s] : fl;
+  code = is_nan ? p->nan_code[s] : code;
+  fl = is_nan ? p->nan_fl[s] : fl;
+  *flp = fl;
+  return code;
+}
+
+#define FAST_LOOP(T, MODE)                                                         \
+  do {                                                                             \
+    T *out = (T *)codes;                                                           \
+    _Pragma("omp parallel for simd schedule(static) reduction(|:fl) if(n > 32768)") \
+    for (size_t i = 0; i < n; i++) {                                               \
+      unsigned f1;                                                                 \
+      out[i] = (T)fast_one(&p, in[i], MODE, &f1);                                  \
+      fl |= f1;                                                                    \
+    }                                                                              \
+  } while (0)
+
+#define FAST_WIDTHS(MODE)                              \
+  do {                                                 \
+    switch (bytes) {                                   \
+    case 1: FAST_LOOP(uint8_t, MODE); break;           \
+    case 2: FAST_LOOP(uint16_t, MODE); break;          \
+    default: FAST_LOOP(uint32_t, MODE); break;         \
+    }                                                  \
+  } while (0)
+
+static unsigned fast_f32(const exmy_format *f, const exmy_rounding *r, const float *src, size_t n, void *codes) {
+  fast_params p;
+  fast_setup(f, r, &p);
+  const uint32_t *in = (const uint32_t *)(const void *)src;
+  const int bytes = exmy_code_bytes(f);
+  unsigned fl = 0;
+  switch (r->mode) {
+  case EXMY_RNE: FAST_WIDTHS(EXMY_RNE); break;
+  case EXMY_RNA: FAST_WIDTHS(EXMY_RNA); break;
+  case EXMY_RTZ: FAST_WIDTHS(EXMY_RTZ); break;
+  case EXMY_RUP: FAST_WIDTHS(EXMY_RUP); break;
+  case EXMY_RDN: FAST_WIDTHS(EXMY_RDN); break;
+  default: FAST_WIDTHS(EXMY_RTO); break;
+  }
+  return fl;
+}
+
+unsigned exmy_quantize(const exmy_format *f, const exmy_rounding *r, exmy_src_type t,
+                       const void *src, size_t n, uint64_t index0, void *codes) {
+  if (t == EXMY_SRC_F32 && fast_applies(f, r)) return fast_f32(f, r, (const float *)src, n, codes);
+  unsigned fl = 0;
+#pragma omp parallel for schedule(static) reduction(|:fl) if(n > 4096)
+  for (size_t i = 0; i < n; i++) {
+    unsigned f1 = 0;
+    exmy_code_set(f, codes, i, convert_one(f, r, t, src, i, index0 + i, &f1));
+    fl |= f1;
+  }
+  return fl;
+}
+
+/* ---- decode arrays ----------------------------------------------------- */
+
+void exmy_decode_f64(const exmy_format *f, const void *codes, size_t n, double *out) {
+  double *lut = NULL;
+  if (f->bits <= 16 && n > ((size_t)4 << f->bits)) {
+    size_t m = (size_t)1 << f->bits;
+    lut = malloc(m * sizeof *lut);
+    if (lut)
+      for (size_t c = 0; c < m; c++) lut[c] = exmy_decode(f, c);
+  }
+#pragma omp parallel for schedule(static) if(n > 4096)
+  for (size_t i = 0; i < n; i++) {
+    uint64_t c = exmy_code_get(f, codes, i);
+    out[i] = lut ? lut[c] : exmy_decode(f, c);
+  }
+  free(lut);
+}
+
+void exmy_decode_f32(const exmy_format *f, const void *codes, size_t n, float *out) {
+  float *lut = NULL;
+  if (f->bits <= 16 && n > ((size_t)4 << f->bits)) {
+    size_t m = (size_t)1 << f->bits;
+    lut = malloc(m * sizeof *lut);
+    if (lut)
+      for (size_t c = 0; c < m; c++) lut[c] = (float)exmy_decode(f, c);
+  }
+#pragma omp parallel for schedule(static) if(n > 4096)
+  for (size_t i = 0; i < n; i++) {
+    uint64_t c = exmy_code_get(f, codes, i);
+    out[i] = lut ? lut[c] : (float)exmy_decode(f, c);
+  }
+  free(lut);
+}

@@ -1,0 +1,20 @@
+/* internal.h: declarations shared by the library's own files (not public). */
+#ifndef EXMY_INTERNAL_H
+#define EXMY_INTERNAL_H
+#include "exmy.h"
+
+/* Parse a name or long form into fmt without validating it. */
+int exmy__parse_longform(const char *text, exmy_format *fmt, char *err, size_t errlen);
+
+/* Magnitude and sign of a code. */
+static inline uint64_t exmy__mag(const exmy_format *fmt, uint64_t code) { return code & fmt->mag_mask; }
+
+/* Is the magnitude a NaN / inf code (ignoring negzero NaN, see classify)? */
+static inline int exmy__mag_is_inf(const exmy_format *fmt, uint64_t mag) {
+  return fmt->inf != EXMY_INF_NONE && mag == fmt->inf_mag;
+}
+static inline int exmy__mag_is_nan(const exmy_format *fmt, uint64_t mag) {
+  return fmt->nan != EXMY_NAN_NONE && fmt->nan != EXMY_NAN_NEGZERO && mag > fmt->max_mag &&
+         !exmy__mag_is_inf(fmt, mag);
+}
+#endif

@@ -1,0 +1,108 @@
+/* test_fastpath.c: the OpenMP / vectorized array path (exmy_quantize) equals
+ * the serial scalar reference (exmy_quantize_ref) bit for bit, codes and
+ * flags, for every named format, random formats, every rounding mode,
+ * saturation, ftz and daz, every input type, with 1 and 2 threads. */
+#include "testutil.h"
+#include <math.h>
+#include <omp.h>
+
+#define NRAND 200000
+
+static float *make_f32_inputs(const exmy_format *f, uint64_t *st, size_t *n_out) {
+  size_t n = 65536 + NRAND + 4096;
+  float *x = malloc(n * sizeof *x);
+  size_t k = 0;
+  for (uint32_t b = 0; b < 65536; b++) x[k++] = tu_f32(b << 16); /* every bf16 */
+  for (int i = 0; i < NRAND; i++) {
+    uint64_t r = tu_next(st);
+    if (i & 1) x[k++] = tu_f32((uint32_t)r); /* any bit pattern */
+    else { /* around the format's range: value of a code +- a few float ulps */
+      uint64_t c = (r >> 32) & ((f->bits >= 64) ? ~0ULL : (((uint64_t)1 << f->bits) - 1));
+      double v = exmy_decode(f, c);
+      float fv = (float)v;
+      uint32_t b = tu_bits32(fv) + (uint32_t)((int)(r % 9) - 4);
+      x[k++] = isnan(v) ? fv : tu_f32(b);
+    }
+  }
+  /* midpoints between consecutive values of the format, within float */
+  for (int i = 0; i < 4096; i++) {
+    uint64_t c = tu_next(st) & (f->bits >= 64 ? ~0ULL : (((uint64_t)1 << f->bits) - 1));
+    double a = exmy_decode(f, c), b = exmy_decode(f, c + 1 < ((uint64_t)1 << f->bits) ? c + 1 : c);
+    x[k++] = (float)((a + b) / 2);
+  }
+  *n_out = k;
+  return x;
+}
+
+static void compare(const exmy_format *f, const exmy_rounding *r, exmy_src_type t, const void *src, size_t n,
+                    const char *what) {
+  size_t cb = (size_t)exmy_code_bytes(f);
+  void *a = malloc(n * cb), *b = malloc(n * cb);
+  unsigned fr = exmy_quantize_ref(f, r, t, src, n, 7, a);
+  for (int threads = 1; threads <= 2; threads++) {
+    omp_set_num_threads(threads);
+    memset(b, 0xa5, n * cb);
+    unsigned ff = exmy_quantize(f, r, t, src, n, 7, b);
+    CHECK(ff == fr, "%s %s %s sat=%d ftz=%d daz=%d threads=%d: flags fast %u ref %u", f->name, what,
+          exmy_round_mode_name(r->mode), r->sat, r->ftz, r->daz, threads, ff, fr);
+    if (memcmp(a, b, n * cb)) {
+      for (size_t i = 0; i < n; i++) {
+        uint64_t ca = exmy_code_get(f, a, i), cbv = exmy_code_get(f, b, i);
+        if (ca != cbv) {
+          uint64_t in = t == EXMY_SRC_F32 ? tu_bits32(((const float *)src)[i])
+                      : t == EXMY_SRC_F64 ? tu_bits64(((const double *)src)[i])
+                      : ((const uint16_t *)src)[i];
+          CHECK(0, "%s %s %s sat=%d ftz=%d daz=%d threads=%d: input 0x%" PRIx64 " fast 0x%" PRIx64 " ref 0x%" PRIx64,
+                f->name, what, exmy_round_mode_name(r->mode), r->sat, r->ftz, r->daz, threads, in, cbv, ca);
+          break;
+        }
+      }
+    } else {
+      CHECK(1, "%s", "same");
+    }
+  }
+  free(a);
+  free(b);
+}
+
+static void check_format(const exmy_format *f, uint64_t *st, int full) {
+  size_t n;
+  float *x = make_f32_inputs(f, st, &n);
+  double *xd = malloc(n * sizeof *xd);
+  uint16_t *h = malloc(65536 * sizeof *h);
+  for (size_t i = 0; i < n; i++) xd[i] = (double)x[i] * (1.0 + ldexp((double)(i % 5) - 2, -40));
+  for (uint32_t i = 0; i < 65536; i++) h[i] = (uint16_t)i;
+  for (int m = EXMY_RNE; m <= EXMY_SR; m++) {
+    for (int variant = 0; variant < (full ? 5 : 2); variant++) {
+      exmy_rounding r = exmy_rounding_default();
+      r.mode = (exmy_round_mode)m;
+      r.seed = tu_next(st);
+      r.sr_bits = variant == 1 ? 3 : 0;
+      r.sat = variant == 1 ? EXMY_SAT_FINITE : variant == 4 ? EXMY_SAT_PROPAGATE : EXMY_SAT_NONE;
+      r.ftz = variant == 2;
+      r.daz = variant == 3;
+      compare(f, &r, EXMY_SRC_F32, x, n, "f32");
+      if (variant < 2) {
+        compare(f, &r, EXMY_SRC_F64, xd, n / 4, "f64");
+        compare(f, &r, EXMY_SRC_BF16, h, 65536, "bf16");
+        compare(f, &r, EXMY_SRC_F16, h, 65536, "f16");
+      }
+    }
+  }
+  free(x);
+  free(xd);
+  free(h);
+}
+
+int main(void) {
+  uint64_t st = tu_seed(7);
+  for (size_t i = 0; i < exmy_named_format_count(); i++) {
+    exmy_format f = tu_format(exmy_named_format_get(i)->name);
+    check_format(&f, &st, 1);
+  }
+  for (int i = 0; i < 40; i++) {
+    exmy_format f = tu_random_format(&st);
+    check_format(&f, &st, 0);
+  }
+  return tu_finish("test_fastpath");
+}
