@@ -125,8 +125,9 @@ static int cmd_formats(int argc, char **argv) {
     exmy_format_longform(&f, lf, sizeof lf);
     const char *inf = f.inf == EXMY_INF_NONE ? "none" : f.inf == EXMY_INF_IEEE ? "ieee" : "top";
     const char *nan = f.nan == EXMY_NAN_NONE ? "none" : f.nan == EXMY_NAN_IEEE ? "ieee" : f.nan == EXMY_NAN_ONES ? "ones" : "negzero";
-    if (f.has_zero && f.mbits) snprintf(sub, sizeof sub, "%.6g", in.min_subnormal); else snprintf(sub, sizeof sub, "none");
-    snprintf(nrm, sizeof nrm, "%.6g", in.min_normal);
+    const char *g = csv ? "%.17g" : "%.6g";
+    if (f.has_zero && f.mbits) snprintf(sub, sizeof sub, g, in.min_subnormal); else snprintf(sub, sizeof sub, "none");
+    snprintf(nrm, sizeof nrm, g, in.min_normal);
     if (csv)
       printf("%s,%d,%d,%.17g,%s,%s,%.17g,%s,%s,\"%s\"\n", nf->name, f.bits, f.bias, in.max_finite, nrm, sub, in.epsilon, inf, nan, lf);
     else

@@ -8,6 +8,7 @@
 #include "exmy.h"
 #include "formats/internal.h"
 
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,19 +92,26 @@ static void fast_setup(const exmy_format *f, const exmy_rounding *r, fast_params
   p->negu_fl = fl;
 }
 
+/* Branch-free select: c is 0 or 1. */
+static inline __attribute__((always_inline)) uint32_t sel(uint32_t c, uint32_t x, uint32_t y) {
+  return y ^ ((x ^ y) & (0u - c));
+}
+
 /* One element; MODE is a compile-time constant at each use, so the switch
- * folds away and the loop vectorizes. */
-static inline uint32_t fast_one(const fast_params *p, uint32_t u, const int mode, unsigned *flp) {
+ * folds away, and every choice is a select, so the loop vectorizes. */
+static inline __attribute__((always_inline)) uint32_t fast_one(const fast_params *p, uint32_t u, const int mode,
+                                                               unsigned *flp) {
   const uint32_t s = u >> 31;
   uint32_t a = u & 0x7fffffffu;
   const uint32_t ef = a >> 23;
   const uint32_t is_nan = a > 0x7f800000u, is_inf = a == 0x7f800000u;
-  if (p->daz) a = ef ? a : 0;
-  const uint32_t sig = (a & 0x7fffffu) | (ef ? 0x800000u : 0);
-  const int32_t eu = (int32_t)(ef ? ef : 1) - 127;
-  const int32_t te = eu > p->emin ? eu : p->emin;
+  const uint32_t normal = ef != 0;
+  a = sel(p->daz & (normal ^ 1u), 0, a);
+  const uint32_t sig = (a & 0x7fffffu) | (normal << 23);
+  const int32_t eu = (int32_t)sel(normal, ef, 1) - 127;
+  const int32_t te = (int32_t)sel(eu > p->emin, (uint32_t)eu, (uint32_t)p->emin);
   uint32_t sh = p->shift0 + (uint32_t)(te - eu);
-  sh = sh > 25 ? 25 : sh;
+  sh = sel(sh > 25, 25, sh);
   uint32_t kept = sig >> sh;
   const uint32_t rem = sig & ((1u << sh) - 1u);
   const uint32_t half = (1u << sh) >> 1;
@@ -118,60 +126,75 @@ static inline uint32_t fast_one(const fast_params *p, uint32_t u, const int mode
   default: break;
   }
   uint32_t mag = ((uint32_t)(te - p->emin) << p->M) + kept + inc;
-  unsigned fl = inexact ? EXMY_FLAG_INEXACT : 0;
-  fl |= (a < p->tiny_thr && inexact) ? EXMY_FLAG_UNDERFLOW : 0;
+  uint32_t fl = inexact * EXMY_FLAG_INEXACT | ((a < p->tiny_thr) & inexact) * EXMY_FLAG_UNDERFLOW;
   const uint32_t flush = p->ftz & (mag != 0) & (mag < p->sub_limit);
-  fl |= flush ? (EXMY_FLAG_UNDERFLOW | EXMY_FLAG_INEXACT) : 0;
-  mag = flush ? 0 : mag;
-  const uint32_t sbit = (mag != 0 || p->keep_neg_zero) ? (s << p->sign_shift) : 0;
-  uint32_t code = p->is_signed ? (sbit | mag) : mag;
+  fl |= flush * (EXMY_FLAG_UNDERFLOW | EXMY_FLAG_INEXACT);
+  mag = sel(flush, 0, mag);
+  const uint32_t sbit = sel((mag != 0) | p->keep_neg_zero, s << p->sign_shift, 0);
+  uint32_t code = sel(p->is_signed, sbit | mag, mag);
   const uint32_t ovf = mag > p->max_mag;
-  code = ovf ? p->ovf_code[s] : code;
-  fl = ovf ? p->ovf_fl[s] : fl;
+  code = sel(ovf, sel(s, p->ovf_code[1], p->ovf_code[0]), code);
+  fl = sel(ovf, sel(s, p->ovf_fl[1], p->ovf_fl[0]), fl);
   const uint32_t negu = (p->is_signed ^ 1u) & s & (a != 0);
-  code = negu ? p->negu_code : code;
-  fl = negu ? p->negu_fl : fl;
-  code = is_inf ? p->inf_code[s] : code;
-  fl = is_inf ? p->inf_fl[s] : fl;
-  code = is_nan ? p->nan_code[s] : code;
-  fl = is_nan ? p->nan_fl[s] : fl;
+  code = sel(negu, p->negu_code, code);
+  fl = sel(negu, p->negu_fl, fl);
+  code = sel(is_inf, sel(s, p->inf_code[1], p->inf_code[0]), code);
+  fl = sel(is_inf, sel(s, p->inf_fl[1], p->inf_fl[0]), fl);
+  code = sel(is_nan, sel(s, p->nan_code[1], p->nan_code[0]), code);
+  fl = sel(is_nan, sel(s, p->nan_fl[1], p->nan_fl[0]), fl);
   *flp = fl;
   return code;
 }
 
-#define FAST_LOOP(T, MODE)                                                         \
-  do {                                                                             \
-    T *out = (T *)codes;                                                           \
-    _Pragma("omp parallel for simd schedule(static) reduction(|:fl) if(n > 32768)") \
-    for (size_t i = 0; i < n; i++) {                                               \
-      unsigned f1;                                                                 \
-      out[i] = (T)fast_one(&p, in[i], MODE, &f1);                                  \
-      fl |= f1;                                                                    \
-    }                                                                              \
-  } while (0)
+/* Integer-only code: an AVX2 clone (variable shifts) gives the same bits as
+ * the baseline one; the loader picks one at run time. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define EXMY_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define EXMY_CLONES
+#endif
 
-#define FAST_WIDTHS(MODE)                              \
-  do {                                                 \
-    switch (bytes) {                                   \
-    case 1: FAST_LOOP(uint8_t, MODE); break;           \
-    case 2: FAST_LOOP(uint16_t, MODE); break;          \
-    default: FAST_LOOP(uint32_t, MODE); break;         \
-    }                                                  \
-  } while (0)
+#define CHUNK_FN(NAME, T, MODE)                                                              \
+  EXMY_CLONES static unsigned NAME(const fast_params *pp, const uint32_t *restrict in,      \
+                                   T *restrict out, size_t n) {                              \
+    const fast_params p = *pp;                                                               \
+    unsigned fl = 0;                                                                         \
+    for (size_t i = 0; i < n; i++) {                                                         \
+      unsigned f1;                                                                           \
+      out[i] = (T)fast_one(&p, in[i], MODE, &f1);                                            \
+      fl |= f1;                                                                              \
+    }                                                                                        \
+    return fl;                                                                               \
+  }
+#define CHUNK_FNS(MODE, SUF)                   \
+  CHUNK_FN(chunk8_##SUF, uint8_t, MODE)        \
+  CHUNK_FN(chunk16_##SUF, uint16_t, MODE)      \
+  CHUNK_FN(chunk32_##SUF, uint32_t, MODE)
+CHUNK_FNS(EXMY_RNE, rne)
+CHUNK_FNS(EXMY_RNA, rna)
+CHUNK_FNS(EXMY_RTZ, rtz)
+CHUNK_FNS(EXMY_RUP, rup)
+CHUNK_FNS(EXMY_RDN, rdn)
+CHUNK_FNS(EXMY_RTO, rto)
+
+typedef unsigned (*chunk_fn)(const fast_params *, const uint32_t *, void *, size_t);
+#define ROW(SUF) {(chunk_fn)chunk8_##SUF, (chunk_fn)chunk16_##SUF, (chunk_fn)chunk32_##SUF}
+static const chunk_fn chunk_table[6][3] = {ROW(rne), ROW(rna), ROW(rtz), ROW(rup), ROW(rdn), ROW(rto)};
 
 static unsigned fast_f32(const exmy_format *f, const exmy_rounding *r, const float *src, size_t n, void *codes) {
   fast_params p;
   fast_setup(f, r, &p);
   const uint32_t *in = (const uint32_t *)(const void *)src;
   const int bytes = exmy_code_bytes(f);
+  const chunk_fn fn = chunk_table[r->mode][bytes == 1 ? 0 : bytes == 2 ? 1 : 2];
   unsigned fl = 0;
-  switch (r->mode) {
-  case EXMY_RNE: FAST_WIDTHS(EXMY_RNE); break;
-  case EXMY_RNA: FAST_WIDTHS(EXMY_RNA); break;
-  case EXMY_RTZ: FAST_WIDTHS(EXMY_RTZ); break;
-  case EXMY_RUP: FAST_WIDTHS(EXMY_RUP); break;
-  case EXMY_RDN: FAST_WIDTHS(EXMY_RDN); break;
-  default: FAST_WIDTHS(EXMY_RTO); break;
+  /* static split: each thread converts one contiguous range */
+#pragma omp parallel reduction(|:fl) if(n > 32768)
+  {
+    size_t t = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();
+    size_t lo = n / nt * t + (t < n % nt ? t : n % nt);
+    size_t hi = lo + n / nt + (t < n % nt);
+    fl |= fn(&p, in + lo, (char *)codes + lo * (size_t)bytes, hi - lo);
   }
   return fl;
 }

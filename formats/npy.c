@@ -17,9 +17,11 @@
  *
  * Writing produces the same bytes as numpy's np.save (header padded with
  * spaces to a multiple of 64 bytes, 21-digit growth room after the shape)
- * into "<path>.tmp.<pid>", then renames it over path. */
-#if !defined(_POSIX_C_SOURCE) && !defined(_WIN32)
-#define _POSIX_C_SOURCE 200809L /* fileno, fstat, fsync, getpid */
+ * into "<path>.tmp.<pid>", then renames it over path (over a symbolic link's
+ * target, keeping the link).  Devices and pipes such as /dev/stdout are
+ * written directly; a directory is an error. */
+#if !defined(_POSIX_C_SOURCE) && !defined(_XOPEN_SOURCE) && !defined(_GNU_SOURCE) && !defined(_WIN32)
+#define _XOPEN_SOURCE 700 /* fileno, fstat, lstat, fsync, getpid, realpath */
 #endif
 #include "exmy.h"
 
@@ -688,24 +690,48 @@ int exmy_npy_write(const char *path, const exmy_array *arr, char *err, size_t er
   memset(head + 8 + lenbytes + dl, ' ', pad);
   head[total - 1] = '\n';
 
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 32);
-  if (!tmp) return npy_fail(err, errlen, path, "out of memory");
-  snprintf(tmp, plen + 32, "%s.tmp.%ld", path, npy_getpid());
+  /* Where the bytes go.  Through a symbolic link to its target (the link
+   * stays a link).  A directory is an error.  A device or pipe (/dev/stdout,
+   * /dev/null) is written in place: there is nothing to replace atomically.
+   * Otherwise a temporary file next to the target is renamed over it. */
+  char *target = NULL;
+  struct stat st;
+#if !defined(_WIN32)
+  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) target = realpath(path, NULL);
+#endif
+  const char *dest = target ? target : path;
+  int in_place = 0;
+  if (stat(dest, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      free(target);
+      return npy_fail(err, errlen, path, "cannot write: is a directory");
+    }
+    if (!S_ISREG(st.st_mode)) in_place = 1;
+  }
+  char *tmp = NULL;
+  if (!in_place) {
+    size_t tlen = strlen(dest) + 32;
+    tmp = malloc(tlen);
+    if (!tmp) {
+      free(target);
+      return npy_fail(err, errlen, path, "out of memory");
+    }
+    snprintf(tmp, tlen, "%s.tmp.%ld", dest, npy_getpid());
+  }
 
-  FILE *f = fopen(tmp, "wb");
+  int rc = -1;
+  FILE *f = fopen(in_place ? dest : tmp, "wb");
   if (!f) {
     int e = errno;
-    npy_fail(err, errlen, path, "cannot create %s: %s", tmp, strerror(e));
-    free(tmp);
-    return -1;
+    npy_fail(err, errlen, path, "cannot create %s: %s", in_place ? dest : tmp, strerror(e));
+    goto done;
   }
   int ok = fwrite(head, 1, total, f) == total;
   if (ok && bytes) ok = fwrite(arr->data, 1, bytes, f) == bytes;
   if (ok) ok = fflush(f) == 0;
   int e = errno;
 #if !defined(_WIN32)
-  if (ok && fsync(fileno(f)) != 0 && errno != EINVAL && errno != EROFS) {
+  if (ok && !in_place && fsync(fileno(f)) != 0 && errno != EINVAL && errno != EROFS) {
     ok = 0;
     e = errno;
   }
@@ -715,18 +741,19 @@ int exmy_npy_write(const char *path, const exmy_array *arr, char *err, size_t er
     e = errno;
   }
   if (!ok) {
-    remove(tmp);
+    if (tmp) remove(tmp);
     npy_fail(err, errlen, path, "write error: %s", strerror(e));
-    free(tmp);
-    return -1;
+    goto done;
   }
-  if (rename(tmp, path) != 0) {
+  if (tmp && rename(tmp, dest) != 0) {
     e = errno;
     remove(tmp);
     npy_fail(err, errlen, path, "cannot rename %s into place: %s", tmp, strerror(e));
-    free(tmp);
-    return -1;
+    goto done;
   }
+  rc = 0;
+done:
   free(tmp);
-  return 0;
+  free(target);
+  return rc;
 }

@@ -34,7 +34,7 @@ int oracle_classify(const oracle_fmt *o, uint64_t code, double *value) {
   int neg = o->is_signed && (code & o->sign_mask) != 0;
   uint64_t mag = code & o->top_mag;
   *value = NAN;
-  if (code >> o->bits) return EXMY_CLASS_NAN;
+  if (o->bits < 64 && (code >> o->bits) != 0) return EXMY_CLASS_NAN;
   if (o->nan == EXMY_NAN_NEGZERO && code == o->sign_mask) return EXMY_CLASS_NAN;
   if (is_nan_mag(o, mag)) return EXMY_CLASS_NAN;
   if (o->has_inf && mag == o->inf_mag) { *value = neg ? -INFINITY : INFINITY; return EXMY_CLASS_INF; }
@@ -81,16 +81,17 @@ int oracle_fmt_init(oracle_fmt *o, const exmy_format *f, char *why, size_t whyle
   else if (o->nan == EXMY_NAN_ONES) o->max_mag = o->top_mag - 1;
   else if (o->nan == EXMY_NAN_IEEE) o->max_mag = expall;
   else o->max_mag = o->top_mag;
-  if (o->max_mag < 1 || (o->has_inf && o->inf_mag < 1)) NO("no positive finite value");
+  if ((o->has_zero && o->max_mag < 1) || (o->has_inf && o->inf_mag < 1)) NO("no positive finite value");
   /* value range must be exact in double */
   long emax_unb = (long)(o->max_mag >> M) - o->bias;
   if (o->has_zero && (o->max_mag >> M) == 0) emax_unb = 1 - o->bias - 1; /* all subnormal */
-  if (emax_unb > 1022) NO("largest value not a finite double (bias too small)");
+  if (emax_unb > 1023) NO("largest value not a finite double (bias too small)");
   long emin_sub = o->has_zero ? (long)(1 - o->bias - M) : (long)(-o->bias);
   if (emin_sub < -1074) NO("smallest value below 2^-1074 (bias too large)");
   o->maxfinite = oracle_decode_mag(o, o->max_mag);
   o->max_next = oracle_decode_mag(o, o->max_mag + 1);
-  if (!isfinite(o->maxfinite) || !isfinite(o->max_next) || !(o->maxfinite > 0)) NO("range not in double");
+  /* max_next may be +inf (binary64 itself); it is only compared against */
+  if (!isfinite(o->maxfinite) || !(o->maxfinite > 0)) NO("range not in double");
   o->minnormal = o->has_zero ? ldexp(1.0, 1 - o->bias) : ldexp(1.0, -o->bias);
   o->minsub = oracle_decode_mag(o, o->has_zero ? 1 : 0);
   o->mpfr_emin = 2L - o->bias - M;
@@ -227,21 +228,27 @@ uint64_t oracle_finish(const oracle_fmt *o, const oracle_pre *p,
   uint64_t infl = o->has_inf ? (o->inf_mag | sgn) : o->has_nan ? oracle_nan_code(o, neg) : maxc;
   *flags = 0; *mask = ALL;
   switch (p->kind) {
+  /* invalid cases raise INVALID alone (as IEEE 754's invalid operation) */
   case OK_NAN:
-    *flags = EXMY_FLAG_INVALID; *mask = NOINEX;
+    *flags = EXMY_FLAG_INVALID;
     return o->has_nan ? oracle_nan_code(o, neg) : 0;
   case OK_NEG_UNSIGNED:
-    *flags = EXMY_FLAG_INVALID; *mask = EXMY_FLAG_INVALID | EXMY_FLAG_OVERFLOW;
+    *flags = EXMY_FLAG_INVALID;
     return o->has_nan ? oracle_nan_code(o, 0) : 0;
   case OK_ZERO_NOZERO:
-    *flags = EXMY_FLAG_INVALID; *mask = NOINEX;
+    *flags = EXMY_FLAG_INVALID;
     return o->has_nan ? oracle_nan_code(o, 0) : 0;
   case OK_ZERO:
     return (neg && o->has_negzero) ? o->sign_mask : 0;
-  case OK_INF:
-    *mask = NOINEX;
-    if (sat == EXMY_SAT_FINITE) return maxc;
-    return infl;
+  case OK_INF: {
+    /* never OVERFLOW for an infinite input; INEXACT when it becomes the
+     * largest finite value (the value changed); inf -> NaN leaves INEXACT
+     * unspecified by the spec, so it is not compared */
+    uint64_t c = sat == EXMY_SAT_FINITE ? maxc : infl;
+    if (c == maxc) *flags = EXMY_FLAG_INEXACT;
+    else if (!o->has_inf) *mask = NOINEX;
+    return c;
+  }
   case OK_FORCED_MIN:
     *flags = EXMY_FLAG_INEXACT | EXMY_FLAG_UNDERFLOW;
     return 0;

@@ -95,7 +95,7 @@ void oracle_pre_round(const oracle_fmt *o, oracle_ws *ws, oracle_dir dir,
 
 /* Final code.  mode selects the overflow rule (EXMY_SR: as rne).  *flags gets
  * the expected flags, *mask the flags that the spec pins down for this case
- * (INEXACT is left out for NaN/inf/unsigned-negative/zero-into-zeroless inputs). */
+ * (all four, except INEXACT when an infinite input becomes NaN). */
 uint64_t oracle_finish(const oracle_fmt *o, const oracle_pre *p,
                        exmy_round_mode mode, exmy_saturation sat, int ftz,
                        unsigned *flags, unsigned *mask);

@@ -25,7 +25,7 @@
 // exact values +-1..3 ulps, specials); 10^6 doubles (same idea, with values a
 // few double ulps off the midpoints, which catch double rounding).  Both the
 // array API (exmy_quantize) and the scalar API (exmy_from_*) are checked; the
-// scalar path on float32 runs on every 4th pool element (all others in full).
+// scalar path also runs on every input, with flags.
 // The scalar path's INEXACT flag is checked against the oracle: for a finite
 // input and a non-NaN oracle result, INEXACT must be set iff the oracle's
 // value differs from the input.  NaN inputs must raise INVALID.
@@ -220,13 +220,13 @@ float nv_decode_type(Kind k, unsigned c) {
 
 // ---------------------------------------------------------------- reporting
 
-uint64_t g_checks = 0, g_failures = 0;
+uint64_t g_checks = 0, g_failures = 0, g_printed = 0;
 const uint64_t kMaxPrinted = 20;
 
-void fail_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void fail_line(const char *fmt, ...) {
-  ++g_failures;
-  if (g_failures > kMaxPrinted) return;
+// Print one failure line (the first kMaxPrinted only); does not count it.
+void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void report(const char *fmt, ...) {
+  if (g_printed++ >= kMaxPrinted) return;
   va_list ap;
   va_start(ap, fmt);
   std::fputs("FAIL ", stdout);
@@ -234,6 +234,9 @@ void fail_line(const char *fmt, ...) {
   std::fputc('\n', stdout);
   va_end(ap);
 }
+
+// Count and print a failure (serial code only).
+#define fail_line(...) (++g_failures, report(__VA_ARGS__))
 
 const char *src_name(exmy_src_type t) {
   switch (t) {
@@ -306,53 +309,60 @@ bool codes_match(const Oracle &o, unsigned nv, unsigned ex) {
 }
 
 // Compare one element.  path names the exmy API; flags < 0 when not known.
-void check_one(const Oracle &o, const InputView &in, size_t i, unsigned nv, unsigned ex,
-               long flags, const char *path) {
+// Pure unless print is set: returns the number of checks made and adds the
+// number failed to *nfail; with print set, each failure is also reported.
+// (Run first without print in parallel, then with print, serially, on the
+// failing elements only, so the report does not depend on the thread count.)
+#define CHECK_FAIL(...) do { ++*nfail; if (print) report(__VA_ARGS__); } while (0)
+unsigned check_one(const Oracle &o, const InputView &in, size_t i, unsigned nv, unsigned ex,
+                   long flags, const char *path, bool print, unsigned *nfail) {
+  unsigned checks = 1;
   double v = in.value(i);
   ExpKind e = expectation(o, v);
-  ++g_checks;
   switch (e) {
   case EXP_ORACLE:
     if (!codes_match(o, nv, ex))
-      fail_line("%s [%s]: input %s: expected 0x%02x%s got 0x%02x", o.label.c_str(), path,
-                input_str(in, i).c_str(), nv, nv_is_nan(o.kind, nv) ? " (any NaN)" : "", ex);
+      CHECK_FAIL("%s [%s]: input %s: expected 0x%02x%s got 0x%02x", o.label.c_str(), path,
+                 input_str(in, i).c_str(), nv, nv_is_nan(o.kind, nv) ? " (any NaN)" : "", ex);
     break;
   case EXP_FP_NAN_INPUT:
     // Documented difference: NVIDIA gives +MAXNORM, exmy gives +0 (INVALID).
     if (nv != nv_max_code(o.kind))
-      fail_line("%s [%s]: oracle sanity: NaN input %s gave NVIDIA 0x%02x, documented +max 0x%02x",
-                o.label.c_str(), path, input_str(in, i).c_str(), nv, nv_max_code(o.kind));
+      CHECK_FAIL("%s [%s]: oracle sanity: NaN input %s gave NVIDIA 0x%02x, documented +max 0x%02x",
+                 o.label.c_str(), path, input_str(in, i).c_str(), nv, nv_max_code(o.kind));
     else if (ex != 0)
-      fail_line("%s [%s]: NaN input %s: expected exmy +0 (0x00; NVIDIA gives +max 0x%02x) got 0x%02x",
-                o.label.c_str(), path, input_str(in, i).c_str(), nv, ex);
+      CHECK_FAIL("%s [%s]: NaN input %s: expected exmy +0 (0x00; NVIDIA gives +max 0x%02x) got 0x%02x",
+                 o.label.c_str(), path, input_str(in, i).c_str(), nv, ex);
     break;
   case EXP_E8M0_INVALID:
     // Documented difference: NVIDIA converts |x| (0 -> 0x00); exmy: NaN.
     if (ex != 0xFF)
-      fail_line("%s [%s]: zero/negative input %s: expected exmy NaN 0xff (NVIDIA's |x| "
-                "convention gives 0x%02x) got 0x%02x",
-                o.label.c_str(), path, input_str(in, i).c_str(), nv, ex);
+      CHECK_FAIL("%s [%s]: zero/negative input %s: expected exmy NaN 0xff (NVIDIA's |x| "
+                 "convention gives 0x%02x) got 0x%02x",
+                 o.label.c_str(), path, input_str(in, i).c_str(), nv, ex);
     break;
   }
-  if (flags < 0) return;
+  if (flags < 0) return checks;
   unsigned f = (unsigned)flags;
   if (std::isnan(v) || e == EXP_E8M0_INVALID) {
-    ++g_checks;
+    ++checks;
     if (!(f & EXMY_FLAG_INVALID))
-      fail_line("%s [%s]: input %s: expected flag invalid, got flags %s", o.label.c_str(), path,
-                input_str(in, i).c_str(), flags_str(f).c_str());
-    return;
+      CHECK_FAIL("%s [%s]: input %s: expected flag invalid, got flags %s", o.label.c_str(), path,
+                 input_str(in, i).c_str(), flags_str(f).c_str());
+    return checks;
   }
-  if (std::isinf(v) || nv_is_nan(o.kind, nv)) return;
+  if (std::isinf(v) || nv_is_nan(o.kind, nv)) return checks;
   // Finite input, non-NaN oracle result: inexact iff the value changed.
   double nvv = (double)nv_decode_raw(o.kind, nv);
   bool inexact = nvv != v;
-  ++g_checks;
+  ++checks;
   if (inexact != ((f & EXMY_FLAG_INEXACT) != 0))
-    fail_line("%s [%s]: input %s: oracle code 0x%02x (%a) so inexact=%d, got flags %s",
-              o.label.c_str(), path, input_str(in, i).c_str(), nv, nvv, (int)inexact,
-              flags_str(f).c_str());
+    CHECK_FAIL("%s [%s]: input %s: oracle code 0x%02x (%a) so inexact=%d, got flags %s",
+               o.label.c_str(), path, input_str(in, i).c_str(), nv, nvv, (int)inexact,
+               flags_str(f).c_str());
+  return checks;
 }
+#undef CHECK_FAIL
 
 uint64_t exmy_scalar(const Oracle &o, const InputView &in, size_t i, unsigned *flags) {
   switch (in.type) {
@@ -372,13 +382,14 @@ unsigned nv_elem(const Oracle &o, const InputView &in, size_t i) {
   }
 }
 
-// Run one oracle over n inputs: NVIDIA codes and exmy codes are computed in
-// parallel, then compared serially in index order (so the report does not
-// depend on the thread count).  scalar_stride: every k-th element also goes
+// Run one oracle over n inputs: NVIDIA codes and exmy codes are computed and
+// compared in parallel; failures are then reported serially in index order
+// (so the report does not depend on the thread count).  scalar_stride: every k-th element also goes
 // through the scalar API with flags (1 = all, 0 = none).
 void run_batch(const Oracle &o, const InputView &in, size_t n, size_t scalar_stride,
                std::vector<uint8_t> &nvbuf, std::vector<uint8_t> &exbuf,
-               std::vector<uint8_t> &scbuf, std::vector<uint8_t> &flbuf) {
+               std::vector<uint8_t> &scbuf, std::vector<uint8_t> &flbuf,
+               std::vector<uint8_t> &bad) {
   nvbuf.resize(n);
   exbuf.resize(n);
   if (scalar_stride) { scbuf.resize(n); flbuf.resize(n); }
@@ -396,10 +407,27 @@ void run_batch(const Oracle &o, const InputView &in, size_t n, size_t scalar_str
       flbuf[i] = (uint8_t)f;
     }
   }
-  for (size_t i = 0; i < n; ++i) {
-    check_one(o, in, i, nvbuf[i], exbuf[i], -1, "exmy_quantize");
+  // Evaluate in parallel (pure), marking failing elements in bad[].
+  bad.assign(n, 0);
+  uint64_t checks = 0, fails = 0;
+#pragma omp parallel for schedule(static) reduction(+ : checks, fails)
+  for (long long i = 0; i < nn; ++i) {
+    unsigned nf = 0;
+    checks += check_one(o, in, (size_t)i, nvbuf[i], exbuf[i], -1, "exmy_quantize", false, &nf);
+    if (scalar_stride && (size_t)i % scalar_stride == 0)
+      checks += check_one(o, in, (size_t)i, nvbuf[i], scbuf[i], flbuf[i], "exmy_from_scalar",
+                          false, &nf);
+    if (nf) { bad[i] = 1; fails += nf; }
+  }
+  g_checks += checks;
+  g_failures += fails;
+  // Report the failing elements serially, in index order.
+  for (size_t i = 0; i < n && fails && g_printed < kMaxPrinted; ++i) {
+    if (!bad[i]) continue;
+    unsigned nf = 0;
+    check_one(o, in, i, nvbuf[i], exbuf[i], -1, "exmy_quantize", true, &nf);
     if (scalar_stride && i % scalar_stride == 0)
-      check_one(o, in, i, nvbuf[i], scbuf[i], flbuf[i], "exmy_from_scalar");
+      check_one(o, in, i, nvbuf[i], scbuf[i], flbuf[i], "exmy_from_scalar", true, &nf);
   }
 }
 
@@ -686,7 +714,7 @@ void run_long(const std::vector<Oracle> &oracles) {
   const size_t chunk = (size_t)1 << 24;
   const size_t nchunks = ((size_t)1 << 32) / chunk;
   std::vector<uint32_t> in(chunk);
-  std::vector<uint8_t> nvb, exb, scb, flb;
+  std::vector<uint8_t> nvb, exb, scb, flb, bad;
   std::printf("%s: --long: all 2^32 float32 inputs x %zu oracles (array + scalar paths)\n",
               kTestName, fp8.size());
   std::fflush(stdout);
@@ -695,7 +723,7 @@ void run_long(const std::vector<Oracle> &oracles) {
 #pragma omp parallel for schedule(static)
     for (long long i = 0; i < cn; ++i) in[i] = (uint32_t)(k * chunk + (size_t)i);
     InputView iv{EXMY_SRC_F32, in.data()};
-    for (const Oracle *o : fp8) run_batch(*o, iv, chunk, 1, nvb, exb, scb, flb);
+    for (const Oracle *o : fp8) run_batch(*o, iv, chunk, 1, nvb, exb, scb, flb, bad);
     if ((k + 1) % 8 == 0 || k + 1 == nchunks) {
       std::printf("%s: --long: %zu/%zu chunks (inputs up to 0x%08zx), %" PRIu64 " checks, %" PRIu64
                   " failures so far\n",
@@ -722,7 +750,7 @@ int main(int argc, char **argv) {
   std::fflush(stdout);
 
   std::vector<Oracle> oracles = all_oracles();
-  std::vector<uint8_t> nvb, exb, scb, flb;
+  std::vector<uint8_t> nvb, exb, scb, flb, bad;
 
   // 1. decode of every code
   check_decode();
@@ -731,22 +759,22 @@ int main(int argc, char **argv) {
   std::vector<uint16_t> all16(65536);
   for (unsigned i = 0; i < 65536; ++i) all16[i] = (uint16_t)i;
   for (const Oracle &o : oracles) {
-    run_batch(o, InputView{EXMY_SRC_F16, all16.data()}, 65536, 1, nvb, exb, scb, flb);
-    run_batch(o, InputView{EXMY_SRC_BF16, all16.data()}, 65536, 1, nvb, exb, scb, flb);
+    run_batch(o, InputView{EXMY_SRC_F16, all16.data()}, 65536, 1, nvb, exb, scb, flb, bad);
+    run_batch(o, InputView{EXMY_SRC_BF16, all16.data()}, 65536, 1, nvb, exb, scb, flb, bad);
   }
 
-  // 3. float32 pool (>= 10^7), array path on all, scalar on every 4th
+  // 3. float32 pool (>= 10^7), array and scalar paths on all
   {
     std::vector<float> pool = make_float_pool(seed, 10000000);
     InputView iv{EXMY_SRC_F32, pool.data()};
-    for (const Oracle &o : oracles) run_batch(o, iv, pool.size(), 4, nvb, exb, scb, flb);
+    for (const Oracle &o : oracles) run_batch(o, iv, pool.size(), 1, nvb, exb, scb, flb, bad);
   }
 
   // 4. double pool (10^6), both paths on all
   {
     std::vector<double> pool = make_double_pool(seed, 1000000);
     InputView iv{EXMY_SRC_F64, pool.data()};
-    for (const Oracle &o : oracles) run_batch(o, iv, pool.size(), 1, nvb, exb, scb, flb);
+    for (const Oracle &o : oracles) run_batch(o, iv, pool.size(), 1, nvb, exb, scb, flb, bad);
   }
 
   if (long_mode) run_long(oracles);

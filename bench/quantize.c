@@ -1,0 +1,75 @@
+/* bench/quantize: float32 -> e4m3fn codes (rne, saturating) over 2^26
+ * elements with 1 and 2 threads, beside a plain parallel copy of the same
+ * float32 array measured in the same run.  Prints elements/s, GB/s (bytes
+ * read + written) and the ratio quantize/copy in elements per second.
+ * Goal (issue 3): ratio >= 0.8 with 2 threads.
+ * usage: bench/quantize [log2(elements), default 26] */
+#include "exmy.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void copy_parallel(float *dst, const float *src, size_t n) {
+#pragma omp parallel
+  {
+    int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    size_t lo = n * (size_t)t / (size_t)nt, hi = n * (size_t)(t + 1) / (size_t)nt;
+    memcpy(dst + lo, src + lo, (hi - lo) * sizeof *dst);
+  }
+}
+
+int main(int argc, char **argv) {
+  int lg = argc > 1 ? atoi(argv[1]) : 26;
+  if (lg < 10 || lg > 30) {
+    fprintf(stderr, "bench/quantize: log2(elements) %s out of range (10..30)\n", argv[1]);
+    return 2;
+  }
+  size_t n = (size_t)1 << lg;
+  float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+  uint8_t *q = malloc(n);
+  if (!x || !y || !q) { fprintf(stderr, "bench/quantize: out of memory\n"); return 1; }
+  uint64_t s = 1;
+  for (size_t i = 0; i < n; i++) { /* activation-like values, some beyond 448 */
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    x[i] = (float)((double)(int32_t)(s >> 32) * 0x1p-31 * 600.0);
+  }
+  exmy_format f;
+  exmy_format_parse("e4m3fn", &f, NULL, 0);
+  exmy_rounding r = exmy_rounding_default();
+  r.sat = EXMY_SAT_FINITE;
+  memset(y, 0, n * sizeof *y); /* touch pages */
+  memset(q, 0, n);
+  printf("bench/quantize: %zu float32 -> e4m3fn (rne, satfinite), best of 5 runs\n", n);
+  printf("%-8s %-10s %12s %9s %12s %9s %7s\n", "threads", "", "Gelem/s", "GB/s", "copy Gel/s", "copy GB/s", "ratio");
+  for (int threads = 1; threads <= 2; threads++) {
+    omp_set_num_threads(threads);
+    double tq = 1e30, tc = 1e30;
+    for (int rep = 0; rep < 5; rep++) {
+      double t0 = now();
+      exmy_quantize(&f, &r, EXMY_SRC_F32, x, n, 0, q);
+      double t1 = now();
+      copy_parallel(y, x, n);
+      double t2 = now();
+      if (t1 - t0 < tq) tq = t1 - t0;
+      if (t2 - t1 < tc) tc = t2 - t1;
+    }
+    double eq = (double)n / tq, ec = (double)n / tc;
+    printf("%-8d %-10s %12.3f %9.2f %12.3f %9.2f %7.2f\n", threads, "quantize", eq * 1e-9, eq * 5e-9, ec * 1e-9,
+           ec * 8e-9, eq / ec);
+  }
+  /* keep the results live */
+  unsigned sum = 0;
+  for (size_t i = 0; i < n; i += 4097) sum += q[i] + (unsigned)y[i];
+  printf("(checksum %u)\n", sum);
+  free(x); free(y); free(q);
+  return 0;
+}
