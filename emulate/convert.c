@@ -154,15 +154,79 @@ static inline __attribute__((always_inline)) uint32_t fast_one(const fast_params
 #define EXMY_CLONES
 #endif
 
+/* The hot loop for the common case (no ftz/daz): finite inputs, overflow
+ * handled inline, flags accumulated per block.  NaN, inf and negative-to-
+ * unsigned inputs only mark the block "special", which is then redone with
+ * the full kernel.  Comparisons are on values below 2^31, so signed compares
+ * (native in AVX2) give the unsigned answer. */
+static inline __attribute__((always_inline)) uint32_t fast_hot(const fast_params *p, uint32_t u, const int mode,
+                                                               uint32_t *any_inexact, uint32_t *any_tiny,
+                                                               uint32_t *any_ovf, uint32_t *any_special) {
+  const uint32_t s = u >> 31;
+  const uint32_t a = u & 0x7fffffffu;
+  const uint32_t ef = a >> 23;
+  const uint32_t normal = (int32_t)ef != 0;
+  const uint32_t sig = (a & 0x7fffffu) | (normal << 23);
+  const int32_t eu = (int32_t)(ef | (normal ^ 1u)) - 127;
+  const int32_t te = eu > p->emin ? eu : p->emin;
+  int32_t sh = (int32_t)p->shift0 + (te - eu);
+  sh = sh > 25 ? 25 : sh;
+  uint32_t kept = sig >> sh;
+  const uint32_t rem = sig & ((1u << sh) - 1u);
+  const int32_t half = (int32_t)((1u << sh) >> 1);
+  const uint32_t inexact = (int32_t)rem != 0;
+  uint32_t inc = 0;
+  switch (mode) {
+  case EXMY_RNE: inc = ((int32_t)rem > half) | (((int32_t)rem == half) & kept & inexact); break;
+  case EXMY_RNA: inc = ((int32_t)rem >= half) & inexact; break;
+  case EXMY_RUP: inc = inexact & (s ^ 1u); break;
+  case EXMY_RDN: inc = inexact & s; break;
+  case EXMY_RTO: kept |= inexact; break;
+  default: break;
+  }
+  const uint32_t mag = ((uint32_t)(te - p->emin) << p->M) + kept + inc;
+  const uint32_t sflag = s & (((int32_t)mag != 0) | p->keep_neg_zero) & p->is_signed;
+  uint32_t code = mag | (sflag << p->sign_shift);
+  const uint32_t ovf = (int32_t)mag > (int32_t)p->max_mag;
+  code = sel(ovf, sel(s, p->ovf_code[1], p->ovf_code[0]), code);
+  *any_ovf |= ovf;
+  *any_inexact |= rem;
+  *any_tiny |= ((int32_t)a < (int32_t)p->tiny_thr) & inexact;
+  *any_special |= ((int32_t)a >= 0x7f800000) | (s & (p->is_signed ^ 1u) & ((int32_t)a != 0));
+  return code;
+}
+
+#define BLOCK 2048
 #define CHUNK_FN(NAME, T, MODE)                                                              \
   EXMY_CLONES static unsigned NAME(const fast_params *pp, const uint32_t *restrict in,      \
                                    T *restrict out, size_t n) {                              \
     const fast_params p = *pp;                                                               \
     unsigned fl = 0;                                                                         \
-    for (size_t i = 0; i < n; i++) {                                                         \
-      unsigned f1;                                                                           \
-      out[i] = (T)fast_one(&p, in[i], MODE, &f1);                                            \
-      fl |= f1;                                                                              \
+    if (p.daz | p.ftz) {                                                                     \
+      for (size_t i = 0; i < n; i++) {                                                       \
+        unsigned f1;                                                                         \
+        out[i] = (T)fast_one(&p, in[i], MODE, &f1);                                          \
+        fl |= f1;                                                                            \
+      }                                                                                      \
+      return fl;                                                                             \
+    }                                                                                        \
+    for (size_t b = 0; b < n; b += BLOCK) {                                                  \
+      const size_t m = n - b < BLOCK ? n - b : BLOCK;                                        \
+      const uint32_t *bin = in + b;                                                          \
+      T *bout = out + b;                                                                     \
+      uint32_t inx = 0, tiny = 0, ovf = 0, special = 0;                                      \
+      for (size_t i = 0; i < m; i++)                                                         \
+        bout[i] = (T)fast_hot(&p, bin[i], MODE, &inx, &tiny, &ovf, &special);                \
+      if (special) {                                                                         \
+        for (size_t i = 0; i < m; i++) {                                                     \
+          unsigned f1;                                                                       \
+          bout[i] = (T)fast_one(&p, bin[i], MODE, &f1);                                      \
+          fl |= f1;                                                                          \
+        }                                                                                    \
+      } else {                                                                               \
+        fl |= (inx ? EXMY_FLAG_INEXACT : 0) | (tiny ? EXMY_FLAG_UNDERFLOW : 0) |             \
+              (ovf ? (EXMY_FLAG_OVERFLOW | EXMY_FLAG_INEXACT) : 0);                          \
+      }                                                                                      \
     }                                                                                        \
     return fl;                                                                               \
   }

@@ -9,7 +9,9 @@
  * C order (at most one dimension longer than 1).  Bytes after the data are
  * ignored, as numpy does.  The header must be the literal dict numpy writes
  * (keys 'descr', 'fortran_order', 'shape', in any order, each exactly once;
- * ints may carry Python 2's 'L' suffix); anything else is an error.
+ * strings in ' or " without escapes; ints may carry Python 2's 'L' suffix;
+ * printable ASCII only); anything else is an error, as are more than 8
+ * dimensions and headers over 64 KiB.
  *
  * Every error is one line "<path>: <what is wrong>".  The reader trusts
  * nothing in the file: header length, shape and data length are checked

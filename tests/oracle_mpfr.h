@@ -14,6 +14,18 @@
  * except that a truncated zero becomes the smallest positive value).  Overflow, saturation, NaN, sign, unsigned and ftz
  * rules are applied afterwards, and the code is packed here from the value.
  *
+ * Readings of the spec where it is silent (see the test's report):
+ *  - rto with M = 0: the 1-bit significand of a nonzero value is already odd,
+ *    so rto = rtz there; only a truncated zero moves up to the smallest value.
+ *  - UNDERFLOW is "0 < |x| < 2^(1-bias) and inexact" literally, so in formats
+ *    without finite normals (e1mY ieee, E = 0) an overflowing x can be tiny.
+ *  - NaN input, negative into unsigned, zero into a zero-less format raise
+ *    INVALID alone; an infinite input raises nothing, except INEXACT when it
+ *    becomes the largest finite value; inf -> NaN leaves INEXACT unchecked.
+ *  - Formats the oracle calls ambiguous (inf=ieee with nan!=ieee, ieee codes
+ *    with M = 0, nan=negzero unsigned, zero=none other than unsigned
+ *    inf=none nan=ones) are refused by oracle_fmt_init.
+ *
  * Use: oracle_fmt_init once per format, one oracle_ws per thread, then
  * oracle_pre (the MPFR part, independent of saturation and ftz) and
  * oracle_finish (overflow, saturation, ftz, packing, flags). */

@@ -1,19 +1,29 @@
-/* test_mpfr.c: the library's conversions against an independent MPFR oracle.
+/* test_mpfr.c: the library's conversions against an independent MPFR oracle
+ * (oracle_mpfr.c, written from ../shared/design/formats.md and the lead's
+ * decisions, sharing no code with emulate/).
  *
  * Parts (default run):
- *   0 format fields and decode of every code against the oracle's own derivation
- *   1 every f16 and every bf16 input, every named format, rne rna rtz rup rdn rto,
- *     saturation none/finite/propagate, codes and flags
- *   2 >= 1e6 boundary and random float32 inputs and >= 1e6 double inputs per
- *     named format and mode; stochastic rounding checked to be one of the two
- *     neighbours on a subset
- *   3 random ExMy formats (E 1..8, M 0..10, random bias, inf/nan conventions, sign)
- *   4 ftz / daz on a subset of formats
- *   5 exmy_quantize and exmy_quantize_ref (f32, f64, bf16, f16 sources)
- * --long: all 2^32 float32 inputs for e4m3fn and e5m2, rne, sat none and finite.
+ *   0 hand-computed anchors (oracle and library), format fields, decode and
+ *     classify of every code (2^16 sampled codes for wide formats)
+ *   1 every f16 and every bf16 input, every named format, rne rna rtz rup rdn
+ *     rto, saturation none/finite/propagate: codes and all four flags; the
+ *     library's exmy_f16_to_double / exmy_bf16_to_double against our own
+ *   2 1e6 boundary and random float32 inputs and 1e6 double inputs per named
+ *     format, each in all six modes and three saturations; stochastic rounding
+ *     checked to give one of the two neighbours on every 16th input
+ *   3 300 random ExMy formats (E 1..8, M 0..10, random bias, inf/nan
+ *     conventions, signed/unsigned; a few zero-less and E = 0 ones)
+ *   4 ftz / daz / both on a subset of named formats
+ *   5 exmy_quantize and exmy_quantize_ref (f32, f64, bf16, f16 sources) against
+ *     the oracle, array flags against the OR of the scalar flags; sr arrays
+ *     against the scalar path
+ * --long: all 2^32 float32 inputs for e4m3fn and e5m2, rne, sat none and
+ *   finite (make check-long), progress every 2^28 inputs.
  *
- * Options: --long, --scale=X (multiplies the random input counts of part 2/3/4/5).
- * Env: EXMY_TEST_SEED (default 0x6d706672), OMP_NUM_THREADS.
+ * Options: --long, --scale=X (multiplies the random input counts; with --long
+ * and X < 1 only the first X of every 2^28 inputs), --part=N (only part N).
+ * Env: EXMY_TEST_SEED (default 0x6d706672), OMP_NUM_THREADS.  Results do not
+ * depend on the thread count (failures are reported by a deterministic key).
  * Exit 0 pass, 1 fail. */
 #include "exmy.h"
 #include "oracle_mpfr.h"
@@ -22,7 +32,17 @@
 #include <stdarg.h>
 #include <inttypes.h>
 #include <math.h>
+#ifdef _OPENMP
 #include <omp.h>
+#else
+#include <time.h>
+static int omp_get_max_threads(void) { return 1; }
+static double omp_get_wtime(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +53,7 @@ static const char *sat_name[] = {"none", "finite", "propagate"};
 
 static uint64_t g_seed = 0x6d706672;
 static double g_scale = 1.0;
+static int g_only_part = -1; /* --part=N: run only part N (debugging) */
 static long long g_checks, g_fails;
 
 /* ---- failures: keep the 20 with the smallest deterministic key ---------- */
@@ -440,6 +461,104 @@ static void check_format_fields(const fctx *c) {
   g_fails += fails;
 }
 
+/* ---- hand-computed anchors: the oracle itself and the library against values
+ * worked out by hand from formats.md and the lead's decisions --------------- */
+typedef struct { const char *fmt; int mode, sat; double x; uint64_t code; unsigned flags; } anchor;
+#define I_ EXMY_FLAG_INEXACT
+#define U_ EXMY_FLAG_UNDERFLOW
+#define O_ EXMY_FLAG_OVERFLOW
+#define V_ EXMY_FLAG_INVALID
+static const anchor ANCHORS[] = {
+    {"e4m3fn", EXMY_RNE, 0, 448, 0x7e, 0},
+    {"e4m3fn", EXMY_RNE, 0, 464, 0x7e, I_}, /* tie at the top goes to even 448 */
+    {"e4m3fn", EXMY_RNE, 0, 0x1.d000000000001p8, 0x7f, O_ | I_},
+    {"e4m3fn", EXMY_RNE, 0, -464, 0xfe, I_},
+    {"e4m3fn", EXMY_RNE, 1, 1e9, 0x7e, O_ | I_},
+    {"e4m3fn", EXMY_RNE, 0, INFINITY, 0x7f, 0},
+    {"e4m3fn", EXMY_RNE, 1, -INFINITY, 0xfe, I_},
+    {"e4m3fn", EXMY_RNE, 0, NAN, 0x7f, V_},
+    {"e4m3fn", EXMY_RNE, 0, -NAN, 0xff, V_},
+    {"e4m3fn", EXMY_RNE, 0, 0x1p-9, 0x01, 0},
+    {"e4m3fn", EXMY_RNE, 0, 0x1p-10, 0x00, U_ | I_},   /* half the smallest subnormal: to even 0 */
+    {"e4m3fn", EXMY_RNE, 0, 0x1.8p-9, 0x02, U_ | I_},  /* 1.5 subnormal ulps: to even 2 */
+    {"e4m3fn", EXMY_RNE, 0, -431.99999999999994, 0xfd, I_}, /* -416, not ml_dtypes' -448 */
+    {"e4m3fn", EXMY_RTZ, 0, 480, 0x7e, O_ | I_},
+    {"e4m3fn", EXMY_RUP, 0, -1e9, 0xfe, O_ | I_},
+    {"e4m3fn", EXMY_RDN, 0, -449, 0xff, O_ | I_},
+    {"e4m3fn", EXMY_RTO, 0, 0x1.08p0, 0x39, I_},
+    {"e4m3fn", EXMY_RTO, 0, 0x1p-11, 0x01, U_ | I_},
+    {"e4m3fn", EXMY_RNA, 0, 0x1.1p0, 0x39, I_},
+    {"e4m3fn", EXMY_RNE, 0, 0x1.1p0, 0x38, I_},
+    {"e4m3fn", EXMY_RNA, 0, 0x1p-10, 0x01, U_ | I_},
+    {"e4m3fn", EXMY_RNE, 0, -0.0, 0x80, 0},
+    {"e5m2", EXMY_RNE, 0, 57344, 0x7b, 0},
+    {"e5m2", EXMY_RNE, 0, 61440, 0x7c, O_ | I_},
+    {"e5m2", EXMY_RNE, 0, 61439.99, 0x7b, I_},
+    {"e5m2", EXMY_RTZ, 0, 1e6, 0x7b, O_ | I_},
+    {"e5m2", EXMY_RNE, 2, 1e6, 0x7b, O_ | I_},
+    {"e5m2", EXMY_RNE, 2, -INFINITY, 0xfc, 0},
+    {"e5m2", EXMY_RNE, 0, 0x1p-16, 0x01, 0},
+    {"e2m1fn", EXMY_RNE, 0, 5, 0x06, I_},
+    {"e2m1fn", EXMY_RNE, 0, 7, 0x07, O_ | I_}, /* tie 6|8 goes to even 8: overflow, clamped */
+    {"e2m1fn", EXMY_RNE, 0, NAN, 0x00, V_},
+    {"e2m1fn", EXMY_RNE, 0, 0.25, 0x00, U_ | I_},
+    {"e8m0fnu", EXMY_RNE, 0, 1, 0x7f, 0},
+    {"e8m0fnu", EXMY_RNE, 0, 3, 0x81, I_}, /* precision 1: ties away */
+    {"e8m0fnu", EXMY_RNE, 0, 0, 0xff, V_},
+    {"e8m0fnu", EXMY_RUP, 0, 0x1p-130, 0x00, U_ | I_},
+    {"e8m0fnu", EXMY_RNE, 0, -2, 0xff, V_},
+    {"e8m0fnu", EXMY_RNE, 1, 0x1p128, 0xfe, O_ | I_},
+    {"e8m0fnu", EXMY_RNE, 0, 0x1p128, 0xff, O_ | I_},
+    {"e4m3fnuz", EXMY_RNE, 0, -0.0, 0x00, 0},
+    {"e4m3fnuz", EXMY_RNE, 0, NAN, 0x80, V_},
+    {"e4m3fnuz", EXMY_RNE, 0, -0x1p-12, 0x00, U_ | I_},
+    {"e4m3fnuz", EXMY_RNE, 0, 240, 0x7f, 0},
+    {"binary8p4se", EXMY_RNE, 0, 224, 0x7e, 0},
+    {"binary8p4se", EXMY_RNE, 0, 1e6, 0x7f, O_ | I_},
+    {"binary8p4se", EXMY_RNE, 0, -INFINITY, 0xff, 0},
+    {"binary8p4se", EXMY_RNE, 0, NAN, 0x80, V_},
+    {"binary8p3se", EXMY_RNE, 0, 49152, 0x7e, 0},
+};
+
+static const exmy_format *find_format_any(const char *name, exmy_format *tmp) {
+  char err[256];
+  return exmy_format_parse(name, tmp, err, sizeof err) == 0 ? tmp : NULL;
+}
+
+static void check_anchors(void) {
+  oracle_ws ws;
+  oracle_ws_init(&ws);
+  for (size_t i = 0; i < sizeof ANCHORS / sizeof ANCHORS[0]; i++) {
+    const anchor *a = &ANCHORS[i];
+    exmy_format f;
+    oracle_fmt o;
+    char why[256];
+    g_checks += 2;
+    if (!find_format_any(a->fmt, &f) || oracle_fmt_init(&o, &f, why, sizeof why) != 0) {
+      g_fails++;
+      record(i, "part0 anchor %zu: format %s missing or not covered", i, a->fmt);
+      continue;
+    }
+    unsigned ef, em, gf = 0;
+    uint64_t ec = oracle_convert(&o, &ws, (exmy_round_mode)a->mode, (exmy_saturation)a->sat, 0, a->x, &ef, &em);
+    if (ec != a->code || ef != a->flags) {
+      g_fails++;
+      record(i, "part0 ORACLE anchor %s mode=%s sat=%s in=%a: hand value 0x%02" PRIx64 " flags 0x%x, oracle 0x%02" PRIx64
+             " flags 0x%x", a->fmt, exmy_round_mode_name((exmy_round_mode)a->mode), sat_name[a->sat], a->x, a->code,
+             a->flags, ec, ef);
+    }
+    exmy_rounding r = mk_rnd(a->mode, a->sat, 0, 0);
+    uint64_t gc = exmy_from_double(&f, &r, a->x, 0, &gf);
+    if (gc != a->code || gf != a->flags) {
+      g_fails++;
+      record(i, "part0 anchor fmt=%s mode=%s sat=%s src=f64 in=0x%016" PRIx64 " (%a): expected 0x%02" PRIx64
+             " flags 0x%x, got 0x%02" PRIx64 " flags 0x%x", a->fmt, exmy_round_mode_name((exmy_round_mode)a->mode),
+             sat_name[a->sat], dbits(a->x), a->x, a->code, a->flags, gc, gf);
+    }
+  }
+  oracle_ws_clear(&ws);
+}
+
 /* ---- named formats -------------------------------------------------------- */
 typedef struct { char name[64]; exmy_format f; oracle_fmt o; int ok; } named;
 static named *g_named;
@@ -537,7 +656,7 @@ static void part3(int nformats, size_t nper) {
   static const struct { exmy_inf inf; exmy_nan nan; int signed_only; } conv[] = {
       {EXMY_INF_IEEE, EXMY_NAN_IEEE, 0}, {EXMY_INF_NONE, EXMY_NAN_ONES, 0}, {EXMY_INF_NONE, EXMY_NAN_NONE, 0},
       {EXMY_INF_NONE, EXMY_NAN_NEGZERO, 1}, {EXMY_INF_TOP, EXMY_NAN_NEGZERO, 1}, {EXMY_INF_TOP, EXMY_NAN_ONES, 0},
-      {EXMY_INF_TOP, EXMY_NAN_NONE, 0}, {EXMY_INF_NONE, EXMY_NAN_IEEE, 0}};
+      {EXMY_INF_TOP, EXMY_NAN_NONE, 0}, {EXMY_INF_NONE, EXMY_NAN_IEEE, 0}, {EXMY_INF_TOP, EXMY_NAN_IEEE, 0}};
   const int nconv = (int)(sizeof conv / sizeof conv[0]);
   uint64_t s = rng_seed(3, 0, 0);
   int accepted = 0, rejected = 0, unsupported = 0;
@@ -555,8 +674,14 @@ static void part3(int nformats, size_t nper) {
            (f.mbits == 0 && (conv[ci].inf == EXMY_INF_IEEE || conv[ci].nan == EXMY_NAN_IEEE)));
     f.inf = conv[ci].inf;
     f.nan = conv[ci].nan;
-    if (rbelow(&s, 20) == 0) { /* occasionally a zero-less scale format */
+    int special = (int)rbelow(&s, 20);
+    if (special == 0) { /* occasionally a zero-less scale format (exponent only) */
       f.is_signed = 0; f.has_zero = 0; f.inf = EXMY_INF_NONE; f.nan = EXMY_NAN_ONES; f.mbits = 0;
+    } else if (special == 1) { /* or a pure-mantissa format (E = 0) */
+      f.ebits = 0;
+      f.mbits = 1 + (int)rbelow(&s, 10);
+      if (f.inf == EXMY_INF_IEEE) f.inf = EXMY_INF_NONE;
+      if (f.nan == EXMY_NAN_IEEE) f.nan = EXMY_NAN_NONE;
     }
     int db = exmy_default_bias(f.ebits);
     int r = (int)rbelow(&s, 10);
@@ -624,7 +749,17 @@ static void part4(size_t nper) {
   free(all); free(dv.v); free(fv.v);
 }
 
-/* arrays */
+/* arrays: codes are little-endian-native unsigned integers of cb bytes */
+static uint64_t my_code_get(size_t cb, const void *codes, size_t i) {
+  const unsigned char *p = (const unsigned char *)codes + i * cb;
+  switch (cb) {
+  case 1: return p[0];
+  case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
+  case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
+  default: { uint64_t v; memcpy(&v, p, 8); return v; }
+  }
+}
+
 static void part5(size_t n) {
   static const char *names[] = {"e4m3fn", "e5m2", "e2m1fn", "e8m0fnu", "e3m4", "bf16", "f32", "e4m3fnuz", "binary8p4se"};
   static const int modes[] = {EXMY_RNE, EXMY_RUP, EXMY_RTO, EXMY_RNA};
@@ -637,7 +772,14 @@ static void part5(size_t n) {
     fctx c = {5, (int)(nm - g_named), nm->name, f, o};
     gen_inputs(o, rng_seed(5, k, 0), n, n, &dv, &fv);
     uint64_t s = rng_seed(5, k, 1);
-    size_t cb = (size_t)exmy_code_bytes(f);
+    size_t cb = o->bits <= 8 ? 1 : o->bits <= 16 ? 2 : o->bits <= 32 ? 4 : 8;
+    g_checks++;
+    if ((size_t)exmy_code_bytes(f) != cb) {
+      g_fails++;
+      record(mkkey(&c, 0, 2, 0, 0, 3), "part5 fmt=%s exmy_code_bytes %d, expected %zu", nm->name,
+             exmy_code_bytes(f), cb);
+      continue;
+    }
     void *cq = malloc(n * cb), *cr = malloc(n * cb);
     float *f32 = malloc(n * sizeof *f32);
     double *f64 = malloc(n * sizeof *f64);
@@ -674,7 +816,7 @@ static void part5(size_t n) {
             if (daz && in_subnormal(src, srcbits[i])) x = copysign(0.0, x);
             unsigned ef, em, sf = 0;
             uint64_t ec = oracle_convert(o, &ws, (exmy_round_mode)mode, (exmy_saturation)sat, ftz, x, &ef, &em);
-            uint64_t gq = exmy_code_get(f, cq, i), gr = exmy_code_get(f, cr, i);
+            uint64_t gq = my_code_get(cb, cq, i), gr = my_code_get(cb, cr, i);
             (void)lib_conv(f, &r, src, srcbits[i], index0 + i, &sf);
             eor |= ef; emask &= em; sor |= sf;
             checks += 2;
@@ -712,9 +854,9 @@ static void part5(size_t n) {
       for (size_t i = 0; i < n; i++) {
         unsigned sf = 0;
         uint64_t sc = lib_conv(f, &r, src, srcbits[i], 42 + i, &sf);
-        uint64_t gq = exmy_code_get(f, cq, i), gr = exmy_code_get(f, cr, i);
+        uint64_t gq = my_code_get(cb, cq, i), gr = my_code_get(cb, cr, i);
         checks++;
-        if (gq != sc || gr != sc) {
+        if (gq != sc || gr != sc || exmy_code_get(f, cq, i) != gq) {
           fails++;
           report(&c, EXMY_SR, 0, 0, 0, src, srcbits[i], i, 2, sc, 0, 0, gq != sc ? gq : gr, 0);
         }
@@ -783,8 +925,9 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--long") == 0) longmode = 1;
     else if (strncmp(argv[i], "--scale=", 8) == 0) g_scale = atof(argv[i] + 8);
+    else if (strncmp(argv[i], "--part=", 7) == 0) g_only_part = atoi(argv[i] + 7);
     else {
-      fprintf(stderr, "usage: %s [--long] [--scale=X]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--long] [--scale=X] [--part=N]\n", argv[0]);
       return 2;
     }
   }
@@ -802,28 +945,43 @@ int main(int argc, char **argv) {
   } else {
     size_t nper = (size_t)(1000000 * g_scale);
     if (nper < 1000) nper = 1000;
-    part_begin("part 0: format fields and decode", &t0, &c0, &f0);
-    for (size_t i = 0; i < g_nnamed; i++) {
-      if (!g_named[i].ok) continue;
-      fctx c = {0, (int)i, g_named[i].name, &g_named[i].f, &g_named[i].o};
-      check_format_fields(&c);
+#define PART(n) (g_only_part < 0 || g_only_part == (n))
+    if (PART(0)) {
+      part_begin("part 0: hand-computed anchors, format fields and decode", &t0, &c0, &f0);
+      check_anchors();
+      for (size_t i = 0; i < g_nnamed; i++) {
+        if (!g_named[i].ok) continue;
+        fctx c = {0, (int)i, g_named[i].name, &g_named[i].f, &g_named[i].o};
+        check_format_fields(&c);
+      }
+      part_end("part 0", t0, c0, f0);
     }
-    part_end("part 0", t0, c0, f0);
-    part_begin("part 1: every f16 and bf16 input, named formats, 6 modes, 3 saturations", &t0, &c0, &f0);
-    part1();
-    part_end("part 1", t0, c0, f0);
-    part_begin("part 2: boundary and random float32/double inputs, named formats", &t0, &c0, &f0);
-    part2(nper);
-    part_end("part 2", t0, c0, f0);
-    part_begin("part 3: random ExMy formats", &t0, &c0, &f0);
-    part3(300, (size_t)(4000 * g_scale) + 500);
-    part_end("part 3", t0, c0, f0);
-    part_begin("part 4: ftz/daz", &t0, &c0, &f0);
-    part4((size_t)(100000 * g_scale) + 1000);
-    part_end("part 4", t0, c0, f0);
-    part_begin("part 5: exmy_quantize / exmy_quantize_ref", &t0, &c0, &f0);
-    part5((size_t)(100000 * g_scale) + 1000);
-    part_end("part 5", t0, c0, f0);
+    if (PART(1)) {
+      part_begin("part 1: every f16 and bf16 input, named formats, 6 modes, 3 saturations", &t0, &c0, &f0);
+      part1();
+      part_end("part 1", t0, c0, f0);
+    }
+    if (PART(2)) {
+      part_begin("part 2: boundary and random float32/double inputs, named formats", &t0, &c0, &f0);
+      part2(nper);
+      part_end("part 2", t0, c0, f0);
+    }
+    if (PART(3)) {
+      part_begin("part 3: random ExMy formats", &t0, &c0, &f0);
+      part3(300, (size_t)(4000 * g_scale) + 500);
+      part_end("part 3", t0, c0, f0);
+    }
+    if (PART(4)) {
+      part_begin("part 4: ftz/daz", &t0, &c0, &f0);
+      part4((size_t)(100000 * g_scale) + 1000);
+      part_end("part 4", t0, c0, f0);
+    }
+    if (PART(5)) {
+      part_begin("part 5: exmy_quantize / exmy_quantize_ref", &t0, &c0, &f0);
+      part5((size_t)(100000 * g_scale) + 1000);
+      part_end("part 5", t0, c0, f0);
+    }
+#undef PART
   }
   if (g_cat) {
     qsort(g_cat, NCAT, sizeof g_cat[0], cmp_cat);

@@ -24,7 +24,7 @@ static long tu_checks, tu_fails;
     }                                                     \
   } while (0)
 
-static uint64_t tu_seed(uint64_t dflt) {
+static inline uint64_t tu_seed(uint64_t dflt) {
   const char *s = getenv("EXMY_TEST_SEED");
   uint64_t seed = s && *s ? strtoull(s, NULL, 0) : dflt;
   printf("seed %" PRIu64 " (set EXMY_TEST_SEED to change)\n", seed);
