@@ -47,11 +47,10 @@ typedef struct exmy_format {
   /* ---- derived by exmy_format_init ---- */
   int bits;                /* total bits */
   int emin;                /* exponent of the smallest normal */
-  int emax;                /* exponent of the largest finite value */
+  int emax;                /* exponent of the largest finite value (floor of log2) */
   uint64_t mag_mask;       /* mask of the magnitude bits */
   uint64_t sign_mask;      /* the sign bit (0 when unsigned) */
   uint64_t max_mag;        /* magnitude code of the largest finite value */
-  uint64_t max_sig;        /* its significand, hidden bit included */
   uint64_t inf_mag;        /* magnitude code of +inf (valid when inf != NONE) */
   uint64_t nan_code;       /* canonical positive NaN code (valid when nan != NONE) */
   char name[48];           /* table name if it matches one, else the long form */

@@ -65,7 +65,8 @@ typedef struct fast_params {
 /* Preconditions: float's exponent range maps onto the format with one shift
  * per element, and codes fit 32 bits. */
 static int fast_applies(const exmy_format *f, const exmy_rounding *r) {
-  return r->mode != EXMY_SR && f->has_zero && f->mbits <= 23 && f->emin >= -126 && f->bits <= 32;
+  return r->mode != EXMY_SR && f->has_zero && f->mbits <= 23 && f->emin >= -126 && f->bits <= 32 &&
+         (f->max_mag >> f->mbits) != 0; /* not a format whose finite values are all subnormal */
 }
 
 static void fast_setup(const exmy_format *f, const exmy_rounding *r, fast_params *p) {

@@ -122,11 +122,19 @@ uint64_t exmy_round_pack(const exmy_format *f, const exmy_rounding *r, int neg,
       goto done;
     }
     if (rs == 0) { code = zero_code(f, neg); goto done; }
-    if (te > f->emax || (te == f->emax && rs > f->max_sig)) {
+    /* Encode with unbounded exponent, then compare with the largest finite
+     * magnitude (encoding is monotonic); a huge te overflows before shifting. */
+    if (te - f->emin > (int)(f->max_mag >> M) + 1) {
       code = exmy_round_overflow(f, r, neg, &fl);
+      if (tiny) fl |= EXMY_FLAG_UNDERFLOW;
       goto done;
     }
     uint64_t mag = ((uint64_t)(te - f->emin) << M) + rs - (f->has_zero ? 0 : ((uint64_t)1 << M));
+    if (mag > f->max_mag) {
+      code = exmy_round_overflow(f, r, neg, &fl);
+      if (tiny) fl |= EXMY_FLAG_UNDERFLOW; /* only where every finite value is subnormal */
+      goto done;
+    }
     if (r->ftz && f->has_zero && (mag >> M) == 0) {
       fl |= EXMY_FLAG_UNDERFLOW | EXMY_FLAG_INEXACT;
       code = zero_code(f, neg);

@@ -127,13 +127,10 @@ int exmy_format_init(exmy_format *f, char *err, size_t errlen) {
   else f->emin = -f->bias;
   uint64_t maxbiased = f->max_mag >> f->mbits;
   uint64_t maxmant = f->max_mag & ((((uint64_t)1) << f->mbits) - 1);
-  if (f->has_zero && maxbiased == 0) {
-    f->emax = f->emin;
-    f->max_sig = maxmant;
-  } else {
+  if (f->has_zero && maxbiased == 0) /* every finite value is subnormal */
+    f->emax = f->emin - f->mbits + (63 - __builtin_clzll(maxmant));
+  else
     f->emax = (int)maxbiased - f->bias;
-    f->max_sig = ((uint64_t)1 << f->mbits) | maxmant;
-  }
   /* Every value must be exactly a double: exponents within binary64's. */
   long lo_exp = (long)f->emin - (f->has_zero ? f->mbits : 0);
   long hi_exp = (long)f->emax;
