@@ -60,6 +60,9 @@ typedef struct fast_params {
   uint32_t keep_neg_zero, is_signed, daz, ftz;
   uint32_t ovf_code[2], inf_code[2], nan_code[2], negu_code;
   uint32_t ovf_fl[2], inf_fl[2], nan_fl[2], negu_fl;
+  int32_t emin127;             /* emin + 127: the format's emin as a biased float exponent */
+  uint32_t ovf_mag0, ovf_magx; /* overflow magnitude for +, and its xor with the one for - */
+  uint32_t lean;               /* signed with -0: the hot loop applies */
 } fast_params;
 
 /* Preconditions: float's exponent range maps onto the format with one shift
@@ -91,6 +94,10 @@ static void fast_setup(const exmy_format *f, const exmy_rounding *r, fast_params
   unsigned fl = 0;
   p->negu_code = (uint32_t)exmy_round_nan(f, 1, &fl);
   p->negu_fl = fl;
+  p->emin127 = f->emin + 127;
+  p->ovf_mag0 = p->ovf_code[0] & (uint32_t)f->mag_mask;
+  p->ovf_magx = p->ovf_mag0 ^ (p->ovf_code[1] & (uint32_t)f->mag_mask);
+  p->lean = p->keep_neg_zero;
 }
 
 /* Branch-free select: c is 0 or 1. */
@@ -150,51 +157,49 @@ static inline __attribute__((always_inline)) uint32_t fast_one(const fast_params
 /* Integer-only code: an AVX2 clone (variable shifts) gives the same bits as
  * the baseline one; the loader picks one at run time. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define EXMY_CLONES __attribute__((target_clones("avx2", "default")))
+#define EXMY_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define EXMY_CLONES
 #endif
 
-/* The hot loop for the common case (no ftz/daz): finite inputs, overflow
- * handled inline, flags accumulated per block.  NaN, inf and negative-to-
- * unsigned inputs only mark the block "special", which is then redone with
- * the full kernel.  Comparisons are on values below 2^31, so signed compares
+/* The hot loop for the common case: a signed format with -0, no ftz/daz,
+ * finite inputs.  Overflow is handled inline, flags are accumulated per
+ * block, and any NaN/inf input only marks the block, which is then redone
+ * with the full kernel.  Values compared are below 2^31, so signed compares
  * (native in AVX2) give the unsigned answer. */
 static inline __attribute__((always_inline)) uint32_t fast_hot(const fast_params *p, uint32_t u, const int mode,
-                                                               uint32_t *any_inexact, uint32_t *any_tiny,
-                                                               uint32_t *any_ovf, uint32_t *any_special) {
-  const uint32_t s = u >> 31;
+                                                               uint32_t *any_rem, uint32_t *any_tiny_rem,
+                                                               uint32_t *any_ovf, uint32_t *max_a) {
+  const uint32_t smask = (uint32_t)((int32_t)u >> 31); /* all ones when negative */
   const uint32_t a = u & 0x7fffffffu;
-  const uint32_t ef = a >> 23;
-  const uint32_t normal = (int32_t)ef != 0;
-  const uint32_t sig = (a & 0x7fffffu) | (normal << 23);
-  const int32_t eu = (int32_t)(ef | (normal ^ 1u)) - 127;
-  const int32_t te = eu > p->emin ? eu : p->emin;
-  int32_t sh = (int32_t)p->shift0 + (te - eu);
+  const int32_t efc = (int32_t)sel((a >> 23) != 0, a >> 23, 1);    /* biased exponent, subnormals as 1 */
+  const uint32_t sig = a - ((uint32_t)(efc - 1) << 23);              /* significand with hidden bit */
+  const int32_t d = p->emin127 - efc;                                /* bits below the format's emin */
+  const int32_t below = d > 0 ? d : 0;
+  int32_t sh = (int32_t)p->shift0 + below;
   sh = sh > 25 ? 25 : sh;
   uint32_t kept = sig >> sh;
-  const uint32_t rem = sig & ((1u << sh) - 1u);
-  const int32_t half = (int32_t)((1u << sh) >> 1);
-  const uint32_t inexact = (int32_t)rem != 0;
+  const uint32_t p2 = 1u << sh;
+  const uint32_t rem = sig & (p2 - 1u);
+  const int32_t half = (int32_t)(p2 >> 1);
   uint32_t inc = 0;
   switch (mode) {
-  case EXMY_RNE: inc = ((int32_t)rem > half) | (((int32_t)rem == half) & kept & inexact); break;
-  case EXMY_RNA: inc = ((int32_t)rem >= half) & inexact; break;
-  case EXMY_RUP: inc = inexact & (s ^ 1u); break;
-  case EXMY_RDN: inc = inexact & s; break;
-  case EXMY_RTO: kept |= inexact; break;
+  case EXMY_RNE: inc = ((int32_t)rem > half) | (((int32_t)rem == half) & kept); inc &= 1u; break;
+  case EXMY_RNA: inc = (int32_t)rem >= half && rem != 0; break;
+  case EXMY_RUP: inc = (rem != 0) & ~smask & 1u; break;
+  case EXMY_RDN: inc = (rem != 0) & smask & 1u; break;
+  case EXMY_RTO: kept |= rem != 0; break;
   default: break;
   }
-  const uint32_t mag = ((uint32_t)(te - p->emin) << p->M) + kept + inc;
-  const uint32_t sflag = s & (((int32_t)mag != 0) | p->keep_neg_zero) & p->is_signed;
-  uint32_t code = mag | (sflag << p->sign_shift);
+  const int32_t up = efc - p->emin127;                               /* te - emin when above emin */
+  uint32_t mag = ((uint32_t)(up > 0 ? up : 0) << p->M) + kept + inc;
   const uint32_t ovf = (int32_t)mag > (int32_t)p->max_mag;
-  code = sel(ovf, sel(s, p->ovf_code[1], p->ovf_code[0]), code);
+  mag = sel(ovf, p->ovf_mag0 ^ (smask & p->ovf_magx), mag);
   *any_ovf |= ovf;
-  *any_inexact |= rem;
-  *any_tiny |= ((int32_t)a < (int32_t)p->tiny_thr) & inexact;
-  *any_special |= ((int32_t)a >= 0x7f800000) | (s & (p->is_signed ^ 1u) & ((int32_t)a != 0));
-  return code;
+  *any_rem |= rem;
+  *any_tiny_rem |= sel((int32_t)a < (int32_t)p->tiny_thr, rem, 0);
+  *max_a = (int32_t)a > (int32_t)*max_a ? a : *max_a;
+  return mag | ((smask & 1u) << p->sign_shift);
 }
 
 #define BLOCK 2048
@@ -203,7 +208,7 @@ static inline __attribute__((always_inline)) uint32_t fast_hot(const fast_params
                                    T *restrict out, size_t n) {                              \
     const fast_params p = *pp;                                                               \
     unsigned fl = 0;                                                                         \
-    if (p.daz | p.ftz) {                                                                     \
+    if (p.daz | p.ftz | !p.lean) {                                                           \
       for (size_t i = 0; i < n; i++) {                                                       \
         unsigned f1;                                                                         \
         out[i] = (T)fast_one(&p, in[i], MODE, &f1);                                          \
@@ -215,10 +220,10 @@ static inline __attribute__((always_inline)) uint32_t fast_hot(const fast_params
       const size_t m = n - b < BLOCK ? n - b : BLOCK;                                        \
       const uint32_t *bin = in + b;                                                          \
       T *bout = out + b;                                                                     \
-      uint32_t inx = 0, tiny = 0, ovf = 0, special = 0;                                      \
+      uint32_t inx = 0, tiny = 0, ovf = 0, max_a = 0;                                        \
       for (size_t i = 0; i < m; i++)                                                         \
-        bout[i] = (T)fast_hot(&p, bin[i], MODE, &inx, &tiny, &ovf, &special);                \
-      if (special) {                                                                         \
+        bout[i] = (T)fast_hot(&p, bin[i], MODE, &inx, &tiny, &ovf, &max_a);                  \
+      if (max_a >= 0x7f800000u) {                                                            \
         for (size_t i = 0; i < m; i++) {                                                     \
           unsigned f1;                                                                       \
           bout[i] = (T)fast_one(&p, bin[i], MODE, &f1);                                      \
