@@ -284,34 +284,28 @@ unsigned exmy_quantize(const exmy_format *f, const exmy_rounding *r, exmy_src_ty
 
 /* ---- decode arrays ----------------------------------------------------- */
 
-void exmy_decode_f64(const exmy_format *f, const void *codes, size_t n, double *out) {
-  double *lut = NULL;
-  if (f->bits <= 16 && n > ((size_t)4 << f->bits)) {
-    size_t m = (size_t)1 << f->bits;
-    lut = malloc(m * sizeof *lut);
-    if (lut)
-      for (size_t c = 0; c < m; c++) lut[c] = exmy_decode(f, c);
-  }
-#pragma omp parallel for schedule(static) if(n > 4096)
-  for (size_t i = 0; i < n; i++) {
-    uint64_t c = exmy_code_get(f, codes, i);
-    out[i] = lut ? lut[c] : exmy_decode(f, c);
-  }
-  free(lut);
+/* For long arrays of a narrow format, decode every code once. */
+static double *decode_lut(const exmy_format *f, size_t n) {
+  if (f->bits > 16 || n <= ((size_t)4 << f->bits)) return NULL;
+  size_t m = (size_t)1 << f->bits;
+  double *lut = malloc(m * sizeof *lut);
+  if (lut)
+    for (size_t c = 0; c < m; c++) lut[c] = exmy_decode(f, c);
+  return lut;
 }
 
-void exmy_decode_f32(const exmy_format *f, const void *codes, size_t n, float *out) {
-  float *lut = NULL;
-  if (f->bits <= 16 && n > ((size_t)4 << f->bits)) {
-    size_t m = (size_t)1 << f->bits;
-    lut = malloc(m * sizeof *lut);
-    if (lut)
-      for (size_t c = 0; c < m; c++) lut[c] = (float)exmy_decode(f, c);
-  }
-#pragma omp parallel for schedule(static) if(n > 4096)
-  for (size_t i = 0; i < n; i++) {
-    uint64_t c = exmy_code_get(f, codes, i);
-    out[i] = lut ? lut[c] : (float)exmy_decode(f, c);
-  }
-  free(lut);
-}
+#define DECODE_LOOP(T)                                                   \
+  do {                                                                   \
+    double *lut = decode_lut(f, n);                                      \
+    _Pragma("omp parallel for schedule(static) if(n > 4096)")            \
+    for (size_t i = 0; i < n; i++) {                                     \
+      uint64_t c = exmy_code_get(f, codes, i);                           \
+      out[i] = (T)(lut ? lut[c] : exmy_decode(f, c));                    \
+    }                                                                    \
+    free(lut);                                                           \
+  } while (0)
+
+void exmy_decode_f64(const exmy_format *f, const void *codes, size_t n, double *out) { DECODE_LOOP(double); }
+
+/* double to float rounds to nearest even: exact whenever the value is a float */
+void exmy_decode_f32(const exmy_format *f, const void *codes, size_t n, float *out) { DECODE_LOOP(float); }

@@ -73,6 +73,21 @@ static void check_format(const exmy_format *f) {
               "%s: decode_f32 code 0x%" PRIx64, f->name, c);
         CHECK((isnan(dd[c]) && isnan(vals[c])) || tu_bits64(dd[c]) == tu_bits64(vals[c]), "%s: decode_f64 code 0x%" PRIx64, f->name, c);
       }
+      /* a long array takes the table-driven decode: same values */
+      size_t n5 = 5 * n;
+      void *c5 = malloc(n5 * 8);
+      float *dv5 = malloc(n5 * sizeof *dv5);
+      double *dd5 = malloc(n5 * sizeof *dd5);
+      for (size_t i = 0; i < n5; i++) exmy_code_set(f, c5, i, i % n);
+      exmy_decode_f32(f, c5, n5, dv5);
+      exmy_decode_f64(f, c5, n5, dd5);
+      for (size_t i = 0; i < n5; i++) {
+        CHECK(tu_bits32(dv5[i]) == tu_bits32(dv[i % n]), "%s: long decode_f32 code 0x%zx", f->name, i % n);
+        CHECK(tu_bits64(dd5[i]) == tu_bits64(dd[i % n]), "%s: long decode_f64 code 0x%zx", f->name, i % n);
+      }
+      free(c5);
+      free(dv5);
+      free(dd5);
       free(fv);
       free(dv);
       free(dd);
