@@ -184,8 +184,8 @@ static inline __attribute__((always_inline)) uint32_t fast_hot(const fast_params
   const int32_t half = (int32_t)(p2 >> 1);
   uint32_t inc = 0;
   switch (mode) {
-  case EXMY_RNE: inc = ((int32_t)rem > half) | (((int32_t)rem == half) & kept); inc &= 1u; break;
-  case EXMY_RNA: inc = (int32_t)rem >= half && rem != 0; break;
+  case EXMY_RNE: inc = (((int32_t)rem > half) | (((int32_t)rem == half) & kept)) & (rem != 0); break;
+  case EXMY_RNA: inc = ((int32_t)rem >= half) & (rem != 0); break;
   case EXMY_RUP: inc = (rem != 0) & ~smask & 1u; break;
   case EXMY_RDN: inc = (rem != 0) & smask & 1u; break;
   case EXMY_RTO: kept |= rem != 0; break;

@@ -13,22 +13,25 @@ static float *make_f32_inputs(const exmy_format *f, uint64_t *st, size_t *n_out)
   float *x = malloc(n * sizeof *x);
   size_t k = 0;
   for (uint32_t b = 0; b < 65536; b++) x[k++] = tu_f32(b << 16); /* every bf16 */
+  /* first finite values near the format's codes (blocks without NaN/inf take
+   * the hot loop), then random bit patterns (NaN/inf blocks take the full
+   * kernel) */
   for (int i = 0; i < NRAND; i++) {
     uint64_t r = tu_next(st);
-    if (i & 1) x[k++] = tu_f32((uint32_t)r); /* any bit pattern */
-    else { /* around the format's range: value of a code +- a few float ulps */
-      uint64_t c = (r >> 32) & ((f->bits >= 64) ? ~0ULL : (((uint64_t)1 << f->bits) - 1));
-      double v = exmy_decode(f, c);
-      float fv = (float)v;
-      uint32_t b = tu_bits32(fv) + (uint32_t)((int)(r % 9) - 4);
-      x[k++] = isnan(v) ? fv : tu_f32(b);
-    }
+    if (i >= NRAND / 2) { x[k++] = tu_f32((uint32_t)r); continue; }
+    uint64_t c = (r >> 32) & ((f->bits >= 64) ? ~0ULL : (((uint64_t)1 << f->bits) - 1));
+    double v = exmy_decode(f, c);
+    if (isnan(v) || isinf(v)) v = exmy_decode(f, f->max_mag) * ((r & 1) ? 2 : 1);
+    float fv = (float)v;
+    uint32_t b = tu_bits32(fv) + (uint32_t)((int)(r % 9) - 4);
+    x[k++] = isinf(fv) ? 0x1p127f : tu_f32(b);
   }
   /* midpoints between consecutive values of the format, within float */
   for (int i = 0; i < 4096; i++) {
     uint64_t c = tu_next(st) & (f->bits >= 64 ? ~0ULL : (((uint64_t)1 << f->bits) - 1));
     double a = exmy_decode(f, c), b = exmy_decode(f, c + 1 < ((uint64_t)1 << f->bits) ? c + 1 : c);
-    x[k++] = (float)((a + b) / 2);
+    float mid = (float)((a + b) / 2);
+    x[k++] = isnan(mid) || isinf(mid) ? 1.0f : mid;
   }
   *n_out = k;
   return x;
