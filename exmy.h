@@ -235,6 +235,113 @@ int exmy_npy_read(const char *path, exmy_array *arr, char *err, size_t errlen);
 int exmy_npy_write(const char *path, const exmy_array *arr, char *err, size_t errlen);
 void exmy_array_free(exmy_array *arr);
 
+
+/* ---- scaled tensors and scaling recipes (docs/scaling.md) -------------- */
+/* A tensor is rows x cols, row-major (a vector is 1 x n).  A recipe splits it
+ * into groups of block_rows x block_cols elements (0 = the whole extent), each
+ * with a scale: q = cast(fp32(x * scale)), x ~ decode(q) * scale_inv.  The
+ * formulas follow Transformer Engine, the OCP MX spec and DeepGEMM: see
+ * docs/scaling.md and docs/scaling-sources.md. */
+
+typedef enum exmy_recipe_kind {
+  EXMY_RECIPE_NONE = 0, /* scale 1 */
+  EXMY_RECIPE_CURRENT,  /* TE Float8CurrentScaling: scale from this tensor's amax */
+  EXMY_RECIPE_DELAYED,  /* TE DelayedScaling: scale from an amax history */
+  EXMY_RECIPE_BLOCK,    /* TE Float8BlockScaling (DeepSeek-V3 1x128 / 128x128) */
+  EXMY_RECIPE_MX,       /* TE MXFP8: E8M0 scale from amax/fmax rounded up */
+  EXMY_RECIPE_MX_OCP,   /* OCP MX v1.0: E8M0 scale floor(log2(amax)) - emax_elem */
+  EXMY_RECIPE_NVFP4     /* TE NVFP4: fp32 tensor scale, E4M3 block scales of 1x16 (16x16) */
+} exmy_recipe_kind;
+
+typedef struct exmy_recipe {
+  exmy_recipe_kind kind;
+  size_t block_rows, block_cols; /* group shape; 0 = whole extent */
+  float epsilon;                 /* current, block: amax floor */
+  int pow2;                      /* current (default off), block (default on): round scale down to 2^k */
+  int deepgemm;                  /* block: DeepGEMM's quantizer, scale = max(amax,1e-4)/448 */
+  int history_len;               /* delayed: L (default 1024) */
+  int most_recent;               /* delayed: amax_compute_algo most_recent (default max) */
+  int margin;                    /* delayed: scale = fmax * 2^-margin / amax */
+  int exact_product;             /* round x*scale once (exact product) instead of fp32 then cast */
+  /* delayed state: history[0] collects this step's amax */
+  float *history;
+  float scale, scale_inv;
+  float fmax;                    /* delayed: the element format's largest value, set by quantize */
+} exmy_recipe;
+
+/* Parse "current[:pow2,eps=E,row,col]", "delayed[:len=L,algo=max|most_recent,margin=M]",
+ * "block:1x128", "block:128x128[,deepgemm,fp32]", "mx[:col]", "mx:ocp[,col]",
+ * "nvfp4[:16x16]" (and "none"); ",exact" rounds the exact product once.  Returns 0
+ * or -1 with a one-line error naming the bad text.  Free with exmy_recipe_free. */
+int exmy_recipe_parse(const char *text, exmy_recipe *recipe, char *err, size_t errlen);
+void exmy_recipe_free(exmy_recipe *recipe);
+/* The recipe's canonical text, which exmy_recipe_parse reads back. */
+int exmy_recipe_name(const exmy_recipe *recipe, char *buf, size_t buflen);
+/* Deep copy (delayed state included): save and restore mid-sequence. */
+int exmy_recipe_copy(exmy_recipe *dst, const exmy_recipe *src);
+
+typedef struct exmy_qtensor {
+  exmy_format fmt;           /* element format */
+  size_t rows, cols;
+  void *codes;               /* rows*cols codes of exmy_code_bytes(fmt) bytes, row-major */
+  size_t block_rows, block_cols; /* group shape, resolved (no zeros) */
+  size_t srows, scols;       /* groups down and across: ceil(rows/block_rows), ... */
+  float *scale;              /* per group (row-major): multiplier applied before the cast */
+  float *scale_inv;          /* per group: dequantization multiplier */
+  uint8_t *scale_codes;      /* per group E8M0 codes (mx, mx:ocp) or E4M3 codes (nvfp4), else NULL */
+  float *amax;               /* per group amax (NaN-dropping, as TE's kernels) */
+  float tensor_scale;        /* nvfp4: S_enc; 1 otherwise */
+  float tensor_scale_inv;    /* nvfp4: S_dec = fp32(1/S_enc); 1 otherwise */
+  exmy_recipe_kind recipe;   /* what made it */
+} exmy_qtensor;
+
+/* TE's amax: max |x| ignoring NaN (fmaxf from 0), inf propagates. */
+float exmy_amax_f32(const float *x, size_t n);
+/* TE compute_scale_from_amax: max(amax, eps); 0, inf or NaN give 1; else fp32(fmax/a),
+ * inf becomes value_for_inf; pow2 clears the mantissa bits. */
+float exmy_scale_from_amax(float amax, float fmax, int pow2, float epsilon, float value_for_inf);
+
+/* Quantize x (rows x cols float32) with the recipe into out (allocated here;
+ * free with exmy_qtensor_free).  rnd is the element cast (NULL: rne, saturating,
+ * as cuda_fp8.h's).  A delayed recipe quantizes with its current scale and
+ * records this tensor's amax into history[0] (max with what is there); call
+ * exmy_recipe_step after the step.  Returns 0 or -1 with err. */
+int exmy_recipe_quantize(exmy_recipe *recipe, const exmy_format *fmt, const exmy_rounding *rnd,
+                         const float *x, size_t rows, size_t cols, exmy_qtensor *out,
+                         char *err, size_t errlen);
+/* Delayed scaling: end of step (TE's fused update): roll the history and
+ * compute the next scale.  No-op for other recipes. */
+void exmy_recipe_step(exmy_recipe *recipe);
+/* Delayed scaling calibration step: history[0] = amax of x (overwritten). */
+void exmy_recipe_calibrate(exmy_recipe *recipe, const float *x, size_t n);
+
+/* Dequantize: decode(q) * scale_inv[g] * tensor_scale_inv, exact in double. */
+void exmy_qtensor_dequant_f32(const exmy_qtensor *q, float *out);
+void exmy_qtensor_dequant_f64(const exmy_qtensor *q, double *out);
+void exmy_qtensor_free(exmy_qtensor *q);
+
+/* Statistics of a quantization against its float32 source, in one pass (the
+ * FP8 debug metrics of TE's debug tools); identical for any thread count. */
+#define EXMY_HIST_LO (-150)  /* floor(log2|x|) of hist[0] */
+#define EXMY_HIST_BINS 279   /* -150 .. 128 */
+typedef struct exmy_qstats {
+  size_t n;                  /* elements */
+  size_t n_nonzero;          /* x != 0 (NaN counts, as TE's count_nonzero) */
+  double amin, amax;         /* min and max of |x| over nonzero finite x (0 if none) */
+  double underflow_frac;     /* nonzero x whose code is a zero, over n */
+  double overflow_frac;      /* x with |x| > fmax * scale_inv (or inf), over n */
+  double mse;                /* mean (x - dequant)^2 over finite pairs */
+  double cosine;             /* cosine similarity of x and dequant (finite pairs) */
+  double snr_db;             /* 10 log10(sum x^2 / sum (x - dequant)^2); inf when exact */
+  double max_rel_err;        /* max |x - dequant| / |x| over nonzero finite x */
+  double scale_ratio;        /* scale of group 0 over the current-scaling scale of the
+                                tensor's amax: the delayed/current ratio for delayed */
+  uint64_t hist[EXMY_HIST_BINS]; /* floor(log2|x|) counts, nonzero finite x */
+  int fmt_log2_min;          /* floor(log2) of the format's smallest positive value */
+  int fmt_log2_max;          /* floor(log2) of its largest finite value */
+} exmy_qstats;
+void exmy_qtensor_stats(const exmy_qtensor *q, const float *x, exmy_qstats *st);
+
 #ifdef __cplusplus
 }
 #endif

@@ -28,8 +28,9 @@ static float *make_f32_inputs(const exmy_format *f, uint64_t *st, size_t *n_out)
   }
   /* midpoints between consecutive values of the format, within float */
   for (int i = 0; i < 4096; i++) {
-    uint64_t c = tu_next(st) & (f->bits >= 64 ? ~0ULL : (((uint64_t)1 << f->bits) - 1));
-    double a = exmy_decode(f, c), b = exmy_decode(f, c + 1 < ((uint64_t)1 << f->bits) ? c + 1 : c);
+    const uint64_t all = f->bits >= 64 ? ~0ULL : (((uint64_t)1 << f->bits) - 1);
+    uint64_t c = tu_next(st) & all;
+    double a = exmy_decode(f, c), b = exmy_decode(f, c < all ? c + 1 : c);
     float mid = (float)((a + b) / 2);
     x[k++] = isnan(mid) || isinf(mid) ? 1.0f : mid;
   }

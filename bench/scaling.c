@@ -1,0 +1,124 @@
+/* bench/scaling: the scaling recipes current, delayed, mx and block:1x128
+ * quantizing a 2-D float32 tensor of 2^26 elements (8192 x 8192) to e4m3fn
+ * (rne, saturating) with 1 and 2 threads, beside a plain parallel copy of the
+ * same float32 array and the plain exmy_quantize of it (e4m3fn, rne,
+ * satfinite), all measured in the same run, interleaved, best of 5.
+ * Prints elements/s, GB/s (4 bytes read + 1 written per element for the
+ * quantizers, 4 + 4 for the copy; scales, amax passes and re-reads are not
+ * counted) and the ratios recipe/copy and recipe/quantize in elements/s.
+ * The recipe timing includes exmy_recipe_quantize's allocation of the
+ * qtensor (and first touch of its fresh pages) and, for delayed,
+ * exmy_recipe_step; the qtensor is freed outside the timed region.
+ * Goal (issue): every recipe >= 0.5 of the copy (ratio recipe/copy).
+ * usage: bench/scaling [log2(elements), 12..30, default 26] */
+#include "exmy.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define REPS 5
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void copy_parallel(float *dst, const float *src, size_t n) {
+#pragma omp parallel
+  {
+    int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    size_t lo = n * (size_t)t / (size_t)nt, hi = n * (size_t)(t + 1) / (size_t)nt;
+    memcpy(dst + lo, src + lo, (hi - lo) * sizeof *dst);
+  }
+}
+
+static const char *const recipe_text[] = {"current", "delayed", "mx", "block:1x128"};
+#define NRECIPES (sizeof recipe_text / sizeof recipe_text[0])
+
+int main(int argc, char **argv) {
+  int lg = 26;
+  if (argc > 1) {
+    char *end;
+    long v = strtol(argv[1], &end, 10);
+    if (!*argv[1] || *end || v < 12 || v > 30) {
+      fprintf(stderr, "bench/scaling: log2(elements) '%s' out of range (accepted: an integer 12..30)\n", argv[1]);
+      return 2;
+    }
+    lg = (int)v;
+  }
+  /* rows x cols = 2^lg; cols a multiple of 128 (the block width) */
+  int lc = (lg + 1) / 2 < 7 ? 7 : (lg + 1) / 2;
+  size_t cols = (size_t)1 << lc, rows = (size_t)1 << (lg - lc), n = rows * cols;
+  float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+  uint8_t *q = malloc(n);
+  if (!x || !y || !q) { fprintf(stderr, "bench/scaling: out of memory\n"); return 1; }
+  uint64_t s = 1;
+  for (size_t i = 0; i < n; i++) { /* activation-like values, some beyond 448 */
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    x[i] = (float)((double)(int32_t)(s >> 32) * 0x1p-31 * 600.0);
+  }
+  exmy_format f;
+  char err[256];
+  if (exmy_format_parse("e4m3fn", &f, err, sizeof err)) { fprintf(stderr, "bench/scaling: %s\n", err); return 1; }
+  exmy_rounding r = exmy_rounding_default();
+  r.sat = EXMY_SAT_FINITE;
+  exmy_recipe rec[NRECIPES];
+  for (size_t k = 0; k < NRECIPES; k++)
+    if (exmy_recipe_parse(recipe_text[k], &rec[k], err, sizeof err)) {
+      fprintf(stderr, "bench/scaling: %s\n", err);
+      return 1;
+    }
+  memset(y, 0, n * sizeof *y); /* touch pages */
+  memset(q, 0, n);
+  printf("bench/scaling: %zu x %zu float32 (%zu elements) -> e4m3fn (rne, satfinite), best of %d runs\n", rows, cols,
+         n, REPS);
+  printf("goal: every recipe >= 0.5 x copy (elements/s); recipe times include the qtensor allocation%s\n",
+         " and, for delayed, exmy_recipe_step");
+  printf("%-8s %-12s %10s %8s %8s %8s\n", "threads", "", "Gelem/s", "GB/s", "/copy", "/quant");
+  unsigned sum = 0;
+  for (int threads = 1; threads <= 2; threads++) {
+    omp_set_num_threads(threads);
+    double tc = 1e30, tq = 1e30, tr[NRECIPES];
+    for (size_t k = 0; k < NRECIPES; k++) tr[k] = 1e30;
+    for (int rep = 0; rep < REPS; rep++) {
+      double t0 = now();
+      copy_parallel(y, x, n);
+      double t1 = now();
+      exmy_quantize(&f, &r, EXMY_SRC_F32, x, n, 0, q);
+      double t2 = now();
+      if (t1 - t0 < tc) tc = t1 - t0;
+      if (t2 - t1 < tq) tq = t2 - t1;
+      for (size_t k = 0; k < NRECIPES; k++) {
+        exmy_qtensor qt;
+        double t3 = now();
+        if (exmy_recipe_quantize(&rec[k], &f, &r, x, rows, cols, &qt, err, sizeof err)) {
+          fprintf(stderr, "bench/scaling: %s: %s\n", recipe_text[k], err);
+          return 1;
+        }
+        exmy_recipe_step(&rec[k]); /* no-op except for delayed */
+        double t4 = now();
+        if (t4 - t3 < tr[k]) tr[k] = t4 - t3;
+        for (size_t i = 0; i < n; i += 4097) sum += ((const uint8_t *)qt.codes)[i];
+        exmy_qtensor_free(&qt);
+      }
+    }
+    double ec = (double)n / tc, eq = (double)n / tq;
+    printf("%-8d %-12s %10.3f %8.2f %8s %8s\n", threads, "copy", ec * 1e-9, ec * 8e-9, "1.00", "");
+    printf("%-8d %-12s %10.3f %8.2f %8.2f %8s\n", threads, "quantize", eq * 1e-9, eq * 5e-9, eq / ec, "1.00");
+    for (size_t k = 0; k < NRECIPES; k++) {
+      double e = (double)n / tr[k];
+      printf("%-8d %-12s %10.3f %8.2f %8.2f %8.2f%s\n", threads, recipe_text[k], e * 1e-9, e * 5e-9, e / ec, e / eq,
+             e / ec >= 0.5 ? "" : "  below goal");
+    }
+  }
+  /* keep the results live */
+  for (size_t i = 0; i < n; i += 4097) sum += q[i] + (unsigned)y[i];
+  printf("(checksum %u)\n", sum);
+  for (size_t k = 0; k < NRECIPES; k++) exmy_recipe_free(&rec[k]);
+  free(x); free(y); free(q);
+  return 0;
+}

@@ -1,0 +1,568 @@
+/* scaling.c: scaled tensors and the scaling recipes of Transformer Engine
+ * (current, delayed, block, MXFP8), DeepGEMM and the OCP MX spec.  Every
+ * formula is cited in docs/scaling-sources.md; fp32 operations are written
+ * out one rounding at a time, in the sources' order. */
+#include "exmy.h"
+#include "formats/internal.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+/* TE's amax kernels: fmaxf(|x|, max) from 0, so NaN is ignored, inf kept. */
+float exmy_amax_f32(const float *x, size_t n) {
+  float m = 0.0f;
+  for (size_t i = 0; i < n; i++) m = fmaxf(fabsf(x[i]), m);
+  return m;
+}
+
+/* recipe_common.cuh compute_scale_from_amax. */
+float exmy_scale_from_amax(float amax, float fmax, int pow2, float epsilon, float value_for_inf) {
+  if (amax < epsilon) amax = epsilon;
+  float scale = 1.0f;
+  if (isinf(amax) || amax == 0.0f || isnan(amax)) return scale;
+  scale = fmax / amax; /* correctly rounded, as __fdiv_rn */
+  if (isinf(scale)) scale = value_for_inf;
+  if (pow2) scale = u2f(f2u(scale) & 0xFF800000u);
+  return scale;
+}
+
+/* ---- recipe text ------------------------------------------------------- */
+
+static void recipe_defaults(exmy_recipe *r, exmy_recipe_kind kind) {
+  memset(r, 0, sizeof *r);
+  r->kind = kind;
+  r->scale = r->scale_inv = 1.0f;
+  switch (kind) {
+  case EXMY_RECIPE_DELAYED: r->history_len = 1024; break;
+  case EXMY_RECIPE_BLOCK: r->block_rows = 1; r->block_cols = 128; r->pow2 = 1; break;
+  case EXMY_RECIPE_MX: case EXMY_RECIPE_MX_OCP: r->block_rows = 1; r->block_cols = 32; break;
+  case EXMY_RECIPE_NVFP4: r->block_rows = 1; r->block_cols = 16; break;
+  default: break;
+  }
+}
+
+static int parse_float(const char *v, float *out) {
+  char *end;
+  float f = strtof(v, &end);
+  if (!*v || *end || !(f >= 0) || isinf(f)) return -1;
+  *out = f;
+  return 0;
+}
+
+static int parse_long(const char *v, long lo, long hi, long *out) {
+  char *end;
+  long x = strtol(v, &end, 10);
+  if (!*v || *end || x < lo || x > hi) return -1;
+  *out = x;
+  return 0;
+}
+
+int exmy_recipe_parse(const char *text, exmy_recipe *r, char *err, size_t errlen) {
+  char buf[256];
+  if (!text || !*text) return fail(err, errlen, "empty scaling recipe");
+  if (strlen(text) >= sizeof buf) return fail(err, errlen, "scaling recipe too long");
+  strcpy(buf, text);
+  char *colon = strchr(buf, ':');
+  char *opts = NULL;
+  if (colon) { *colon = 0; opts = colon + 1; }
+  const char *name = buf;
+  if (!strcmp(name, "none")) recipe_defaults(r, EXMY_RECIPE_NONE);
+  else if (!strcmp(name, "current")) recipe_defaults(r, EXMY_RECIPE_CURRENT);
+  else if (!strcmp(name, "delayed")) recipe_defaults(r, EXMY_RECIPE_DELAYED);
+  else if (!strcmp(name, "block")) recipe_defaults(r, EXMY_RECIPE_BLOCK);
+  else if (!strcmp(name, "mx")) recipe_defaults(r, EXMY_RECIPE_MX);
+  else if (!strcmp(name, "nvfp4")) recipe_defaults(r, EXMY_RECIPE_NVFP4);
+  else return fail(err, errlen, "unknown scaling recipe '%s' (accepted: none, current, delayed, block:1xB, block:BxB, mx, mx:ocp, nvfp4)", text);
+  /* options, comma-separated */
+  int first = 1;
+  for (char *o = opts; o && *o;) {
+    char *next = strchr(o, ',');
+    if (next) *next++ = 0;
+    char *eq = strchr(o, '=');
+    const char *val = eq ? eq + 1 : NULL;
+    if (eq) *eq = 0;
+    long lv;
+    float fv;
+    size_t br, bc;
+    char tail;
+    if (r->kind == EXMY_RECIPE_MX && first && !val && !strcmp(o, "ocp")) {
+      r->kind = EXMY_RECIPE_MX_OCP;
+    } else if ((r->kind == EXMY_RECIPE_MX || r->kind == EXMY_RECIPE_MX_OCP) && !val && !strcmp(o, "col")) {
+      r->block_rows = 32; /* blocks of 32 down a column */
+      r->block_cols = 1;
+    } else if (r->kind == EXMY_RECIPE_NVFP4 && first && !val && !strcmp(o, "16x16")) {
+      r->block_rows = 16;
+      r->block_cols = 16;
+    } else if (r->kind == EXMY_RECIPE_BLOCK && first && !val && sscanf(o, "%zux%zu%c", &br, &bc, &tail) == 2 &&
+               br >= 1 && bc >= 1 && br <= (1u << 20) && bc <= (1u << 20)) {
+      r->block_rows = br;
+      r->block_cols = bc;
+    } else if ((r->kind == EXMY_RECIPE_CURRENT || r->kind == EXMY_RECIPE_BLOCK) && !val && !strcmp(o, "pow2")) {
+      r->pow2 = 1;
+    } else if (r->kind == EXMY_RECIPE_BLOCK && !val && !strcmp(o, "fp32")) {
+      r->pow2 = 0;
+    } else if (r->kind == EXMY_RECIPE_BLOCK && !val && !strcmp(o, "deepgemm")) {
+      r->deepgemm = 1;
+      r->pow2 = 0;
+    } else if (r->kind == EXMY_RECIPE_CURRENT && !val && !strcmp(o, "row")) {
+      r->block_rows = 1;
+      r->block_cols = 0;
+    } else if (r->kind == EXMY_RECIPE_CURRENT && !val && !strcmp(o, "col")) {
+      r->block_rows = 0;
+      r->block_cols = 1;
+    } else if ((r->kind == EXMY_RECIPE_CURRENT || r->kind == EXMY_RECIPE_BLOCK) && val && !strcmp(o, "eps")) {
+      if (parse_float(val, &fv)) return fail(err, errlen, "scaling recipe '%s': bad eps '%s' (accepted: a finite number >= 0)", text, val);
+      r->epsilon = fv;
+    } else if (r->kind == EXMY_RECIPE_DELAYED && val && !strcmp(o, "len")) {
+      if (parse_long(val, 1, 1 << 20, &lv)) return fail(err, errlen, "scaling recipe '%s': bad len '%s' (accepted: 1..1048576)", text, val);
+      r->history_len = (int)lv;
+    } else if (r->kind == EXMY_RECIPE_DELAYED && val && !strcmp(o, "algo")) {
+      if (!strcmp(val, "max")) r->most_recent = 0;
+      else if (!strcmp(val, "most_recent")) r->most_recent = 1;
+      else return fail(err, errlen, "scaling recipe '%s': bad algo '%s' (accepted: max, most_recent)", text, val);
+    } else if (r->kind == EXMY_RECIPE_DELAYED && val && !strcmp(o, "margin")) {
+      if (parse_long(val, 0, 126, &lv)) return fail(err, errlen, "scaling recipe '%s': bad margin '%s' (accepted: 0..126)", text, val);
+      r->margin = (int)lv;
+    } else if (r->kind != EXMY_RECIPE_NONE && !val && !strcmp(o, "exact")) {
+      r->exact_product = 1;
+    } else {
+      return fail(err, errlen, "scaling recipe '%s': unknown option '%s%s%s'", text, o, val ? "=" : "", val ? val : "");
+    }
+    first = 0;
+    o = next;
+  }
+  if (r->kind == EXMY_RECIPE_DELAYED) {
+    r->history = calloc((size_t)r->history_len, sizeof *r->history);
+    if (!r->history) return fail(err, errlen, "out of memory for an amax history of %d", r->history_len);
+  }
+  return 0;
+}
+
+void exmy_recipe_free(exmy_recipe *r) {
+  free(r->history);
+  r->history = NULL;
+}
+
+int exmy_recipe_copy(exmy_recipe *dst, const exmy_recipe *src) {
+  *dst = *src;
+  dst->history = NULL;
+  if (src->history) {
+    dst->history = malloc((size_t)src->history_len * sizeof *dst->history);
+    if (!dst->history) return -1;
+    memcpy(dst->history, src->history, (size_t)src->history_len * sizeof *dst->history);
+  }
+  return 0;
+}
+
+int exmy_recipe_name(const exmy_recipe *r, char *buf, size_t len) {
+  char t[200];
+  int n = 0;
+  switch (r->kind) {
+  case EXMY_RECIPE_NONE: n = snprintf(t, sizeof t, "none"); break;
+  case EXMY_RECIPE_CURRENT:
+    n = snprintf(t, sizeof t, "current");
+    if (r->block_rows == 1 && r->block_cols == 0) n += snprintf(t + n, sizeof t - n, ":row");
+    else if (r->block_rows == 0 && r->block_cols == 1) n += snprintf(t + n, sizeof t - n, ":col");
+    if (r->pow2) n += snprintf(t + n, sizeof t - n, "%spow2", strchr(t, ':') ? "," : ":");
+    if (r->epsilon > 0) n += snprintf(t + n, sizeof t - n, "%seps=%.9g", strchr(t, ':') ? "," : ":", r->epsilon);
+    break;
+  case EXMY_RECIPE_DELAYED:
+    n = snprintf(t, sizeof t, "delayed:len=%d,algo=%s,margin=%d", r->history_len, r->most_recent ? "most_recent" : "max", r->margin);
+    break;
+  case EXMY_RECIPE_BLOCK:
+    n = snprintf(t, sizeof t, "block:%zux%zu", r->block_rows, r->block_cols);
+    if (r->deepgemm) n += snprintf(t + n, sizeof t - n, ",deepgemm");
+    else if (!r->pow2) n += snprintf(t + n, sizeof t - n, ",fp32");
+    if (r->epsilon > 0) n += snprintf(t + n, sizeof t - n, ",eps=%.9g", r->epsilon);
+    break;
+  case EXMY_RECIPE_MX: n = snprintf(t, sizeof t, r->block_cols == 1 ? "mx:col" : "mx"); break;
+  case EXMY_RECIPE_MX_OCP: n = snprintf(t, sizeof t, r->block_cols == 1 ? "mx:ocp,col" : "mx:ocp"); break;
+  case EXMY_RECIPE_NVFP4: n = snprintf(t, sizeof t, r->block_rows == 16 ? "nvfp4:16x16" : "nvfp4"); break;
+  }
+  if (r->exact_product) n += snprintf(t + n, sizeof t - n, "%sexact", strchr(t, ':') ? "," : ":");
+  return snprintf(buf, len, "%s", t);
+}
+
+/* ---- per-group scales ------------------------------------------------ */
+
+/* TE ptx.cuh float_to_e8m0 (software path): round the fp32 v up to a power of two. */
+static uint8_t te_float_to_e8m0(float v) {
+  if (isnan(v)) return 0xFF;
+  if (isinf(v)) return 0xFE;
+  if (v == 0.0f) return 0x00;
+  uint32_t b = f2u(v);
+  uint32_t e = (b >> 23) & 0xFF, m = b & 0x7FFFFF;
+  if (m > 0 && e != 0xFE && !(e == 0 && m <= 0x400000)) e++;
+  return (uint8_t)e;
+}
+
+/* TE exp2f_rcp: the multiplier for an E8M0 code (1.0 for code 0, +0 for 254, -inf for 255). */
+static float te_exp2f_rcp(uint8_t code) {
+  return code == 0 ? 1.0f : u2f((uint32_t)(254 - code) << 23);
+}
+
+static float e8m0_value(uint8_t code) {
+  return code == 0xFF ? NAN : ldexpf(1.0f, (int)code - 127);
+}
+
+/* Largest finite value of the element format, as a float (saturating). */
+static float fmax_of(const exmy_format *f) {
+  exmy_info in;
+  exmy_format_info(f, &in);
+  return in.max_finite > FLT_MAX ? FLT_MAX : (float)in.max_finite;
+}
+
+typedef struct group_view {
+  size_t r0, r1, c0, c1; /* rows [r0,r1), cols [c0,c1) */
+} group_view;
+
+static group_view group_of(const exmy_qtensor *q, size_t g) {
+  group_view v;
+  size_t gr = g / q->scols, gc = g % q->scols;
+  v.r0 = gr * q->block_rows;
+  v.r1 = v.r0 + q->block_rows < q->rows ? v.r0 + q->block_rows : q->rows;
+  v.c0 = gc * q->block_cols;
+  v.c1 = v.c0 + q->block_cols < q->cols ? v.c0 + q->block_cols : q->cols;
+  return v;
+}
+
+static float group_amax(const float *x, size_t cols, group_view v, int propagate_nan) {
+  float m = 0.0f;
+  int nan = 0;
+  for (size_t i = v.r0; i < v.r1; i++)
+    for (size_t j = v.c0; j < v.c1; j++) {
+      float a = fabsf(x[i * cols + j]);
+      nan |= isnan(a);
+      m = fmaxf(a, m);
+    }
+  return (propagate_nan && nan) ? NAN : m;
+}
+
+/* Scale, inverse scale and (for MX) the E8M0 code of group g. */
+static void group_scale(const exmy_recipe *r, const exmy_format *e4m3, float fmax, float amax, float s_enc,
+                        float *scale, float *scale_inv, uint8_t *code) {
+  switch (r->kind) {
+  case EXMY_RECIPE_NONE:
+    *scale = *scale_inv = 1.0f;
+    break;
+  case EXMY_RECIPE_CURRENT:
+  case EXMY_RECIPE_BLOCK:
+    if (r->deepgemm) {
+      float sf = fmaxf(amax, 1e-4f) / fmax;
+      *scale = 1.0f / sf;
+      *scale_inv = sf;
+    } else {
+      *scale = exmy_scale_from_amax(amax, fmax, r->pow2, r->epsilon, FLT_MAX);
+      *scale_inv = 1.0f / *scale; /* __frcp_rn / 1.0f/scale: both correctly rounded */
+    }
+    break;
+  case EXMY_RECIPE_DELAYED:
+    *scale = r->scale;
+    *scale_inv = r->scale_inv;
+    break;
+  case EXMY_RECIPE_MX: {
+    const float rcp = (float)(1.0 / (double)fmax); /* utils.cuh max_norm_rcp */
+    *code = te_float_to_e8m0(amax * rcp);
+    *scale = te_exp2f_rcp(*code);
+    *scale_inv = e8m0_value(*code);
+    break;
+  }
+  case EXMY_RECIPE_MX_OCP: {
+    if (isnan(amax) || isinf(amax)) {
+      *code = 0xFF;
+      *scale = *scale_inv = NAN;
+      break;
+    }
+    int emax_elem;
+    (void)frexpf(fmax, &emax_elem);
+    emax_elem -= 1; /* floor(log2(fmax)) */
+    int e;
+    if (amax == 0.0f) e = -126;
+    else { (void)frexpf(amax, &e); e -= 1; } /* exact floor(log2(amax)) */
+    e -= emax_elem;
+    if (e > 127) { *code = 0xFF; *scale = *scale_inv = NAN; break; }
+    if (e < -127) e = -127;
+    *code = (uint8_t)(e + 127);
+    *scale = ldexpf(1.0f, -e);
+    *scale_inv = ldexpf(1.0f, e);
+    break;
+  }
+  case EXMY_RECIPE_NVFP4: {
+    /* core_nvfp4.cuh (newest): S_dec_b = e4m3(min(amax_b * (S_enc * (1/6)), FLT_MAX)),
+     * multiplier = min(1 / (S_dec_b * S_dec), FLT_MAX) */
+    const float fp4_max_inv = 1.0f / fmax;
+    const float s_dec = (float)(1.0 / (double)s_enc);
+    float sdb = fminf(amax * (s_enc * fp4_max_inv), FLT_MAX);
+    exmy_rounding sat = exmy_rounding_default();
+    sat.sat = EXMY_SAT_FINITE;
+    *code = (uint8_t)exmy_from_float(e4m3, &sat, sdb, 0, NULL);
+    const float sdb_q = (float)exmy_decode(e4m3, *code);
+    *scale = fminf(1.0f / (sdb_q * s_dec), FLT_MAX);
+    *scale_inv = sdb_q;
+    break;
+  }
+  }
+}
+
+/* core_nvfp4.cuh compute_global_encode_scaling_factor_FP4. */
+static float nvfp4_s_enc(float amax, float fp4_max) {
+  float s = (448.0f * fp4_max) / amax;
+  s = fminf(s, FLT_MAX);
+  if (amax == 0.0f || s == 0.0f) return 1.0f;
+  return s;
+}
+
+int exmy_recipe_quantize(exmy_recipe *r, const exmy_format *f, const exmy_rounding *rnd_in,
+                         const float *x, size_t rows, size_t cols, exmy_qtensor *q, char *err, size_t errlen) {
+  exmy_rounding rnd = rnd_in ? *rnd_in : exmy_rounding_default();
+  if (!rnd_in) rnd.sat = EXMY_SAT_FINITE;
+  memset(q, 0, sizeof *q);
+  q->fmt = *f;
+  q->rows = rows;
+  q->cols = cols;
+  q->block_rows = r->block_rows && r->block_rows < rows ? r->block_rows : (rows ? rows : 1);
+  q->block_cols = r->block_cols && r->block_cols < cols ? r->block_cols : (cols ? cols : 1);
+  if (r->kind == EXMY_RECIPE_NONE || r->kind == EXMY_RECIPE_DELAYED) {
+    q->block_rows = rows ? rows : 1;
+    q->block_cols = cols ? cols : 1;
+  }
+  q->srows = rows ? (rows + q->block_rows - 1) / q->block_rows : 0;
+  q->scols = cols ? (cols + q->block_cols - 1) / q->block_cols : 0;
+  const size_t ng = q->srows * q->scols, n = rows * cols;
+  const size_t cb = (size_t)exmy_code_bytes(f);
+  q->codes = malloc(n * cb + 1);
+  q->scale = malloc(ng * sizeof(float) + 1);
+  q->scale_inv = malloc(ng * sizeof(float) + 1);
+  q->amax = malloc(ng * sizeof(float) + 1);
+  const int coded = r->kind == EXMY_RECIPE_MX || r->kind == EXMY_RECIPE_MX_OCP || r->kind == EXMY_RECIPE_NVFP4;
+  if (coded) q->scale_codes = malloc(ng + 1);
+  if (!q->codes || !q->scale || !q->scale_inv || !q->amax || (coded && !q->scale_codes)) {
+    exmy_qtensor_free(q);
+    return fail(err, errlen, "out of memory for a %zu x %zu tensor", rows, cols);
+  }
+  const float fmax = fmax_of(f);
+  const int ocp = r->kind == EXMY_RECIPE_MX_OCP;
+  exmy_format e4m3;
+  exmy_format_parse("e4m3fn", &e4m3, NULL, 0);
+  q->recipe = r->kind;
+  q->tensor_scale = q->tensor_scale_inv = 1.0f;
+  if (r->kind == EXMY_RECIPE_NVFP4) {
+    q->tensor_scale = nvfp4_s_enc(exmy_amax_f32(x, n), fmax);
+    q->tensor_scale_inv = (float)(1.0 / (double)q->tensor_scale);
+  }
+  const float s_enc = q->tensor_scale;
+  /* Groups are independent: the result does not depend on the thread count. */
+#pragma omp parallel for schedule(dynamic, 1) if(ng > 1 && n > 65536)
+  for (size_t g = 0; g < ng; g++) {
+    group_view v = group_of(q, g);
+    float amax = group_amax(x, cols, v, ocp);
+    float scale = 1.0f, scale_inv = 1.0f;
+    uint8_t code = 0;
+    group_scale(r, &e4m3, fmax, amax, s_enc, &scale, &scale_inv, &code);
+    q->amax[g] = amax;
+    q->scale[g] = scale;
+    q->scale_inv[g] = scale_inv;
+    if (q->scale_codes) q->scale_codes[g] = code;
+    for (size_t i = v.r0; i < v.r1; i++)
+      for (size_t j = v.c0; j < v.c1; j++) {
+        size_t k = i * cols + j;
+        uint64_t c;
+        if (ocp) /* x / 2^e is exact: one rounding */
+          c = exmy_from_double(f, &rnd, isnan(scale) ? NAN : (double)x[k] * (double)scale, k, NULL);
+        else if (r->exact_product)
+          c = exmy_from_double(f, &rnd, (double)x[k] * (double)scale, k, NULL);
+        else
+          c = exmy_from_float(f, &rnd, x[k] * scale, k, NULL);
+        exmy_code_set(f, q->codes, k, c);
+      }
+  }
+  if (r->kind == EXMY_RECIPE_DELAYED && r->history) {
+    r->fmax = fmax;
+    float amax = exmy_amax_f32(x, n);
+    r->history[0] = fmaxf(r->history[0], amax);
+  }
+  return 0;
+}
+
+/* TE delayed_scaling.cu kernel_bulk (the default fused update). */
+void exmy_recipe_step(exmy_recipe *r) {
+  if (r->kind != EXMY_RECIPE_DELAYED || !r->history) return;
+  const int L = r->history_len;
+  float *h = r->history;
+  const float last = h[0];
+  float amax = 0.0f;
+  if (last != 0.0f) {
+    for (int j = 0; j < L; j++) {
+      float a = j < L - 1 ? h[j + 1] : last;
+      amax = fmaxf(amax, a);
+      h[j] = j > 0 ? a : 0.0f;
+    }
+  }
+  const float amax_h = r->most_recent ? last : amax;
+  if (r->fmax > 0) { /* set by the first quantize */
+    const float scaled_max = r->fmax * ldexpf(1.0f, -r->margin); /* fmax * std::pow(2.f, -margin) */
+    float scale = r->scale;
+    if (isfinite(amax_h) && amax_h > 0.0f) scale = scaled_max / amax_h;
+    if (isinf(scale)) scale = FLT_MAX;
+    r->scale = scale;
+    r->scale_inv = 1.0f / scale;
+  }
+}
+
+void exmy_recipe_calibrate(exmy_recipe *r, const float *x, size_t n) {
+  if (r->kind == EXMY_RECIPE_DELAYED && r->history) r->history[0] = exmy_amax_f32(x, n);
+}
+
+void exmy_qtensor_dequant_f64(const exmy_qtensor *q, double *out) {
+  const size_t ng = q->srows * q->scols;
+#pragma omp parallel for schedule(static) if(q->rows * q->cols > 65536)
+  for (size_t g = 0; g < ng; g++) {
+    group_view v = group_of(q, g);
+    for (size_t i = v.r0; i < v.r1; i++)
+      for (size_t j = v.c0; j < v.c1; j++) {
+        size_t k = i * q->cols + j;
+        out[k] = exmy_decode(&q->fmt, exmy_code_get(&q->fmt, q->codes, k)) * (double)q->scale_inv[g] *
+                 (double)q->tensor_scale_inv;
+      }
+  }
+}
+
+void exmy_qtensor_dequant_f32(const exmy_qtensor *q, float *out) {
+  const size_t ng = q->srows * q->scols;
+#pragma omp parallel for schedule(static) if(q->rows * q->cols > 65536)
+  for (size_t g = 0; g < ng; g++) {
+    group_view v = group_of(q, g);
+    for (size_t i = v.r0; i < v.r1; i++)
+      for (size_t j = v.c0; j < v.c1; j++) {
+        size_t k = i * q->cols + j;
+        out[k] = (float)(exmy_decode(&q->fmt, exmy_code_get(&q->fmt, q->codes, k)) * (double)q->scale_inv[g] *
+                         (double)q->tensor_scale_inv);
+      }
+  }
+}
+
+void exmy_qtensor_free(exmy_qtensor *q) {
+  free(q->codes);
+  free(q->scale);
+  free(q->scale_inv);
+  free(q->scale_codes);
+  free(q->amax);
+  memset(q, 0, sizeof *q);
+}
+
+/* ---- statistics ------------------------------------------------------------ */
+
+/* Partial sums of one fixed chunk; chunks are combined in order, so the
+ * result is the same for any thread count. */
+typedef struct stat_part {
+  size_t nonzero, under, over;
+  double amin, amax, sxx, syy, sxy, see, maxrel;
+  size_t finite_pairs;
+} stat_part;
+
+#define STAT_CHUNK 65536
+
+void exmy_qtensor_stats(const exmy_qtensor *q, const float *x, exmy_qstats *st) {
+  memset(st, 0, sizeof *st);
+  const size_t n = q->rows * q->cols;
+  st->n = n;
+  const double fmax = (double)fmax_of(&q->fmt);
+  exmy_info in;
+  exmy_format_info(&q->fmt, &in);
+  int e;
+  (void)frexp(in.min_subnormal, &e);
+  st->fmt_log2_min = e - 1;
+  (void)frexp(in.max_finite, &e);
+  st->fmt_log2_max = e - 1;
+  const size_t nchunks = (n + STAT_CHUNK - 1) / STAT_CHUNK;
+  stat_part *parts = calloc(nchunks ? nchunks : 1, sizeof *parts);
+  uint64_t *hists = calloc((nchunks ? nchunks : 1) * EXMY_HIST_BINS, sizeof *hists);
+  if (!parts || !hists) { free(parts); free(hists); return; }
+#pragma omp parallel for schedule(static) if(nchunks > 1)
+  for (size_t c = 0; c < nchunks; c++) {
+    stat_part p = {0};
+    p.amin = INFINITY;
+    uint64_t *h = hists + c * EXMY_HIST_BINS;
+    const size_t lo = c * STAT_CHUNK, hi = lo + STAT_CHUNK < n ? lo + STAT_CHUNK : n;
+    for (size_t k = lo; k < hi; k++) {
+      const size_t i = k / q->cols, j = k % q->cols;
+      const size_t g = (i / q->block_rows) * q->scols + j / q->block_cols;
+      const double xv = (double)x[k];
+      const uint64_t code = exmy_code_get(&q->fmt, q->codes, k);
+      const double d = exmy_decode(&q->fmt, code) * (double)q->scale_inv[g] * (double)q->tensor_scale_inv;
+      if (xv != 0.0) { /* NaN counts as nonzero, as torch.count_nonzero */
+        p.nonzero++;
+        if (exmy_classify(&q->fmt, code) == EXMY_CLASS_ZERO) p.under++;
+      }
+      if (isinf(xv) || fabs(xv) > fmax * (double)q->scale_inv[g] * (double)q->tensor_scale_inv) p.over++;
+      if (isfinite(xv) && xv != 0.0) {
+        double a = fabs(xv);
+        if (a < p.amin) p.amin = a;
+        if (a > p.amax) p.amax = a;
+        int b;
+        (void)frexp(a, &b);
+        b -= 1;
+        if (b < EXMY_HIST_LO) b = EXMY_HIST_LO;
+        if (b > EXMY_HIST_LO + EXMY_HIST_BINS - 1) b = EXMY_HIST_LO + EXMY_HIST_BINS - 1;
+        h[b - EXMY_HIST_LO]++;
+        if (isfinite(d)) {
+          double rel = fabs(xv - d) / a;
+          if (rel > p.maxrel) p.maxrel = rel;
+        } else {
+          p.maxrel = INFINITY;
+        }
+      }
+      if (isfinite(xv) && isfinite(d)) {
+        p.finite_pairs++;
+        p.sxx += xv * xv;
+        p.syy += d * d;
+        p.sxy += xv * d;
+        p.see += (xv - d) * (xv - d);
+      }
+    }
+    parts[c] = p;
+  }
+  double amin = INFINITY, amax = 0, sxx = 0, syy = 0, sxy = 0, see = 0, maxrel = 0;
+  size_t nonzero = 0, under = 0, over = 0, pairs = 0;
+  for (size_t c = 0; c < nchunks; c++) {
+    const stat_part *p = &parts[c];
+    nonzero += p->nonzero; under += p->under; over += p->over; pairs += p->finite_pairs;
+    if (p->amin < amin) amin = p->amin;
+    if (p->amax > amax) amax = p->amax;
+    if (p->maxrel > maxrel) maxrel = p->maxrel;
+    sxx += p->sxx; syy += p->syy; sxy += p->sxy; see += p->see;
+    for (int b = 0; b < EXMY_HIST_BINS; b++) st->hist[b] += hists[c * EXMY_HIST_BINS + b];
+  }
+  free(parts);
+  free(hists);
+  st->n_nonzero = nonzero;
+  st->amin = isinf(amin) ? 0 : amin;
+  st->amax = amax;
+  st->underflow_frac = n ? (double)under / (double)n : 0;
+  st->overflow_frac = n ? (double)over / (double)n : 0;
+  st->mse = pairs ? see / (double)pairs : 0;
+  st->cosine = (sxx > 0 && syy > 0) ? sxy / sqrt(sxx * syy) : (sxx == 0 && syy == 0 ? 1.0 : 0.0);
+  st->snr_db = see > 0 ? 10.0 * log10(sxx / see) : INFINITY;
+  st->max_rel_err = maxrel;
+  /* delayed vs current: the group-0 scale over what current scaling would use */
+  float tensor_amax = exmy_amax_f32(x, n);
+  float cur = exmy_scale_from_amax(tensor_amax, (float)fmax, 0, 0.0f, FLT_MAX);
+  st->scale_ratio = (q->srows != 0 && q->scols != 0 ? (double)q->scale[0] : 1.0) / (double)cur;
+}
