@@ -293,6 +293,8 @@ typedef struct exmy_qtensor {
   float tensor_scale;        /* nvfp4: S_enc; 1 otherwise */
   float tensor_scale_inv;    /* nvfp4: S_dec = fp32(1/S_enc); 1 otherwise */
   exmy_recipe_kind recipe;   /* what made it */
+  exmy_rounding rnd;         /* the element cast used */
+  int exact_product;         /* 1: x*scale was rounded once (exact product) */
 } exmy_qtensor;
 
 /* TE's amax: max |x| ignoring NaN (fmaxf from 0), inf propagates. */
@@ -329,7 +331,8 @@ typedef struct exmy_qstats {
   size_t n_nonzero;          /* x != 0 (NaN counts, as TE's count_nonzero) */
   double amin, amax;         /* min and max of |x| over nonzero finite x (0 if none) */
   double underflow_frac;     /* nonzero x whose code is a zero, over n */
-  double overflow_frac;      /* x with |x| > fmax * scale_inv (or inf), over n */
+  double overflow_frac;      /* x whose scaled value overflowed the format (the cast's overflow
+                                flag: saturated, or became inf/NaN) or was inf, over n */
   double mse;                /* mean (x - dequant)^2 over finite pairs */
   double cosine;             /* cosine similarity of x and dequant (finite pairs) */
   double snr_db;             /* 10 log10(sum x^2 / sum (x - dequant)^2); inf when exact */

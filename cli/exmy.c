@@ -1,6 +1,6 @@
 /* exmy.c: the `exmy` command.  Subcommands: formats, info, table, quantize.
  * Errors: one line on stderr naming the bad text, exit status 2. */
-#include "exmy.h"
+#include "cli/cli.h"
 
 #include <errno.h>
 #include <math.h>
@@ -8,20 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define EXIT_USAGE 2
-
-static const char *prog = "exmy";
-
-static void die(const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "%s: ", prog);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-  exit(EXIT_USAGE);
-}
 
 static const char *main_usage =
   "usage: exmy COMMAND [ARGS]\n"
@@ -31,6 +17,11 @@ static const char *main_usage =
   "  info FORMAT        properties of a format (range, epsilon, special codes)\n"
   "  table FORMAT       every code of a format of at most 16 bits with its exact value\n"
   "  quantize FORMAT    round numbers (stdin, one per line) or a .npy tensor to FORMAT\n"
+  "  quantize-tensor    quantize a .npy tensor with a scaling recipe (current, delayed,\n"
+  "                     block, mx, nvfp4), write codes, scales, dequantized values, stats\n"
+  "  whatif             format-design table: error statistics per (format, recipe), plot\n"
+  "  stats              a tensor's range against every named format's range\n"
+  "  gen                write a deterministic test tensor (.npy)\n"
   "\n"
   "FORMAT is a name (e4m3fn, e5m2, e4m3fnuz, e8m0fnu, e2m1fn, bf16, binary8p4se, ...),\n"
   "eXmY for an IEEE-like format (e8m3), eXmYfn / eXmYfnuz, binaryKpP{s,u}{e,f}, or a long\n"
@@ -77,29 +68,6 @@ static int wants_help(int argc, char **argv) {
   return 0;
 }
 
-static void parse_format_or_die(const char *text, exmy_format *f) {
-  char err[400];
-  if (exmy_format_parse(text, f, err, sizeof err)) die("%s", err);
-}
-
-static uint64_t parse_u64_or_die(const char *opt, const char *v, uint64_t lo, uint64_t hi) {
-  char *end;
-  errno = 0;
-  if (!v || !*v || *v == '-' || *v == ' ') die("%s: bad value '%s' (accepted: an integer %llu..%llu)", opt, v ? v : "", (unsigned long long)lo, (unsigned long long)hi);
-  unsigned long long x = strtoull(v, &end, 0);
-  if (*end || errno || x < lo || x > hi)
-    die("%s: bad value '%s' (accepted: an integer %llu..%llu)", opt, v, (unsigned long long)lo, (unsigned long long)hi);
-  return x;
-}
-
-/* Exact decimal of a double: glibc prints exact digits when asked for enough,
- * and %g drops trailing zeros. */
-static void print_exact(FILE *out, double v) {
-  if (isnan(v)) fputs(signbit(v) ? "-nan" : "nan", out);
-  else if (isinf(v)) fputs(v < 0 ? "-inf" : "inf", out);
-  else fprintf(out, "%.800g", v);
-}
-
 static void print_code(FILE *out, const exmy_format *f, uint64_t code) {
   fprintf(out, "0x%0*llx", exmy_code_hex_digits(f), (unsigned long long)code);
 }
@@ -110,7 +78,7 @@ static int cmd_formats(int argc, char **argv) {
   int csv = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--csv")) csv = 1;
-    else die("formats: unknown option '%s' (see exmy formats --help)", argv[i]);
+    else cli_die("formats: unknown option '%s' (see exmy formats --help)", argv[i]);
   }
   const char *hdr[] = {"name", "bits", "bias", "max finite", "min normal", "min subnormal", "epsilon", "inf", "nan", "long form"};
   if (csv) printf("name,bits,bias,max_finite,min_normal,min_subnormal,epsilon,inf,nan,long_form\n");
@@ -120,7 +88,7 @@ static int cmd_formats(int argc, char **argv) {
     exmy_format f;
     exmy_info in;
     char lf[160], sub[32], nrm[32];
-    parse_format_or_die(nf->name, &f);
+    cli_parse_format(nf->name, &f);
     exmy_format_info(&f, &in);
     exmy_format_longform(&f, lf, sizeof lf);
     const char *inf = f.inf == EXMY_INF_NONE ? "none" : f.inf == EXMY_INF_IEEE ? "ieee" : "top";
@@ -139,32 +107,32 @@ static int cmd_formats(int argc, char **argv) {
 /* ---- info, table ------------------------------------------------------ */
 
 static int cmd_info(int argc, char **argv) {
-  if (argc < 2) die("info: no FORMAT given (see exmy info --help)");
-  if (argc > 2) die("info: unexpected argument '%s' (expected one FORMAT)", argv[2]);
+  if (argc < 2) cli_die("info: no FORMAT given (see exmy info --help)");
+  if (argc > 2) cli_die("info: unexpected argument '%s' (expected one FORMAT)", argv[2]);
   exmy_format f;
-  parse_format_or_die(argv[1], &f);
+  cli_parse_format(argv[1], &f);
   exmy_info_print(&f, stdout);
   return 0;
 }
 
 static int cmd_table(int argc, char **argv) {
-  if (argc < 2) die("table: no FORMAT given (see exmy table --help)");
-  if (argc > 2) die("table: unexpected argument '%s' (expected one FORMAT)", argv[2]);
+  if (argc < 2) cli_die("table: no FORMAT given (see exmy table --help)");
+  if (argc > 2) cli_die("table: unexpected argument '%s' (expected one FORMAT)", argv[2]);
   exmy_format f;
-  parse_format_or_die(argv[1], &f);
-  if (f.bits > 16) die("table: format '%s' has %d bits (table prints formats of at most 16 bits)", argv[1], f.bits);
+  cli_parse_format(argv[1], &f);
+  if (f.bits > 16) cli_die("table: format '%s' has %d bits (table prints formats of at most 16 bits)", argv[1], f.bits);
   for (uint64_t c = 0; c < ((uint64_t)1 << f.bits); c++) {
     double v = exmy_decode(&f, c);
     exmy_class cls = exmy_classify(&f, c);
     print_code(stdout, &f, c);
     printf(" %-9s ", exmy_class_name(cls));
     if (cls == EXMY_CLASS_NAN || cls == EXMY_CLASS_INF) {
-      print_exact(stdout, v);
+      cli_print_exact(stdout, v);
       putchar(' ');
-      print_exact(stdout, v);
+      cli_print_exact(stdout, v);
     } else {
       printf("%a ", v);
-      print_exact(stdout, v);
+      cli_print_exact(stdout, v);
     }
     putchar('\n');
   }
@@ -210,14 +178,14 @@ static int quantize_stream(const exmy_format *f, const exmy_rounding *r, int sho
       snprintf(shown, sizeof shown, "%s", line);
       shown[strcspn(shown, "\r\n")] = 0;
       free(line);
-      die("quantize: line %llu: malformed number '%s' (accepted: decimal, C99 hex-float, inf, -inf, nan)",
+      cli_die("quantize: line %llu: malformed number '%s' (accepted: decimal, C99 hex-float, inf, -inf, nan)",
           (unsigned long long)lineno, shown);
     }
     unsigned fl = 0;
     uint64_t code = exmy_from_double(f, r, x, lineno - 1, &fl);
     print_code(stdout, f, code);
     putchar(' ');
-    print_exact(stdout, exmy_decode(f, code));
+    cli_print_exact(stdout, exmy_decode(f, code));
     if (show_flags) print_flags(stdout, fl);
     putchar('\n');
   }
@@ -229,29 +197,29 @@ static int quantize_npy(const exmy_format *f, const exmy_rounding *r, const char
                         const char *dq) {
   exmy_array x, q, d;
   char err[400];
-  if (exmy_npy_read(in, &x, err, sizeof err)) die("quantize: %s", err);
+  if (exmy_npy_read(in, &x, err, sizeof err)) cli_die("quantize: %s", err);
   if (x.dtype != EXMY_DT_F32 && x.dtype != EXMY_DT_F64) {
     const char *dt = exmy_dtype_name(x.dtype);
     exmy_array_free(&x);
-    die("quantize: %s: dtype %s is not a float tensor (accepted: float32, float64)", in, dt);
+    cli_die("quantize: %s: dtype %s is not a float tensor (accepted: float32, float64)", in, dt);
   }
   q = x;
   int cb = exmy_code_bytes(f);
   q.dtype = cb == 1 ? EXMY_DT_U8 : cb == 2 ? EXMY_DT_U16 : cb == 4 ? EXMY_DT_U32 : EXMY_DT_U64;
   q.data = malloc(x.count * (size_t)cb + 1);
-  if (!q.data) die("quantize: out of memory for %zu elements", x.count);
+  if (!q.data) cli_die("quantize: out of memory for %zu elements", x.count);
   unsigned fl = exmy_quantize(f, r, x.dtype == EXMY_DT_F32 ? EXMY_SRC_F32 : EXMY_SRC_F64, x.data, x.count, 0, q.data);
-  if (out && exmy_npy_write(out, &q, err, sizeof err)) die("quantize: %s", err);
+  if (out && exmy_npy_write(out, &q, err, sizeof err)) cli_die("quantize: %s", err);
   if (dq) {
     d = x;
     d.data = malloc(x.count * exmy_dtype_size(x.dtype) + 1);
-    if (!d.data) die("quantize: out of memory for %zu elements", x.count);
+    if (!d.data) cli_die("quantize: out of memory for %zu elements", x.count);
     if (x.dtype == EXMY_DT_F32) exmy_decode_f32(f, q.data, x.count, d.data);
     else exmy_decode_f64(f, q.data, x.count, d.data);
-    if (exmy_npy_write(dq, &d, err, sizeof err)) die("quantize: %s", err);
+    if (exmy_npy_write(dq, &d, err, sizeof err)) cli_die("quantize: %s", err);
     free(d.data);
   }
-  fprintf(stderr, "%s: quantized %zu elements of %s to %s", prog, x.count, in, f->name);
+  fprintf(stderr, "exmy: quantized %zu elements of %s to %s", x.count, in, f->name);
   print_flags(stderr, fl);
   fputc('\n', stderr);
   free(q.data);
@@ -263,73 +231,24 @@ static int cmd_quantize(int argc, char **argv) {
   const char *fmt_text = NULL, *in = NULL, *out = NULL, *dq = NULL;
   exmy_rounding r = exmy_rounding_default();
   int show_flags = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *eq = strchr(a, '=');
-    char key[64];
-    const char *val = NULL;
-    if (a[0] == '-' && a[1] == '-' && eq && (size_t)(eq - a) < sizeof key) {
-      memcpy(key, a, (size_t)(eq - a));
-      key[eq - a] = 0;
-      val = eq + 1;
-    } else {
-      snprintf(key, sizeof key, "%s", a);
-    }
-#define NEED_VALUE()                                                           \
-  do {                                                                         \
-    if (!val) {                                                                \
-      if (i + 1 >= argc) die("quantize: option '%s' needs a value", key);      \
-      val = argv[++i];                                                         \
-    }                                                                          \
-  } while (0)
-    if (!strcmp(key, "--round")) {
-      NEED_VALUE();
-      if (exmy_round_mode_parse(val, &r.mode))
-        die("quantize: bad rounding mode '%s' (accepted: rne, rna, rtz, rup, rdn, rto, sr)", val);
-    } else if (!strcmp(key, "--saturate")) {
-      if (!val || !strcmp(val, "finite")) r.sat = EXMY_SAT_FINITE;
-      else if (!strcmp(val, "propagate")) r.sat = EXMY_SAT_PROPAGATE;
-      else if (!strcmp(val, "none")) r.sat = EXMY_SAT_NONE;
-      else die("quantize: bad saturation '%s' (accepted: finite, propagate, none)", val);
-    } else if (!strcmp(key, "--ftz") && !val) {
-      r.ftz = 1;
-    } else if (!strcmp(key, "--daz") && !val) {
-      r.daz = 1;
-    } else if (!strcmp(key, "--flags") && !val) {
-      show_flags = 1;
-    } else if (!strcmp(key, "--seed")) {
-      NEED_VALUE();
-      r.seed = parse_u64_or_die("--seed", val, 0, UINT64_MAX);
-    } else if (!strcmp(key, "--stream")) {
-      NEED_VALUE();
-      r.stream = parse_u64_or_die("--stream", val, 0, UINT64_MAX);
-    } else if (!strcmp(key, "--sr-bits")) {
-      NEED_VALUE();
-      r.sr_bits = (int)parse_u64_or_die("--sr-bits", val, 1, 64);
-    } else if (!strcmp(key, "--in")) {
-      NEED_VALUE();
-      in = val;
-    } else if (!strcmp(key, "--out")) {
-      NEED_VALUE();
-      out = val;
-    } else if (!strcmp(key, "--dequant")) {
-      NEED_VALUE();
-      dq = val;
-    } else if (a[0] == '-' && a[1] && !(a[1] >= '0' && a[1] <= '9')) {
-      die("quantize: unknown option '%s' (see exmy quantize --help)", a);
-    } else if (!fmt_text) {
-      fmt_text = a;
-    } else {
-      die("quantize: unexpected argument '%s' (numbers go on standard input)", a);
-    }
-#undef NEED_VALUE
+  cli_opts o;
+  cli_opts_init(&o, "quantize", argc, argv);
+  while (cli_next(&o)) {
+    if (cli_rounding_option(&o, &r)) continue;
+    if (!strcmp(o.key, "--flags")) { cli_no_value(&o); show_flags = 1; }
+    else if (!strcmp(o.key, "--in")) in = cli_value(&o);
+    else if (!strcmp(o.key, "--out")) out = cli_value(&o);
+    else if (!strcmp(o.key, "--dequant")) dq = cli_value(&o);
+    else if (!o.positional) cli_die("quantize: unknown option '%s' (see exmy quantize --help)", argv[o.i]);
+    else if (!fmt_text) fmt_text = o.key[0] ? argv[o.i] : argv[o.i];
+    else cli_die("quantize: unexpected argument '%s' (numbers go on standard input)", argv[o.i]);
   }
-  if (!fmt_text) die("quantize: no FORMAT given (see exmy quantize --help)");
+  if (!fmt_text) cli_die("quantize: no FORMAT given (see exmy quantize --help)");
   exmy_format f;
-  parse_format_or_die(fmt_text, &f);
-  if ((out || dq) && !in) die("quantize: --out/--dequant need --in X.npy");
+  cli_parse_format(fmt_text, &f);
+  if ((out || dq) && !in) cli_die("quantize: --out/--dequant need --in X.npy");
   if (in) {
-    if (!out && !dq) die("quantize: --in needs --out Q.npy and/or --dequant D.npy");
+    if (!out && !dq) cli_die("quantize: --in needs --out Q.npy and/or --dequant D.npy");
     return quantize_npy(&f, &r, in, out, dq);
   }
   return quantize_stream(&f, &r, show_flags);
@@ -354,6 +273,10 @@ int main(int argc, char **argv) {
     {"info", cmd_info, info_usage},
     {"table", cmd_table, table_usage},
     {"quantize", cmd_quantize, quantize_usage},
+    {"quantize-tensor", cmd_quantize_tensor, quantize_tensor_usage},
+    {"whatif", cmd_whatif, whatif_usage},
+    {"stats", cmd_stats, stats_usage},
+    {"gen", cmd_gen, gen_usage},
   };
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     if (strcmp(cmd, cmds[i].name)) continue;
@@ -363,6 +286,6 @@ int main(int argc, char **argv) {
     }
     return cmds[i].fn(argc - 1, argv + 1);
   }
-  die("unknown command '%s' (accepted: formats, info, table, quantize; see exmy --help)", cmd);
+  cli_die("unknown command '%s' (accepted: formats, info, table, quantize, quantize-tensor, whatif, stats, gen; see exmy --help)", cmd);
   return EXIT_USAGE;
 }

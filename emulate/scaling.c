@@ -362,6 +362,8 @@ int exmy_recipe_quantize(exmy_recipe *r, const exmy_format *f, const exmy_roundi
   exmy_format e4m3;
   exmy_format_parse("e4m3fn", &e4m3, NULL, 0);
   q->recipe = r->kind;
+  q->rnd = rnd;
+  q->exact_product = r->exact_product || r->kind == EXMY_RECIPE_MX_OCP;
   q->tensor_scale = q->tensor_scale_inv = 1.0f;
   if (r->kind == EXMY_RECIPE_NVFP4) {
     q->tensor_scale = nvfp4_s_enc(exmy_amax_f32(x, n), fmax);
@@ -483,7 +485,7 @@ void exmy_qtensor_stats(const exmy_qtensor *q, const float *x, exmy_qstats *st) 
   memset(st, 0, sizeof *st);
   const size_t n = q->rows * q->cols;
   st->n = n;
-  const double fmax = (double)fmax_of(&q->fmt);
+  const float fmax = fmax_of(&q->fmt);
   exmy_info in;
   exmy_format_info(&q->fmt, &in);
   int e;
@@ -511,7 +513,13 @@ void exmy_qtensor_stats(const exmy_qtensor *q, const float *x, exmy_qstats *st) 
         p.nonzero++;
         if (exmy_classify(&q->fmt, code) == EXMY_CLASS_ZERO) p.under++;
       }
-      if (isinf(xv) || fabs(xv) > fmax * (double)q->scale_inv[g] * (double)q->tensor_scale_inv) p.over++;
+      if (!isnan(xv)) { /* the cast's own overflow flag, recomputed (same counter: same SR draw) */
+        unsigned fl = 0;
+        const float sc = q->scale[g];
+        if (q->exact_product) (void)exmy_from_double(&q->fmt, &q->rnd, xv * (double)sc, k, &fl);
+        else (void)exmy_from_float(&q->fmt, &q->rnd, x[k] * sc, k, &fl);
+        if (isinf(xv) || (fl & EXMY_FLAG_OVERFLOW)) p.over++;
+      }
       if (isfinite(xv) && xv != 0.0) {
         double a = fabs(xv);
         if (a < p.amin) p.amin = a;
@@ -563,6 +571,6 @@ void exmy_qtensor_stats(const exmy_qtensor *q, const float *x, exmy_qstats *st) 
   st->max_rel_err = maxrel;
   /* delayed vs current: the group-0 scale over what current scaling would use */
   float tensor_amax = exmy_amax_f32(x, n);
-  float cur = exmy_scale_from_amax(tensor_amax, (float)fmax, 0, 0.0f, FLT_MAX);
+  float cur = exmy_scale_from_amax(tensor_amax, fmax, 0, 0.0f, FLT_MAX);
   st->scale_ratio = (q->srows != 0 && q->scols != 0 ? (double)q->scale[0] : 1.0) / (double)cur;
 }

@@ -1,0 +1,42 @@
+/* cli.h: helpers shared by the `exmy` command's source files. */
+#ifndef EXMY_CLI_H
+#define EXMY_CLI_H
+#include "exmy.h"
+#include <stdio.h>
+
+#define EXIT_USAGE 2
+
+/* One-line error on stderr ("exmy: ..."), exit status 2. */
+void cli_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+void cli_parse_format(const char *text, exmy_format *f);
+uint64_t cli_parse_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi);
+/* Exact decimal of a double; nan, -nan, inf, -inf. */
+void cli_print_exact(FILE *out, double v);
+/* Read a .npy tensor as float32 rows x cols (1-D: 1 x n; N-D: the last axis is
+ * cols).  float64 is rounded to float32 (rne). */
+float *cli_read_f32_matrix(const char *cmd, const char *path, size_t *rows, size_t *cols);
+
+/* Option scanning: --key, --key=value, --key value, and positionals. */
+typedef struct cli_opts {
+  const char *cmd;
+  int argc;
+  char **argv;
+  int i;
+  char key[64];     /* the option name (with --), or the positional text */
+  const char *val;  /* value after '=', or NULL */
+  int positional;
+} cli_opts;
+void cli_opts_init(cli_opts *o, const char *cmd, int argc, char **argv);
+int cli_next(cli_opts *o);              /* 0 at the end */
+const char *cli_value(cli_opts *o);     /* the option's value (after '=' or the next argument) */
+void cli_no_value(cli_opts *o);         /* die if a flag was given a value */
+/* Rounding options shared by quantize commands: --round --saturate --ftz
+ * --daz --seed --stream --sr-bits.  Returns 1 when o->key was one. */
+int cli_rounding_option(cli_opts *o, exmy_rounding *r);
+/* the scaled-tensor commands (tensor.c) */
+extern const char *quantize_tensor_usage, *whatif_usage, *stats_usage, *gen_usage;
+int cmd_quantize_tensor(int argc, char **argv);
+int cmd_whatif(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_gen(int argc, char **argv);
+#endif

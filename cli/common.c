@@ -1,0 +1,129 @@
+/* common.c: error reporting, option scanning and the rounding options the
+ * `exmy` subcommands share. */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cli_die(const char *fmt, ...) {
+  va_list ap;
+  fflush(stdout);
+  fprintf(stderr, "exmy: ");
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  exit(EXIT_USAGE);
+}
+
+void cli_parse_format(const char *text, exmy_format *f) {
+  char err[400];
+  if (exmy_format_parse(text, f, err, sizeof err)) cli_die("%s", err);
+}
+
+uint64_t cli_parse_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi) {
+  char *end;
+  errno = 0;
+  if (!v || !*v || *v == '-' || *v == ' ')
+    cli_die("%s: bad value '%s' (accepted: an integer %llu..%llu)", opt, v ? v : "", (unsigned long long)lo, (unsigned long long)hi);
+  unsigned long long x = strtoull(v, &end, 0);
+  if (*end || errno || x < lo || x > hi)
+    cli_die("%s: bad value '%s' (accepted: an integer %llu..%llu)", opt, v, (unsigned long long)lo, (unsigned long long)hi);
+  return x;
+}
+
+void cli_print_exact(FILE *out, double v) {
+  if (isnan(v)) fputs(signbit(v) ? "-nan" : "nan", out);
+  else if (isinf(v)) fputs(v < 0 ? "-inf" : "inf", out);
+  else fprintf(out, "%.800g", v); /* glibc prints exact digits; %g drops trailing zeros */
+}
+
+float *cli_read_f32_matrix(const char *cmd, const char *path, size_t *rows, size_t *cols) {
+  exmy_array a;
+  char err[400];
+  if (exmy_npy_read(path, &a, err, sizeof err)) cli_die("%s: %s", cmd, err);
+  if (a.dtype != EXMY_DT_F32 && a.dtype != EXMY_DT_F64) {
+    const char *dt = exmy_dtype_name(a.dtype);
+    exmy_array_free(&a);
+    cli_die("%s: %s: dtype %s is not a float tensor (accepted: float32, float64)", cmd, path, dt);
+  }
+  *cols = a.ndim ? a.shape[a.ndim - 1] : 1;
+  *rows = *cols ? a.count / *cols : 0;
+  if (a.ndim == 1) *rows = 1;
+  float *x = malloc(a.count * sizeof *x + 1);
+  if (!x) cli_die("%s: out of memory for %zu elements", cmd, a.count);
+  if (a.dtype == EXMY_DT_F32) memcpy(x, a.data, a.count * sizeof *x);
+  else
+    for (size_t i = 0; i < a.count; i++) x[i] = (float)((double *)a.data)[i];
+  exmy_array_free(&a);
+  return x;
+}
+
+void cli_opts_init(cli_opts *o, const char *cmd, int argc, char **argv) {
+  memset(o, 0, sizeof *o);
+  o->cmd = cmd;
+  o->argc = argc;
+  o->argv = argv;
+  o->i = 0;
+}
+
+int cli_next(cli_opts *o) {
+  if (++o->i >= o->argc) return 0;
+  const char *a = o->argv[o->i];
+  const char *eq = strchr(a, '=');
+  o->val = NULL;
+  o->positional = !(a[0] == '-' && a[1] == '-');
+  if (!o->positional && eq && (size_t)(eq - a) < sizeof o->key) {
+    memcpy(o->key, a, (size_t)(eq - a));
+    o->key[eq - a] = 0;
+    o->val = eq + 1;
+  } else {
+    snprintf(o->key, sizeof o->key, "%s", a);
+  }
+  if (o->positional && a[0] == '-' && a[1] && !(a[1] >= '0' && a[1] <= '9'))
+    cli_die("%s: unknown option '%s' (see exmy %s --help)", o->cmd, a, o->cmd);
+  return 1;
+}
+
+const char *cli_value(cli_opts *o) {
+  if (o->val) return o->val;
+  if (o->i + 1 >= o->argc) cli_die("%s: option '%s' needs a value", o->cmd, o->key);
+  return o->argv[++o->i];
+}
+
+void cli_no_value(cli_opts *o) {
+  if (o->val) cli_die("%s: option '%s' takes no value (got '%s')", o->cmd, o->key, o->val);
+}
+
+int cli_rounding_option(cli_opts *o, exmy_rounding *r) {
+  const char *k = o->key;
+  if (!strcmp(k, "--round")) {
+    const char *v = cli_value(o);
+    if (exmy_round_mode_parse(v, &r->mode))
+      cli_die("%s: bad rounding mode '%s' (accepted: rne, rna, rtz, rup, rdn, rto, sr)", o->cmd, v);
+  } else if (!strcmp(k, "--saturate")) {
+    const char *v = o->val;
+    if (!v || !strcmp(v, "finite")) r->sat = EXMY_SAT_FINITE;
+    else if (!strcmp(v, "propagate")) r->sat = EXMY_SAT_PROPAGATE;
+    else if (!strcmp(v, "none")) r->sat = EXMY_SAT_NONE;
+    else cli_die("%s: bad saturation '%s' (accepted: finite, propagate, none)", o->cmd, v);
+  } else if (!strcmp(k, "--ftz")) {
+    cli_no_value(o);
+    r->ftz = 1;
+  } else if (!strcmp(k, "--daz")) {
+    cli_no_value(o);
+    r->daz = 1;
+  } else if (!strcmp(k, "--seed")) {
+    r->seed = cli_parse_u64("--seed", cli_value(o), 0, UINT64_MAX);
+  } else if (!strcmp(k, "--stream")) {
+    r->stream = cli_parse_u64("--stream", cli_value(o), 0, UINT64_MAX);
+  } else if (!strcmp(k, "--sr-bits")) {
+    r->sr_bits = (int)cli_parse_u64("--sr-bits", cli_value(o), 1, 64);
+  } else {
+    return 0;
+  }
+  return 1;
+}
