@@ -314,6 +314,7 @@ int cmd_whatif(int argc, char **argv) {
     }
   }
   if (plot) {
+    fflush(stdout);
     plot_rows(plot, out, nf, nr);
     fprintf(stderr, "exmy: wrote %s\n", plot);
   }
