@@ -89,3 +89,19 @@ run "exmy info e12m3"
 run "exmy quantize e4m3fn --round xyz"
 run "printf '1\n2.5x\n' | exmy quantize e4m3fn"
 run "printf 'NUMPY' > bad.npy; exmy quantize e4m3fn --in bad.npy --out q.npy"
+cat <<'EOF'
+## Scaled tensors: quantize-tensor, whatif, stats, gen
+
+Recipes, formulas, sources and a full format-design run with its plot are in
+[scaling.md](scaling.md). The commands:
+
+EOF
+run "exmy quantize-tensor --help"
+run "exmy whatif --help"
+run "exmy stats --help"
+run "exmy gen --help"
+run "exmy gen --out x.npy --shape 4x64 --dist student --df 3 --seed 2"
+run "exmy quantize-tensor --in x.npy --format e4m3fn --scaling mx --scales s.npy --out q.npy"
+run "python3 -c \"import numpy as np; print(np.load('s.npy'))\""
+run "exmy quantize-tensor --in x.npy --format e4m3fn --scaling block:1x256 --out q.npy"
+run "exmy whatif --in x.npy --formats e4m3fn --scaling bogus"
