@@ -289,7 +289,7 @@ typedef struct exmy_qtensor {
   float *scale;              /* per group (row-major): multiplier applied before the cast */
   float *scale_inv;          /* per group: dequantization multiplier */
   uint8_t *scale_codes;      /* per group E8M0 codes (mx, mx:ocp) or E4M3 codes (nvfp4), else NULL */
-  float *amax;               /* per group amax (NaN-dropping, as TE's kernels) */
+  float *amax;               /* per group amax: NaN-dropping as TE's kernels (mx:ocp: NaN-propagating) */
   float tensor_scale;        /* nvfp4: S_enc; 1 otherwise */
   float tensor_scale_inv;    /* nvfp4: S_dec = fp32(1/S_enc); 1 otherwise */
   exmy_recipe_kind recipe;   /* what made it */
