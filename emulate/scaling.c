@@ -229,6 +229,22 @@ static float fmax_of(const exmy_format *f) {
   return in.max_finite > FLT_MAX ? FLT_MAX : (float)in.max_finite;
 }
 
+/* max |x| over a run, on the bits (vectorizes): NaN dropped as TE's fmaxf
+ * does, inf kept; *has_nan is set when a NaN was seen. */
+static float run_amax(const float *x, size_t n, int *has_nan) {
+  uint32_t m = 0, nan = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t b;
+    memcpy(&b, x + i, 4);
+    b &= 0x7fffffffu;
+    nan |= b > 0x7f800000u;
+    b = b > 0x7f800000u ? 0 : b;
+    m = b > m ? b : m;
+  }
+  *has_nan |= (int)nan;
+  return u2f(m);
+}
+
 typedef struct group_view {
   size_t r0, r1, c0, c1; /* rows [r0,r1), cols [c0,c1) */
 } group_view;
@@ -241,18 +257,6 @@ static group_view group_of(const exmy_qtensor *q, size_t g) {
   v.c0 = gc * q->block_cols;
   v.c1 = v.c0 + q->block_cols < q->cols ? v.c0 + q->block_cols : q->cols;
   return v;
-}
-
-static float group_amax(const float *x, size_t cols, group_view v, int propagate_nan) {
-  float m = 0.0f;
-  int nan = 0;
-  for (size_t i = v.r0; i < v.r1; i++)
-    for (size_t j = v.c0; j < v.c1; j++) {
-      float a = fabsf(x[i * cols + j]);
-      nan |= isnan(a);
-      m = fmaxf(a, m);
-    }
-  return (propagate_nan && nan) ? NAN : m;
 }
 
 /* Scale, inverse scale and (for MX) the E8M0 code of group g. */
@@ -365,40 +369,73 @@ int exmy_recipe_quantize(exmy_recipe *r, const exmy_format *f, const exmy_roundi
   q->rnd = rnd;
   q->exact_product = r->exact_product || r->kind == EXMY_RECIPE_MX_OCP;
   q->tensor_scale = q->tensor_scale_inv = 1.0f;
+  /* Phase 1: amax of every (row, column block) run, in parallel over rows;
+   * max is order-independent, so the result does not depend on threads. */
+  const size_t bc = q->block_cols, br = q->block_rows, sc = q->scols;
+  float *pam = malloc(rows * sc * sizeof *pam + 1);
+  uint8_t *pnan = malloc(rows * sc + 1);
+  if (!pam || !pnan) {
+    free(pam);
+    free(pnan);
+    exmy_qtensor_free(q);
+    return fail(err, errlen, "out of memory for a %zu x %zu tensor", rows, cols);
+  }
+#pragma omp parallel for schedule(static) if(n > 65536)
+  for (size_t i = 0; i < rows; i++)
+    for (size_t cbk = 0; cbk < sc; cbk++) {
+      const size_t c0 = cbk * bc, len = c0 + bc < cols ? bc : cols - c0;
+      int has_nan = 0;
+      pam[i * sc + cbk] = run_amax(x + i * cols + c0, len, &has_nan);
+      pnan[i * sc + cbk] = (uint8_t)has_nan;
+    }
+  for (size_t g = 0; g < ng; g++) {
+    const size_t gr = g / sc, cbk = g % sc, r0 = gr * br, r1 = r0 + br < rows ? r0 + br : rows;
+    float m = 0.0f;
+    int nan = 0;
+    for (size_t i = r0; i < r1; i++) {
+      m = fmaxf(m, pam[i * sc + cbk]);
+      nan |= pnan[i * sc + cbk];
+    }
+    q->amax[g] = (ocp && nan) ? NAN : m;
+  }
+  free(pam);
+  free(pnan);
+  /* Phase 2: the scales. */
   if (r->kind == EXMY_RECIPE_NVFP4) {
-    q->tensor_scale = nvfp4_s_enc(exmy_amax_f32(x, n), fmax);
+    float tamax = 0.0f;
+    for (size_t g = 0; g < ng; g++) tamax = fmaxf(tamax, q->amax[g]);
+    q->tensor_scale = nvfp4_s_enc(tamax, fmax);
     q->tensor_scale_inv = (float)(1.0 / (double)q->tensor_scale);
   }
-  const float s_enc = q->tensor_scale;
-  /* Groups are independent: the result does not depend on the thread count. */
-#pragma omp parallel for schedule(dynamic, 1) if(ng > 1 && n > 65536)
   for (size_t g = 0; g < ng; g++) {
-    group_view v = group_of(q, g);
-    float amax = group_amax(x, cols, v, ocp);
     float scale = 1.0f, scale_inv = 1.0f;
     uint8_t code = 0;
-    group_scale(r, &e4m3, fmax, amax, s_enc, &scale, &scale_inv, &code);
-    q->amax[g] = amax;
+    group_scale(r, &e4m3, fmax, q->amax[g], q->tensor_scale, &scale, &scale_inv, &code);
     q->scale[g] = scale;
     q->scale_inv[g] = scale_inv;
     if (q->scale_codes) q->scale_codes[g] = code;
-    for (size_t i = v.r0; i < v.r1; i++)
-      for (size_t j = v.c0; j < v.c1; j++) {
-        size_t k = i * cols + j;
-        uint64_t c;
-        if (ocp) /* x / 2^e is exact: one rounding */
-          c = exmy_from_double(f, &rnd, isnan(scale) ? NAN : (double)x[k] * (double)scale, k, NULL);
-        else if (r->exact_product)
-          c = exmy_from_double(f, &rnd, (double)x[k] * (double)scale, k, NULL);
-        else
-          c = exmy_from_float(f, &rnd, x[k] * scale, k, NULL);
-        exmy_code_set(f, q->codes, k, c);
-      }
   }
+  /* Phase 3: the elements, row runs in parallel; the float path is the
+   * vectorized kernel with the multiply fused in. */
+  exmy__f32q fq;
+  exmy__f32q_init(&fq, f, &rnd);
+  const int one_rounding = ocp || r->exact_product;
+#pragma omp parallel for schedule(static) if(n > 65536)
+  for (size_t i = 0; i < rows; i++)
+    for (size_t cbk = 0; cbk < sc; cbk++) {
+      const size_t g = (i / br) * sc + cbk, c0 = cbk * bc, len = c0 + bc < cols ? bc : cols - c0;
+      const size_t k0 = i * cols + c0;
+      const float scale = q->scale[g];
+      if (!one_rounding) {
+        (void)exmy__f32q_run(&fq, x + k0, len, scale, k0, (char *)q->codes + k0 * cb);
+        continue;
+      }
+      for (size_t k = k0; k < k0 + len; k++) /* x * 2^-e (ocp) or x * scale, exact in double: one rounding */
+        exmy_code_set(f, q->codes, k, exmy_from_double(f, &rnd, isnan(scale) ? NAN : (double)x[k] * (double)scale, k, NULL));
+    }
   if (r->kind == EXMY_RECIPE_DELAYED && r->history) {
     r->fmax = fmax;
-    float amax = exmy_amax_f32(x, n);
-    r->history[0] = fmaxf(r->history[0], amax);
+    r->history[0] = fmaxf(r->history[0], ng ? q->amax[0] : 0.0f); /* one group: the tensor's amax */
   }
   return 0;
 }

@@ -17,4 +17,17 @@ static inline int exmy__mag_is_nan(const exmy_format *fmt, uint64_t mag) {
   return fmt->nan != EXMY_NAN_NONE && fmt->nan != EXMY_NAN_NEGZERO && mag > fmt->max_mag &&
          !exmy__mag_is_inf(fmt, mag);
 }
+
+/* A float32 quantizer prepared once and run on many segments: codes[i] =
+ * cast(fp32(x[i] * scale)), the vectorized fast path where it applies, else
+ * the reference; element i uses counter index0 + i.  Serial: callers split
+ * the work.  Used by the scaling recipes. */
+typedef struct exmy__f32q {
+  exmy_format f;
+  exmy_rounding r;
+  int fast;
+  _Alignas(16) unsigned char params[256];
+} exmy__f32q;
+void exmy__f32q_init(exmy__f32q *q, const exmy_format *f, const exmy_rounding *r);
+unsigned exmy__f32q_run(const exmy__f32q *q, const float *x, size_t n, float scale, uint64_t index0, void *codes);
 #endif
