@@ -262,6 +262,8 @@ typedef struct exmy_recipe {
   int history_len;               /* delayed: L (default 1024) */
   int most_recent;               /* delayed: amax_compute_algo most_recent (default max) */
   int margin;                    /* delayed: scale = fmax * 2^-margin / amax */
+  int interval;                  /* delayed: recompute the scale every interval steps (TE 1.x; 1) */
+  long steps;                    /* delayed: steps taken */
   int exact_product;             /* round x*scale once (exact product) instead of fp32 then cast */
   /* delayed state: history[0] collects this step's amax */
   float *history;
@@ -269,7 +271,7 @@ typedef struct exmy_recipe {
   float fmax;                    /* delayed: the element format's largest value, set by quantize */
 } exmy_recipe;
 
-/* Parse "current[:pow2,eps=E,row,col]", "delayed[:len=L,algo=max|most_recent,margin=M]",
+/* Parse "current[:pow2,eps=E,row,col]", "delayed[:len=L,algo=max|most_recent,margin=M,interval=N]",
  * "block:1x128", "block:128x128[,deepgemm,fp32]", "mx[:col]", "mx:ocp[,col]",
  * "nvfp4[:16x16]" (and "none"); ",exact" rounds the exact product once.  Returns 0
  * or -1 with a one-line error naming the bad text.  Free with exmy_recipe_free. */

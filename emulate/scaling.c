@@ -50,7 +50,7 @@ static void recipe_defaults(exmy_recipe *r, exmy_recipe_kind kind) {
   r->kind = kind;
   r->scale = r->scale_inv = 1.0f;
   switch (kind) {
-  case EXMY_RECIPE_DELAYED: r->history_len = 1024; break;
+  case EXMY_RECIPE_DELAYED: r->history_len = 1024; r->interval = 1; break;
   case EXMY_RECIPE_BLOCK: r->block_rows = 1; r->block_cols = 128; r->pow2 = 1; break;
   case EXMY_RECIPE_MX: case EXMY_RECIPE_MX_OCP: r->block_rows = 1; r->block_cols = 32; break;
   case EXMY_RECIPE_NVFP4: r->block_rows = 1; r->block_cols = 16; break;
@@ -140,6 +140,9 @@ int exmy_recipe_parse(const char *text, exmy_recipe *r, char *err, size_t errlen
     } else if (r->kind == EXMY_RECIPE_DELAYED && val && !strcmp(o, "margin")) {
       if (parse_long(val, 0, 126, &lv)) return fail(err, errlen, "scaling recipe '%s': bad margin '%s' (accepted: 0..126)", text, val);
       r->margin = (int)lv;
+    } else if (r->kind == EXMY_RECIPE_DELAYED && val && !strcmp(o, "interval")) {
+      if (parse_long(val, 1, 1 << 20, &lv)) return fail(err, errlen, "scaling recipe '%s': bad interval '%s' (accepted: 1..1048576)", text, val);
+      r->interval = (int)lv;
     } else if (r->kind != EXMY_RECIPE_NONE && !val && !strcmp(o, "exact")) {
       r->exact_product = 1;
     } else {
@@ -185,6 +188,7 @@ int exmy_recipe_name(const exmy_recipe *r, char *buf, size_t len) {
     break;
   case EXMY_RECIPE_DELAYED:
     n = snprintf(t, sizeof t, "delayed:len=%d,algo=%s,margin=%d", r->history_len, r->most_recent ? "most_recent" : "max", r->margin);
+    if (r->interval > 1) n += snprintf(t + n, sizeof t - n, ",interval=%d", r->interval);
     break;
   case EXMY_RECIPE_BLOCK:
     n = snprintf(t, sizeof t, "block:%zux%zu", r->block_rows, r->block_cols);
@@ -455,7 +459,10 @@ void exmy_recipe_step(exmy_recipe *r) {
     }
   }
   const float amax_h = r->most_recent ? last : amax;
-  if (r->fmax > 0) { /* set by the first quantize */
+  r->steps++;
+  /* TE 1.x's interval: the history rolls every step, the scale is recomputed
+   * every interval steps (TE 2.x dropped the field: interval 1) */
+  if (r->fmax > 0 && r->steps % (r->interval > 0 ? r->interval : 1) == 0) { /* fmax: set by quantize */
     const float scaled_max = r->fmax * ldexpf(1.0f, -r->margin); /* fmax * std::pow(2.f, -margin) */
     float scale = r->scale;
     if (isfinite(amax_h) && amax_h > 0.0f) scale = scaled_max / amax_h;

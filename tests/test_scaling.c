@@ -1079,6 +1079,31 @@ static void test_names(void) {
   CHECK(exmy_recipe_parse("bogus:1x2", &r, err, sizeof err) != 0 && err[0], "'bogus:1x2' parsed");
 }
 
+/* interval=N (TE 1.x): the history rolls every step, the scale changes only
+ * on every N-th step.  Amaxes 100, 50, 200, 25 with L = 1, e4m3fn: a plain
+ * update would give 448/100, 448/50, 448/200, 448/25; with interval 2 only
+ * steps 2 and 4 update, to 448/50 and 448/25. */
+static void test_interval(void) {
+  exmy_format f = tu_format("e4m3fn");
+  exmy_recipe r;
+  char err[200];
+  CHECK(exmy_recipe_parse("delayed:len=1,interval=2", &r, err, sizeof err) == 0, "interval parse: %s", err);
+  const float amax[4] = {100, 50, 200, 25};
+  const float want[4] = {1.0f, 448.0f / 50.0f, 448.0f / 50.0f, 448.0f / 25.0f};
+  for (int t = 0; t < 4; t++) {
+    float x[2] = {amax[t], -amax[t] / 3};
+    exmy_qtensor q;
+    CHECK(exmy_recipe_quantize(&r, &f, NULL, x, 1, 2, &q, err, sizeof err) == 0, "interval quantize: %s", err);
+    exmy_qtensor_free(&q);
+    exmy_recipe_step(&r);
+    CHECK(r.scale == want[t], "interval=2 step %d: scale %a, expected %a", t + 1, (double)r.scale, (double)want[t]);
+  }
+  char name[100];
+  exmy_recipe_name(&r, name, sizeof name);
+  CHECK(strstr(name, "interval=2") != NULL, "interval missing from the name '%s'", name);
+  exmy_recipe_free(&r);
+}
+
 int main(void) {
   uint64_t st = tu_seed(20250611);
   nmodes = 0;
@@ -1095,5 +1120,6 @@ int main(void) {
   test_random(&st);
   test_delayed(&st);
   test_threads(&st);
+  test_interval();
   return tu_finish("test_scaling");
 }

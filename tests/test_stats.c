@@ -384,6 +384,87 @@ static void run_case(const tensor *t, const spec *sp, const char *fmtname,
   exmy_recipe_free(&rec);
 }
 
+/* Double rounding at the overflow threshold: delayed scaling with a scale
+ * s = fp32(448/3) from a calibration, on values x whose exact product x*s
+ * lies just above e4m3fn's overflow threshold 464 (the midpoint of 448 and
+ * 480, a tie that rne sends to 448) while fp32(x*s) is exactly 464.  The
+ * fp32-then-cast path does not overflow; the exact-product path does.  So
+ * overflow_frac (and with a non-saturating cast, the codes) tell the two
+ * apart, which the reference must follow through q->exact_product. */
+static void double_rounding_case(uint64_t *st) {
+  exmy_format f = tu_format("e4m3fn");
+  exmy_rounding none = exmy_rounding_default();
+  /* find a calibration amax A (near 3) whose scale s = fp32(448/A) admits
+   * crafted x: exact product in (464, 464 + 2^-16], fp32 product == 464 */
+  float calib[1] = {3.0f}, s = 0;
+  float cand[64];
+  int nc = 0;
+  for (int a = 0; a < 4096 && nc == 0; a++) {
+    calib[0] = tu_f32(tu_bits32(3.0f) + (uint32_t)a);
+    s = 448.0f / calib[0];
+    float x0 = 464.0f / s;
+    for (int k = -8; k <= 8 && nc < 64; k++) {
+      float xc = tu_f32((uint32_t)((int32_t)tu_bits32(x0) + k));
+      double ex = (double)xc * (double)s;
+      float fp = xc * s;
+      if (ex > 464.0 && fp == 464.0f) cand[nc++] = xc;
+    }
+  }
+  CHECK(nc > 0, "double rounding: no crafted input found");
+  if (nc == 0) return;
+  size_t rows = 4, cols = 50, n = rows * cols;
+  float *x = calloc(n, sizeof *x);
+  for (size_t i = 0; i < n; i++) {
+    if (i % 3 == 0) x[i] = cand[i % (size_t)nc] * ((i & 1) ? -1.0f : 1.0f);
+    else x[i] = (float)(gauss(st));
+  }
+  double over[2][2];
+  for (int ex = 0; ex < 2; ex++) {
+    for (int sat = 0; sat < 2; sat++) {
+      char err[300], what[128];
+      const char *rt = ex ? "delayed:exact" : "delayed";
+      snprintf(what, sizeof what, "double-rounding %s e4m3fn %s", rt, sat ? "rne,satnone" : "default");
+      exmy_recipe rec;
+      exmy_qtensor q;
+      memset(&q, 0, sizeof q);
+      over[ex][sat] = -1;
+      if (exmy_recipe_parse(rt, &rec, err, sizeof err)) {
+        CHECK(0, "%s: recipe does not parse: %s", what, err);
+        continue;
+      }
+      const exmy_rounding *rnd = sat ? &none : NULL;
+      if (exmy_recipe_quantize(&rec, &f, rnd, calib, 1, 1, &q, err, sizeof err) == 0) {
+        exmy_qtensor_free(&q);
+        memset(&q, 0, sizeof q);
+        exmy_recipe_calibrate(&rec, calib, 1);
+        exmy_recipe_step(&rec);
+        if (exmy_recipe_quantize(&rec, &f, rnd, x, rows, cols, &q, err, sizeof err) == 0) {
+          n_cases++;
+          CHECK(q.scale[0] == s && q.exact_product == ex,
+                "%s: scale %a (want %a), exact_product %d (want %d)", what, (double)q.scale[0],
+                (double)s, q.exact_product, ex);
+          exmy_qstats want, got;
+          ref_stats(&q, x, &want);
+          exmy_qtensor_stats(&q, x, &got);
+          compare(what, &got, &want);
+          over[ex][sat] = got.overflow_frac;
+          exmy_qtensor_free(&q);
+        } else {
+          CHECK(0, "%s: quantize failed: %s", what, err);
+        }
+      } else {
+        CHECK(0, "%s: first quantize failed: %s", what, err);
+      }
+      exmy_recipe_free(&rec);
+    }
+  }
+  for (int sat = 0; sat < 2; sat++)
+    CHECK(over[0][sat] == 0 && over[1][sat] > 0,
+          "double rounding (%s): overflow_frac fp32 path %g (want 0), exact path %g (want > 0)",
+          sat ? "rne,satnone" : "default", over[0][sat], over[1][sat]);
+  free(x);
+}
+
 static const spec SPECS[] = {
   {"current", 0},       {"current:pow2", 0}, {"current:row", 0},  {"current:exact", 0},
   {"block:1x128", 0},   {"block:128x128", 0}, {"block:1x128,exact", 0},
@@ -451,6 +532,8 @@ int main(void) {
   sweep(&onesub, NULL, "default", 0);
   sweep(&onebig, NULL, "default", 0);
   sweep(&onebig, &rne_none, "rne,satnone", 0);
+
+  double_rounding_case(&st);
 
   /* A few direct checks of the definitions on a tiny hand-made tensor, so a
    * reference that drifted with the library would still be caught:
