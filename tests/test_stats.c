@@ -12,12 +12,19 @@
  *
  * Inputs: tensors quantized with exmy_recipe_quantize under the recipes
  * current (also pow2, row, exact), block:1x128, block:128x128, mx, mx:col,
- * mx:ocp, delayed (first step with scale 1, and after a calibration step),
- * nvfp4 (and 16x16) with e2m1fn; element formats e4m3fn, e5m2, e3m4,
- * e2m1fn; the default (saturating) cast and a non-saturating stochastic
+ * mx:ocp, delayed (first step with scale 1, and a second step after
+ * calibration on the same tensor), nvfp4 (and 16x16) with e2m1fn, some
+ * with exact products; element formats e4m3fn, e5m2, e3m4, e2m1fn; the default (saturating) cast and a non-saturating stochastic
  * cast.  Edge tensors: all zeros, inf/NaN mixed in, all float32
- * subnormals, 1x1, shapes not a multiple of the block.  Thread count:
- * the statistics with 1 and 2 OpenMP threads must be bitwise identical.
+ * subnormals, 1x1 (finite, zero, NaN, inf, subnormal, huge), shapes not a
+ * multiple of the block, 1 x 65537 (one past a 65536-element chunk).  A
+ * crafted case where rounding to fp32 first hides an overflow that the
+ * exact product shows (delayed vs delayed:exact).  Thread count: the
+ * statistics with 1 and 2 OpenMP threads must be bitwise identical.
+ *
+ * Build (from the source root): gcc -std=gnu11 -O2 -fopenmp
+ * -ffp-contract=off -I. with the .c files of formats/ and emulate/ and
+ * tests/test_stats.c, -lm.
  *
  * Exit 0 pass, 1 fail.  Seed: EXMY_TEST_SEED. */
 #include "testutil.h"
@@ -502,6 +509,7 @@ int main(void) {
   tensor big = gen_wide("wide-big", 520, 384, &st);  /* 199680: 4 chunks, last partial */
   tensor ragged = gen_act("ragged", 131, 45, &st);   /* smaller than every block width */
   tensor vec = gen_wide("vector", 1, 1000, &st);
+  tensor vchunk = gen_wide("vector-65537", 1, 65537, &st); /* one past a chunk */
   tensor zeros = gen_zeros(7, 45);
   tensor special = gen_special(133, 70, &st);
   tensor sub = gen_subnormal(40, 33, &st);
@@ -520,6 +528,7 @@ int main(void) {
   sweep(&big, &sr, "sr,satnone", 1);
   sweep(&ragged, NULL, "default", 0);
   sweep(&vec, NULL, "default", 0);
+  sweep(&vchunk, NULL, "default", 1);
   sweep(&zeros, NULL, "default", 1);
   sweep(&special, NULL, "default", 1);
   sweep(&special, &rne_none, "rne,satnone", 0);
@@ -569,7 +578,7 @@ int main(void) {
   }
 
   printf("%ld quantized tensors compared\n", n_cases);
-  tensor all[] = {wide, act, big, ragged, vec, zeros, special, sub, one, one0, onenan, oneinf,
+  tensor all[] = {wide, act, big, ragged, vec, vchunk, zeros, special, sub, one, one0, onenan, oneinf,
                   onesub, onebig};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i].x);
   return tu_finish("test_stats");
