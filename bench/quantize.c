@@ -5,6 +5,7 @@
  * Goal (issue 3): ratio >= 0.8 with 2 threads.
  * usage: bench/quantize [log2(elements), default 26] */
 #include "exmy.h"
+#include "bench/bench.h"
 
 #include <omp.h>
 #include <stdio.h>
@@ -12,20 +13,6 @@
 #include <string.h>
 #include <time.h>
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void copy_parallel(float *dst, const float *src, size_t n) {
-#pragma omp parallel
-  {
-    int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    size_t lo = n * (size_t)t / (size_t)nt, hi = n * (size_t)(t + 1) / (size_t)nt;
-    memcpy(dst + lo, src + lo, (hi - lo) * sizeof *dst);
-  }
-}
 
 int main(int argc, char **argv) {
   int lg = argc > 1 ? atoi(argv[1]) : 26;
@@ -54,11 +41,11 @@ int main(int argc, char **argv) {
     omp_set_num_threads(threads);
     double tq = 1e30, tc = 1e30;
     for (int rep = 0; rep < 5; rep++) {
-      double t0 = now();
+      double t0 = bench_now();
       exmy_quantize(&f, &r, EXMY_SRC_F32, x, n, 0, q);
-      double t1 = now();
-      copy_parallel(y, x, n);
-      double t2 = now();
+      double t1 = bench_now();
+      bench_copy_parallel(y, x, n);
+      double t2 = bench_now();
       if (t1 - t0 < tq) tq = t1 - t0;
       if (t2 - t1 < tc) tc = t2 - t1;
     }

@@ -12,6 +12,7 @@
  * Goal (issue): every recipe >= 0.5 of the copy (ratio recipe/copy).
  * usage: bench/scaling [log2(elements), 12..30, default 26] */
 #include "exmy.h"
+#include "bench/bench.h"
 
 #include <omp.h>
 #include <stdio.h>
@@ -21,20 +22,6 @@
 
 #define REPS 5
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void copy_parallel(float *dst, const float *src, size_t n) {
-#pragma omp parallel
-  {
-    int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    size_t lo = n * (size_t)t / (size_t)nt, hi = n * (size_t)(t + 1) / (size_t)nt;
-    memcpy(dst + lo, src + lo, (hi - lo) * sizeof *dst);
-  }
-}
 
 static const char *const recipe_text[] = {"current", "delayed", "mx", "block:1x128"};
 #define NRECIPES (sizeof recipe_text / sizeof recipe_text[0])
@@ -85,22 +72,22 @@ int main(int argc, char **argv) {
     double tc = 1e30, tq = 1e30, tr[NRECIPES];
     for (size_t k = 0; k < NRECIPES; k++) tr[k] = 1e30;
     for (int rep = 0; rep < REPS; rep++) {
-      double t0 = now();
-      copy_parallel(y, x, n);
-      double t1 = now();
+      double t0 = bench_now();
+      bench_copy_parallel(y, x, n);
+      double t1 = bench_now();
       exmy_quantize(&f, &r, EXMY_SRC_F32, x, n, 0, q);
-      double t2 = now();
+      double t2 = bench_now();
       if (t1 - t0 < tc) tc = t1 - t0;
       if (t2 - t1 < tq) tq = t2 - t1;
       for (size_t k = 0; k < NRECIPES; k++) {
         exmy_qtensor qt;
-        double t3 = now();
+        double t3 = bench_now();
         if (exmy_recipe_quantize(&rec[k], &f, &r, x, rows, cols, &qt, err, sizeof err)) {
           fprintf(stderr, "bench/scaling: %s: %s\n", recipe_text[k], err);
           return 1;
         }
         exmy_recipe_step(&rec[k]); /* no-op except for delayed */
-        double t4 = now();
+        double t4 = bench_now();
         if (t4 - t3 < tr[k]) tr[k] = t4 - t3;
         for (size_t i = 0; i < n; i += 4097) sum += ((const uint8_t *)qt.codes)[i];
         exmy_qtensor_free(&qt);

@@ -5,13 +5,7 @@ set -e
 EXMY=${1:-exmy}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-run() { # run "shell text" with `exmy` meaning the binary; print it and its output
-  echo '```'
-  echo "\$ $1"
-  (cd "$tmp" && exmy() { "$EXMY" "$@"; } && eval "$1") 2>&1 || echo "[exit status $?]"
-  echo '```'
-  echo
-}
+. "$(dirname "$0")/lib.sh"
 cat <<'EOF'
 # The `exmy` command
 

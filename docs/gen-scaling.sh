@@ -7,13 +7,7 @@ EXMY=${1:-exmy}
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-run() {
-  echo '```'
-  echo "\$ $1"
-  (cd "$tmp" && exmy() { "$EXMY" "$@"; } && eval "$1") 2>&1 || echo "[exit status $?]"
-  echo '```'
-  echo
-}
+. "$(dirname "$0")/lib.sh"
 cat <<'EOF'
 # Scaling recipes and scaled tensors
 

@@ -476,33 +476,24 @@ void exmy_recipe_calibrate(exmy_recipe *r, const float *x, size_t n) {
   if (r->kind == EXMY_RECIPE_DELAYED && r->history) r->history[0] = exmy_amax_f32(x, n);
 }
 
-void exmy_qtensor_dequant_f64(const exmy_qtensor *q, double *out) {
-  const size_t ng = q->srows * q->scols;
-#pragma omp parallel for schedule(static) if(q->rows * q->cols > 65536)
-  for (size_t g = 0; g < ng; g++) {
-    group_view v = group_of(q, g);
-    for (size_t i = v.r0; i < v.r1; i++)
-      for (size_t j = v.c0; j < v.c1; j++) {
-        size_t k = i * q->cols + j;
-        out[k] = exmy_decode(&q->fmt, exmy_code_get(&q->fmt, q->codes, k)) * (double)q->scale_inv[g] *
-                 (double)q->tensor_scale_inv;
-      }
-  }
-}
+/* decode(q) * scale_inv * tensor_scale_inv: exact in double. */
+#define DEQUANT_LOOP(T)                                                                        \
+  do {                                                                                         \
+    const size_t ng = q->srows * q->scols;                                                     \
+    _Pragma("omp parallel for schedule(static) if(q->rows * q->cols > 65536)")                 \
+    for (size_t g = 0; g < ng; g++) {                                                          \
+      group_view v = group_of(q, g);                                                           \
+      for (size_t i = v.r0; i < v.r1; i++)                                                     \
+        for (size_t j = v.c0; j < v.c1; j++) {                                                 \
+          size_t k = i * q->cols + j;                                                          \
+          out[k] = (T)(exmy_decode(&q->fmt, exmy_code_get(&q->fmt, q->codes, k)) *              \
+                       (double)q->scale_inv[g] * (double)q->tensor_scale_inv);                 \
+        }                                                                                      \
+    }                                                                                          \
+  } while (0)
 
-void exmy_qtensor_dequant_f32(const exmy_qtensor *q, float *out) {
-  const size_t ng = q->srows * q->scols;
-#pragma omp parallel for schedule(static) if(q->rows * q->cols > 65536)
-  for (size_t g = 0; g < ng; g++) {
-    group_view v = group_of(q, g);
-    for (size_t i = v.r0; i < v.r1; i++)
-      for (size_t j = v.c0; j < v.c1; j++) {
-        size_t k = i * q->cols + j;
-        out[k] = (float)(exmy_decode(&q->fmt, exmy_code_get(&q->fmt, q->codes, k)) * (double)q->scale_inv[g] *
-                         (double)q->tensor_scale_inv);
-      }
-  }
-}
+void exmy_qtensor_dequant_f64(const exmy_qtensor *q, double *out) { DEQUANT_LOOP(double); }
+void exmy_qtensor_dequant_f32(const exmy_qtensor *q, float *out) { DEQUANT_LOOP(float); }
 
 void exmy_qtensor_free(exmy_qtensor *q) {
   free(q->codes);

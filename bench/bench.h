@@ -1,0 +1,24 @@
+/* bench.h: the timer and the parallel-copy baseline the benchmarks share. */
+#ifndef EXMY_BENCH_H
+#define EXMY_BENCH_H
+#include <omp.h>
+#include <string.h>
+#include <time.h>
+
+static inline double bench_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The limit the quantizers chase: a copy of the same float32 array, each
+ * thread copying one contiguous range. */
+static inline void bench_copy_parallel(float *dst, const float *src, size_t n) {
+#pragma omp parallel
+  {
+    int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    size_t lo = n * (size_t)t / (size_t)nt, hi = n * (size_t)(t + 1) / (size_t)nt;
+    memcpy(dst + lo, src + lo, (hi - lo) * sizeof *dst);
+  }
+}
+#endif
