@@ -316,8 +316,10 @@ int exmy_recipe_quantize(exmy_recipe *recipe, const exmy_format *fmt, const exmy
 /* Delayed scaling: end of step (TE's fused update): roll the history and
  * compute the next scale.  No-op for other recipes. */
 void exmy_recipe_step(exmy_recipe *recipe);
-/* Delayed scaling calibration step: history[0] = amax of x (overwritten). */
-void exmy_recipe_calibrate(exmy_recipe *recipe, const float *x, size_t n);
+/* Delayed scaling calibration step (TE's calibrating autocast): history[0] =
+ * amax of x (overwritten); fmt is the element format the scale is for (its
+ * largest value sets the next scale at exmy_recipe_step). */
+void exmy_recipe_calibrate(exmy_recipe *recipe, const exmy_format *fmt, const float *x, size_t n);
 
 /* Dequantize: decode(q) * scale_inv[g] * tensor_scale_inv, exact in double. */
 void exmy_qtensor_dequant_f32(const exmy_qtensor *q, float *out);

@@ -13,8 +13,8 @@ const char *quantize_tensor_usage =
   "scaling recipe, as Transformer Engine / OCP MX do: q = cast(fp32(x * scale)).\n"
   "  --scaling RECIPE   none, current[:pow2,eps=E,row,col], delayed[:len=L,algo=max|most_recent,\n"
   "                     margin=M], block:1x128, block:128x128[,fp32,deepgemm,eps=E],\n"
-  "                     mx[:col], mx:ocp[,col], nvfp4[:16x16]; add ,exact for one rounding\n"
-  "                     of the exact product\n"
+  "                     mx[:col], mx:ocp[,col], nvfp4[:16x16]; the option exact\n"
+  "                     (current:exact, block:1x128,exact) rounds the exact product once\n"
   "  --round MODE, --saturate[=KIND], --ftz, --daz, --seed N, --stream N, --sr-bits R\n"
   "                     the element cast (default: rne, saturating, as cuda_fp8.h)\n"
   "  --out Q.npy        codes (uint8/16/32/64)\n"
@@ -142,9 +142,15 @@ int cmd_quantize_tensor(int argc, char **argv) {
   if (!in) cli_die("quantize-tensor: --in X.npy is required");
   if (!fmt_text) cli_die("quantize-tensor: --format F is required");
   if (!recipe) cli_die("quantize-tensor: --scaling RECIPE is required");
-  if (!out && !scales && !dq && !stats) cli_die("quantize-tensor: nothing to write: give --out, --scales, --dequant or --stats");
   exmy_format f;
   cli_parse_format(fmt_text, &f);
+  {
+    exmy_recipe rc;
+    char err[400];
+    if (exmy_recipe_parse(recipe, &rc, err, sizeof err)) cli_die("quantize-tensor: %s", err);
+    exmy_recipe_free(&rc);
+  }
+  if (!out && !scales && !dq && !stats) cli_die("quantize-tensor: nothing to write: give --out, --scales, --dequant or --stats");
   size_t rows, cols;
   float *x = cli_read_f32_matrix("quantize-tensor", in, &rows, &cols);
   exmy_qtensor q;
@@ -295,7 +301,7 @@ int cmd_whatif(int argc, char **argv) {
     printf("format,scaling,underflow_pct,overflow_pct,mse,cosine,snr_db,max_rel_err\n");
     for (int k = 0; k < n; k++) {
       const exmy_qstats *s = &out[k].st;
-      printf("%s,%s,%.9g,%.9g,%.9g,%.12g,%.9g,%.9g\n", out[k].format, out[k].recipe, 100 * s->underflow_frac,
+      printf("\"%s\",\"%s\",%.9g,%.9g,%.9g,%.12g,%.9g,%.9g\n", out[k].format, out[k].recipe, 100 * s->underflow_frac,
              100 * s->overflow_frac, s->mse, s->cosine, s->snr_db, s->max_rel_err);
     }
   } else {

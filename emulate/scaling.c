@@ -472,8 +472,10 @@ void exmy_recipe_step(exmy_recipe *r) {
   }
 }
 
-void exmy_recipe_calibrate(exmy_recipe *r, const float *x, size_t n) {
-  if (r->kind == EXMY_RECIPE_DELAYED && r->history) r->history[0] = exmy_amax_f32(x, n);
+void exmy_recipe_calibrate(exmy_recipe *r, const exmy_format *f, const float *x, size_t n) {
+  if (r->kind != EXMY_RECIPE_DELAYED || !r->history) return;
+  r->fmax = fmax_of(f);
+  r->history[0] = exmy_amax_f32(x, n);
 }
 
 /* decode(q) * scale_inv * tensor_scale_inv: exact in double. */

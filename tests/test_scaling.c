@@ -810,7 +810,7 @@ static void test_delayed(uint64_t *st) {
           case OP_CAL:
           case OP_CAL_NAN:
             tensor_with_amax(st, x, rows * cols + 1, script[k].a, script[k].op == OP_CAL_NAN);
-            for (int ri = 0; ri < nrec; ri++) exmy_recipe_calibrate(&rec[ri], x, rows * cols + 1);
+            for (int ri = 0; ri < nrec; ri++) exmy_recipe_calibrate(&rec[ri], &f, x, rows * cols + 1);
             d.h[0] = script[k].a;
             break;
           case OP_SET_NAN:
@@ -1101,6 +1101,13 @@ static void test_interval(void) {
   char name[100];
   exmy_recipe_name(&r, name, sizeof name);
   CHECK(strstr(name, "interval=2") != NULL, "interval missing from the name '%s'", name);
+  exmy_recipe_free(&r);
+  /* TE's flow: a calibration step before any FP8 step sets the first scale */
+  CHECK(exmy_recipe_parse("delayed", &r, err, sizeof err) == 0, "delayed parse: %s", err);
+  const float xc[4] = {1, -100, 3, 0.5f};
+  exmy_recipe_calibrate(&r, &f, xc, 4);
+  exmy_recipe_step(&r);
+  CHECK(r.scale == 448.0f / 100.0f, "calibrate then step: scale %a, expected %a", (double)r.scale, (double)(448.0f / 100.0f));
   exmy_recipe_free(&r);
 }
 

@@ -336,7 +336,7 @@ static void run_case(const tensor *t, const spec *sp, const char *fmtname,
     }
     exmy_qtensor_free(&q);
     memset(&q, 0, sizeof q);
-    exmy_recipe_calibrate(&rec, t->x, t->rows * t->cols);
+    exmy_recipe_calibrate(&rec, &f, t->x, t->rows * t->cols);
     exmy_recipe_step(&rec);
   }
   if (exmy_recipe_quantize(&rec, &f, rnd, t->x, t->rows, t->cols, &q, err, sizeof err)) {
@@ -443,7 +443,7 @@ static void double_rounding_case(uint64_t *st) {
       if (exmy_recipe_quantize(&rec, &f, rnd, calib, 1, 1, &q, err, sizeof err) == 0) {
         exmy_qtensor_free(&q);
         memset(&q, 0, sizeof q);
-        exmy_recipe_calibrate(&rec, calib, 1);
+        exmy_recipe_calibrate(&rec, &f, calib, 1);
         exmy_recipe_step(&rec);
         if (exmy_recipe_quantize(&rec, &f, rnd, x, rows, cols, &q, err, sizeof err) == 0) {
           n_cases++;

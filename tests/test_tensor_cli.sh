@@ -544,6 +544,44 @@ if [ "$rc" -eq 0 ] && [ "$r2" -eq 2 ]; then
 else
   fail "whatif --formats with ';' and a long form: 2 rows, default recipe current" "$(status_note), $r2 rows" "stdout: $(outtext)" "stderr: $(errtext)"
 fi
+# recipe options and long-form formats contain commas: whatif still splits
+# --scaling at recipe names, and --csv quotes such fields (RFC 4180) so
+# that every row has the header's field count.
+LF='e4m3,bias=11,inf=none,nan=ones'
+run whatif --in "$W" --formats "e4m3fn;$LF" --scaling 'block:128x128,deepgemm,current'
+r4=$(awk '$1 == "e4m3fn" || $1 == "'"$LF"'"' "$T/out" | awk 'END { print NR }')
+if [ "$rc" -eq 0 ] && [ "$r4" -eq 4 ] && grep -q 'block:128x128,deepgemm' "$T/out"; then
+  pass "whatif --scaling 'block:128x128,deepgemm,current' is 2 recipes (4 rows with 2 formats)"
+else
+  fail "whatif --scaling 'block:128x128,deepgemm,current' is 2 recipes (4 rows with 2 formats)" "$(status_note), $r4 rows" "stdout: $(outtext)" "stderr: $(errtext)"
+fi
+if [ "$HAVE_PY" -eq 1 ]; then
+  run whatif --in "$W" --formats "e4m3fn;$LF" --scaling 'block:128x128,deepgemm,current' --csv
+  if [ "$rc" -eq 0 ] && out=$(python3 - "$T/out" "$LF" 2>&1 <<'EOF2'
+import sys, csv
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+bad = []
+if len(rows) != 5:
+    bad.append(f"{len(rows)} csv records, want 5")
+else:
+    h = rows[0]
+    for r in rows[1:]:
+        if len(r) != len(h):
+            bad.append(f"record of {len(r)} fields (header {len(h)}): {','.join(r)}")
+    got = {(r[0], r[1]) for r in rows[1:] if len(r) >= 2}
+    want = {(f, s) for f in ("e4m3fn", sys.argv[2]) for s in ("block:128x128,deepgemm", "current")}
+    if got != want:
+        bad.append(f"(format, scaling) pairs {sorted(got)}")
+print("; ".join(bad[:3]) if bad else "OK")
+EOF2
+  ) && [ "$out" = OK ]; then
+    pass "whatif --csv quotes fields with commas (recipe options, long-form formats)"
+  else
+    fail "whatif --csv quotes fields with commas (recipe options, long-form formats)" "$(status_note)" "${out:-}"
+  fi
+else
+  skip "whatif --csv quotes fields with commas" "python3 not available"
+fi
 if [ "$HAVE_GNUPLOT" -eq 1 ]; then
   rm -f "$T/plot.png"
   run whatif --in "$W" --formats e4m3fn,e5m2,e3m4 --scaling current,mx --plot "$T/plot.png"
