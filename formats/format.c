@@ -48,7 +48,9 @@ static int parse_text(const char *text, exmy_format *f, char *err, size_t errlen
 static const char *const inf_names[] = {"ieee", "top", "none"};
 static const char *const nan_names[] = {"ieee", "ones", "negzero", "none"};
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
+/* One-line error into err (when given); returns -1.  Shared by the library's
+ * parsers (declared in internal.h). */
+int exmy__fail(char *err, size_t errlen, const char *fmt, ...) {
   if (err && errlen) {
     va_list ap;
     va_start(ap, fmt);
@@ -57,6 +59,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
   }
   return -1;
 }
+#define fail exmy__fail
 
 int exmy_default_bias(int ebits) {
   if (ebits <= 0) return 1;

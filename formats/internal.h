@@ -3,6 +3,9 @@
 #define EXMY_INTERNAL_H
 #include "exmy.h"
 
+/* Write a one-line error into err (when not NULL); returns -1. */
+int exmy__fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Parse a name or long form into fmt without validating it. */
 int exmy__parse_longform(const char *text, exmy_format *fmt, char *err, size_t errlen);
 
