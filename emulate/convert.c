@@ -204,8 +204,9 @@ static inline __attribute__((always_inline)) uint32_t fast_hot(const fast_params
 
 /* The element the kernels see: x's bits, or fp32(x * scale)'s for the scaled
  * variants the scaling recipes use (one fp32 multiply, then the cast). */
-static inline __attribute__((always_inline)) uint32_t load_bits(const float *in, size_t i, float scale, int scaled) {
-  float v = scaled ? in[i] * scale : in[i];
+static inline __attribute__((always_inline)) uint32_t load_bits(const float *in, size_t i, float scale,
+                                                                const float *sc, int scaled) {
+  float v = scaled == 2 ? in[i] * sc[i] : scaled ? in[i] * scale : in[i];
   uint32_t u;
   memcpy(&u, &v, 4);
   return u;
@@ -214,13 +215,13 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
 #define BLOCK 2048
 #define CHUNK_FN(NAME, T, MODE, SCALED)                                                      \
   EXMY_CLONES static unsigned NAME(const fast_params *pp, const float *restrict in, float scale, \
-                                   T *restrict out, size_t n) {                              \
+                                   const float *restrict sc, T *restrict out, size_t n) {    \
     const fast_params p = *pp;                                                               \
     unsigned fl = 0;                                                                         \
     if (p.daz | p.ftz | !p.lean) {                                                           \
       for (size_t i = 0; i < n; i++) {                                                       \
         unsigned f1;                                                                         \
-        out[i] = (T)fast_one(&p, load_bits(in, i, scale, SCALED), MODE, &f1);                \
+        out[i] = (T)fast_one(&p, load_bits(in, i, scale, sc, SCALED), MODE, &f1);                \
         fl |= f1;                                                                            \
       }                                                                                      \
       return fl;                                                                             \
@@ -231,11 +232,11 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
       T *bout = out + b;                                                                     \
       uint32_t inx = 0, tiny = 0, ovf = 0, max_a = 0;                                        \
       for (size_t i = 0; i < m; i++)                                                         \
-        bout[i] = (T)fast_hot(&p, load_bits(bin, i, scale, SCALED), MODE, &inx, &tiny, &ovf, &max_a); \
+        bout[i] = (T)fast_hot(&p, load_bits(bin, i, scale, sc ? sc + b : sc, SCALED), MODE, &inx, &tiny, &ovf, &max_a); \
       if (max_a >= 0x7f800000u) {                                                            \
         for (size_t i = 0; i < m; i++) {                                                     \
           unsigned f1;                                                                       \
-          bout[i] = (T)fast_one(&p, load_bits(bin, i, scale, SCALED), MODE, &f1);            \
+          bout[i] = (T)fast_one(&p, load_bits(bin, i, scale, sc ? sc + b : sc, SCALED), MODE, &f1);            \
           fl |= f1;                                                                          \
         }                                                                                    \
       } else {                                                                               \
@@ -251,7 +252,10 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
   CHUNK_FN(chunk32_##SUF, uint32_t, MODE, 0)          \
   CHUNK_FN(schunk8_##SUF, uint8_t, MODE, 1)           \
   CHUNK_FN(schunk16_##SUF, uint16_t, MODE, 1)         \
-  CHUNK_FN(schunk32_##SUF, uint32_t, MODE, 1)
+  CHUNK_FN(schunk32_##SUF, uint32_t, MODE, 1)          \
+  CHUNK_FN(vchunk8_##SUF, uint8_t, MODE, 2)           \
+  CHUNK_FN(vchunk16_##SUF, uint16_t, MODE, 2)         \
+  CHUNK_FN(vchunk32_##SUF, uint32_t, MODE, 2)
 CHUNK_FNS(EXMY_RNE, rne)
 CHUNK_FNS(EXMY_RNA, rna)
 CHUNK_FNS(EXMY_RTZ, rtz)
@@ -259,11 +263,13 @@ CHUNK_FNS(EXMY_RUP, rup)
 CHUNK_FNS(EXMY_RDN, rdn)
 CHUNK_FNS(EXMY_RTO, rto)
 
-typedef unsigned (*chunk_fn)(const fast_params *, const float *, float, void *, size_t);
+typedef unsigned (*chunk_fn)(const fast_params *, const float *, float, const float *, void *, size_t);
 #define ROW(SUF) {(chunk_fn)chunk8_##SUF, (chunk_fn)chunk16_##SUF, (chunk_fn)chunk32_##SUF}
 #define SROW(SUF) {(chunk_fn)schunk8_##SUF, (chunk_fn)schunk16_##SUF, (chunk_fn)schunk32_##SUF}
 static const chunk_fn chunk_table[6][3] = {ROW(rne), ROW(rna), ROW(rtz), ROW(rup), ROW(rdn), ROW(rto)};
 static const chunk_fn schunk_table[6][3] = {SROW(rne), SROW(rna), SROW(rtz), SROW(rup), SROW(rdn), SROW(rto)};
+#define VROW(SUF) {(chunk_fn)vchunk8_##SUF, (chunk_fn)vchunk16_##SUF, (chunk_fn)vchunk32_##SUF}
+static const chunk_fn vchunk_table[6][3] = {VROW(rne), VROW(rna), VROW(rtz), VROW(rup), VROW(rdn), VROW(rto)};
 
 static int width_index(const exmy_format *f) {
   const int bytes = exmy_code_bytes(f);
@@ -290,11 +296,24 @@ unsigned exmy__f32q_run(const exmy__f32q *q, const float *x, size_t n, float sca
   if (q->fast) {
     fast_params p;
     memcpy(&p, q->params, sizeof p);
-    return schunk_table[q->r.mode][width_index(&q->f)](&p, x, scale, codes, n);
+    return schunk_table[q->r.mode][width_index(&q->f)](&p, x, scale, NULL, codes, n);
   }
   unsigned fl = 0;
   for (size_t i = 0; i < n; i++)
     exmy_code_set(&q->f, codes, i, exmy_from_float(&q->f, &q->r, x[i] * scale, index0 + i, &fl));
+  return fl;
+}
+
+unsigned exmy__f32q_run_v(const exmy__f32q *q, const float *x, size_t n, const float *scales, uint64_t index0,
+                          void *codes) {
+  if (q->fast) {
+    fast_params p;
+    memcpy(&p, q->params, sizeof p);
+    return vchunk_table[q->r.mode][width_index(&q->f)](&p, x, 1.0f, scales, codes, n);
+  }
+  unsigned fl = 0;
+  for (size_t i = 0; i < n; i++)
+    exmy_code_set(&q->f, codes, i, exmy_from_float(&q->f, &q->r, x[i] * scales[i], index0 + i, &fl));
   return fl;
 }
 
@@ -310,7 +329,7 @@ static unsigned fast_f32(const exmy_format *f, const exmy_rounding *r, const flo
     size_t t = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();
     size_t lo = n / nt * t + (t < n % nt ? t : n % nt);
     size_t hi = lo + n / nt + (t < n % nt);
-    fl |= fn(&p, src + lo, 1.0f, (char *)codes + lo * (size_t)bytes, hi - lo);
+    fl |= fn(&p, src + lo, 1.0f, NULL, (char *)codes + lo * (size_t)bytes, hi - lo);
   }
   return fl;
 }

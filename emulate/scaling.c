@@ -416,19 +416,42 @@ int exmy_recipe_quantize(exmy_recipe *r, const exmy_format *f, const exmy_roundi
   exmy__f32q fq;
   exmy__f32q_init(&fq, f, &rnd);
   const int one_rounding = ocp || r->exact_product;
-#pragma omp parallel for schedule(static) if(n > 65536)
-  for (size_t i = 0; i < rows; i++)
-    for (size_t cbk = 0; cbk < sc; cbk++) {
-      const size_t g = (i / br) * sc + cbk, c0 = cbk * bc, len = c0 + bc < cols ? bc : cols - c0;
-      const size_t k0 = i * cols + c0;
-      const float scale = q->scale[g];
-      if (!one_rounding) {
-        (void)exmy__f32q_run(&fq, x + k0, len, scale, k0, (char *)q->codes + k0 * cb);
+  int nomem = 0;
+#pragma omp parallel if(n > 65536) reduction(|:nomem)
+  {
+    /* several groups per row: expand the row's scales and make one call */
+    float *row_sc = (!one_rounding && sc > 1) ? malloc(cols * sizeof *row_sc) : NULL;
+    nomem |= !one_rounding && sc > 1 && !row_sc;
+#pragma omp for schedule(static)
+    for (size_t i = 0; i < rows; i++) {
+      const size_t k0 = i * cols, g0 = (i / br) * sc;
+      if (row_sc) {
+        for (size_t cbk = 0, c0 = 0; cbk < sc; cbk++, c0 += bc) {
+          const size_t len = c0 + bc < cols ? bc : cols - c0;
+          const float s1 = q->scale[g0 + cbk];
+          for (size_t j = 0; j < len; j++) row_sc[c0 + j] = s1;
+        }
+        (void)exmy__f32q_run_v(&fq, x + k0, cols, row_sc, k0, (char *)q->codes + k0 * cb);
         continue;
       }
-      for (size_t k = k0; k < k0 + len; k++) /* x * 2^-e (ocp) or x * scale, exact in double: one rounding */
-        exmy_code_set(f, q->codes, k, exmy_from_double(f, &rnd, isnan(scale) ? NAN : (double)x[k] * (double)scale, k, NULL));
+      for (size_t cbk = 0; cbk < sc; cbk++) {
+        const size_t g = g0 + cbk, c0 = cbk * bc, len = c0 + bc < cols ? bc : cols - c0;
+        const size_t kk = k0 + c0;
+        const float scale = q->scale[g];
+        if (!one_rounding) {
+          (void)exmy__f32q_run(&fq, x + kk, len, scale, kk, (char *)q->codes + kk * cb);
+          continue;
+        }
+        for (size_t k = kk; k < kk + len; k++) /* x * 2^-e (ocp) or x * scale, exact in double: one rounding */
+          exmy_code_set(f, q->codes, k, exmy_from_double(f, &rnd, isnan(scale) ? NAN : (double)x[k] * (double)scale, k, NULL));
+      }
     }
+    free(row_sc);
+  }
+  if (nomem) {
+    exmy_qtensor_free(q);
+    return fail(err, errlen, "out of memory for a %zu x %zu tensor", rows, cols);
+  }
   if (r->kind == EXMY_RECIPE_DELAYED && r->history) {
     r->fmax = fmax;
     r->history[0] = fmaxf(r->history[0], ng ? q->amax[0] : 0.0f); /* one group: the tensor's amax */

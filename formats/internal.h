@@ -33,4 +33,7 @@ typedef struct exmy__f32q {
 } exmy__f32q;
 void exmy__f32q_init(exmy__f32q *q, const exmy_format *f, const exmy_rounding *r);
 unsigned exmy__f32q_run(const exmy__f32q *q, const float *x, size_t n, float scale, uint64_t index0, void *codes);
+/* The same with a scale per element (codes[i] = cast(fp32(x[i] * scales[i]))). */
+unsigned exmy__f32q_run_v(const exmy__f32q *q, const float *x, size_t n, const float *scales, uint64_t index0,
+                          void *codes);
 #endif
