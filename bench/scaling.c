@@ -43,11 +43,7 @@ int main(int argc, char **argv) {
   float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
   uint8_t *q = malloc(n);
   if (!x || !y || !q) { fprintf(stderr, "bench/scaling: out of memory\n"); return 1; }
-  uint64_t s = 1;
-  for (size_t i = 0; i < n; i++) { /* activation-like values, some beyond 448 */
-    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-    x[i] = (float)((double)(int32_t)(s >> 32) * 0x1p-31 * 600.0);
-  }
+  bench_fill(x, n);
   exmy_format f;
   char err[256];
   if (exmy_format_parse("e4m3fn", &f, err, sizeof err)) { fprintf(stderr, "bench/scaling: %s\n", err); return 1; }

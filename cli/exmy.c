@@ -240,7 +240,7 @@ static int cmd_quantize(int argc, char **argv) {
     else if (!strcmp(o.key, "--out")) out = cli_value(&o);
     else if (!strcmp(o.key, "--dequant")) dq = cli_value(&o);
     else if (!o.positional) cli_die("quantize: unknown option '%s' (see exmy quantize --help)", argv[o.i]);
-    else if (!fmt_text) fmt_text = o.key[0] ? argv[o.i] : argv[o.i];
+    else if (!fmt_text) fmt_text = argv[o.i];
     else cli_die("quantize: unexpected argument '%s' (numbers go on standard input)", argv[o.i]);
   }
   if (!fmt_text) cli_die("quantize: no FORMAT given (see exmy quantize --help)");
