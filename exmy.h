@@ -349,6 +349,75 @@ typedef struct exmy_qstats {
 } exmy_qstats;
 void exmy_qtensor_stats(const exmy_qtensor *q, const float *x, exmy_qstats *st);
 
+
+/* ---- emulated GEMM (docs/gemm.md) -------------------------------------- */
+/* D = scale_d * (alpha * op(A) op(B) + beta * scale_c * C), op(A) m x k, op(B)
+ * k x n, A and B scaled tensors (any element formats with M <= 23), C and D
+ * m x n row-major codes of any format (f32, bf16, f16, FP8, ...).  How the
+ * products are added is an accumulation model; every model gives the same
+ * bits for any thread count. */
+
+typedef enum exmy_accum_kind {
+  EXMY_ACCUM_EXACT = 0,    /* exact sum, one rounding at the end */
+  EXMY_ACCUM_FP32,         /* c = fmaf(a_i, b_i, c) in k order */
+  EXMY_ACCUM_FP32_PAIRWISE,/* fp32 products, pairwise tree (left half = floor(n/2)) */
+  EXMY_ACCUM_FORMAT,       /* c = round_fmt(c + a_i b_i) in k order */
+  EXMY_ACCUM_TC            /* tensor-core block FMA (MMA-Sim's model) */
+} exmy_accum_kind;
+
+typedef struct exmy_accum {
+  exmy_accum_kind kind;
+  size_t chunk;            /* > 0: k is cut at multiples of chunk; each piece is summed
+                              from 0 by the model and added into an fp32 accumulator
+                              (fp32 add, rne): chunk-based accumulation / promotion */
+  exmy_format acc_fmt;     /* FORMAT: the accumulator's format (precision <= 51 bits) */
+  exmy_rounding acc_rnd;   /* FORMAT: its rounding (sr: counter = (i*n + j)*k + step) */
+  int tc_group;            /* TC: products fused per group (with the accumulator) */
+  int tc_frac;             /* TC: fraction bits kept after alignment to the largest exponent */
+  int tc_align_rne;        /* TC: 0 truncate aligned terms toward zero, 1 round nearest-even */
+  int tc_out_frac;         /* TC: fraction bits of the normalized fp32 group result (<= 23) */
+  int tc_norm_rne;         /* TC: 0 normalize with truncation, 1 with nearest-even */
+} exmy_accum;
+
+/* Parse "exact", "fp32", "fp32:pairwise", "acc=FORMAT[,round=MODE][,seed=S][,sat=...]",
+ * "chunk=N,inner=MODEL", "tc" (= tc:hopper) or "tc:PRESET[,key=value...]" with presets
+ * hopper, hopper-fastacc, ada, ada-fastacc, hopper-bf16, ampere-bf16, blackwell, and keys
+ * g, f, align=trunc|rne, out, norm=trunc|rne, promote=N (= chunk).  Returns 0, or -1
+ * with a one-line error naming the bad text. */
+int exmy_accum_parse(const char *text, exmy_accum *acc, char *err, size_t errlen);
+/* The model's canonical text (presets expanded), which exmy_accum_parse reads back. */
+int exmy_accum_name(const exmy_accum *acc, char *buf, size_t buflen);
+
+typedef struct exmy_gemm_args {
+  int trans_a;                  /* 0: A is m x k; 1: A is stored k x m and op(A) = A^T */
+  int trans_b;                  /* 0: B is k x n; 1: B is stored n x k and op(B) = B^T */
+  const exmy_qtensor *a, *b;    /* operands with their scales (recipe "none": scale 1) */
+  float alpha, beta;
+  const exmy_format *c_fmt;     /* C: m x n codes, row-major; NULL or beta == 0: no C */
+  const void *c;
+  float scale_c;                /* C's dequantization multiplier (cuBLASLt scaleC; 1) */
+  const exmy_format *d_fmt;     /* D: m x n codes, row-major, written here */
+  void *d;
+  float scale_d;                /* multiplier before D's cast (cuBLASLt scaleD; 1) */
+  exmy_rounding d_rnd;          /* D's cast (sr: counter = i*n + j) */
+  float *amax_d;                /* out, may be NULL: max |D| before scale_d, NaN ignored */
+  const exmy_accum *accum;
+  int threads;                  /* 0: OpenMP's default */
+} exmy_gemm_args;
+
+/* Fill args with: no transposes, alpha 1, beta 0, no C, scales 1, D rne
+ * without saturation, model fp32. */
+void exmy_gemm_args_init(exmy_gemm_args *args);
+/* Check shapes, formats and scale layouts: 0 or -1 with err naming what is wrong.
+ * On success *m, *n, *k are the problem sizes. */
+int exmy_gemm_check(const exmy_gemm_args *args, size_t *m, size_t *n, size_t *k,
+                    char *err, size_t errlen);
+/* The GEMM (fast paths, OpenMP over tiles of D).  Returns the OR of the flags of
+ * D's casts, or -1 with err. */
+int exmy_gemm(const exmy_gemm_args *args, char *err, size_t errlen);
+/* The plain-C serial reference of the same semantics: identical bits. */
+int exmy_gemm_ref(const exmy_gemm_args *args, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -33,10 +33,23 @@ void cli_no_value(cli_opts *o);         /* die if a flag was given a value */
 /* Rounding options shared by quantize commands: --round --saturate --ftz
  * --daz --seed --stream --sr-bits.  Returns 1 when o->key was one. */
 int cli_rounding_option(cli_opts *o, exmy_rounding *r);
+/* Write a rows x cols .npy (dies with the error). */
+void cli_write_npy(const char *cmd, const char *path, exmy_dtype dt, size_t rows, size_t cols, void *data);
+/* The unsigned dtype that holds a format's codes. */
+exmy_dtype cli_code_dtype(const exmy_format *f);
+/* Parse the recipe and quantize x into q (dies with the error). */
+void cli_quantize(const char *cmd, const char *recipe_text, const exmy_format *f, const exmy_rounding *r,
+                  const float *x, size_t rows, size_t cols, exmy_qtensor *q);
+/* Split a list in place on ';', and on ',' where the next piece starts a new
+ * item (is_head); returns the count (dies beyond max). */
+int cli_split_list(char *s, char **out, int max, int (*is_head)(const char *piece, size_t len));
 /* the scaled-tensor commands (tensor.c) */
 extern const char *quantize_tensor_usage, *whatif_usage, *stats_usage, *gen_usage;
 int cmd_quantize_tensor(int argc, char **argv);
 int cmd_whatif(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
+/* the emulated GEMM (gemm.c) */
+extern const char *gemm_usage;
+int cmd_gemm(int argc, char **argv);
 #endif

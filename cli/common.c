@@ -127,3 +127,50 @@ int cli_rounding_option(cli_opts *o, exmy_rounding *r) {
   }
   return 1;
 }
+
+void cli_write_npy(const char *cmd, const char *path, exmy_dtype dt, size_t rows, size_t cols, void *data) {
+  exmy_array a;
+  char err[400];
+  memset(&a, 0, sizeof a);
+  a.dtype = dt;
+  a.ndim = 2;
+  a.shape[0] = rows;
+  a.shape[1] = cols;
+  a.count = rows * cols;
+  a.data = data;
+  if (exmy_npy_write(path, &a, err, sizeof err)) cli_die("%s: %s", cmd, err);
+}
+
+exmy_dtype cli_code_dtype(const exmy_format *f) {
+  const int cb = exmy_code_bytes(f);
+  return cb == 1 ? EXMY_DT_U8 : cb == 2 ? EXMY_DT_U16 : cb == 4 ? EXMY_DT_U32 : EXMY_DT_U64;
+}
+
+void cli_quantize(const char *cmd, const char *recipe_text, const exmy_format *f, const exmy_rounding *r,
+                  const float *x, size_t rows, size_t cols, exmy_qtensor *q) {
+  exmy_recipe rc;
+  char err[400];
+  if (exmy_recipe_parse(recipe_text, &rc, err, sizeof err)) cli_die("%s: %s", cmd, err);
+  if (exmy_recipe_quantize(&rc, f, r, x, rows, cols, q, err, sizeof err)) cli_die("%s: %s", cmd, err);
+  exmy_recipe_free(&rc);
+}
+
+/* Split a list on ';', and on ',' where the next piece starts a new item
+ * (is_head) rather than continuing one ("e4m3,bias=11", "block:1x128,fp32"). */
+int cli_split_list(char *s, char **out, int max, int (*is_head)(const char *piece, size_t len)) {
+  int n = 0;
+  char *start = s;
+  for (char *p = s;; p++) {
+    int end = *p == 0, sep = *p == ';';
+    if (*p == ',') sep = is_head(p + 1, strcspn(p + 1, ",;"));
+    if (end || sep) {
+      if (n >= max) cli_die("too many list items (at most %d)", max);
+      *p = 0;
+      if (*start) out[n++] = start;
+      start = p + 1;
+      if (end) break;
+    }
+  }
+  return n;
+}
+

@@ -22,6 +22,8 @@ static const char *main_usage =
   "  whatif             format-design table: error statistics per (format, recipe), plot\n"
   "  stats              a tensor's range against every named format's range\n"
   "  gen                write a deterministic test tensor (.npy)\n"
+  "  gemm               emulated GEMM with an accumulation model (exact, fp32, chunked,\n"
+  "                     low-precision, tensor-core); --compare models against exact\n"
   "\n"
   "FORMAT is a name (e4m3fn, e5m2, e4m3fnuz, e8m0fnu, e2m1fn, bf16, binary8p4se, ...),\n"
   "eXmY for an IEEE-like format (e8m3), eXmYfn / eXmYfnuz, binaryKpP{s,u}{e,f}, or a long\n"
@@ -277,6 +279,7 @@ int main(int argc, char **argv) {
     {"whatif", cmd_whatif, whatif_usage},
     {"stats", cmd_stats, stats_usage},
     {"gen", cmd_gen, gen_usage},
+    {"gemm", cmd_gemm, gemm_usage},
   };
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     if (strcmp(cmd, cmds[i].name)) continue;
@@ -286,6 +289,6 @@ int main(int argc, char **argv) {
     }
     return cmds[i].fn(argc - 1, argv + 1);
   }
-  cli_die("unknown command '%s' (accepted: formats, info, table, quantize, quantize-tensor, whatif, stats, gen; see exmy --help)", cmd);
+  cli_die("unknown command '%s' (accepted: formats, info, table, quantize, quantize-tensor, whatif, stats, gen, gemm; see exmy --help)", cmd);
   return EXIT_USAGE;
 }

@@ -44,25 +44,6 @@ const char *gen_usage =
   "Write a deterministic float32 test tensor (default 256x1024 'activation': GELU of a\n"
   "normal with a few outlier channels 30x larger, as LLM activations have).\n";
 
-/* Split a list on ';', and on ',' where the next piece starts a new item
- * (is_head) rather than continuing one ("e4m3,bias=11", "block:1x128,fp32"). */
-static int split_list(char *s, char **out, int max, int (*is_head)(const char *piece, size_t len)) {
-  int n = 0;
-  char *start = s;
-  for (char *p = s;; p++) {
-    int end = *p == 0, sep = *p == ';';
-    if (*p == ',') sep = is_head(p + 1, strcspn(p + 1, ",;"));
-    if (end || sep) {
-      if (n >= max) cli_die("too many list items (at most %d)", max);
-      *p = 0;
-      if (*start) out[n++] = start;
-      start = p + 1;
-      if (end) break;
-    }
-  }
-  return n;
-}
-
 static int format_head(const char *piece, size_t len) { return memchr(piece, '=', len) == NULL; }
 
 static int recipe_head(const char *piece, size_t len) {
@@ -72,28 +53,6 @@ static int recipe_head(const char *piece, size_t len) {
     if (len >= k && !strncmp(piece, names[i], k) && (len == k || piece[k] == ':')) return 1;
   }
   return 0;
-}
-
-static void write_npy(const char *cmd, const char *path, exmy_dtype dt, size_t rows, size_t cols, void *data) {
-  exmy_array a;
-  char err[400];
-  memset(&a, 0, sizeof a);
-  a.dtype = dt;
-  a.ndim = 2;
-  a.shape[0] = rows;
-  a.shape[1] = cols;
-  a.count = rows * cols;
-  a.data = data;
-  if (exmy_npy_write(path, &a, err, sizeof err)) cli_die("%s: %s", cmd, err);
-}
-
-static void quantize_or_die(const char *cmd, const char *recipe_text, const exmy_format *f, const exmy_rounding *r,
-                            const float *x, size_t rows, size_t cols, exmy_qtensor *q) {
-  exmy_recipe rc;
-  char err[400];
-  if (exmy_recipe_parse(recipe_text, &rc, err, sizeof err)) cli_die("%s: %s", cmd, err);
-  if (exmy_recipe_quantize(&rc, f, r, x, rows, cols, q, err, sizeof err)) cli_die("%s: %s", cmd, err);
-  exmy_recipe_free(&rc);
 }
 
 static void print_stats(FILE *out, const exmy_qstats *s) {
@@ -154,21 +113,19 @@ int cmd_quantize_tensor(int argc, char **argv) {
   size_t rows, cols;
   float *x = cli_read_f32_matrix("quantize-tensor", in, &rows, &cols);
   exmy_qtensor q;
-  quantize_or_die("quantize-tensor", recipe, &f, &r, x, rows, cols, &q);
+  cli_quantize("quantize-tensor", recipe, &f, &r, x, rows, cols, &q);
   if (out) {
-    int cb = exmy_code_bytes(&f);
-    write_npy("quantize-tensor", out, cb == 1 ? EXMY_DT_U8 : cb == 2 ? EXMY_DT_U16 : cb == 4 ? EXMY_DT_U32 : EXMY_DT_U64,
-              rows, cols, q.codes);
+    cli_write_npy("quantize-tensor", out, cli_code_dtype(&f), rows, cols, q.codes);
   }
   if (scales) {
-    if (q.scale_codes) write_npy("quantize-tensor", scales, EXMY_DT_U8, q.srows, q.scols, q.scale_codes);
-    else write_npy("quantize-tensor", scales, EXMY_DT_F32, q.srows, q.scols, q.scale_inv);
+    if (q.scale_codes) cli_write_npy("quantize-tensor", scales, EXMY_DT_U8, q.srows, q.scols, q.scale_codes);
+    else cli_write_npy("quantize-tensor", scales, EXMY_DT_F32, q.srows, q.scols, q.scale_inv);
   }
   if (dq) {
     float *d = malloc(rows * cols * sizeof *d + 1);
     if (!d) cli_die("quantize-tensor: out of memory");
     exmy_qtensor_dequant_f32(&q, d);
-    write_npy("quantize-tensor", dq, EXMY_DT_F32, rows, cols, d);
+    cli_write_npy("quantize-tensor", dq, EXMY_DT_F32, rows, cols, d);
     free(d);
   }
   printf("quantized %zu x %zu to %s with %s: %zu x %zu scale groups", rows, cols, f.name, recipe, q.srows, q.scols);
@@ -259,7 +216,7 @@ int cmd_whatif(int argc, char **argv) {
   snprintf(fbuf, sizeof fbuf, "%s", formats);
   snprintf(rbuf, sizeof rbuf, "%s", recipes);
   char *fl[64], *rl[64];
-  int nf = split_list(fbuf, fl, 64, format_head), nr = split_list(rbuf, rl, 64, recipe_head);
+  int nf = cli_split_list(fbuf, fl, 64, format_head), nr = cli_split_list(rbuf, rl, 64, recipe_head);
   if (!nf) cli_die("whatif: --formats '%s' names no format", formats);
   exmy_format fmts[64];
   for (int i = 0; i < nf; i++) cli_parse_format(fl[i], &fmts[i]);
@@ -271,13 +228,13 @@ int cmd_whatif(int argc, char **argv) {
   }
   size_t rows, cols;
   float *x = cli_read_f32_matrix("whatif", in, &rows, &cols);
-  whatif_row *out = calloc((size_t)(nf * nr), sizeof *out);
+  whatif_row *out = calloc((size_t)(unsigned)nf * (unsigned)nr + 1, sizeof *out);
   int n = 0;
   for (int i = 0; i < nf; i++)
     for (int j = 0; j < nr; j++) {
       exmy_qtensor q;
       if (isatty(2)) fprintf(stderr, "\rwhatif: %d/%d %s %s ...        ", n + 1, nf * nr, fmts[i].name, rl[j]);
-      quantize_or_die("whatif", rl[j], &fmts[i], &r, x, rows, cols, &q);
+      cli_quantize("whatif", rl[j], &fmts[i], &r, x, rows, cols, &q);
       exmy_qtensor_stats(&q, x, &out[n].st);
       snprintf(out[n].format, sizeof out[n].format, "%s", fmts[i].name);
       snprintf(out[n].recipe, sizeof out[n].recipe, "%s", rl[j]);
@@ -442,7 +399,7 @@ int cmd_gen(int argc, char **argv) {
     }
     x[i] = (float)v;
   }
-  write_npy("gen", out, EXMY_DT_F32, rows, cols, x);
+  cli_write_npy("gen", out, EXMY_DT_F32, rows, cols, x);
   free(x);
   printf("wrote %s: %zu x %zu float32, %s, seed %llu\n", out, rows, cols, dist, (unsigned long long)seed);
   return 0;

@@ -1,0 +1,238 @@
+/* accum.c: accumulation models of the emulated GEMM (docs/gemm.md): their
+ * text form, presets and validation.  One table of tensor-core presets. */
+#include "exmy.h"
+#include "formats/internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct tc_preset {
+  const char *name;
+  int g, f, out, align_rne, norm_rne;
+  size_t promote;
+} tc_preset;
+
+/* Parameters from MMA-Sim (mmasim/simulator/nv.py) and Khattak & Mikaitis's
+ * models; cuBLASLt's promotion interval assumed to be CUTLASS's 4 wgmma (128)
+ * until the GPU probe measures it (docs/gpu-crosscheck.md). */
+static const tc_preset tc_presets[] = {
+  {"hopper", 32, 13, 13, 0, 0, 128},
+  {"hopper-fastacc", 32, 13, 13, 0, 0, 0},
+  {"ada", 16, 13, 13, 0, 0, 128},
+  {"ada-fastacc", 16, 13, 13, 0, 0, 0},
+  {"hopper-bf16", 16, 25, 23, 0, 0, 0},
+  {"ampere-bf16", 8, 24, 23, 0, 0, 0},
+  {"blackwell", 32, 25, 23, 0, 0, 0},
+};
+#define N_PRESETS (sizeof tc_presets / sizeof tc_presets[0])
+
+static int parse_size(const char *key, const char *v, size_t lo, size_t hi, size_t *out, char *err,
+                      size_t errlen) {
+  char *end;
+  errno = 0;
+  unsigned long long x = strtoull(v, &end, 10);
+  if (!*v || *end || errno || v[0] == '-' || x < lo || x > hi)
+    return exmy__fail(err, errlen, "accumulation model: bad %s '%s' (an integer %zu..%zu)", key, v, lo, hi);
+  *out = (size_t)x;
+  return 0;
+}
+
+static void tc_apply(exmy_accum *a, const tc_preset *p) {
+  a->tc_group = p->g;
+  a->tc_frac = p->f;
+  a->tc_out_frac = p->out;
+  a->tc_align_rne = p->align_rne;
+  a->tc_norm_rne = p->norm_rne;
+  a->chunk = p->promote;
+}
+
+static int is_round_key(const char *tok) {
+  static const char *keys[] = {"round=", "sat=", "seed=", "stream=", "sr-bits="};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    if (!strncmp(tok, keys[i], strlen(keys[i]))) return 1;
+  return !strcmp(tok, "ftz") || !strcmp(tok, "daz");
+}
+
+/* acc=FORMAT[,round=..]: format long forms contain commas too, so tokens
+ * that are not rounding keys belong to the format. */
+static int parse_acc(const char *text, exmy_accum *a, char *err, size_t errlen) {
+  char buf[256], fmt_text[256] = "";
+  if (strlen(text) >= sizeof buf) return exmy__fail(err, errlen, "accumulation model too long: '%s'", text);
+  strcpy(buf, text);
+  a->acc_rnd = exmy_rounding_default();
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (!is_round_key(tok)) {
+      if (fmt_text[0]) strcat(fmt_text, ",");
+      strcat(fmt_text, tok);
+      continue;
+    }
+    const char *v = strchr(tok, '=');
+    v = v ? v + 1 : "";
+    size_t x;
+    if (!strncmp(tok, "round=", 6)) {
+      if (exmy_round_mode_parse(v, &a->acc_rnd.mode))
+        return exmy__fail(err, errlen, "accumulation model: bad rounding mode '%s' (accepted: rne, rna, rtz, rup, rdn, rto, sr)", v);
+    } else if (!strncmp(tok, "sat=", 4)) {
+      if (!strcmp(v, "none")) a->acc_rnd.sat = EXMY_SAT_NONE;
+      else if (!strcmp(v, "finite")) a->acc_rnd.sat = EXMY_SAT_FINITE;
+      else if (!strcmp(v, "propagate")) a->acc_rnd.sat = EXMY_SAT_PROPAGATE;
+      else return exmy__fail(err, errlen, "accumulation model: bad saturation '%s' (accepted: none, finite, propagate)", v);
+    } else if (!strncmp(tok, "seed=", 5)) {
+      if (parse_size("seed", v, 0, (size_t)-1, &x, err, errlen)) return -1;
+      a->acc_rnd.seed = x;
+    } else if (!strncmp(tok, "stream=", 7)) {
+      if (parse_size("stream", v, 0, (size_t)-1, &x, err, errlen)) return -1;
+      a->acc_rnd.stream = x;
+    } else if (!strncmp(tok, "sr-bits=", 8)) {
+      if (parse_size("sr-bits", v, 1, 64, &x, err, errlen)) return -1;
+      a->acc_rnd.sr_bits = (int)x;
+    } else if (!strcmp(tok, "ftz")) {
+      a->acc_rnd.ftz = 1;
+    } else {
+      a->acc_rnd.daz = 1;
+    }
+  }
+  char ferr[256];
+  if (exmy_format_parse(fmt_text, &a->acc_fmt, ferr, sizeof ferr))
+    return exmy__fail(err, errlen, "accumulation model acc=%s: %s", fmt_text, ferr);
+  if (!a->acc_fmt.has_zero || !a->acc_fmt.is_signed)
+    return exmy__fail(err, errlen, "accumulation model acc=%s: the accumulator needs a signed format with a zero", fmt_text);
+  if (a->acc_fmt.mbits > 50 || a->acc_fmt.emax > 1000 || a->acc_fmt.emin - a->acc_fmt.mbits < -1000)
+    return exmy__fail(err, errlen, "accumulation model acc=%s: at most 51 bits of precision and exponents within +-1000", fmt_text);
+  return 0;
+}
+
+static int parse_tc(const char *text, exmy_accum *a, char *err, size_t errlen) {
+  char buf[256];
+  if (strlen(text) >= sizeof buf) return exmy__fail(err, errlen, "accumulation model too long: '%s'", text);
+  strcpy(buf, text);
+  tc_apply(a, &tc_presets[0]);
+  int first = 1;
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save), first = 0) {
+    char *eq = strchr(tok, '=');
+    if (!eq) {
+      size_t i;
+      for (i = 0; i < N_PRESETS; i++)
+        if (!strcmp(tok, tc_presets[i].name)) break;
+      if (!first || i == N_PRESETS)
+        return exmy__fail(err, errlen,
+                          "accumulation model: unknown tensor-core preset '%s' (accepted: hopper, hopper-fastacc, ada, "
+                          "ada-fastacc, hopper-bf16, ampere-bf16, blackwell; first after 'tc:')", tok);
+      tc_apply(a, &tc_presets[i]);
+      continue;
+    }
+    *eq = 0;
+    const char *k = tok, *v = eq + 1;
+    size_t x;
+    if (!strcmp(k, "g")) {
+      if (parse_size("g", v, 1, 4096, &x, err, errlen)) return -1;
+      a->tc_group = (int)x;
+    } else if (!strcmp(k, "f")) {
+      if (parse_size("f", v, 0, 40, &x, err, errlen)) return -1;
+      a->tc_frac = (int)x;
+    } else if (!strcmp(k, "out")) {
+      if (parse_size("out", v, 0, 23, &x, err, errlen)) return -1;
+      a->tc_out_frac = (int)x;
+    } else if (!strcmp(k, "promote")) {
+      if (parse_size("promote", v, 0, (size_t)1 << 40, &x, err, errlen)) return -1;
+      a->chunk = x;
+    } else if (!strcmp(k, "align") || !strcmp(k, "norm")) {
+      int rne;
+      if (!strcmp(v, "trunc")) rne = 0;
+      else if (!strcmp(v, "rne")) rne = 1;
+      else return exmy__fail(err, errlen, "accumulation model: bad %s '%s' (accepted: trunc, rne)", k, v);
+      if (k[0] == 'a') a->tc_align_rne = rne;
+      else a->tc_norm_rne = rne;
+    } else {
+      return exmy__fail(err, errlen, "accumulation model: unknown tensor-core key '%s' (accepted: g, f, align, out, norm, promote)", k);
+    }
+  }
+  return 0;
+}
+
+static int parse_model(const char *text, exmy_accum *a, int nested, char *err, size_t errlen) {
+  if (!strcmp(text, "exact")) {
+    a->kind = EXMY_ACCUM_EXACT;
+  } else if (!strcmp(text, "fp32")) {
+    a->kind = EXMY_ACCUM_FP32;
+  } else if (!strcmp(text, "fp32:pairwise")) {
+    a->kind = EXMY_ACCUM_FP32_PAIRWISE;
+  } else if (!strncmp(text, "acc=", 4)) {
+    a->kind = EXMY_ACCUM_FORMAT;
+    if (parse_acc(text + 4, a, err, errlen)) return -1;
+  } else if (!strcmp(text, "tc") || !strncmp(text, "tc:", 3)) {
+    a->kind = EXMY_ACCUM_TC;
+    if (parse_tc(text[2] ? text + 3 : "hopper", a, err, errlen)) return -1;
+  } else if (!strncmp(text, "chunk=", 6)) {
+    if (nested) return exmy__fail(err, errlen, "accumulation model: chunk inside chunk ('%s')", text);
+    const char *comma = strchr(text, ',');
+    char num[32];
+    size_t len = comma ? (size_t)(comma - text - 6) : strlen(text + 6);
+    if (len >= sizeof num) len = sizeof num - 1;
+    memcpy(num, text + 6, len);
+    num[len] = 0;
+    size_t n;
+    if (parse_size("chunk", num, 1, (size_t)1 << 40, &n, err, errlen)) return -1;
+    if (!comma || strncmp(comma + 1, "inner=", 6))
+      return exmy__fail(err, errlen, "accumulation model '%s': chunk=N needs ',inner=MODEL' (e.g. chunk=128,inner=acc=f16)", text);
+    if (parse_model(comma + 7, a, 1, err, errlen)) return -1;
+    if (a->kind == EXMY_ACCUM_EXACT)
+      return exmy__fail(err, errlen, "accumulation model '%s': an exact inner sum promoted to fp32 is not a model; use fp32 or acc=f32", text);
+    if (a->chunk) return exmy__fail(err, errlen, "accumulation model '%s': the inner model already promotes (promote=%zu)", text, a->chunk);
+    a->chunk = n;
+  } else {
+    return exmy__fail(err, errlen,
+                      "unknown accumulation model '%s' (accepted: exact, fp32, fp32:pairwise, acc=FORMAT[,round=MODE], "
+                      "chunk=N,inner=MODEL, tc, tc:PRESET[,g=,f=,align=,out=,norm=,promote=])", text);
+  }
+  return 0;
+}
+
+int exmy_accum_parse(const char *text, exmy_accum *acc, char *err, size_t errlen) {
+  exmy_accum a;
+  memset(&a, 0, sizeof a);
+  a.acc_rnd = exmy_rounding_default();
+  if (!text) return exmy__fail(err, errlen, "no accumulation model");
+  if (parse_model(text, &a, 0, err, errlen)) return -1;
+  *acc = a;
+  return 0;
+}
+
+int exmy_accum_name(const exmy_accum *a, char *buf, size_t buflen) {
+  char t[320], inner[300] = "";
+  switch (a->kind) {
+  case EXMY_ACCUM_EXACT: snprintf(inner, sizeof inner, "exact"); break;
+  case EXMY_ACCUM_FP32: snprintf(inner, sizeof inner, "fp32"); break;
+  case EXMY_ACCUM_FP32_PAIRWISE: snprintf(inner, sizeof inner, "fp32:pairwise"); break;
+  case EXMY_ACCUM_FORMAT: {
+    const exmy_rounding *r = &a->acc_rnd;
+    int n = snprintf(inner, sizeof inner, "acc=%s", a->acc_fmt.name);
+    if (r->mode != EXMY_RNE) n += snprintf(inner + n, sizeof inner - n, ",round=%s", exmy_round_mode_name(r->mode));
+    if (r->sat == EXMY_SAT_FINITE) n += snprintf(inner + n, sizeof inner - n, ",sat=finite");
+    if (r->sat == EXMY_SAT_PROPAGATE) n += snprintf(inner + n, sizeof inner - n, ",sat=propagate");
+    if (r->ftz) n += snprintf(inner + n, sizeof inner - n, ",ftz");
+    if (r->daz) n += snprintf(inner + n, sizeof inner - n, ",daz");
+    if (r->mode == EXMY_SR) {
+      n += snprintf(inner + n, sizeof inner - n, ",seed=%llu", (unsigned long long)r->seed);
+      if (r->stream) n += snprintf(inner + n, sizeof inner - n, ",stream=%llu", (unsigned long long)r->stream);
+      if (r->sr_bits) n += snprintf(inner + n, sizeof inner - n, ",sr-bits=%d", r->sr_bits);
+    }
+    break;
+  }
+  case EXMY_ACCUM_TC:
+    snprintf(t, sizeof t, "tc:g=%d,f=%d,align=%s,out=%d,norm=%s,promote=%zu", a->tc_group, a->tc_frac,
+             a->tc_align_rne ? "rne" : "trunc", a->tc_out_frac, a->tc_norm_rne ? "rne" : "trunc", a->chunk);
+    for (size_t i = 0; i < N_PRESETS; i++) {
+      const tc_preset *p = &tc_presets[i];
+      if (p->g == a->tc_group && p->f == a->tc_frac && p->out == a->tc_out_frac && p->align_rne == a->tc_align_rne &&
+          p->norm_rne == a->tc_norm_rne && p->promote == a->chunk)
+        snprintf(t, sizeof t, "tc:%s", p->name);
+    }
+    return snprintf(buf, buflen, "%s", t);
+  }
+  if (a->chunk) snprintf(t, sizeof t, "chunk=%zu,inner=%s", a->chunk, inner);
+  else snprintf(t, sizeof t, "%s", inner);
+  return snprintf(buf, buflen, "%s", t);
+}

@@ -1,0 +1,53 @@
+/* gemm_internal.h: the prepared GEMM problem shared by the reference
+ * (gemm.c) and the fast kernels (gemm_fast.c).  Semantics: docs/gemm.md. */
+#ifndef EXMY_GEMM_INTERNAL_H
+#define EXMY_GEMM_INTERNAL_H
+#include "exmy.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { GEMM_OUTER = 0, GEMM_PROMOTE, GEMM_INNER };
+
+typedef struct gemm_plan {
+  size_t m, n, k;
+  int style;             /* GEMM_OUTER, GEMM_PROMOTE, GEMM_INNER */
+  size_t seg, nseg;      /* scale segment along k and their count (OUTER: k, 1) */
+  exmy_accum acc;
+  const exmy_qtensor *A, *B;
+  int ta, tb;
+  /* operands decoded exactly: op(A) m x k and op(B)^T n x k, row-major */
+  double *ad, *bd;
+  float *as, *bs;        /* scale_inv per (i, seg): m x nseg; per (j, seg): n x nseg */
+  float tA, tB;          /* NVFP4 tensor scales (1 otherwise) */
+  int a_emin, a_mbits, b_emin, b_mbits;  /* nominal decomposition of elements (tc) */
+  int s_emin, s_mbits;   /* ... and of INNER scales (E8M0: -127, 0; E4M3: -6, 3) */
+  float alpha, beta, scale_c, scale_d;
+  int use_c;
+  const exmy_format *c_fmt, *d_fmt;
+  const void *c;
+  void *d;
+  exmy_rounding d_rnd;
+  float *amax_d;
+  exmy_format f32;       /* for amax of the exact model */
+} gemm_plan;
+
+/* Build the plan (validates; decodes operands unless decode is 0). */
+int exmy__gemm_plan(const exmy_gemm_args *args, gemm_plan *p, int decode, char *err, size_t errlen);
+void exmy__gemm_plan_free(gemm_plan *p);
+
+/* Reference results of one output element. */
+float exmy__gemm_ref_p(const gemm_plan *p, size_t i, size_t j);   /* the model's fp32 P (non-exact models) */
+/* Epilogue of a non-exact model: writes D[i,j] and returns |z| for amax (NaN: 0). */
+float exmy__gemm_epilogue(const gemm_plan *p, size_t i, size_t j, float P, unsigned *flags);
+/* The exact model for one element, D written; returns |V| as fp32 (NaN: 0). */
+float exmy__gemm_exact_elem(const gemm_plan *p, size_t i, size_t j, unsigned *flags);
+
+/* The fast kernels: return 1 when they handled the problem (D and flags and
+ * amax written), 0 when the generic path must run. */
+int exmy__gemm_fast(const gemm_plan *p, int threads, unsigned *flags, float *amax);
+
+/* x + y rounded once into fmt (exact sum; 64 leading bits + sticky for sr). */
+uint64_t exmy__round_sum2(const exmy_format *fmt, const exmy_rounding *rnd, double x, double y, uint64_t index,
+                          unsigned *flags);
+#endif
