@@ -325,6 +325,12 @@ void exmy_recipe_calibrate(exmy_recipe *recipe, const exmy_format *fmt, const fl
 void exmy_qtensor_dequant_f32(const exmy_qtensor *q, float *out);
 void exmy_qtensor_dequant_f64(const exmy_qtensor *q, double *out);
 void exmy_qtensor_free(exmy_qtensor *q);
+/* A per-tensor view of existing codes (rows x cols, row-major) with one
+ * dequantization multiplier *scale_inv (NULL: 1), as recipe "none" makes: an
+ * operand for exmy_gemm without copying.  q points into codes and scale_inv;
+ * never pass a view to exmy_qtensor_free. */
+void exmy_qtensor_view(exmy_qtensor *q, const exmy_format *fmt, const void *codes, size_t rows, size_t cols,
+                       const float *scale_inv);
 
 /* Statistics of a quantization against its float32 source, in one pass (the
  * FP8 debug metrics of TE's debug tools); identical for any thread count. */
@@ -417,6 +423,180 @@ int exmy_gemm_check(const exmy_gemm_args *args, size_t *m, size_t *n, size_t *k,
 int exmy_gemm(const exmy_gemm_args *args, char *err, size_t errlen);
 /* The plain-C serial reference of the same semantics: identical bits. */
 int exmy_gemm_ref(const exmy_gemm_args *args, char *err, size_t errlen);
+
+/* ---- GPU (kernels/) ---- */
+/* CUDA kernels, cuBLASLt FP8 GEMM and the tensor-core probe
+ * (docs/gpu-crosscheck.md).  Every function exists in every build: built
+ * without CUDA, or with no usable device, the device functions return
+ * EXMY_GPU_UNAVAILABLE.  The plain-C parts (argument checks, layout plan,
+ * model choice, probe inference) need no GPU.  Pointers are host memory
+ * unless said otherwise; calls are synchronous. */
+
+enum {
+  EXMY_GPU_OK = 0,
+  EXMY_GPU_UNAVAILABLE = 1, /* built without CUDA, or no usable device */
+  EXMY_GPU_UNSUPPORTED = 2, /* a valid request this device cannot do (MXFP8 before sm_100, ...) */
+  EXMY_GPU_INVALID = 3,     /* bad arguments: err names the value */
+  EXMY_GPU_ERROR = 4        /* a CUDA or cuBLASLt call failed: err names it */
+};
+
+/* 1 when the library was built with the CUDA kernels. */
+int exmy_gpu_built(void);
+
+typedef struct exmy_gpu_info {
+  int device;
+  char name[256];
+  int sm;                   /* compute capability major*10 + minor: 89, 90, 100, 120 */
+  int multiprocessors;
+  size_t mem_bytes;
+  int runtime_version;      /* CUDA runtime, e.g. 13000 */
+  int driver_version;
+  size_t cublaslt_version;
+} exmy_gpu_info;
+
+/* Describe a device.  EXMY_GPU_OK, or EXMY_GPU_UNAVAILABLE with err saying
+ * why (no CUDA build, no driver, no device). */
+int exmy_gpu_query(int device, exmy_gpu_info *info, char *err, size_t errlen);
+
+/* The accumulation model (exmy_accum_parse text) of a GPU's FP8 GEMM:
+ * sm 89 "tc:ada" / "tc:ada-fastacc", sm 90 "tc:hopper" / "tc:hopper-fastacc",
+ * sm >= 100 "tc:blackwell"; NULL below sm 89 (no FP8 tensor cores). */
+const char *exmy_gpu_model_for_sm(int sm, int fast_accum);
+
+/* Can the hardware conversions of cuda_fp8.h (__nv_cvt_*_to_fp8) do this
+ * cast?  They do e4m3fn and e5m2 from f32, f64, bf16 and f16, nearest-even,
+ * saturation none or finite, no ftz/daz.  0, or -1 with err naming what not. */
+int exmy_gpu_hw_quant_check(const exmy_format *fmt, const exmy_rounding *rnd, exmy_src_type src_type,
+                            char *err, size_t errlen);
+
+/* Quantize n values on the device, element i with counter index0 + i.
+ * hw = 1: the hardware conversions (see exmy_gpu_hw_quant_check); hw = 0:
+ * the generic kernel, any format and rounding, the same codes as
+ * exmy_quantize.  *flags (may be NULL): the OR of the flags (generic only;
+ * 0 for hw).  exmy_gpu_quantize_dev takes device pointers. */
+int exmy_gpu_quantize(const exmy_format *fmt, const exmy_rounding *rnd, int hw, exmy_src_type src_type,
+                      const void *src, size_t n, uint64_t index0, void *codes, unsigned *flags,
+                      char *err, size_t errlen);
+int exmy_gpu_quantize_dev(const exmy_format *fmt, const exmy_rounding *rnd, int hw, exmy_src_type src_type,
+                          const void *d_src, size_t n, uint64_t index0, void *d_codes, unsigned *flags,
+                          char *err, size_t errlen);
+/* Quantize the float32 inputs with bit patterns lo, lo+1, ..., lo+n-1, made on
+ * the device (counter = bit pattern), into codes (host): exhaustive sweeps
+ * without copying inputs. */
+int exmy_gpu_quantize_f32_range(const exmy_format *fmt, const exmy_rounding *rnd, int hw, uint32_t lo,
+                                size_t n, void *codes, char *err, size_t errlen);
+
+/* ---- cuBLASLt FP8 GEMM ---- */
+/* D (m x n, row-major) = scale_d * (alpha * scale_a * scale_b * A B), A m x k
+ * row-major, B k x n row-major (or n x k with b_nk).  cuBLASLt is
+ * column-major and wants FP8 as "TN"; the wrapper passes B^T as its A
+ * (transposed) and A as its B, so the caller never sees that. */
+typedef enum exmy_gpu_dtype {
+  EXMY_GPU_F32 = 0, EXMY_GPU_BF16, EXMY_GPU_E4M3, EXMY_GPU_E5M2
+} exmy_gpu_dtype;
+
+typedef struct exmy_gpu_gemm_args {
+  size_t m, n, k;
+  exmy_gpu_dtype a_type, b_type; /* E4M3 or E5M2, not both E5M2 */
+  const void *a;            /* m x k codes, row-major */
+  const void *b;            /* k x n codes, row-major; n x k with b_nk */
+  int b_nk;                 /* 1: b is stored n x k (cuBLASLt's own layout: no transpose) */
+  float alpha;
+  float scale_a, scale_b;   /* per-tensor dequantization multipliers (A/B_SCALE_POINTER) */
+  int block_scaled;         /* 1: MXFP8, CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0 (sm_100+) */
+  const uint8_t *a_scales;  /* block_scaled: E8M0 codes, m x k/32 row-major */
+  const uint8_t *b_scales;  /* block_scaled: E8M0 codes, n x k/32 row-major */
+  exmy_gpu_dtype d_type;    /* F32, BF16 or E4M3 */
+  void *d;                  /* m x n, row-major: float, bf16 bits or E4M3 codes */
+  float scale_d;            /* E4M3 D only: multiplier before the cast (D_SCALE_POINTER) */
+  float *amax_d;            /* E4M3 D only, may be NULL: max |D| before scale_d (AMAX_D_POINTER) */
+  int fast_accum;           /* CUBLASLT_MATMUL_DESC_FAST_ACCUM */
+  int device_ptrs;          /* 1: a, b, d, the scales and amax_d are device pointers */
+  int device;
+} exmy_gpu_gemm_args;
+
+/* Defaults: alpha and scales 1, F32 D, no fast accumulation, host pointers, device 0. */
+void exmy_gpu_gemm_args_init(exmy_gpu_gemm_args *args);
+
+/* The cuBLASLt call computing args (column-major terms). */
+typedef struct exmy_gpu_gemm_plan {
+  size_t lt_m, lt_n, lt_k;  /* cuBLASLt's m, n, k = our n, m, k */
+  exmy_gpu_dtype lt_a_type, lt_b_type; /* = our b_type, a_type */
+  size_t lda, ldb, ldd;     /* = k, k, n */
+  int transpose_b;          /* 1: B is transposed to n x k on the device first */
+  size_t d_elem_bytes;
+  size_t scale_cols;        /* block_scaled: k/32 */
+  size_t a_scale_bytes, b_scale_bytes; /* block_scaled: cuBLASLt's padded scale tensors */
+} exmy_gpu_gemm_plan;
+
+/* Validate args and make the plan; sm = 0 skips the device checks.
+ * EXMY_GPU_OK, EXMY_GPU_INVALID or EXMY_GPU_UNSUPPORTED with err naming the
+ * bad value (a k not a multiple of 16, a misaligned device pointer, ...). */
+int exmy_gpu_gemm_plan_make(const exmy_gpu_gemm_args *args, int sm, exmy_gpu_gemm_plan *plan,
+                            char *err, size_t errlen);
+/* Offset of scale (row, col) of a row-major rows x cols E8M0 scale matrix in
+ * cuBLASLt's VEC32_UE8M0 layout (128 x 4 tiles, padded). */
+size_t exmy_gpu_mx_scale_offset(size_t row, size_t col, size_t cols);
+/* Run it. */
+int exmy_gpu_gemm(const exmy_gpu_gemm_args *args, char *err, size_t errlen);
+
+/* ---- tensor-core probe ---- */
+/* A dot-product engine: out[i] = the engine's sum over l < k of
+ * a[i*k + l] * b[i*k + l] (codes of fa and fb), accumulated from +0, for
+ * i < count.  Returns 0 or -1 with err. */
+typedef int (*exmy_probe_dot_fn)(void *ctx, const exmy_format *fa, const exmy_format *fb, size_t k,
+                                 size_t count, const uint8_t *a, const uint8_t *b, float *out,
+                                 char *err, size_t errlen);
+typedef struct exmy_probe_engine {
+  const char *name;
+  exmy_probe_dot_fn dot;
+  void *ctx;
+  size_t k_max;             /* longest k the engine takes (the promotion probe uses it) */
+} exmy_probe_engine;
+
+typedef struct exmy_probe_result {
+  int complete;             /* 1: g, f, align, out, norm all determined */
+  long dots;                /* dot products evaluated */
+  long pairs, pairs_inexact;/* single products tested, and those not exact */
+  int products_exact;       /* 1: every single product came out exact */
+  int subnormals_exact;     /* 1: products of subnormal operands exact (not flushed) */
+  int g, f, align_rne, out, norm_rne;
+  size_t promote;           /* first promotion boundary seen; 0: none up to k_max */
+  int promote_seen;         /* 1: promote measured; 0: no promotion up to k_max; -1: not observable */
+  int nominal_exp;          /* 1: alignment on ea + eb; 0: on the renormalized product; -1 unknown */
+  int neg_toward_zero;      /* 1: negative terms cut toward zero; 0: toward -inf; -1 unknown */
+  int nan_seen;             /* 1: a NaN product gave a NaN */
+  uint32_t nan_bits;        /* its fp32 bits */
+  long confirm_dots;        /* random dot products compared with the inferred model ... */
+  long confirm_mismatches;  /* ... and how many differed in any bit */
+  char accum[160];          /* the inferred model, "tc:g=32,f=13,align=trunc,out=13,norm=trunc,promote=128" */
+  char notes[1024];         /* what could not be determined, and why */
+} exmy_probe_result;
+
+/* Infer the tensor-core parameters of an engine (Fasi, Higham, Mikaitis and
+ * Pranesh 2021): crafted dot products of fa x fb codes.  log (may be NULL)
+ * gets one line per step.  0, or -1 with err when the engine fails. */
+int exmy_probe_run(const exmy_probe_engine *eng, const exmy_format *fa, const exmy_format *fb,
+                   exmy_probe_result *res, FILE *log, char *err, size_t errlen);
+/* The CPU engine: ctx is a const exmy_accum *, each dot product is a 1 x k x 1
+ * exmy_gemm with f32 D. */
+int exmy_probe_model_dot(void *ctx, const exmy_format *fa, const exmy_format *fb, size_t k, size_t count,
+                         const uint8_t *a, const uint8_t *b, float *out, char *err, size_t errlen);
+
+/* Device engines: raw mma.sync m16n8k32 (sm_89+), wgmma m64n8k32 (sm_90a),
+ * cuBLASLt FP8 GEMM with and without fast accumulation (each dot product is
+ * the diagonal of a 16-aligned GEMM). */
+typedef enum exmy_gpu_engine {
+  EXMY_GPU_ENGINE_MMA = 0, EXMY_GPU_ENGINE_WGMMA, EXMY_GPU_ENGINE_LT, EXMY_GPU_ENGINE_LT_FASTACC
+} exmy_gpu_engine;
+typedef struct exmy_gpu_probe_ctx {
+  int device;
+  exmy_gpu_engine engine;
+} exmy_gpu_probe_ctx;
+/* Fill eng for ctx's engine: EXMY_GPU_OK, or UNAVAILABLE / UNSUPPORTED with err. */
+int exmy_gpu_probe_engine(exmy_gpu_probe_ctx *ctx, exmy_probe_engine *eng, char *err, size_t errlen);
+int exmy_gpu_probe_dot(void *ctx, const exmy_format *fa, const exmy_format *fb, size_t k, size_t count,
+                       const uint8_t *a, const uint8_t *b, float *out, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

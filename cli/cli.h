@@ -52,4 +52,8 @@ int cmd_gen(int argc, char **argv);
 /* the emulated GEMM (gemm.c) */
 extern const char *gemm_usage;
 int cmd_gemm(int argc, char **argv);
+/* the GPU commands (gpu.c) */
+extern const char *gpu_check_usage, *gpu_probe_usage;
+int cmd_gpu_check(int argc, char **argv);
+int cmd_gpu_probe(int argc, char **argv);
 #endif

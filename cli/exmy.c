@@ -24,6 +24,9 @@ static const char *main_usage =
   "  gen                write a deterministic test tensor (.npy)\n"
   "  gemm               emulated GEMM with an accumulation model (exact, fp32, chunked,\n"
   "                     low-precision, tensor-core); --compare models against exact\n"
+  "  gpu-check          the GPU (cuBLASLt FP8 GEMM, tensor-core probe, quantization)\n"
+  "                     against the CPU models; exit 77 without CUDA or a GPU\n"
+  "  gpu-probe          infer an engine's tensor-core accumulation model\n"
   "\n"
   "FORMAT is a name (e4m3fn, e5m2, e4m3fnuz, e8m0fnu, e2m1fn, bf16, binary8p4se, ...),\n"
   "eXmY for an IEEE-like format (e8m3), eXmYfn / eXmYfnuz, binaryKpP{s,u}{e,f}, or a long\n"
@@ -280,6 +283,8 @@ int main(int argc, char **argv) {
     {"stats", cmd_stats, stats_usage},
     {"gen", cmd_gen, gen_usage},
     {"gemm", cmd_gemm, gemm_usage},
+    {"gpu-check", cmd_gpu_check, gpu_check_usage},
+    {"gpu-probe", cmd_gpu_probe, gpu_probe_usage},
   };
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     if (strcmp(cmd, cmds[i].name)) continue;
@@ -289,6 +294,6 @@ int main(int argc, char **argv) {
     }
     return cmds[i].fn(argc - 1, argv + 1);
   }
-  cli_die("unknown command '%s' (accepted: formats, info, table, quantize, quantize-tensor, whatif, stats, gen, gemm; see exmy --help)", cmd);
+  cli_die("unknown command '%s' (accepted: formats, info, table, quantize, quantize-tensor, whatif, stats, gen, gemm, gpu-check, gpu-probe; see exmy --help)", cmd);
   return EXIT_USAGE;
 }

@@ -99,3 +99,17 @@ run "exmy quantize-tensor --in x.npy --format e4m3fn --scaling mx --scales s.npy
 run "python3 -c \"import numpy as np; print(np.load('s.npy'))\""
 run "exmy quantize-tensor --in x.npy --format e4m3fn --scaling block:1x256 --out q.npy"
 run "exmy whatif --in x.npy --formats e4m3fn --scaling bogus"
+cat <<'EOF2'
+## Emulated GEMM: gemm
+
+The accumulation models, their exact semantics and a longer comparison are in
+[gemm.md](gemm.md).
+
+EOF2
+run "exmy gemm --help"
+run "exmy gen --out a.npy --shape 16x512 --seed 3"
+run "exmy gen --out b.npy --shape 512x8 --dist normal --seed 4"
+run "exmy gemm --a a.npy --b b.npy --accum tc:hopper --out d.npy"
+run "exmy gemm --a a.npy --b b.npy --compare fp32,chunk=128,inner=fp32,acc=bf16,tc:hopper,tc:hopper-fastacc"
+run "exmy gemm --a a.npy --b b.npy --accum tc:hopper,g=0 --out d.npy"
+run "exmy gemm --a a.npy --b a.npy --out d.npy"

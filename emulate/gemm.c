@@ -155,10 +155,17 @@ int exmy__gemm_plan(const exmy_gemm_args *a, gemm_plan *p, int decode, char *err
   for (size_t j = 0; j < n; j++)
     for (size_t l = 0; l < k; l++) p->bd[j * k + l] = p->tb ? tmp[j * B->cols + l] : tmp[l * B->cols + j];
   free(tmp);
+  if (p->acc.kind == EXMY_ACCUM_FORMAT && p->acc.acc_fmt.bits <= 16) {
+    const size_t nc = (size_t)1 << p->acc.acc_fmt.bits;
+    p->acc_lut = malloc(nc * sizeof(double));
+    if (p->acc_lut)
+      for (size_t c = 0; c < nc; c++) p->acc_lut[c] = exmy_decode(&p->acc.acc_fmt, c);
+  }
+  /* k = 0: no elements, no scale groups along k; the sum is +0 and the scales are 1. */
   for (size_t s = 0; s < ns; s++) {
     const size_t l = s * p->seg;
-    for (size_t i = 0; i < m; i++) p->as[i * ns + s] = A->scale_inv[p->ta ? group_of(A, l, i) : group_of(A, i, l)];
-    for (size_t j = 0; j < n; j++) p->bs[j * ns + s] = B->scale_inv[p->tb ? group_of(B, j, l) : group_of(B, l, j)];
+    for (size_t i = 0; i < m; i++) p->as[i * ns + s] = k ? A->scale_inv[p->ta ? group_of(A, l, i) : group_of(A, i, l)] : 1.0f;
+    for (size_t j = 0; j < n; j++) p->bs[j * ns + s] = k ? B->scale_inv[p->tb ? group_of(B, j, l) : group_of(B, l, j)] : 1.0f;
   }
   return 0;
 }
@@ -168,6 +175,8 @@ void exmy__gemm_plan_free(gemm_plan *p) {
   free(p->bd);
   free(p->as);
   free(p->bs);
+  free(p->acc_lut);
+  p->acc_lut = NULL;
   p->ad = p->bd = NULL;
   p->as = p->bs = NULL;
 }
@@ -307,6 +316,26 @@ static float f32_from_bits(uint32_t b) {
   return f;
 }
 
+/* Product l of element (i, j) as significand m (scaled by 2^-mt) and nominal exponent e. */
+static u128 tc_term(const gemm_plan *p, size_t i, size_t j, size_t l, int *e) {
+  uint64_t ma, mb;
+  int ea, eb;
+  nominal(p->ad[i * p->k + l], p->a_emin, p->a_mbits, &ma, &ea);
+  nominal(p->bd[j * p->k + l], p->b_emin, p->b_mbits, &mb, &eb);
+  u128 m = (u128)ma * mb;
+  *e = ea + eb;
+  if (p->style == GEMM_INNER) {
+    const size_t s = l / p->seg;
+    uint64_t m1, m2;
+    int e1, e2;
+    nominal(p->as[i * p->nseg + s], p->s_emin, p->s_mbits, &m1, &e1);
+    nominal(p->bs[j * p->nseg + s], p->s_emin, p->s_mbits, &m2, &e2);
+    m *= (u128)m1 * m2;
+    *e += e1 + e2;
+  }
+  return m;
+}
+
 /* One fused group: c + sum of products l0..l1-1 (docs/gemm.md, tc steps 1-4). */
 static float tc_group(const gemm_plan *p, float c, size_t i, size_t j, size_t l0, size_t l1) {
   double chk = 0;
@@ -321,19 +350,8 @@ static float tc_group(const gemm_plan *p, float c, size_t i, size_t j, size_t l0
   nominal(c, -126, 23, &mc, &ec);
   int emax = ec;
   for (size_t l = l0; l < l1; l++) {
-    uint64_t ma, mb;
-    int ea, eb;
-    nominal(p->ad[i * p->k + l], p->a_emin, p->a_mbits, &ma, &ea);
-    nominal(p->bd[j * p->k + l], p->b_emin, p->b_mbits, &mb, &eb);
-    int e = ea + eb;
-    if (p->style == GEMM_INNER) {
-      const size_t s = l / p->seg;
-      uint64_t m1, m2;
-      int e1, e2;
-      nominal(p->as[i * p->nseg + s], p->s_emin, p->s_mbits, &m1, &e1);
-      nominal(p->bs[j * p->nseg + s], p->s_emin, p->s_mbits, &m2, &e2);
-      e += e1 + e2;
-    }
+    int e;
+    tc_term(p, i, j, l, &e);
     if (e > emax) emax = e;
   }
   i128 S = 0;
@@ -342,24 +360,10 @@ static float tc_group(const gemm_plan *p, float c, size_t i, size_t j, size_t l0
     S += c < 0 ? -(i128)t : (i128)t;
   }
   for (size_t l = l0; l < l1; l++) {
-    const double a = p->ad[i * p->k + l], b = p->bd[j * p->k + l];
-    uint64_t ma, mb;
-    int ea, eb;
-    nominal(a, p->a_emin, p->a_mbits, &ma, &ea);
-    nominal(b, p->b_emin, p->b_mbits, &mb, &eb);
-    u128 m = (u128)ma * mb;
-    int e = ea + eb;
-    if (p->style == GEMM_INNER) {
-      const size_t s = l / p->seg;
-      uint64_t m1, m2;
-      int e1, e2;
-      nominal(p->as[i * p->nseg + s], p->s_emin, p->s_mbits, &m1, &e1);
-      nominal(p->bs[j * p->nseg + s], p->s_emin, p->s_mbits, &m2, &e2);
-      m *= (u128)m1 * m2;
-      e += e1 + e2;
-    }
+    int e;
+    const u128 m = tc_term(p, i, j, l, &e);
     const u128 t = align_term(m, F + e - emax - mt, rne);
-    S += (signbit(a) != 0) != (signbit(b) != 0) ? -(i128)t : (i128)t;
+    S += (signbit(p->ad[i * p->k + l]) != 0) != (signbit(p->bd[j * p->k + l]) != 0) ? -(i128)t : (i128)t;
   }
   if (S == 0) return 0.0f;
   const int neg = S < 0;
@@ -389,7 +393,7 @@ static float piece(const gemm_plan *p, size_t i, size_t j, size_t l0, size_t l1)
     const uint64_t base = ((uint64_t)i * p->n + j) * p->k;
     for (size_t l = l0; l < l1; l++) {
       const uint64_t code = exmy__round_sum2(f, &p->acc.acc_rnd, c, prod(p, i, j, l), base + l, NULL);
-      c = exmy_decode(f, code);
+      c = p->acc_lut ? p->acc_lut[code] : exmy_decode(f, code);
     }
     return (float)c;
   }
@@ -439,8 +443,9 @@ float exmy__gemm_epilogue(const gemm_plan *p, size_t i, size_t j, float P, unsig
   } else {
     z = s * P;
   }
+  if (isnan(z)) z = NAN; /* NaN signs are not portable: D gets the positive NaN */
   const float x = z * p->scale_d;
-  exmy_code_set(p->d_fmt, p->d, i * p->n + j, exmy_from_float(p->d_fmt, &p->d_rnd, x, (uint64_t)i * p->n + j, flags));
+  exmy_code_set(p->d_fmt, p->d, i * p->n + j, exmy_from_float(p->d_fmt, &p->d_rnd, isnan(x) ? NAN : x, (uint64_t)i * p->n + j, flags));
   return isnan(z) ? 0.0f : fabsf(z);
 }
 
@@ -588,7 +593,8 @@ float exmy__gemm_exact_elem(const gemm_plan *p, size_t i, size_t j, unsigned *fl
   if (special || !isfinite(cval)) {
     const double ab = special ? (double)p->alpha * (double)p->tA * (double)p->tB * sval : 0.0;
     const double v = ab + (p->use_c ? (double)p->beta * (double)p->scale_c * cval : 0.0);
-    exmy_code_set(p->d_fmt, p->d, index, exmy_from_double(p->d_fmt, &p->d_rnd, v * (double)p->scale_d, index, flags));
+    const double vd = v * (double)p->scale_d;
+    exmy_code_set(p->d_fmt, p->d, index, exmy_from_double(p->d_fmt, &p->d_rnd, isnan(vd) ? (double)NAN : vd, index, flags));
     return isnan(v) ? 0.0f : (float)fabs(v);
   }
   mpz_t z, cz;
@@ -689,7 +695,9 @@ int exmy_gemm(const exmy_gemm_args *args, char *err, size_t errlen) {
   if (exmy__gemm_plan(args, &p, 1, err, errlen)) return -1;
   unsigned flags = 0;
   float amax = 0.0f;
-  const int threads = args->threads;
+  /* Small problems run on one thread: a parallel region costs more than they
+   * do (and results never depend on the thread count). */
+  const int threads = (double)p.m * (double)p.n * (double)(p.k ? p.k : 1) < 65536.0 ? 1 : args->threads;
   if (!exmy__gemm_fast(&p, threads, &flags, &amax)) {
     /* Rows in parallel: every element's k order is fixed, so any split gives the same bits. */
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads()) reduction(| : flags) reduction(max : amax)

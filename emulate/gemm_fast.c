@@ -82,6 +82,7 @@ static void epilogue_rows(const gemm_plan *p, const float *P, size_t i0, size_t 
       } else {
         zz = s * Pr[j];
       }
+      if (isnan(zz)) zz = NAN; /* as the reference: the positive NaN (z * scale_d stays NaN) */
       z[j] = zz;
       if (!isnan(zz)) am = fmaxf(am, fabsf(zz));
     }
@@ -147,8 +148,10 @@ static float *pack_b_f32(const gemm_plan *p, size_t nr, size_t *np) {
 }
 
 /* One MR x NR tile over kc steps; C (ldc) holds the running sums (zero = start). */
-__attribute__((target("avx512f"))) static void micro_f32_512(const float *A, const float *B, size_t kc, float *C,
+__attribute__((target("avx512f"))) static void micro_f32_512(const void *Av, const void *Bv, size_t kc, void *Cv,
                                                              size_t ldc, int zero) {
+  const float *A = Av, *B = Bv;
+  float *C = Cv;
   __m512 c0[MR], c1[MR];
   for (int r = 0; r < MR; r++) {
     c0[r] = zero ? _mm512_setzero_ps() : _mm512_loadu_ps(C + r * ldc);
@@ -168,8 +171,10 @@ __attribute__((target("avx512f"))) static void micro_f32_512(const float *A, con
   }
 }
 
-__attribute__((target("avx2,fma"))) static void micro_f32_256(const float *A, const float *B, size_t kc, float *C,
+__attribute__((target("avx2,fma"))) static void micro_f32_256(const void *Av, const void *Bv, size_t kc, void *Cv,
                                                               size_t ldc, int zero) {
+  const float *A = Av, *B = Bv;
+  float *C = Cv;
   __m256 c0[MR], c1[MR];
   for (int r = 0; r < MR; r++) {
     c0[r] = zero ? _mm256_setzero_ps() : _mm256_loadu_ps(C + r * ldc);
@@ -189,23 +194,28 @@ __attribute__((target("avx2,fma"))) static void micro_f32_256(const float *A, co
   }
 }
 
-typedef void (*micro_f32_fn)(const float *A, const float *B, size_t kc, float *C, size_t ldc, int zero);
 
-/* P (padded: rows multiple of MR, ldp multiple of NR) += A B over [k0, k1). */
-static void block_f32(micro_f32_fn micro, size_t nr, const float *A, size_t apan, const float *B, size_t bpan,
-                      size_t k, size_t k0, size_t k1, float *P, size_t ldp, int zero, int nt) {
+/* P (padded: rows multiple of MR, ldp multiple of NR) += A B over [k0, k1):
+ * row blocks of MC in parallel, each MR-row panel of A reused across all
+ * NR-column panels of B.  esz: 4 (float kernels) or 8 (double). */
+typedef void (*micro_fn)(const void *A, const void *B, size_t kc, void *C, size_t ldc, int zero);
+static void block_run(micro_fn micro, size_t esz, size_t nr, const void *A, size_t apan, const void *B, size_t bpan,
+                      size_t k, size_t k0, size_t k1, void *P, size_t ldp, int zero, int nt) {
   const size_t per = MC / MR, nblk = (apan + per - 1) / per;
+  const char *a = A, *b = B;
+  char *pp = P;
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (size_t blk = 0; blk < nblk; blk++) {
     const size_t ip1 = (blk + 1) * per < apan ? (blk + 1) * per : apan;
     for (size_t jp = 0; jp < bpan; jp++)
       for (size_t ip = blk * per; ip < ip1; ip++)
-        micro(A + ip * k * MR + k0 * MR, B + jp * k * nr + k0 * nr, k1 - k0, P + ip * MR * ldp + jp * nr, ldp, zero);
+        micro(a + (ip * k * MR + k0 * MR) * esz, b + (jp * k * nr + k0 * nr) * esz, k1 - k0,
+              pp + (ip * MR * ldp + jp * nr) * esz, ldp, zero);
   }
 }
 
 static int fast_fp32(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
-  micro_f32_fn micro;
+  micro_fn micro;
   size_t nr;
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) micro = micro_f32_512, nr = 32;
@@ -227,7 +237,7 @@ static int fast_fp32(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
     l1 = piece_end(p, l0);
     for (size_t k0 = l0; k0 < l1; k0 += KC) {
       const size_t k1 = k0 + KC < l1 ? k0 + KC : l1;
-      block_f32(micro, nr, A, apan, B, bpan, k, k0, k1, P, ldp, k0 == l0, nt);
+      block_run(micro, sizeof(float), nr, A, apan, B, bpan, k, k0, k1, P, ldp, k0 == l0, nt);
     }
     if (promoted) {
       for (size_t i = 0; i < p->m; i++) memcpy(D + i * p->n, P + i * ldp, p->n * sizeof *D);
@@ -251,8 +261,10 @@ static int fast_fp32(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
 /* Integer bits of a format's values scaled by 2^-lsb, lsb = emin - mbits. */
 static int int_bits(const exmy_format *f) { return (f->emax + 1) - (f->emin - f->mbits); }
 
-__attribute__((target("avx512f"))) static void micro_f64_512(const double *A, const double *B, size_t kc, double *C,
+__attribute__((target("avx512f"))) static void micro_f64_512(const void *Av, const void *Bv, size_t kc, void *Cv,
                                                              size_t ldc, int zero) {
+  const double *A = Av, *B = Bv;
+  double *C = Cv;
   __m512d c0[MR], c1[MR];
   for (int r = 0; r < MR; r++) {
     c0[r] = zero ? _mm512_setzero_pd() : _mm512_loadu_pd(C + r * ldc);
@@ -272,8 +284,10 @@ __attribute__((target("avx512f"))) static void micro_f64_512(const double *A, co
   }
 }
 
-__attribute__((target("avx2,fma"))) static void micro_f64_256(const double *A, const double *B, size_t kc, double *C,
+__attribute__((target("avx2,fma"))) static void micro_f64_256(const void *Av, const void *Bv, size_t kc, void *Cv,
                                                               size_t ldc, int zero) {
+  const double *A = Av, *B = Bv;
+  double *C = Cv;
   __m256d c0[MR], c1[MR];
   for (int r = 0; r < MR; r++) {
     c0[r] = zero ? _mm256_setzero_pd() : _mm256_loadu_pd(C + r * ldc);
@@ -365,7 +379,6 @@ static void exact_epilogue_rows(const gemm_plan *p, const double *S, size_t lds,
   *amax = fmaxf(*amax, am);
 }
 
-typedef void (*micro_f64_fn)(const double *A, const double *B, size_t kc, double *C, size_t ldc, int zero);
 
 static int fast_exact(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
   if (p->style != GEMM_OUTER || p->use_c) return 0;
@@ -373,7 +386,7 @@ static int fast_exact(const gemm_plan *p, int nt, unsigned *flags, float *amax) 
   int lk = 0;
   while (((size_t)1 << lk) < p->k + 1) lk++;
   if (int_bits(fa) + int_bits(fb) + lk > 53) return 0; /* sums would not stay exact in double */
-  micro_f64_fn micro;
+  micro_fn micro;
   size_t nr;
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) micro = micro_f64_512, nr = 16;
@@ -392,18 +405,8 @@ static int fast_exact(const gemm_plan *p, int nt, unsigned *flags, float *amax) 
     for (size_t l = 0; l < k; l++) A[(i / MR) * k * MR + l * MR + i % MR] = ldexp(p->ad[i * k + l], -la);
   for (size_t j = 0; j < p->n; j++)
     for (size_t l = 0; l < k; l++) B[(j / nr) * k * nr + l * nr + j % nr] = ldexp(p->bd[j * k + l], -lb);
-  for (size_t k0 = 0; k0 < k; k0 += KC) {
-    const size_t k1 = k0 + KC < k ? k0 + KC : k;
-    const size_t per = MC / MR, nblk = (apan + per - 1) / per;
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (size_t blk = 0; blk < nblk; blk++) {
-      const size_t ip1 = (blk + 1) * per < apan ? (blk + 1) * per : apan;
-      for (size_t jp = 0; jp < bpan; jp++)
-        for (size_t ip = blk * per; ip < ip1; ip++)
-          micro(A + ip * k * MR + k0 * MR, B + jp * k * nr + k0 * nr, k1 - k0, P + ip * MR * ldp + jp * nr, ldp,
-                k0 == 0);
-    }
-  }
+  for (size_t k0 = 0; k0 < k; k0 += KC)
+    block_run(micro, sizeof(double), nr, A, apan, B, bpan, k, k0, k0 + KC < k ? k0 + KC : k, P, ldp, k0 == 0, nt);
   free(A), free(B);
   unsigned fl = 0;
   float am = 0.0f;
@@ -467,65 +470,73 @@ static inline __attribute__((always_inline)) void tc_normalize(v16sf *res, const
   *res = r;
 }
 
-__attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-static void tc_rows(const tc_ctx *x, size_t i0, size_t i1) {
+/* One tile of NRW rows x 16 columns over all of k; NRW is a constant at
+ * each call so the per-row vectors stay in registers. */
+static inline __attribute__((always_inline)) void tc_tile(const tc_ctx *x, size_t ib, size_t jp, const int NRW) {
   const gemm_plan *p = x->p;
-  const size_t k = p->k, n = p->n, npan = (n + TC_NR - 1) / TC_NR, g = (size_t)p->acc.tc_group;
+  const size_t k = p->k, n = p->n, g = (size_t)p->acc.tc_group;
   const int F = p->acc.tc_frac, out = p->acc.tc_out_frac;
   const int promoted = p->acc.chunk || p->style == GEMM_PROMOTE;
-  for (size_t ib = i0; ib < i1; ib += TC_MR) {
-    const int nr = (int)(i1 - ib < TC_MR ? i1 - ib : TC_MR);
-    for (size_t jp = 0; jp < npan; jp++) {
-      const float *bv = x->bv + jp * k * TC_NR;
-      const int32_t *be = x->be + jp * k * TC_NR;
-      v16sf Fs[TC_MR], c[TC_MR];
-      for (int r = 0; r < TC_MR; r++) Fs[r] = (v16sf){0};
-      for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
-        l1 = piece_end(p, l0);
-        for (int r = 0; r < TC_MR; r++) c[r] = (v16sf){0};
-        for (size_t g0 = l0; g0 < l1; g0 += g) {
-          const size_t g1 = g0 + g < l1 ? g0 + g : l1;
-          v16si emax[TC_MR], S[TC_MR];
-          v16sf pw[TC_MR];
-          for (int r = 0; r < nr; r++) {
-            v16si cb;
-            memcpy(&cb, &c[r], 64);
-            emax[r] = VMAX(((cb >> 23) & 255) - 127, (v16si){0} - 126);
-          }
-          for (size_t l = g0; l < g1; l++) {
-            v16si e;
-            memcpy(&e, be + l * TC_NR, 64);
-            for (int r = 0; r < nr; r++) emax[r] = VMAX(emax[r], e + x->ae[(ib + r) * k + l]);
-          }
-          for (int r = 0; r < nr; r++) {
-            v16si pe = F - emax[r] + 127;
-            pe = VMAX(pe, (v16si){0} + 1);
-            pe = (pe & (pe < 254)) | (((v16si){0} + 254) & ~(pe < 254));
-            pe <<= 23;
-            memcpy(&pw[r], &pe, 64);
-            S[r] = __builtin_convertvector(c[r] * pw[r], v16si);
-          }
-          for (size_t l = g0; l < g1; l++) {
-            v16sf b;
-            memcpy(&b, bv + l * TC_NR, 64);
-            for (int r = 0; r < nr; r++) S[r] += __builtin_convertvector((x->av[(ib + r) * k + l] * b) * pw[r], v16si);
-          }
-          for (int r = 0; r < nr; r++) tc_normalize(&c[r], &S[r], &emax[r], F, out);
-        }
-        if (promoted) {
-          const size_t s = p->style == GEMM_PROMOTE ? l0 / p->seg : 0;
-          for (int r = 0; r < nr; r++)
-            for (int t = 0; t < TC_NR; t++) {
-              const size_t i = ib + (size_t)r, j = jp * TC_NR + (size_t)t;
-              const float w = p->style == GEMM_PROMOTE && j < n ? p->as[i * p->nseg + s] * p->bs[j * p->nseg + s] : 1.0f;
-              Fs[r][t] = fmaf(w, c[r][t], Fs[r][t]);
-            }
-        }
+  const float *bv = x->bv + jp * k * TC_NR;
+  const int32_t *be = x->be + jp * k * TC_NR;
+  const float *av = x->av + ib * k;
+  const int32_t *ae = x->ae + ib * k;
+  v16sf Fs[TC_MR], c[TC_MR];
+  for (int r = 0; r < NRW; r++) Fs[r] = (v16sf){0};
+  for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
+    l1 = piece_end(p, l0);
+    for (int r = 0; r < NRW; r++) c[r] = (v16sf){0};
+    for (size_t g0 = l0; g0 < l1; g0 += g) {
+      const size_t g1 = g0 + g < l1 ? g0 + g : l1;
+      v16si emax[TC_MR], S[TC_MR];
+      v16sf pw[TC_MR];
+      for (int r = 0; r < NRW; r++) {
+        v16si cb;
+        memcpy(&cb, &c[r], 64);
+        emax[r] = VMAX(((cb >> 23) & 255) - 127, (v16si){0} - 126);
       }
-      for (int r = 0; r < nr; r++)
-        for (int t = 0; t < TC_NR && jp * TC_NR + (size_t)t < n; t++)
-          x->out[(ib + (size_t)r) * n + jp * TC_NR + (size_t)t] = promoted ? Fs[r][t] : (k ? c[r][t] : 0.0f);
+      for (size_t l = g0; l < g1; l++) {
+        v16si e;
+        memcpy(&e, be + l * TC_NR, 64);
+        for (int r = 0; r < NRW; r++) emax[r] = VMAX(emax[r], e + ae[(size_t)r * k + l]);
+      }
+      for (int r = 0; r < NRW; r++) {
+        v16si pe = F - emax[r] + 127;
+        pe = VMAX(pe, (v16si){0} + 1);
+        pe = (pe & (pe < 254)) | (((v16si){0} + 254) & ~(pe < 254));
+        pe <<= 23;
+        memcpy(&pw[r], &pe, 64);
+        S[r] = __builtin_convertvector(c[r] * pw[r], v16si);
+      }
+      for (size_t l = g0; l < g1; l++) {
+        v16sf b;
+        memcpy(&b, bv + l * TC_NR, 64);
+        for (int r = 0; r < NRW; r++) S[r] += __builtin_convertvector((av[(size_t)r * k + l] * b) * pw[r], v16si);
+      }
+      for (int r = 0; r < NRW; r++) tc_normalize(&c[r], &S[r], &emax[r], F, out);
     }
+    if (promoted) {
+      const size_t s = p->style == GEMM_PROMOTE ? l0 / p->seg : 0;
+      for (int r = 0; r < NRW; r++)
+        for (int t = 0; t < TC_NR; t++) {
+          const size_t i = ib + (size_t)r, j = jp * TC_NR + (size_t)t;
+          const float w = p->style == GEMM_PROMOTE && j < n ? p->as[i * p->nseg + s] * p->bs[j * p->nseg + s] : 1.0f;
+          Fs[r][t] = fmaf(w, c[r][t], Fs[r][t]);
+        }
+    }
+  }
+  for (int r = 0; r < NRW; r++)
+    for (int t = 0; t < TC_NR && jp * TC_NR + (size_t)t < n; t++)
+      x->out[(ib + (size_t)r) * n + jp * TC_NR + (size_t)t] = promoted ? Fs[r][t] : (k ? c[r][t] : 0.0f);
+}
+
+__attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+static void tc_rows(const tc_ctx *x, size_t i0, size_t i1) {
+  const size_t npan = (x->p->n + TC_NR - 1) / TC_NR;
+  for (size_t jp = 0; jp < npan; jp++) {
+    size_t ib = i0;
+    for (; ib + TC_MR <= i1; ib += TC_MR) tc_tile(x, ib, jp, TC_MR);
+    for (; ib < i1; ib++) tc_tile(x, ib, jp, 1);
   }
 }
 

@@ -30,6 +30,7 @@ typedef struct gemm_plan {
   exmy_rounding d_rnd;
   float *amax_d;
   exmy_format f32;       /* for amax of the exact model */
+  double *acc_lut;       /* acc=FORMAT of <= 16 bits: value of every code */
 } gemm_plan;
 
 /* Build the plan (validates; decodes operands unless decode is 0). */

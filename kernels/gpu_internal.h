@@ -1,0 +1,46 @@
+/* gpu_internal.h: helpers the CUDA sources of kernels/ share (C++ only). */
+#ifndef EXMY_GPU_INTERNAL_H
+#define EXMY_GPU_INTERNAL_H
+#include "exmy.h"
+
+#include <cuda_runtime.h>
+#include <cstdarg>
+#include <cstdio>
+
+/* Write a one-line error into err and return status. */
+static inline int exmy__gpu_fail(char *err, size_t errlen, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static inline int exmy__gpu_fail(char *err, size_t errlen, int status, const char *fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return status;
+}
+
+#define CUDA_TRY(call)                                                                              \
+  do {                                                                                              \
+    cudaError_t e_ = (call);                                                                        \
+    if (e_ != cudaSuccess) {                                                                        \
+      rc = exmy__gpu_fail(err, errlen, EXMY_GPU_ERROR, "%s: %s", #call, cudaGetErrorString(e_));    \
+      goto done;                                                                                    \
+    }                                                                                               \
+  } while (0)
+
+/* Make device current (-1: the current one) and report its sm (major*10 +
+ * minor).  EXMY_GPU_UNAVAILABLE when there is no driver or device. */
+int exmy__gpu_select(int device, int *sm, char *err, size_t errlen);
+
+/* The FP8 type of an operand format: EXMY_GPU_E4M3 / _E5M2, or -1. */
+static inline int exmy__gpu_fp8_type(const exmy_format *f) {
+  if (f->bits == 8 && f->ebits == 4 && f->mbits == 3 && f->bias == 7 && f->inf == EXMY_INF_NONE &&
+      f->nan == EXMY_NAN_ONES && f->is_signed && f->has_zero)
+    return EXMY_GPU_E4M3;
+  if (f->bits == 8 && f->ebits == 5 && f->mbits == 2 && f->bias == 15 && f->inf == EXMY_INF_IEEE &&
+      f->nan == EXMY_NAN_IEEE && f->is_signed && f->has_zero)
+    return EXMY_GPU_E5M2;
+  return -1;
+}
+#endif
