@@ -373,6 +373,7 @@ static float tc_group(const gemm_plan *p, float c, size_t i, size_t j, size_t l0
   const int Q = Ep - p->acc.tc_out_frac;
   const int sh = (emax - F) - Q;
   const u128 R = align_term(U, sh, p->acc.tc_norm_rne);
+  if (R == 0) return 0.0f; /* cut to zero: +0, as MMA-Sim's integer truncation */
   const double v = ldexp((double)R, Q);
   if (v >= 0x1p128) return neg ? -INFINITY : INFINITY;
   return (float)(neg ? -v : v);

@@ -37,7 +37,7 @@
  *  - acc=FORMAT: an exact zero c + p has IEEE 754's sign under the
  *    accumulator's rounding (-0 toward -inf).
  *  - tc: a nonzero v cut to zero by step 4 gives +0, as MMA-Sim's Python
- *    does (TC_CUT_TO_ZERO_NEGATIVE=1 selects -0 instead).
+ *    does (docs/gemm.md now says so).
  *  - tc zero terms: e = -126 for a zero element, a zero product's e is
  *    -126 + e of the other factor (MMA-Sim; docs/gemm.md says so).
  *  - k = 0: every sum is +0 and the scales are 1 (docs/gemm.md).
@@ -293,14 +293,9 @@ static double mx_odd_double(mpfr_srcptr x) {
  * ====================================================================== */
 
 /* ---- tc: one fused group (docs/gemm.md, tc steps 1-4) ------------------ */
-/* A nonzero v below the grid of step 4 (|v| < 2^(-126-out)) is cut to zero.
- * docs/gemm.md says only "v = 0 gives +0"; MMA-Sim (whose model the page
- * names) computes math.trunc(s * 2^out) * 2^-out in Python, an unsigned
- * integer 0 times a float: +0 for either sign of v.  0 follows MMA-Sim; 1
- * would keep v's sign (-0 for a negative v). */
-#ifndef TC_CUT_TO_ZERO_NEGATIVE
-#define TC_CUT_TO_ZERO_NEGATIVE 0
-#endif
+/* A nonzero v below the grid of step 4 (|v| < 2^(-126-out)) is cut to zero:
+ * +0 for either sign of v, as MMA-Sim's math.trunc(s * 2^out) * 2^-out
+ * (an integer 0 times a float) and docs/gemm.md. */
 typedef struct tcterm { int neg; uint64_t S; int Mt; int e; } tcterm;
 
 static float tc_fused(const exmy_accum *ac, float c, const tcterm *t, const double *pv, int nt) {
@@ -365,7 +360,7 @@ static float tc_fused(const exmy_accum *ac, float c, const tcterm *t, const doub
     }
     lsb = qe;
   }
-  if (N == 0) return TC_CUT_TO_ZERO_NEGATIVE && neg ? -0.0f : 0.0f;
+  if (N == 0) return 0.0f;
   if ((uint64_t)(N >> 64) != 0 || (uint64_t)N >= ((uint64_t)1 << 62)) {
     printf("internal: tc normalized significand too wide\n");
     exit(2);
@@ -1268,7 +1263,7 @@ static void part_anchors(void) {
                                "tc:hopper-fastacc,f=30", "tc:hopper-fastacc,f=30,norm=rne"};
     /* the last two: v = -1.5*2^-140 survives alignment (f = 30) but lies below the
      * grid of 2^-139: truncation cuts it to zero, +0 as in MMA-Sim; rne gives -2^-139 */
-    static const double want[] = {0x1p-127, 0.0, 0x1.8p-127, 0x1p-126, TC_CUT_TO_ZERO_NEGATIVE ? -0.0 : 0.0, -0x1p-139};
+    static const double want[] = {0x1p-127, 0.0, 0x1.8p-127, 0x1p-126, 0.0, -0x1p-139};
     static const double aval[] = {0x1.8p-127, 0x1.8p-127, 0x1.8p-127, 0x1.8p-127, -0x1.8p-140, -0x1.8p-140};
     for (int t = 0; t < 6; t++) {
       gcase g;
