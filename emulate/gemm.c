@@ -149,9 +149,11 @@ int exmy__gemm_plan(const exmy_gemm_args *a, gemm_plan *p, int decode, char *err
     return exmy__fail(err, errlen, "GEMM: out of memory for %zu x %zu x %zu", m, n, k);
   }
   exmy_decode_f64(&A->fmt, A->codes, A->rows * A->cols, tmp);
+#pragma omp parallel for schedule(static) if (m * k > 65536)
   for (size_t i = 0; i < m; i++)
     for (size_t l = 0; l < k; l++) p->ad[i * k + l] = p->ta ? tmp[l * A->cols + i] : tmp[i * A->cols + l];
   exmy_decode_f64(&B->fmt, B->codes, B->rows * B->cols, tmp);
+#pragma omp parallel for schedule(static) if (n * k > 65536)
   for (size_t j = 0; j < n; j++)
     for (size_t l = 0; l < k; l++) p->bd[j * k + l] = p->tb ? tmp[j * B->cols + l] : tmp[l * B->cols + j];
   free(tmp);

@@ -123,6 +123,7 @@ static float *pack_a_f32(const gemm_plan *p, size_t *np) {
   const size_t k = p->k, npan = (p->m + MR - 1) / MR;
   float *A = calloc(npan * k * MR + 1, sizeof *A);
   if (!A) return NULL;
+#pragma omp parallel for schedule(static)
   for (size_t i = 0; i < p->m; i++)
     for (size_t l = 0; l < k; l++) {
       const double a = p->ad[i * k + l];
@@ -137,6 +138,7 @@ static float *pack_b_f32(const gemm_plan *p, size_t nr, size_t *np) {
   const size_t k = p->k, npan = (p->n + nr - 1) / nr;
   float *B = calloc(npan * k * nr + 1, sizeof *B);
   if (!B) return NULL;
+#pragma omp parallel for schedule(static)
   for (size_t j = 0; j < p->n; j++)
     for (size_t l = 0; l < k; l++) {
       const double b = p->bd[j * k + l];
@@ -401,8 +403,10 @@ static int fast_exact(const gemm_plan *p, int nt, unsigned *flags, float *amax) 
     free(A), free(B), free(P);
     return 0;
   }
+#pragma omp parallel for num_threads(nt) schedule(static)
   for (size_t i = 0; i < p->m; i++)
     for (size_t l = 0; l < k; l++) A[(i / MR) * k * MR + l * MR + i % MR] = ldexp(p->ad[i * k + l], -la);
+#pragma omp parallel for num_threads(nt) schedule(static)
   for (size_t j = 0; j < p->n; j++)
     for (size_t l = 0; l < k; l++) B[(j / nr) * k * nr + l * nr + j % nr] = ldexp(p->bd[j * k + l], -lb);
   for (size_t k0 = 0; k0 < k; k0 += KC)
@@ -561,11 +565,13 @@ static int fast_tc(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
     free(av), free(bv), free(ae), free(be), free(P);
     return 0;
   }
+#pragma omp parallel for num_threads(nt) schedule(static)
   for (size_t t = 0; t < m * k; t++) {
     av[t] = (float)p->ad[t];
     ae[t] = nominal_exp(p->ad[t], fa->emin);
   }
   for (size_t t = 0; t < npan * k * TC_NR; t++) be[t] = -126; /* padding columns: zeros */
+#pragma omp parallel for num_threads(nt) schedule(static)
   for (size_t j = 0; j < n; j++)
     for (size_t l = 0; l < k; l++) {
       const size_t o = (j / TC_NR) * k * TC_NR + l * TC_NR + j % TC_NR;
