@@ -32,6 +32,18 @@ typedef unsigned __int128 u128;
 #define KC 256
 #define MC 64 /* rows per parallel block: MC / MR panels */
 
+/* AVX-512 kernels where the CPU has them; EXMY_NO_AVX512=1 forces the AVX2
+ * ones, so a test run on an AVX-512 machine can check those too. */
+static int use_avx512(void) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  const char *e = getenv("EXMY_NO_AVX512");
+  return __builtin_cpu_supports("avx512f") && !(e && *e && *e != '0');
+#else
+  return 0;
+#endif
+}
+
 static int nthreads_of(int threads) {
 #ifdef _OPENMP
   return threads > 0 ? threads : omp_get_max_threads();
@@ -149,52 +161,41 @@ static float *pack_b_f32(const gemm_plan *p, size_t nr, size_t *np) {
   return B;
 }
 
-/* One MR x NR tile over kc steps; C (ldc) holds the running sums (zero = start). */
-__attribute__((target("avx512f"))) static void micro_f32_512(const void *Av, const void *Bv, size_t kc, void *Cv,
-                                                             size_t ldc, int zero) {
-  const float *A = Av, *B = Bv;
-  float *C = Cv;
-  __m512 c0[MR], c1[MR];
-  for (int r = 0; r < MR; r++) {
-    c0[r] = zero ? _mm512_setzero_ps() : _mm512_loadu_ps(C + r * ldc);
-    c1[r] = zero ? _mm512_setzero_ps() : _mm512_loadu_ps(C + r * ldc + 16);
+/* One MR x NR tile over kc steps; C (ldc) holds the running sums (zero =
+ * start).  NR is two vectors; one definition for each element type and ISA. */
+#define MICRO_KERNEL(NAME, TARGET, T, V, W, LOAD, STORE, SET1, ZERO, FMA)                                      \
+  __attribute__((target(TARGET))) static void NAME(const void *Av, const void *Bv, size_t kc, void *Cv,       \
+                                                   size_t ldc, int zero) {                                    \
+    const T *A = Av, *B = Bv;                                                                                 \
+    T *C = Cv;                                                                                                \
+    V c0[MR], c1[MR];                                                                                         \
+    for (int r = 0; r < MR; r++) {                                                                            \
+      c0[r] = zero ? ZERO() : LOAD(C + r * ldc);                                                              \
+      c1[r] = zero ? ZERO() : LOAD(C + r * ldc + W);                                                          \
+    }                                                                                                         \
+    for (size_t l = 0; l < kc; l++) {                                                                         \
+      const V b0 = LOAD(B + l * 2 * W), b1 = LOAD(B + l * 2 * W + W);                                         \
+      for (int r = 0; r < MR; r++) {                                                                          \
+        const V a = SET1(A[l * MR + r]);                                                                      \
+        c0[r] = FMA(a, b0, c0[r]);                                                                            \
+        c1[r] = FMA(a, b1, c1[r]);                                                                            \
+      }                                                                                                       \
+    }                                                                                                         \
+    for (int r = 0; r < MR; r++) {                                                                            \
+      STORE(C + r * ldc, c0[r]);                                                                              \
+      STORE(C + r * ldc + W, c1[r]);                                                                          \
+    }                                                                                                         \
   }
-  for (size_t l = 0; l < kc; l++) {
-    const __m512 b0 = _mm512_loadu_ps(B + l * 32), b1 = _mm512_loadu_ps(B + l * 32 + 16);
-    for (int r = 0; r < MR; r++) {
-      const __m512 a = _mm512_set1_ps(A[l * MR + r]);
-      c0[r] = _mm512_fmadd_ps(a, b0, c0[r]);
-      c1[r] = _mm512_fmadd_ps(a, b1, c1[r]);
-    }
-  }
-  for (int r = 0; r < MR; r++) {
-    _mm512_storeu_ps(C + r * ldc, c0[r]);
-    _mm512_storeu_ps(C + r * ldc + 16, c1[r]);
-  }
-}
+MICRO_KERNEL(micro_f32_512, "avx512f", float, __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_set1_ps,
+             _mm512_setzero_ps, _mm512_fmadd_ps)
+MICRO_KERNEL(micro_f32_256, "avx2,fma", float, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps,
+             _mm256_setzero_ps, _mm256_fmadd_ps)
+/* double kernels of the exact path: integers below 2^53, so the FMAs are exact */
+MICRO_KERNEL(micro_f64_512, "avx512f", double, __m512d, 8, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_set1_pd,
+             _mm512_setzero_pd, _mm512_fmadd_pd)
+MICRO_KERNEL(micro_f64_256, "avx2,fma", double, __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd,
+             _mm256_setzero_pd, _mm256_fmadd_pd)
 
-__attribute__((target("avx2,fma"))) static void micro_f32_256(const void *Av, const void *Bv, size_t kc, void *Cv,
-                                                              size_t ldc, int zero) {
-  const float *A = Av, *B = Bv;
-  float *C = Cv;
-  __m256 c0[MR], c1[MR];
-  for (int r = 0; r < MR; r++) {
-    c0[r] = zero ? _mm256_setzero_ps() : _mm256_loadu_ps(C + r * ldc);
-    c1[r] = zero ? _mm256_setzero_ps() : _mm256_loadu_ps(C + r * ldc + 8);
-  }
-  for (size_t l = 0; l < kc; l++) {
-    const __m256 b0 = _mm256_loadu_ps(B + l * 16), b1 = _mm256_loadu_ps(B + l * 16 + 8);
-    for (int r = 0; r < MR; r++) {
-      const __m256 a = _mm256_set1_ps(A[l * MR + r]);
-      c0[r] = _mm256_fmadd_ps(a, b0, c0[r]);
-      c1[r] = _mm256_fmadd_ps(a, b1, c1[r]);
-    }
-  }
-  for (int r = 0; r < MR; r++) {
-    _mm256_storeu_ps(C + r * ldc, c0[r]);
-    _mm256_storeu_ps(C + r * ldc + 8, c1[r]);
-  }
-}
 
 
 /* P (padded: rows multiple of MR, ldp multiple of NR) += A B over [k0, k1):
@@ -220,7 +221,7 @@ static int fast_fp32(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
   micro_fn micro;
   size_t nr;
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) micro = micro_f32_512, nr = 32;
+  if (use_avx512()) micro = micro_f32_512, nr = 32;
   else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) micro = micro_f32_256, nr = 16;
   else return 0;
   size_t apan = 0, bpan = 0;
@@ -263,51 +264,7 @@ static int fast_fp32(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
 /* Integer bits of a format's values scaled by 2^-lsb, lsb = emin - mbits. */
 static int int_bits(const exmy_format *f) { return (f->emax + 1) - (f->emin - f->mbits); }
 
-__attribute__((target("avx512f"))) static void micro_f64_512(const void *Av, const void *Bv, size_t kc, void *Cv,
-                                                             size_t ldc, int zero) {
-  const double *A = Av, *B = Bv;
-  double *C = Cv;
-  __m512d c0[MR], c1[MR];
-  for (int r = 0; r < MR; r++) {
-    c0[r] = zero ? _mm512_setzero_pd() : _mm512_loadu_pd(C + r * ldc);
-    c1[r] = zero ? _mm512_setzero_pd() : _mm512_loadu_pd(C + r * ldc + 8);
-  }
-  for (size_t l = 0; l < kc; l++) {
-    const __m512d b0 = _mm512_loadu_pd(B + l * 16), b1 = _mm512_loadu_pd(B + l * 16 + 8);
-    for (int r = 0; r < MR; r++) {
-      const __m512d a = _mm512_set1_pd(A[l * MR + r]);
-      c0[r] = _mm512_fmadd_pd(a, b0, c0[r]); /* exact: integers below 2^53 */
-      c1[r] = _mm512_fmadd_pd(a, b1, c1[r]);
-    }
-  }
-  for (int r = 0; r < MR; r++) {
-    _mm512_storeu_pd(C + r * ldc, c0[r]);
-    _mm512_storeu_pd(C + r * ldc + 8, c1[r]);
-  }
-}
 
-__attribute__((target("avx2,fma"))) static void micro_f64_256(const void *Av, const void *Bv, size_t kc, void *Cv,
-                                                              size_t ldc, int zero) {
-  const double *A = Av, *B = Bv;
-  double *C = Cv;
-  __m256d c0[MR], c1[MR];
-  for (int r = 0; r < MR; r++) {
-    c0[r] = zero ? _mm256_setzero_pd() : _mm256_loadu_pd(C + r * ldc);
-    c1[r] = zero ? _mm256_setzero_pd() : _mm256_loadu_pd(C + r * ldc + 4);
-  }
-  for (size_t l = 0; l < kc; l++) {
-    const __m256d b0 = _mm256_loadu_pd(B + l * 8), b1 = _mm256_loadu_pd(B + l * 8 + 4);
-    for (int r = 0; r < MR; r++) {
-      const __m256d a = _mm256_set1_pd(A[l * MR + r]);
-      c0[r] = _mm256_fmadd_pd(a, b0, c0[r]);
-      c1[r] = _mm256_fmadd_pd(a, b1, c1[r]);
-    }
-  }
-  for (int r = 0; r < MR; r++) {
-    _mm256_storeu_pd(C + r * ldc, c0[r]);
-    _mm256_storeu_pd(C + r * ldc + 4, c1[r]);
-  }
-}
 
 /* 64 leading bits (sticky folded in) of the 192-bit x * y, x < 2^128. */
 static uint64_t top64_mul(u128 x, uint64_t y, int *shift) {
@@ -391,7 +348,7 @@ static int fast_exact(const gemm_plan *p, int nt, unsigned *flags, float *amax) 
   micro_fn micro;
   size_t nr;
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) micro = micro_f64_512, nr = 16;
+  if (use_avx512()) micro = micro_f64_512, nr = 16;
   else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) micro = micro_f64_256, nr = 8;
   else return 0;
   const int la = fa->emin - fa->mbits, lb = fb->emin - fb->mbits;
