@@ -283,22 +283,6 @@ static float pairwise(const gemm_plan *p, size_t i, size_t j, size_t l0, size_t 
   return pairwise(p, i, j, l0, h) + pairwise(p, i, j, l0 + h, n - h);
 }
 
-/* Nominal decomposition: |x| = m * 2^(e - mbits), e = max(floor(log2|x|), emin);
- * zero: m = 0, e = -126 (MMA-Sim). */
-static inline void nominal(double x, int emin, int mbits, uint64_t *m, int *e) {
-  if (x == 0) {
-    *m = 0;
-    *e = -126;
-    return;
-  }
-  int ex;
-  frexp(fabs(x), &ex);
-  ex -= 1;
-  if (ex < emin) ex = emin;
-  *e = ex;
-  *m = (uint64_t)ldexp(fabs(x), mbits - ex);
-}
-
 /* trunc or round-nearest-even of m * 2^sh. */
 static inline u128 align_term(u128 m, int sh, int rne) {
   if (sh >= 0) return m << sh;
@@ -322,16 +306,16 @@ static float f32_from_bits(uint32_t b) {
 static u128 tc_term(const gemm_plan *p, size_t i, size_t j, size_t l, int *e) {
   uint64_t ma, mb;
   int ea, eb;
-  nominal(p->ad[i * p->k + l], p->a_emin, p->a_mbits, &ma, &ea);
-  nominal(p->bd[j * p->k + l], p->b_emin, p->b_mbits, &mb, &eb);
+  exmy__gemm_nominal(p->ad[i * p->k + l], p->a_emin, p->a_mbits, &ma, &ea);
+  exmy__gemm_nominal(p->bd[j * p->k + l], p->b_emin, p->b_mbits, &mb, &eb);
   u128 m = (u128)ma * mb;
   *e = ea + eb;
   if (p->style == GEMM_INNER) {
     const size_t s = l / p->seg;
     uint64_t m1, m2;
     int e1, e2;
-    nominal(p->as[i * p->nseg + s], p->s_emin, p->s_mbits, &m1, &e1);
-    nominal(p->bs[j * p->nseg + s], p->s_emin, p->s_mbits, &m2, &e2);
+    exmy__gemm_nominal(p->as[i * p->nseg + s], p->s_emin, p->s_mbits, &m1, &e1);
+    exmy__gemm_nominal(p->bs[j * p->nseg + s], p->s_emin, p->s_mbits, &m2, &e2);
     m *= (u128)m1 * m2;
     *e += e1 + e2;
   }
@@ -349,7 +333,7 @@ static float tc_group(const gemm_plan *p, float c, size_t i, size_t j, size_t l0
   const int mt = p->a_mbits + p->b_mbits + (p->style == GEMM_INNER ? 2 * p->s_mbits : 0);
   uint64_t mc;
   int ec;
-  nominal(c, -126, 23, &mc, &ec);
+  exmy__gemm_nominal(c, -126, 23, &mc, &ec);
   int emax = ec;
   for (size_t l = l0; l < l1; l++) {
     int e;
@@ -416,16 +400,8 @@ float exmy__gemm_ref_p(const gemm_plan *p, size_t i, size_t j) {
   if (!ch && p->style != GEMM_PROMOTE) return piece(p, i, j, 0, k);
   float F = 0.0f;
   for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
-    l1 = k;
-    if (ch && (l0 / ch + 1) * ch < l1) l1 = (l0 / ch + 1) * ch;
-    if (p->style == GEMM_PROMOTE && (l0 / p->seg + 1) * p->seg < l1) l1 = (l0 / p->seg + 1) * p->seg;
-    const float P = piece(p, i, j, l0, l1);
-    float w = 1.0f;
-    if (p->style == GEMM_PROMOTE) {
-      const size_t s = l0 / p->seg;
-      w = p->as[i * p->nseg + s] * p->bs[j * p->nseg + s];
-    }
-    F = fmaf(w, P, F);
+    l1 = exmy__gemm_piece_end(p, l0);
+    F = fmaf(exmy__gemm_promote_w(p, i, j, l0), piece(p, i, j, l0, l1), F);
   }
   return F;
 }
@@ -435,10 +411,7 @@ static double c_value(const gemm_plan *p, size_t i, size_t j) {
 }
 
 float exmy__gemm_epilogue(const gemm_plan *p, size_t i, size_t j, float P, unsigned *flags) {
-  float s;
-  if (p->style == GEMM_OUTER) s = (p->alpha * p->as[i]) * p->bs[j];
-  else if (p->style == GEMM_INNER) s = (p->alpha * p->tA) * p->tB;
-  else s = p->alpha;
+  const float s = exmy__gemm_out_scale(p, i, j);
   float z;
   if (p->use_c) {
     const float cf = (float)c_value(p, i, j);
@@ -490,21 +463,9 @@ static void kacc_add(kacc *a, u128 m, int neg, int q) {
   }
 }
 
-/* |x| of a float as m * 2^q (x finite). */
-static uint64_t float_parts(float x, int *q) {
-  if (x == 0) {
-    *q = 0;
-    return 0;
-  }
-  int e;
-  const double f = frexp(fabs((double)x), &e);
-  *q = e - 24;
-  return (uint64_t)ldexp(f, 24);
-}
-
 static void mpz_mul_float(mpz_t z, int *lsb, float x) {
   int q;
-  const uint64_t m = float_parts(x, &q);
+  const uint64_t m = exmy__float_parts(x, &q);
   mpz_mul_ui(z, z, (unsigned long)m);
   if (x < 0) mpz_neg(z, z);
   *lsb += q;
@@ -569,7 +530,7 @@ static int exact_sum(const gemm_plan *p, size_t i, size_t j, kacc *K, int *speci
     if (a == 0 || b == 0) continue;
     int qa, qb, q1, q2;
     const uint64_t ma = split_double(a, &qa), mb = split_double(b, &qb);
-    const uint64_t m1 = float_parts(sa, &q1), m2 = float_parts(sb, &q2);
+    const uint64_t m1 = exmy__float_parts(sa, &q1), m2 = exmy__float_parts(sb, &q2);
     /* strip trailing zeros so the 4-way product fits 128 bits (<= 24+24+24+24 significant bits) */
     const int za = __builtin_ctzll(ma), zb = __builtin_ctzll(mb);
     if (!m1 || !m2) continue;

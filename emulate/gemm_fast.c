@@ -61,15 +61,6 @@ static int operands_finite(const gemm_plan *p) {
   return 1;
 }
 
-/* End of the piece that starts at l0 (chunk and PROMOTE segment cuts). */
-static size_t piece_end(const gemm_plan *p, size_t l0) {
-  size_t l1 = p->k;
-  const size_t ch = p->acc.chunk;
-  if (ch && (l0 / ch + 1) * ch < l1) l1 = (l0 / ch + 1) * ch;
-  if (p->style == GEMM_PROMOTE && (l0 / p->seg + 1) * p->seg < l1) l1 = (l0 / p->seg + 1) * p->seg;
-  return l1;
-}
-
 /* ---- epilogue shared by the fp32 and tc kernels -------------------------- */
 
 static void epilogue_rows(const gemm_plan *p, const float *P, size_t i0, size_t i1, unsigned *flags, float *amax) {
@@ -83,10 +74,7 @@ static void epilogue_rows(const gemm_plan *p, const float *P, size_t i0, size_t 
   for (size_t i = i0; i < i1; i++) {
     const float *Pr = P + i * n;
     for (size_t j = 0; j < n; j++) {
-      float s;
-      if (p->style == GEMM_OUTER) s = (p->alpha * p->as[i]) * p->bs[j];
-      else if (p->style == GEMM_INNER) s = (p->alpha * p->tA) * p->tB;
-      else s = p->alpha;
+      const float s = exmy__gemm_out_scale(p, i, j);
       float zz;
       if (p->use_c) {
         const float cf = (float)exmy_decode(p->c_fmt, exmy_code_get(p->c_fmt, p->c, i * n + j));
@@ -116,13 +104,10 @@ static unsigned epilogue_all(const gemm_plan *p, const float *P, int nt, float *
 
 /* Promotion at the end of a piece: F = fmaf(w, P, F). */
 static void promote_all(const gemm_plan *p, size_t l0, const float *P, float *F, int nt) {
-  const size_t s = p->style == GEMM_PROMOTE ? l0 / p->seg : 0;
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (size_t i = 0; i < p->m; i++)
-    for (size_t j = 0; j < p->n; j++) {
-      const float w = p->style == GEMM_PROMOTE ? p->as[i * p->nseg + s] * p->bs[j * p->nseg + s] : 1.0f;
-      F[i * p->n + j] = fmaf(w, P[i * p->n + j], F[i * p->n + j]);
-    }
+    for (size_t j = 0; j < p->n; j++)
+      F[i * p->n + j] = fmaf(exmy__gemm_promote_w(p, i, j, l0), P[i * p->n + j], F[i * p->n + j]);
 }
 
 #if defined(__x86_64__)
@@ -131,34 +116,20 @@ static void promote_all(const gemm_plan *p, size_t l0, const float *P, float *F,
 
 /* Packed operands: A in panels of MR rows ([panel][l][MR]), B in panels of
  * NR columns ([panel][l][NR]), zero padded. */
-static float *pack_a_f32(const gemm_plan *p, size_t *np) {
-  const size_t k = p->k, npan = (p->m + MR - 1) / MR;
-  float *A = calloc(npan * k * MR + 1, sizeof *A);
-  if (!A) return NULL;
+static float *pack_f32(const gemm_plan *p, const double *src, const float *scales, size_t rows, size_t w,
+                       size_t *np) {
+  const size_t k = p->k, npan = (rows + w - 1) / w;
+  float *X = calloc(npan * k * w + 1, sizeof *X);
+  if (!X) return NULL;
 #pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < p->m; i++)
+  for (size_t i = 0; i < rows; i++)
     for (size_t l = 0; l < k; l++) {
-      const double a = p->ad[i * k + l];
-      A[(i / MR) * k * MR + l * MR + i % MR] =
-          (float)(p->style == GEMM_INNER ? a * (double)p->as[i * p->nseg + l / p->seg] : a);
+      const double x = src[i * k + l];
+      X[(i / w) * k * w + l * w + i % w] =
+          (float)(p->style == GEMM_INNER ? x * (double)scales[i * p->nseg + l / p->seg] : x);
     }
   *np = npan;
-  return A;
-}
-
-static float *pack_b_f32(const gemm_plan *p, size_t nr, size_t *np) {
-  const size_t k = p->k, npan = (p->n + nr - 1) / nr;
-  float *B = calloc(npan * k * nr + 1, sizeof *B);
-  if (!B) return NULL;
-#pragma omp parallel for schedule(static)
-  for (size_t j = 0; j < p->n; j++)
-    for (size_t l = 0; l < k; l++) {
-      const double b = p->bd[j * k + l];
-      B[(j / nr) * k * nr + l * nr + j % nr] =
-          (float)(p->style == GEMM_INNER ? b * (double)p->bs[j * p->nseg + l / p->seg] : b);
-    }
-  *np = npan;
-  return B;
+  return X;
 }
 
 /* One MR x NR tile over kc steps; C (ldc) holds the running sums (zero =
@@ -225,7 +196,7 @@ static int fast_fp32(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
   else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) micro = micro_f32_256, nr = 16;
   else return 0;
   size_t apan = 0, bpan = 0;
-  float *A = pack_a_f32(p, &apan), *B = pack_b_f32(p, nr, &bpan);
+  float *A = pack_f32(p, p->ad, p->as, p->m, MR, &apan), *B = pack_f32(p, p->bd, p->bs, p->n, nr, &bpan);
   const size_t ldp = bpan * nr, rows = apan * MR;
   const int promoted = p->acc.chunk || p->style == GEMM_PROMOTE;
   float *P = calloc(rows * ldp + 1, sizeof *P);
@@ -237,7 +208,7 @@ static int fast_fp32(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
   }
   const size_t k = p->k;
   for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
-    l1 = piece_end(p, l0);
+    l1 = exmy__gemm_piece_end(p, l0);
     for (size_t k0 = l0; k0 < l1; k0 += KC) {
       const size_t k1 = k0 + KC < l1 ? k0 + KC : l1;
       block_run(micro, sizeof(float), nr, A, apan, B, bpan, k, k0, k1, P, ldp, k0 == l0, nt);
@@ -289,25 +260,21 @@ static uint64_t top64_mul(u128 x, uint64_t y, int *shift) {
   return sig | (uint64_t)sticky;
 }
 
-static uint64_t float_sig(float x, int *q) {
-  int e;
-  const double f = frexp(fabs((double)x), &e);
-  *q = e - 24;
-  return (uint64_t)ldexp(f, 24);
-}
-
 static void exact_epilogue_rows(const gemm_plan *p, const double *S, size_t lds, int lsb, size_t i0, size_t i1,
                                 unsigned *flags, float *amax) {
   const exmy_rounding rne = exmy_rounding_default();
   unsigned fl = 0;
   float am = 0.0f;
-  for (size_t i = i0; i < i1; i++)
+  int q1, q4;
+  const uint64_t m1 = exmy__float_parts(p->alpha, &q1), m4 = exmy__float_parts(p->scale_d, &q4);
+  for (size_t i = i0; i < i1; i++) {
+    int q2;
+    const uint64_t m2 = exmy__float_parts(p->as[i], &q2);
     for (size_t j = 0; j < p->n; j++) {
       const uint64_t index = (uint64_t)i * p->n + j;
       const double sd = S ? S[i * lds + j] : 0.0;
-      int q1, q2, q3, q4;
-      const uint64_t m1 = float_sig(p->alpha, &q1), m2 = float_sig(p->as[i], &q2), m3 = float_sig(p->bs[j], &q3),
-                     m4 = float_sig(p->scale_d, &q4);
+      int q3;
+      const uint64_t m3 = exmy__float_parts(p->bs[j], &q3);
       const int sneg = sd < 0 && m2 && m3; /* the reference's scales sit inside its terms */
       const u128 mag = (u128)(uint64_t)fabs(sd) * m1 * m2; /* < 2^53 * 2^48 */
       if (mag == 0 || m3 == 0) {
@@ -334,10 +301,10 @@ static void exact_epilogue_rows(const gemm_plan *p, const double *S, size_t lds,
       }
       exmy_code_set(p->d_fmt, p->d, index, code);
     }
+  }
   *flags |= fl;
   *amax = fmaxf(*amax, am);
 }
-
 
 static int fast_exact(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
   if (p->style != GEMM_OUTER || p->use_c) return 0;
@@ -397,11 +364,12 @@ typedef struct tc_ctx {
   float *out;                           /* m x n: the model's P (promoted F) */
 } tc_ctx;
 
+/* Nominal exponent of an element (docs/gemm.md, tc step 2). */
 static int32_t nominal_exp(double x, int emin) {
-  if (x == 0) return -126;
+  uint64_t m;
   int e;
-  frexp(fabs(x), &e);
-  return e - 1 < emin ? emin : e - 1;
+  exmy__gemm_nominal(x, emin, 0, &m, &e);
+  return e;
 }
 
 /* lane-wise max (compare and select) */
@@ -445,7 +413,7 @@ static inline __attribute__((always_inline)) void tc_tile(const tc_ctx *x, size_
   v16sf Fs[TC_MR], c[TC_MR];
   for (int r = 0; r < NRW; r++) Fs[r] = (v16sf){0};
   for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
-    l1 = piece_end(p, l0);
+    l1 = exmy__gemm_piece_end(p, l0);
     for (int r = 0; r < NRW; r++) c[r] = (v16sf){0};
     for (size_t g0 = l0; g0 < l1; g0 += g) {
       const size_t g1 = g0 + g < l1 ? g0 + g : l1;
@@ -476,15 +444,12 @@ static inline __attribute__((always_inline)) void tc_tile(const tc_ctx *x, size_
       }
       for (int r = 0; r < NRW; r++) tc_normalize(&c[r], &S[r], &emax[r], F, out);
     }
-    if (promoted) {
-      const size_t s = p->style == GEMM_PROMOTE ? l0 / p->seg : 0;
+    if (promoted)
       for (int r = 0; r < NRW; r++)
         for (int t = 0; t < TC_NR; t++) {
           const size_t i = ib + (size_t)r, j = jp * TC_NR + (size_t)t;
-          const float w = p->style == GEMM_PROMOTE && j < n ? p->as[i * p->nseg + s] * p->bs[j * p->nseg + s] : 1.0f;
-          Fs[r][t] = fmaf(w, c[r][t], Fs[r][t]);
+          Fs[r][t] = fmaf(j < n ? exmy__gemm_promote_w(p, i, j, l0) : 1.0f, c[r][t], Fs[r][t]);
         }
-    }
   }
   for (int r = 0; r < NRW; r++)
     for (int t = 0; t < TC_NR && jp * TC_NR + (size_t)t < n; t++)

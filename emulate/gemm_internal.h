@@ -4,6 +4,7 @@
 #define EXMY_GEMM_INTERNAL_H
 #include "exmy.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +33,57 @@ typedef struct gemm_plan {
   exmy_format f32;       /* for amax of the exact model */
   double *acc_lut;       /* acc=FORMAT of <= 16 bits: value of every code */
 } gemm_plan;
+
+/* ---- pieces of the semantics every path shares (docs/gemm.md) ---- */
+
+/* End of the piece of k that starts at l0: cut at chunk multiples and at
+ * PROMOTE segment boundaries. */
+static inline size_t exmy__gemm_piece_end(const gemm_plan *p, size_t l0) {
+  size_t l1 = p->k;
+  const size_t ch = p->acc.chunk;
+  if (ch && (l0 / ch + 1) * ch < l1) l1 = (l0 / ch + 1) * ch;
+  if (p->style == GEMM_PROMOTE && (l0 / p->seg + 1) * p->seg < l1) l1 = (l0 / p->seg + 1) * p->seg;
+  return l1;
+}
+
+/* Weight of piece [l0, ...) of output (i, j) in the fp32 promotion:
+ * fp32(sa * sb) under PROMOTE, else 1. */
+static inline float exmy__gemm_promote_w(const gemm_plan *p, size_t i, size_t j, size_t l0) {
+  if (p->style != GEMM_PROMOTE) return 1.0f;
+  const size_t s = l0 / p->seg;
+  return p->as[i * p->nseg + s] * p->bs[j * p->nseg + s];
+}
+
+/* The epilogue's multiplier s of output (i, j). */
+static inline float exmy__gemm_out_scale(const gemm_plan *p, size_t i, size_t j) {
+  if (p->style == GEMM_OUTER) return (p->alpha * p->as[i]) * p->bs[j];
+  if (p->style == GEMM_INNER) return (p->alpha * p->tA) * p->tB;
+  return p->alpha;
+}
+
+/* Nominal decomposition: |x| = m * 2^(e - mbits), e = max(floor(log2|x|), emin);
+ * zero: m = 0, e = -126 (MMA-Sim). */
+static inline void exmy__gemm_nominal(double x, int emin, int mbits, uint64_t *m, int *e) {
+  if (x == 0) {
+    *m = 0;
+    *e = -126;
+    return;
+  }
+  int ex;
+  frexp(fabs(x), &ex);
+  ex -= 1;
+  if (ex < emin) ex = emin;
+  *e = ex;
+  *m = (uint64_t)ldexp(fabs(x), mbits - ex);
+}
+
+/* |x| of a finite float as m * 2^q, m < 2^24 (0: m = 0, q = 0). */
+static inline uint64_t exmy__float_parts(float x, int *q) {
+  int e;
+  const double f = frexp(fabs((double)x), &e);
+  *q = x == 0 ? 0 : e - 24;
+  return (uint64_t)ldexp(f, 24);
+}
 
 /* Build the plan (validates; decodes operands unless decode is 0). */
 int exmy__gemm_plan(const exmy_gemm_args *args, gemm_plan *p, int decode, char *err, size_t errlen);
