@@ -133,8 +133,8 @@ int exmy__gemm_plan(const exmy_gemm_args *a, gemm_plan *p, int decode, char *err
   p->d = a->d;
   p->d_rnd = a->d_rnd;
   p->amax_d = a->amax_d;
-  exmy_format_parse("f32", &p->f32, NULL, 0);
   if (!decode) return 0;
+  if (p->acc.kind == EXMY_ACCUM_EXACT) exmy_format_parse("f32", &p->f32, NULL, 0); /* amax_d's rounding */
 
   const size_t m = p->m, n = p->n, ns = p->nseg;
   p->ad = malloc((m * k + 1) * sizeof(double));
@@ -157,7 +157,9 @@ int exmy__gemm_plan(const exmy_gemm_args *a, gemm_plan *p, int decode, char *err
   for (size_t j = 0; j < n; j++)
     for (size_t l = 0; l < k; l++) p->bd[j * k + l] = p->tb ? tmp[j * B->cols + l] : tmp[l * B->cols + j];
   free(tmp);
-  if (p->acc.kind == EXMY_ACCUM_FORMAT && p->acc.acc_fmt.bits <= 16) {
+  /* A decode table for the accumulator when the GEMM decodes more values than it holds. */
+  if (p->acc.kind == EXMY_ACCUM_FORMAT && p->acc.acc_fmt.bits <= 16 &&
+      (double)m * (double)n * (double)k > (double)((size_t)1 << p->acc.acc_fmt.bits)) {
     const size_t nc = (size_t)1 << p->acc.acc_fmt.bits;
     p->acc_lut = malloc(nc * sizeof(double));
     if (p->acc_lut)
