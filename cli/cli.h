@@ -56,4 +56,9 @@ int cmd_gemm(int argc, char **argv);
 extern const char *gpu_check_usage, *gpu_probe_usage;
 int cmd_gpu_check(int argc, char **argv);
 int cmd_gpu_probe(int argc, char **argv);
+/* training (train.c) and the studies (study.c) */
+extern const char *train_usage, *study_usage;
+void train_keys_help(FILE *out);
+int cmd_train(int argc, char **argv);
+int cmd_study(int argc, char **argv);
 #endif

@@ -27,6 +27,10 @@ static const char *main_usage =
   "  gpu-check          the GPU (cuBLASLt FP8 GEMM, tensor-core probe, quantization)\n"
   "                     against the CPU models; exit 77 without CUDA or a GPU\n"
   "  gpu-probe          infer an engine's tensor-core accumulation model\n"
+  "  train [CONFIG]     train a tiny GPT or MLP with every GEMM emulated in the chosen\n"
+  "                     formats, rounding, scaling recipe and accumulation model\n"
+  "  study [NAME]       the FP8 stability studies (mantissa, recipes, fallback,\n"
+  "                     calibration, accumulation, rounding); no NAME: a short default\n"
   "\n"
   "FORMAT is a name (e4m3fn, e5m2, e4m3fnuz, e8m0fnu, e2m1fn, bf16, binary8p4se, ...),\n"
   "eXmY for an IEEE-like format (e8m3), eXmYfn / eXmYfnuz, binaryKpP{s,u}{e,f}, or a long\n"
@@ -273,7 +277,7 @@ int main(int argc, char **argv) {
     puts("exmy " EXMY_VERSION);
     return 0;
   }
-  struct { const char *name; int (*fn)(int, char **); const char *usage; } cmds[] = {
+  struct { const char *name; int (*fn)(int, char **); const char *usage; void (*more)(FILE *); } cmds[] = {
     {"formats", cmd_formats, formats_usage},
     {"info", cmd_info, info_usage},
     {"table", cmd_table, table_usage},
@@ -285,15 +289,18 @@ int main(int argc, char **argv) {
     {"gemm", cmd_gemm, gemm_usage},
     {"gpu-check", cmd_gpu_check, gpu_check_usage},
     {"gpu-probe", cmd_gpu_probe, gpu_probe_usage},
+    {"train", cmd_train, train_usage, train_keys_help},
+    {"study", cmd_study, study_usage},
   };
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     if (strcmp(cmd, cmds[i].name)) continue;
     if (wants_help(argc - 1, argv + 1)) {
       fputs(cmds[i].usage, stdout);
+      if (cmds[i].more) cmds[i].more(stdout);
       return 0;
     }
     return cmds[i].fn(argc - 1, argv + 1);
   }
-  cli_die("unknown command '%s' (accepted: formats, info, table, quantize, quantize-tensor, whatif, stats, gen, gemm, gpu-check, gpu-probe; see exmy --help)", cmd);
+  cli_die("unknown command '%s' (accepted: formats, info, table, quantize, quantize-tensor, whatif, stats, gen, gemm, gpu-check, gpu-probe, train, study; see exmy --help)", cmd);
   return EXIT_USAGE;
 }

@@ -8,6 +8,7 @@
 #include "exmy.h"
 #include "formats/internal.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,11 +281,18 @@ static int width_index(const exmy_format *f) {
 
 _Static_assert(sizeof(fast_params) <= sizeof(((exmy__f32q *)0)->params), "exmy__f32q.params too small");
 
+int exmy__is_binary32(const exmy_format *f) {
+  return f->ebits == 8 && f->mbits == 23 && f->bias == 127 && f->is_signed && f->has_zero &&
+         f->inf == EXMY_INF_IEEE && f->nan == EXMY_NAN_IEEE;
+}
+
 void exmy__f32q_init(exmy__f32q *q, const exmy_format *f, const exmy_rounding *r) {
   memset(q, 0, sizeof *q);
   q->f = *f;
   q->r = *r;
-  q->fast = fast_applies(f, r);
+  /* a float rounds to binary32 exactly in every mode: no flags, same bits (NaNs go the long way) */
+  q->ident = exmy__is_binary32(f) && r->sat == EXMY_SAT_NONE && !r->ftz && !r->daz;
+  q->fast = !q->ident && fast_applies(f, r);
   if (q->fast) {
     fast_params p;
     fast_setup(f, r, &p);
@@ -293,6 +301,16 @@ void exmy__f32q_init(exmy__f32q *q, const exmy_format *f, const exmy_rounding *r
 }
 
 unsigned exmy__f32q_run(const exmy__f32q *q, const float *x, size_t n, float scale, uint64_t index0, void *codes) {
+  if (q->ident) {
+    unsigned fl = 0;
+    uint32_t *out = codes;
+    for (size_t i = 0; i < n; i++) {
+      const float v = x[i] * scale;
+      if (isnan(v)) out[i] = (uint32_t)exmy_from_float(&q->f, &q->r, v, index0 + i, &fl);
+      else memcpy(&out[i], &v, 4);
+    }
+    return fl;
+  }
   if (q->fast) {
     fast_params p;
     memcpy(&p, q->params, sizeof p);
@@ -306,6 +324,16 @@ unsigned exmy__f32q_run(const exmy__f32q *q, const float *x, size_t n, float sca
 
 unsigned exmy__f32q_run_v(const exmy__f32q *q, const float *x, size_t n, const float *scales, uint64_t index0,
                           void *codes) {
+  if (q->ident) {
+    unsigned fl = 0;
+    uint32_t *out = codes;
+    for (size_t i = 0; i < n; i++) {
+      const float v = x[i] * scales[i];
+      if (isnan(v)) out[i] = (uint32_t)exmy_from_float(&q->f, &q->r, v, index0 + i, &fl);
+      else memcpy(&out[i], &v, 4);
+    }
+    return fl;
+  }
   if (q->fast) {
     fast_params p;
     memcpy(&p, q->params, sizeof p);
@@ -359,8 +387,30 @@ static double *decode_lut(const exmy_format *f, size_t n) {
   return lut;
 }
 
+/* binary32 and its truncations (bf16, IEEE-like e8mY with bias 127): a code
+ * shifted to the top of 32 bits is the float; widen directly (NaNs go the
+ * long way). */
+static int f32_prefix_shift(const exmy_format *f) {
+  if (f->ebits != 8 || f->bias != 127 || !f->is_signed || !f->has_zero || f->inf != EXMY_INF_IEEE ||
+      f->nan != EXMY_NAN_IEEE || f->mbits > 23)
+    return -1;
+  return 23 - f->mbits;
+}
+
 #define DECODE_LOOP(T)                                                   \
   do {                                                                   \
+    const int sh = f32_prefix_shift(f);                                  \
+    if (sh >= 0) {                                                       \
+      _Pragma("omp parallel for schedule(static) if(n > 32768)")         \
+      for (size_t i = 0; i < n; i++) {                                   \
+        const uint64_t c = exmy_code_get(f, codes, i);                   \
+        const uint32_t bits = (uint32_t)(c << sh);                       \
+        float v;                                                         \
+        memcpy(&v, &bits, 4);                                            \
+        out[i] = isnan(v) ? (T)exmy_decode(f, c) : (T)v;                 \
+      }                                                                  \
+      return;                                                            \
+    }                                                                    \
     double *lut = decode_lut(f, n);                                      \
     _Pragma("omp parallel for schedule(static) if(n > 4096)")            \
     for (size_t i = 0; i < n; i++) {                                     \

@@ -29,8 +29,11 @@ typedef struct exmy__f32q {
   exmy_format f;
   exmy_rounding r;
   int fast;
+  int ident;        /* binary32 without saturation, ftz or daz: a finite or infinite x is its own code */
   _Alignas(16) unsigned char params[256];
 } exmy__f32q;
+/* The format is IEEE binary32 (f32): its codes are float bit patterns. */
+int exmy__is_binary32(const exmy_format *f);
 void exmy__f32q_init(exmy__f32q *q, const exmy_format *f, const exmy_rounding *r);
 unsigned exmy__f32q_run(const exmy__f32q *q, const float *x, size_t n, float scale, uint64_t index0, void *codes);
 /* The same with a scale per element (codes[i] = cast(fp32(x[i] * scales[i]))). */

@@ -1,0 +1,308 @@
+/* config.c: a run's configuration: defaults, `key = value` setting (flags and
+ * config files use the same keys), and writing it back. */
+#include "experiments/xp.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { T_INT, T_LONG, T_DBL, T_U64, T_STR, T_BOOL };
+typedef struct key_def {
+  const char *name;
+  int type;
+  size_t off, size;             /* size: strings' buffer size */
+  double lo, hi;                /* numeric range */
+  const char *help;
+} key_def;
+
+#define KI(n, f, lo, hi, h) {n, T_INT, offsetof(xp_config, f), 0, lo, hi, h}
+#define KL(n, f, lo, hi, h) {n, T_LONG, offsetof(xp_config, f), 0, lo, hi, h}
+#define KD(n, f, lo, hi, h) {n, T_DBL, offsetof(xp_config, f), 0, lo, hi, h}
+#define KS(n, f, h) {n, T_STR, offsetof(xp_config, f), sizeof(((xp_config *)0)->f), 0, 0, h}
+
+static const key_def keys[] = {
+  KI("n_layer", model.n_layer, 1, 64, "gpt: transformer blocks"),
+  KI("d_model", model.d_model, 4, 4096, "gpt: width"),
+  KI("n_head", model.n_head, 1, 64, "gpt: attention heads"),
+  KI("seq_len", model.seq_len, 2, 4096, "gpt: context length"),
+  KI("swiglu", model.swiglu, 0, 1, "gpt: 1 SwiGLU MLP, 0 GELU"),
+  KI("rmsnorm", model.rmsnorm, 0, 1, "1 RMSNorm, 0 LayerNorm"),
+  KI("in_dim", model.in_dim, 1, 65536, "mlp: input width"),
+  KI("hidden", model.hidden, 1, 65536, "mlp: hidden width"),
+  KI("depth", model.depth, 0, 256, "mlp: residual blocks"),
+  KI("out_dim", model.out_dim, 1, 65536, "mlp: outputs (classes for mlp-class)"),
+  KI("batch", model.batch, 1, 1 << 20, "sequences or examples per step"),
+  KL("steps", steps, 0, 1e12, "optimizer steps"),
+  KD("lr", lr, 0, 1e6, "peak learning rate"),
+  KD("min_lr_frac", min_lr_frac, 0, 1, "cosine decay floor as a fraction of lr"),
+  KD("warmup_frac", warmup_frac, 0, 1, "linear warmup as a fraction of steps"),
+  KD("weight_decay", weight_decay, 0, 1e6, "AdamW decoupled weight decay (matrices)"),
+  KD("beta1", beta1, 0, 1, "AdamW beta1"),
+  KD("beta2", beta2, 0, 1, "AdamW beta2"),
+  KD("eps", eps, 0, 1, "AdamW epsilon"),
+  KD("clip", clip, 0, 1e30, "global gradient-norm clip (0 off)"),
+  {"seed", T_U64, offsetof(xp_config, seed), 0, 0, 0, "seed of init, data and stochastic rounding"},
+  KI("threads", threads, 0, 4096, "OpenMP threads (0 default); results do not depend on it"),
+  KI("msamp", msamp, 0, 2, "MS-AMP level: 0 off, 1 O1, 2 O2"),
+  KL("log_every", log_every, 1, 1e12, "console progress rate"),
+  KL("stats_every", stats_every, 0, 1e12, "per-layer FP8 statistics every N steps (0 off)"),
+  KS("ckpt", ckpt, "checkpoint file (written atomically)"),
+  KL("ckpt_every", ckpt_every, 0, 1e12, "checkpoint every N steps (0: at the end)"),
+  KS("resume", resume, "checkpoint to resume from"),
+  KL("stop_after", stop_after, 0, 1e12, "stop after N steps (0 off; the schedule still follows steps)"),
+  KL("calibrate", calibrate, 0, 1e12, "calibration steps before training (fills delayed amax histories)"),
+  KL("check_every", check_every, 0, 1e12, "high-precision check every N steps (0 off)"),
+  KD("check_tol", check_tol, 0, 1e30, "relative loss disagreement that triggers the fallback"),
+  KL("fallback_steps", fallback_steps, 0, 1e12, "steps in bf16 after a failed check"),
+  KS("out_dir", out_dir, "results folder: loss.csv, stats.csv, stats.jsonl, summary.json"),
+  KS("dump_layers", dump_layers, "layers (comma list of names/globs, first, last) whose GEMM operands are dumped"),
+  KL("dump_step", dump_step, 0, 1e12, "the step of the dump"),
+  KI("spike_window", spike_window, 2, 1 << 20, "trailing window of the spike rule"),
+  KD("spike_factor", spike_factor, 1, 1e30, "spike: loss above factor x trailing median"),
+  KI("progress", progress, 0, 2, "1 progress bar, 2 log lines, 0 quiet"),
+  KL("eval_batches", eval_batches, 0, 1e9, "validation batches at the end"),
+};
+#define NKEYS (sizeof keys / sizeof keys[0])
+
+static int fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b) {
+  if (err && errlen) snprintf(err, errlen, fmt, a, b);
+  return -1;
+}
+
+void xp_config_default(xp_config *c) {
+  memset(c, 0, sizeof *c);
+  c->model.kind = XP_MODEL_GPT;
+  c->model.n_layer = 4;
+  c->model.d_model = 64;
+  c->model.n_head = 4;
+  c->model.seq_len = 32;
+  c->model.in_dim = 32;
+  c->model.hidden = 128;
+  c->model.depth = 4;
+  c->model.out_dim = 8;
+  c->model.batch = 8;
+  snprintf(c->data, sizeof c->data, "builtin");
+  c->steps = 200;
+  c->lr = 3e-3;
+  c->min_lr_frac = 0.1;
+  c->warmup_frac = 0.05;
+  c->weight_decay = 0.1;
+  c->beta1 = 0.9;
+  c->beta2 = 0.95;
+  c->eps = 1e-8;
+  c->clip = 1.0;
+  c->seed = 1;
+  snprintf(c->prec_text, sizeof c->prec_text, "fp32");
+  xp_prec_preset(&c->prec, "fp32", NULL, 0);
+  snprintf(c->attn_text, sizeof c->attn_text, "fp32");
+  xp_prec_preset(&c->attn, "fp32", NULL, 0);
+  exmy_format_parse("f32", &c->master, NULL, 0);
+  c->master_is_f32 = 1;
+  c->master_round = EXMY_RNE;
+  snprintf(c->master_text, sizeof c->master_text, "f32");
+  c->log_every = 10;
+  c->check_tol = 0.05;
+  c->fallback_steps = 20;
+  c->spike_window = 32;
+  c->spike_factor = 1.5;
+  c->progress = 1;
+  c->eval_batches = 8;
+}
+
+/* "PRESET;key=value;..." into p */
+static int parse_prec(const char *what, const char *text, xp_prec *p, char *err, size_t errlen) {
+  char buf[512], e[300];
+  if (strlen(text) >= sizeof buf) return fail(err, errlen, "%s: '%.80s...' is too long", what, text);
+  snprintf(buf, sizeof buf, "%s", text);
+  char *save = NULL;
+  char *tok = strtok_r(buf, ";", &save);
+  while (tok && isspace((unsigned char)*tok)) tok++;
+  if (!tok || !*tok) return fail(err, errlen, "%s: empty precision '%s'", what, text);
+  char *end = tok + strlen(tok);
+  while (end > tok && isspace((unsigned char)end[-1])) *--end = 0;
+  if (xp_prec_preset(p, tok, e, sizeof e))
+    return fail(err, errlen, "%s: %s (presets: fp32, bf16, fp16, hybrid, or a format name)", what, e);
+  while ((tok = strtok_r(NULL, ";", &save))) {
+    while (isspace((unsigned char)*tok)) tok++;
+    end = tok + strlen(tok);
+    while (end > tok && isspace((unsigned char)end[-1])) *--end = 0;
+    if (!*tok) continue;
+    char *eq = strchr(tok, '=');
+    if (!eq) return fail(err, errlen, "%s: '%s' is not key=value", what, tok);
+    *eq = 0;
+    if (xp_prec_set(p, tok, eq + 1, e, sizeof e)) return fail(err, errlen, "%s: %s", what, e);
+  }
+  snprintf(p->name, sizeof p->name, "%.*s", (int)sizeof p->name - 1, text);
+  return 0;
+}
+
+int xp_config_set(xp_config *c, const char *key, const char *value, char *err, size_t errlen) {
+  char e[400];
+  if (!strcmp(key, "model")) {
+    if (!strcmp(value, "gpt")) c->model.kind = XP_MODEL_GPT;
+    else if (!strcmp(value, "mlp")) c->model.kind = XP_MODEL_MLP;
+    else if (!strcmp(value, "mlp-class")) c->model.kind = XP_MODEL_MLP_CLASS;
+    else return fail(err, errlen, "model: unknown model '%s' (gpt, mlp, mlp-class)%s", value, "");
+    return 0;
+  }
+  if (!strcmp(key, "data")) {
+    if (strlen(value) >= sizeof c->data) return fail(err, errlen, "data: path '%s' too long%s", value, "");
+    snprintf(c->data, sizeof c->data, "%s", value);
+    return 0;
+  }
+  if (!strcmp(key, "prec")) {
+    xp_prec p;
+    if (parse_prec("prec", value, &p, e, sizeof e)) return fail(err, errlen, "%s%s", e, "");
+    if (strlen(value) >= sizeof c->prec_text) return fail(err, errlen, "prec: '%s' too long%s", value, "");
+    c->prec = p;
+    snprintf(c->prec_text, sizeof c->prec_text, "%s", value);
+    return 0;
+  }
+  if (!strcmp(key, "attn")) {
+    xp_prec p;
+    if (parse_prec("attn", value, &p, e, sizeof e)) return fail(err, errlen, "%s%s", e, "");
+    for (int t = 0; t < XP_NKIND; t++)
+      if (!strncmp(p.t[t].recipe, "delayed", 7))
+        return fail(err, errlen, "attn: delayed scaling is not offered for attention's per-head GEMMs ('%s')%s",
+                    value, "");
+    if (strlen(value) >= sizeof c->attn_text) return fail(err, errlen, "attn: '%s' too long%s", value, "");
+    c->attn = p;
+    snprintf(c->attn_text, sizeof c->attn_text, "%s", value);
+    return 0;
+  }
+  if (!strncmp(key, "layer.", 6)) {
+    const char *name = key + 6;
+    if (!*name || strlen(name) >= sizeof c->override_layer[0])
+      return fail(err, errlen, "'%s': give a layer (layer.first, layer.last, layer.3, layer.h0.qkv)%s", key, "");
+    int slot = c->n_override;
+    for (int o = 0; o < c->n_override; o++)
+      if (!strcmp(c->override_layer[o], name)) slot = o;
+    if (slot == XP_MAX_OVERRIDES) return fail(err, errlen, "%s: more than 16 layer overrides%s", key, "");
+    xp_prec p;
+    if (parse_prec(key, value, &p, e, sizeof e)) return fail(err, errlen, "%s%s", e, "");
+    if (strlen(value) >= sizeof c->override_text[0]) return fail(err, errlen, "%s: '%s' too long", key, value);
+    snprintf(c->override_layer[slot], sizeof c->override_layer[slot], "%s", name);
+    snprintf(c->override_text[slot], sizeof c->override_text[slot], "%s", value);
+    c->override_prec[slot] = p;
+    if (slot == c->n_override) c->n_override++;
+    return 0;
+  }
+  if (!strcmp(key, "master")) {
+    exmy_format f;
+    if (exmy_format_parse(value, &f, e, sizeof e)) return fail(err, errlen, "master: %s%s", e, "");
+    if (f.mbits > 23 || f.bits > 32) return fail(err, errlen, "master: '%s' is wider than binary32%s", value, "");
+    c->master = f;
+    c->master_is_f32 = f.ebits == 8 && f.mbits == 23 && f.bias == 127 && f.is_signed;
+    snprintf(c->master_text, sizeof c->master_text, "%s", value);
+    return 0;
+  }
+  if (!strcmp(key, "master_round")) {
+    if (exmy_round_mode_parse(value, &c->master_round))
+      return fail(err, errlen, "master_round: unknown rounding '%s' (rne rna rtz rup rdn rto sr)%s", value, "");
+    return 0;
+  }
+  for (size_t i = 0; i < NKEYS; i++) {
+    const key_def *k = &keys[i];
+    if (strcmp(k->name, key)) continue;
+    char *p = (char *)c + k->off;
+    if (k->type == T_STR) {
+      if (strlen(value) >= k->size) return fail(err, errlen, "%s: '%s' is too long", key, value);
+      snprintf(p, k->size, "%s", value);
+      return 0;
+    }
+    char *end;
+    errno = 0;
+    if (k->type == T_U64) {
+      unsigned long long v = strtoull(value, &end, 0);
+      if (!*value || *end || errno || *value == '-') return fail(err, errlen, "%s: '%s' is not an unsigned integer", key, value);
+      *(uint64_t *)p = v;
+      return 0;
+    }
+    double v = strtod(value, &end);
+    if (!*value || *end || errno || !isfinite(v)) return fail(err, errlen, "%s: '%s' is not a number", key, value);
+    if (v < k->lo || v > k->hi) {
+      char range[96];
+      snprintf(range, sizeof range, "%s (%g to %g)", value, k->lo, k->hi);
+      return fail(err, errlen, "%s: %s is out of range", key, range);
+    }
+    if ((k->type == T_INT || k->type == T_LONG) && v != floor(v))
+      return fail(err, errlen, "%s: '%s' is not an integer", key, value);
+    if (k->type == T_INT) *(int *)p = (int)v;
+    else if (k->type == T_LONG) *(long *)p = (long)v;
+    else *(double *)p = v;
+    return 0;
+  }
+  return fail(err, errlen, "unknown key '%s' (see `exmy train --help` or docs/training.md)%s", key, "");
+}
+
+int xp_config_load(xp_config *c, const char *path, char *err, size_t errlen) {
+  FILE *f = fopen(path, "r");
+  if (!f) return fail(err, errlen, "cannot open config '%s': %s", path, strerror(errno));
+  char line[1024], e[512];
+  int ln = 0;
+  while (fgets(line, sizeof line, f)) {
+    ln++;
+    char *h = strchr(line, '#');
+    if (h) *h = 0;
+    char *s = line, *end = line + strlen(line);
+    while (end > s && isspace((unsigned char)end[-1])) *--end = 0;
+    while (isspace((unsigned char)*s)) s++;
+    if (!*s) continue;
+    char *eq = strchr(s, '=');
+    if (!eq) {
+      fclose(f);
+      snprintf(e, sizeof e, "%s:%d", path, ln);
+      return fail(err, errlen, "%s: expected key = value, got '%s'", e, s);
+    }
+    char *kend = eq;
+    while (kend > s && isspace((unsigned char)kend[-1])) kend--;
+    *kend = 0;
+    char *v = eq + 1;
+    while (isspace((unsigned char)*v)) v++;
+    if (xp_config_set(c, s, v, e, sizeof e)) {
+      fclose(f);
+      char where[600];
+      snprintf(where, sizeof where, "%s:%d", path, ln);
+      return fail(err, errlen, "%s: %s", where, e);
+    }
+  }
+  fclose(f);
+  return 0;
+}
+
+void xp_config_write(const xp_config *c, FILE *out) {
+  static const char *models[] = {"gpt", "mlp", "mlp-class"};
+  fprintf(out, "model = %s\n", models[c->model.kind]);
+  fprintf(out, "data = %s\n", c->data);
+  fprintf(out, "prec = %s\n", c->prec_text);
+  fprintf(out, "attn = %s\n", c->attn_text);
+  for (int o = 0; o < c->n_override; o++) fprintf(out, "layer.%s = %s\n", c->override_layer[o], c->override_text[o]);
+  fprintf(out, "master = %s\n", c->master_text);
+  fprintf(out, "master_round = %s\n", exmy_round_mode_name(c->master_round));
+  for (size_t i = 0; i < NKEYS; i++) {
+    const key_def *k = &keys[i];
+    const char *p = (const char *)c + k->off;
+    switch (k->type) {
+    case T_INT: fprintf(out, "%s = %d\n", k->name, *(const int *)p); break;
+    case T_LONG: fprintf(out, "%s = %ld\n", k->name, *(const long *)p); break;
+    case T_DBL: fprintf(out, "%s = %.17g\n", k->name, *(const double *)p); break;
+    case T_U64: fprintf(out, "%s = %llu\n", k->name, (unsigned long long)*(const uint64_t *)p); break;
+    case T_STR: fprintf(out, "%s = %s\n", k->name, p); break;
+    }
+  }
+}
+
+/* The keys with their help, for `exmy train --help` and docs. */
+void xp_config_help(FILE *out) {
+  fprintf(out, "  %-14s %s\n", "model", "gpt (default), mlp (teacher-student regression), mlp-class");
+  fprintf(out, "  %-14s %s\n", "data", "builtin (generated text, default) or a text file");
+  fprintf(out, "  %-14s %s\n", "prec", "GEMM precision: PRESET[;key=value...] (fp32 bf16 fp16 hybrid FORMAT;");
+  fprintf(out, "  %-14s %s\n", "", "fmt|round|sat|recipe[.input|.weight|.grad], accum[.fprop|.dgrad|.wgrad])");
+  fprintf(out, "  %-14s %s\n", "attn", "precision of attention's GEMMs (default fp32)");
+  fprintf(out, "  %-14s %s\n", "layer.NAME", "per-layer precision (NAME: first, last, index, name or glob)");
+  fprintf(out, "  %-14s %s\n", "master", "format weights are rounded to after each update (default f32: off)");
+  fprintf(out, "  %-14s %s\n", "master_round", "rounding of that (rne, sr, ...)");
+  for (size_t i = 0; i < NKEYS; i++) fprintf(out, "  %-14s %s\n", keys[i].name, keys[i].help);
+}

@@ -1,0 +1,238 @@
+/* data.c: training data.  The built-in corpus is generated English-like
+ * text (a small grammar with agreement, numbers and arithmetic), so runs need
+ * no download yet have structure at every scale a tiny GPT can learn:
+ * spelling, word order, and sums.  Any text file works too (--data FILE).
+ * The MLP tasks draw Gaussian inputs and label them with a fixed random
+ * teacher network.  A batch is a pure function of (seed, step, split). */
+#include "experiments/xp.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DATA_KEY 0xda7a5eedull
+
+/* ---- the built-in corpus -------------------------------------------------- */
+
+typedef struct gen { uint64_t seed, i; } gen;
+static uint64_t draw(gen *g, uint64_t n) { return exmy_random64(g->seed, DATA_KEY, g->i++) % n; }
+#define PICK(g, arr) arr[draw(g, sizeof arr / sizeof arr[0])]
+
+static const char *const adjs[] = {"small", "big", "red", "old", "quiet", "happy", "green", "tired", "clever",
+                                   "young", "brave", "cold"};
+static const char *const nouns[] = {"cat", "dog", "fox", "bird", "child", "farmer", "teacher", "horse",
+                                    "king", "girl", "boy", "robot"};
+static const char *const things[] = {"ball", "apple", "book", "river", "house", "tree", "stone", "letter",
+                                     "garden", "window", "song", "boat"};
+static const char *const verbs[][2] = {{"sees", "see"}, {"finds", "find"}, {"likes", "like"},
+                                       {"carries", "carry"}, {"paints", "paint"}, {"watches", "watch"},
+                                       {"wants", "want"}, {"opens", "open"}};
+static const char *const preps[] = {"near", "under", "behind", "beside", "over", "inside"};
+static const char *const numw[] = {"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"};
+
+static size_t put(char *out, size_t n, size_t cap, const char *s) {
+  while (*s && n < cap) out[n++] = *s++;
+  return n;
+}
+
+static size_t noun_phrase(gen *g, char *o, size_t n, size_t cap, const char *noun, int plural) {
+  n = put(o, n, cap, plural ? (draw(g, 2) ? "the " : "some ") : (draw(g, 2) ? "the " : "a "));
+  if (draw(g, 2)) n = put(o, n, cap, PICK(g, adjs)), n = put(o, n, cap, " ");
+  n = put(o, n, cap, noun);
+  if (plural) n = put(o, n, cap, noun[strlen(noun) - 1] == 'x' ? "es" : "s");
+  return n;
+}
+
+size_t xp_builtin_text(uint64_t seed, size_t bytes, char *out) {
+  gen g = {seed, 0};
+  size_t n = 0;
+  char tmp[64];
+  while (n < bytes) {
+    switch (draw(&g, 5)) {
+    case 0: case 1: case 2: { /* subject verb object [preposition place]. with number agreement */
+      int plural = (int)draw(&g, 3) == 0;
+      size_t s0 = n;
+      n = noun_phrase(&g, out, n, bytes, PICK(&g, nouns), plural);
+      if (n > s0 && out[s0] >= 'a') out[s0] = (char)(out[s0] - 32); /* capitalize */
+      n = put(out, n, bytes, " ");
+      n = put(out, n, bytes, verbs[draw(&g, 8)][plural]);
+      n = put(out, n, bytes, " ");
+      n = noun_phrase(&g, out, n, bytes, PICK(&g, things), (int)draw(&g, 4) == 0);
+      if (draw(&g, 2)) {
+        n = put(out, n, bytes, " ");
+        n = put(out, n, bytes, PICK(&g, preps));
+        n = put(out, n, bytes, " ");
+        n = noun_phrase(&g, out, n, bytes, PICK(&g, things), 0);
+      }
+      n = put(out, n, bytes, ".\n");
+      break;
+    }
+    case 3: { /* digits arithmetic: 23 + 58 = 81 */
+      unsigned a = (unsigned)draw(&g, 100), b = (unsigned)draw(&g, 100);
+      snprintf(tmp, sizeof tmp, "%u + %u = %u.\n", a, b, a + b);
+      n = put(out, n, bytes, tmp);
+      break;
+    }
+    default: { /* counting in words: one, two, three. */
+      unsigned a = (unsigned)draw(&g, 7), len = 2 + (unsigned)draw(&g, 3);
+      n = put(out, n, bytes, "Count ");
+      for (unsigned i = 0; i < len; i++) {
+        n = put(out, n, bytes, numw[a + i]);
+        n = put(out, n, bytes, i + 1 < len ? ", " : ".\n");
+      }
+      break;
+    }
+    }
+  }
+  return n;
+}
+
+/* ---- corpus and teacher --------------------------------------------------- */
+
+#define BUILTIN_BYTES (256 * 1024)
+
+static int fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b) {
+  if (err && errlen) snprintf(err, errlen, fmt, a, b);
+  return -1;
+}
+
+static int text_init(xp_data *d, const xp_config *c, char *err, size_t errlen) {
+  char *text = NULL;
+  size_t len = 0;
+  if (!strcmp(c->data, "builtin")) {
+    text = malloc(BUILTIN_BYTES);
+    if (!text) return fail(err, errlen, "out of memory%s%s", "", "");
+    len = xp_builtin_text(c->seed, BUILTIN_BYTES, text);
+  } else {
+    FILE *f = fopen(c->data, "rb");
+    if (!f) return fail(err, errlen, "data: cannot open '%s': %s", c->data, strerror(errno));
+    size_t cap = 1 << 20;
+    text = malloc(cap);
+    size_t got;
+    while (text && (got = fread(text + len, 1, cap - len, f)) > 0) {
+      len += got;
+      if (len == cap) text = realloc(text, cap *= 2);
+    }
+    fclose(f);
+    if (!text) return fail(err, errlen, "out of memory reading '%s'%s", c->data, "");
+  }
+  const size_t need = (size_t)c->model.seq_len * 2 + 2;
+  if (len < need * 2) {
+    free(text);
+    char what[64];
+    snprintf(what, sizeof what, "%zu bytes", len);
+    return fail(err, errlen, "data: '%s' has %s, too little for seq_len (needs twice 2*seq_len+2)", c->data, what);
+  }
+  int seen[256] = {0};
+  for (size_t i = 0; i < len; i++) seen[(unsigned char)text[i]] = 1;
+  d->vocab = 0;
+  for (int b = 0; b < 256; b++) {
+    d->stoi[b] = seen[b] ? d->vocab : -1;
+    if (seen[b]) d->itos[d->vocab++] = (unsigned char)b;
+  }
+  d->tok = malloc(len * sizeof(int));
+  if (!d->tok) {
+    free(text);
+    return fail(err, errlen, "out of memory%s%s", "", "");
+  }
+  for (size_t i = 0; i < len; i++) d->tok[i] = d->stoi[(unsigned char)text[i]];
+  free(text);
+  d->ntok = len;
+  d->ntrain = len - len / 10; /* the last 10% validates */
+  if (d->ntok - d->ntrain < need) d->ntrain = d->ntok - need;
+  return 0;
+}
+
+int xp_data_init(xp_data *d, const xp_config *c, char *err, size_t errlen) {
+  memset(d, 0, sizeof *d);
+  if (c->model.kind == XP_MODEL_GPT) return text_init(d, c, err, errlen);
+  /* the teacher: the student's architecture with its own seed */
+  if (xp_model_init(&d->teacher, &c->model, 0, c->seed ^ 0x7eac4e5ull, err, errlen)) return -1;
+  d->has_teacher = 1;
+  return 0;
+}
+
+void xp_data_free(xp_data *d) {
+  free(d->tok);
+  if (d->has_teacher) xp_model_free(&d->teacher);
+  memset(d, 0, sizeof *d);
+}
+
+int xp_batch_alloc(xp_batch_buf *bb, const xp_config *c) {
+  memset(bb, 0, sizeof *bb);
+  const size_t B = (size_t)c->model.batch;
+  if (c->model.kind == XP_MODEL_GPT) {
+    bb->tokens = malloc(B * c->model.seq_len * sizeof(int));
+    bb->targets = malloc(B * c->model.seq_len * sizeof(int));
+    if (!bb->tokens || !bb->targets) return -1;
+  } else {
+    bb->x = malloc(B * c->model.in_dim * sizeof(float));
+    bb->y = malloc(B * c->model.out_dim * sizeof(float));
+    bb->labels = malloc(B * sizeof(int));
+    if (!bb->x || !bb->y || !bb->labels) return -1;
+  }
+  return 0;
+}
+
+void xp_batch_free(xp_batch_buf *bb) {
+  free(bb->tokens);
+  free(bb->targets);
+  free(bb->labels);
+  free(bb->x);
+  free(bb->y);
+  memset(bb, 0, sizeof *bb);
+}
+
+/* A standard normal from two counter-based draws (Box-Muller in double). */
+static float normal_at(uint64_t seed, uint64_t stream, uint64_t i) {
+  const double u1 = ((exmy_random64(seed, stream, 2 * i) >> 11) + 0.5) * 0x1p-53;
+  const double u2 = (exmy_random64(seed, stream, 2 * i + 1) >> 11) * 0x1p-53;
+  return (float)(sqrt(-2.0 * log(u1)) * cos(2.0 * 3.14159265358979323846 * u2));
+}
+
+void xp_data_batch(const xp_data *d, const xp_config *c, long step, int validation, xp_batch_buf *bb) {
+  const size_t B = (size_t)c->model.batch;
+  const uint64_t stream = DATA_KEY + (validation ? 1 : 0);
+  if (c->model.kind == XP_MODEL_GPT) {
+    const size_t T = (size_t)c->model.seq_len;
+    const size_t lo = validation ? d->ntrain : 0, hi = validation ? d->ntok : d->ntrain;
+    const size_t span = hi - lo - T - 1 + 1;
+    for (size_t b = 0; b < B; b++) {
+      const size_t off = lo + exmy_random64(c->seed, stream, (uint64_t)step * B + b) % span;
+      for (size_t t = 0; t < T; t++) {
+        bb->tokens[b * T + t] = d->tok[off + t];
+        bb->targets[b * T + t] = d->tok[off + t + 1];
+      }
+    }
+    bb->b.n = B;
+    bb->b.tokens = bb->tokens;
+    bb->b.targets = bb->targets;
+    return;
+  }
+  const size_t in = (size_t)c->model.in_dim, out = (size_t)c->model.out_dim;
+  for (size_t i = 0; i < B * in; i++) bb->x[i] = normal_at(c->seed, stream, (uint64_t)step * B * in + i);
+  /* labels from the teacher in plain fp32 */
+  xp_config tc = *c;
+  tc.threads = c->threads;
+  xp_ctx ctx;
+  xp_model *teacher = (xp_model *)&d->teacher;
+  xp_batch b = {0};
+  b.n = B;
+  b.x = bb->x;
+  if (xp_ctx_init(&ctx, &tc, teacher, NULL, 0) == 0) {
+    ctx.mode = XP_MODE_FP32;
+    xp_model_predict(teacher, &ctx, &b, bb->y);
+    xp_ctx_free(&ctx);
+  }
+  for (size_t i = 0; i < B; i++) {
+    size_t best = 0;
+    for (size_t j = 1; j < out; j++)
+      if (bb->y[i * out + j] > bb->y[i * out + best]) best = j;
+    bb->labels[i] = (int)best;
+  }
+  bb->b.n = B;
+  bb->b.x = bb->x;
+  bb->b.y = bb->y;
+  bb->b.labels = bb->labels;
+}

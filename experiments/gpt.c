@@ -1,0 +1,456 @@
+/* gpt.c: the char-level GPT-2-like model (forward and backward, llm.c style).
+ *
+ *   x = wte[token] + wpe[pos]
+ *   per block i:  x = x + proj(attn(norm1(x)));  x = x + fc2(act(fc(norm2(x))))
+ *   logits = lm_head(normf(x));  loss = mean softmax cross-entropy
+ *
+ * Norms: LayerNorm or RMSNorm (mc.rmsnorm).  act: GELU (tanh) on fc: d -> 4d,
+ * or SwiGLU on fc: d -> 2 hs ([gate | up], hs = 8d/3 rounded up to 8).
+ * Linear layers in forward order: h{i}.qkv, h{i}.proj, h{i}.fc, h{i}.fc2, ...,
+ * lm_head.  Attention's two products per (sequence, head) go through
+ * xp_matmul with lin = -1, in parallel over (sequence, head).
+ *
+ * Shapes: B sequences of T tokens, C = d_model, NH heads of hd = C / NH,
+ * BT = B T rows, V = vocab. */
+#include "layers.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct gpt_block_idx {  /* tensor indices of one block (-1: absent) */
+  int ln1g, ln1b, qkvw, qkvb, projw, projb, ln2g, ln2b, fcw, fcb, fc2w, fc2b;
+} gpt_block_idx;
+
+typedef struct gpt_block_act {  /* what the backward needs from one block */
+  float *ln1, *ln1_mean, *ln1_rstd; /* BT x C, BT, BT */
+  float *qkv;                   /* BT x 3C */
+  float *att;                   /* B x NH x T x T: softmax probabilities (masked = 0) */
+  float *atty;                  /* BT x C: attention output before proj */
+  float *ln2, *ln2_mean, *ln2_rstd;
+  float *fch;                   /* BT x F: fc output */
+  float *fcact;                 /* BT x H: activation output */
+} gpt_block_act;
+
+typedef struct gpt_state {
+  int F, H;                     /* fc output width, fc2 input width */
+  int wte, wpe, lnfg, lnfb, headw, headb;
+  gpt_block_idx *blk;
+  /* activations, allocated for mc.batch sequences on first use */
+  size_t cap;                   /* sequences allocated (0: none yet) */
+  float *mem;
+  float *res;                   /* (2L + 1) x BT x C: the residual stream before each sublayer and at the end */
+  gpt_block_act *act;
+  float *lnf, *lnf_mean, *lnf_rstd, *logits, *probs;
+  /* backward scratch */
+  float *dres, *tmp, *dln, *dqkv, *datty, *dfch, *dfcact, *dlogits;
+  size_t n_last;                /* sequences of the last forward */
+} gpt_state;
+
+#define P(t) (m->params + m->tensors[t].off)
+#define G(t) (m->grads + m->tensors[t].off)
+#define PN(t) ((t) < 0 ? NULL : P(t))
+#define GN(t) ((t) < 0 ? NULL : G(t))
+
+static int add_t(xp_model *m, int *bad, const char *fmt, int i, size_t rows, size_t cols, int mat) {
+  char name[32];
+  snprintf(name, sizeof name, fmt, i);
+  int t = xp_add_tensor(m, name, rows, cols, mat);
+  if (t < 0) *bad = 1;
+  return t;
+}
+
+int gpt_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t seed, char *err, size_t errlen) {
+  int L = mc->n_layer, C = mc->d_model, NH = mc->n_head, T = mc->seq_len;
+  if (L < 1) return snprintf(err, errlen, "gpt: n_layer %d must be >= 1", L), -1;
+  if (C < 1) return snprintf(err, errlen, "gpt: d_model %d must be >= 1", C), -1;
+  if (NH < 1) return snprintf(err, errlen, "gpt: n_head %d must be >= 1", NH), -1;
+  if (C % NH) return snprintf(err, errlen, "gpt: d_model %d is not a multiple of n_head %d", C, NH), -1;
+  if (T < 1) return snprintf(err, errlen, "gpt: seq_len %d must be >= 1", T), -1;
+  if (vocab < 1) return snprintf(err, errlen, "gpt: vocab %d must be >= 1", vocab), -1;
+  if (mc->batch < 1) return snprintf(err, errlen, "gpt: batch %d must be >= 1", mc->batch), -1;
+  m->mc = *mc;
+  m->vocab = vocab;
+  gpt_state *s = calloc(1, sizeof *s);
+  if (!s || !(s->blk = calloc((size_t)L, sizeof *s->blk))) {
+    free(s);
+    return snprintf(err, errlen, "gpt: out of memory"), -1;
+  }
+  m->act = s;
+  int hs = ((8 * C + 2) / 3 + 7) / 8 * 8; /* ceil(8C/3) rounded up to a multiple of 8 */
+  s->F = mc->swiglu ? 2 * hs : 4 * C;
+  s->H = mc->swiglu ? hs : 4 * C;
+  size_t c = (size_t)C, F = (size_t)s->F, H = (size_t)s->H;
+  int bad = 0, rms = mc->rmsnorm;
+
+  /* the tensor table, in init-stream order */
+  s->wte = add_t(m, &bad, "wte", 0, (size_t)vocab, c, 1);
+  s->wpe = add_t(m, &bad, "wpe", 0, (size_t)T, c, 1);
+  for (int i = 0; i < L; i++) {
+    gpt_block_idx *k = &s->blk[i];
+    k->ln1g = add_t(m, &bad, "h%d.ln1.g", i, 1, c, 0);
+    k->ln1b = rms ? -1 : add_t(m, &bad, "h%d.ln1.b", i, 1, c, 0);
+    k->qkvw = add_t(m, &bad, "h%d.qkv.w", i, 3 * c, c, 1);
+    k->qkvb = add_t(m, &bad, "h%d.qkv.b", i, 1, 3 * c, 0);
+    k->projw = add_t(m, &bad, "h%d.proj.w", i, c, c, 1);
+    k->projb = add_t(m, &bad, "h%d.proj.b", i, 1, c, 0);
+    k->ln2g = add_t(m, &bad, "h%d.ln2.g", i, 1, c, 0);
+    k->ln2b = rms ? -1 : add_t(m, &bad, "h%d.ln2.b", i, 1, c, 0);
+    k->fcw = add_t(m, &bad, "h%d.fc.w", i, F, c, 1);
+    k->fcb = add_t(m, &bad, "h%d.fc.b", i, 1, F, 0);
+    k->fc2w = add_t(m, &bad, "h%d.fc2.w", i, c, H, 1);
+    k->fc2b = add_t(m, &bad, "h%d.fc2.b", i, 1, c, 0);
+  }
+  s->lnfg = add_t(m, &bad, "lnf.g", 0, 1, c, 0);
+  s->lnfb = rms ? -1 : add_t(m, &bad, "lnf.b", 0, 1, c, 0);
+  s->headw = add_t(m, &bad, "lm_head.w", 0, (size_t)vocab, c, 1);
+  s->headb = add_t(m, &bad, "lm_head.b", 0, 1, (size_t)vocab, 0);
+  if (bad || xp_alloc_params(m) || xp_set_lin_names(m, 4 * L + 1)) {
+    xp_model_free(m);
+    return snprintf(err, errlen, "gpt: out of memory"), -1;
+  }
+  static const char *const sub[4] = {"qkv", "proj", "fc", "fc2"};
+  for (int i = 0; i < L; i++)
+    for (int j = 0; j < 4; j++) snprintf(m->lin_name[4 * i + j], 32, "h%d.%s", i, sub[j]);
+  snprintf(m->lin_name[4 * L], 32, "lm_head");
+
+  /* GPT-2 init: matrices N(0, 0.02), the projections into the residual
+   * stream N(0, 0.02 / sqrt(2 L)), biases 0, gains 1 (calloc gave the zeros). */
+  double std_res = 0.02 / sqrt(2.0 * L);
+  for (int t = 0; t < m->ntensors; t++) {
+    const xp_param *p = &m->tensors[t];
+    size_t len = strlen(p->name);
+    if (p->is_matrix) {
+      int resid = strstr(p->name, ".proj.w") || (len > 6 && !strcmp(p->name + len - 6, "fc2.w"));
+      xp_init_normal(m, t, seed, resid ? std_res : 0.02);
+    } else if (!strcmp(p->name + len - 2, ".g")) {
+      xp_init_const(m, t, 1.0f);
+    }
+  }
+  return 0;
+}
+
+static void act_free(gpt_state *s) {
+  free(s->mem);
+  free(s->act);
+  s->mem = NULL;
+  s->act = NULL;
+  s->cap = 0;
+}
+
+void gpt_free(xp_model *m) {
+  gpt_state *s = m->act;
+  if (!s) return;
+  act_free(s);
+  free(s->blk);
+  free(s);
+  m->act = NULL;
+}
+
+/* Carve every activation and scratch buffer for `cap` sequences from one
+ * block (mem NULL: only count).  Returns the floats needed. */
+static size_t act_layout(const xp_model *m, gpt_state *s, size_t cap, float *mem) {
+  size_t L = (size_t)m->mc.n_layer, C = (size_t)m->mc.d_model, T = (size_t)m->mc.seq_len;
+  size_t NH = (size_t)m->mc.n_head, V = (size_t)m->vocab, F = (size_t)s->F, H = (size_t)s->H;
+  size_t BT = cap * T, at = 0;
+#define TAKE(ptr, count)             \
+  do {                               \
+    if (mem) (ptr) = mem + at;       \
+    at += (count);                   \
+  } while (0)
+  TAKE(s->res, (2 * L + 1) * BT * C);
+  for (size_t l = 0; l < L; l++) {
+    gpt_block_act scratch, *a = mem ? &s->act[l] : &scratch; /* counting: a throwaway */
+    TAKE(a->ln1, BT * C);
+    TAKE(a->ln1_mean, BT);
+    TAKE(a->ln1_rstd, BT);
+    TAKE(a->qkv, BT * 3 * C);
+    TAKE(a->att, cap * NH * T * T);
+    TAKE(a->atty, BT * C);
+    TAKE(a->ln2, BT * C);
+    TAKE(a->ln2_mean, BT);
+    TAKE(a->ln2_rstd, BT);
+    TAKE(a->fch, BT * F);
+    TAKE(a->fcact, BT * H);
+  }
+  TAKE(s->lnf, BT * C);
+  TAKE(s->lnf_mean, BT);
+  TAKE(s->lnf_rstd, BT);
+  TAKE(s->logits, BT * V);
+  TAKE(s->probs, BT * V);
+  TAKE(s->dres, BT * C);
+  TAKE(s->tmp, BT * C);
+  TAKE(s->dln, BT * C);
+  TAKE(s->dqkv, BT * 3 * C);
+  TAKE(s->datty, BT * C);
+  TAKE(s->dfch, BT * F);
+  TAKE(s->dfcact, BT * H);
+  TAKE(s->dlogits, BT * V);
+#undef TAKE
+  return at;
+}
+
+/* Make sure activations for b->n sequences exist (allocated for mc.batch). */
+static int act_ensure(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
+  gpt_state *s = m->act;
+  char msg[128];
+  if (b->n < 1 || b->n > (size_t)m->mc.batch) {
+    snprintf(msg, sizeof msg, "gpt: batch of %zu sequences (1..%d allowed)", b->n, m->mc.batch);
+    return xp_fail(ctx, msg);
+  }
+  if (s->cap) return 0;
+  size_t cap = (size_t)m->mc.batch, need = act_layout(m, s, cap, NULL);
+  s->act = calloc((size_t)m->mc.n_layer, sizeof *s->act);
+  s->mem = calloc(need, sizeof(float));
+  if (!s->act || !s->mem) {
+    act_free(s);
+    return xp_fail(ctx, "gpt: out of memory for activations");
+  }
+  act_layout(m, s, cap, s->mem);
+  s->cap = cap;
+  return 0;
+}
+
+/* ---- attention ----------------------------------------------------------- */
+
+/* Per-thread scratch of one (sequence, head): q, k, v, o (T x hd), S (T x T),
+ * and in the backward dO, dq, dk, dv (T x hd), dS (T x T). */
+static size_t head_scratch(size_t T, size_t hd) { return 7 * T * hd + 2 * T * T; }
+
+/* qkv (BT x 3C) -> att (B x NH x T x T probabilities), atty (BT x C).
+ * S = q k^T (GEMM), P = causal softmax(S / sqrt(hd)) in fp32, out = P v (GEMM). */
+static int attention_forward(const xp_model *m, xp_ctx *ctx, size_t B, const float *qkv,
+                             float *att, float *atty) {
+  size_t T = (size_t)m->mc.seq_len, C = (size_t)m->mc.d_model, NH = (size_t)m->mc.n_head;
+  size_t hd = C / NH;
+  float scale = (float)(1.0 / sqrt((double)hd));
+  long nbh = (long)(B * NH);
+  int oom = 0;
+#pragma omp parallel
+  {
+    float *q = malloc(head_scratch(T, hd) * sizeof(float));
+    float *k = q + T * hd, *v = k + T * hd, *o = v + T * hd, *S = o + T * hd;
+    if (!q) {
+#pragma omp atomic write
+      oom = 1;
+    }
+#pragma omp for schedule(static)
+    for (long bh = 0; bh < nbh; bh++) {
+      if (!q) continue;
+      size_t b = (size_t)bh / NH, h = (size_t)bh % NH;
+      for (size_t t = 0; t < T; t++) {
+        const float *row = qkv + (b * T + t) * 3 * C + h * hd;
+        memcpy(q + t * hd, row, hd * sizeof(float));
+        memcpy(k + t * hd, row + C, hd * sizeof(float));
+        memcpy(v + t * hd, row + 2 * C, hd * sizeof(float));
+      }
+      xp_matmul(ctx, -1, (int)bh, XP_FPROP, XP_INPUT, 0, q, XP_INPUT, 1, k, T, T, hd, S);
+      float *Pm = att + (size_t)bh * T * T;
+      for (size_t i = 0; i < T; i++) {
+        const float *sr = S + i * T;
+        float *pr = Pm + i * T;
+        float mx = sr[0] * scale;
+        for (size_t j = 1; j <= i; j++) mx = sr[j] * scale > mx ? sr[j] * scale : mx;
+        double sum = 0.0;
+        for (size_t j = 0; j <= i; j++) {
+          pr[j] = expf(sr[j] * scale - mx);
+          sum += pr[j];
+        }
+        for (size_t j = 0; j <= i; j++) pr[j] = (float)(pr[j] / sum);
+        for (size_t j = i + 1; j < T; j++) pr[j] = 0.0f;
+      }
+      xp_matmul(ctx, -1, (int)bh, XP_FPROP, XP_INPUT, 0, Pm, XP_INPUT, 0, v, T, hd, T, o);
+      for (size_t t = 0; t < T; t++) memcpy(atty + (b * T + t) * C + h * hd, o + t * hd, hd * sizeof(float));
+    }
+    free(q);
+  }
+  if (oom) return xp_fail(ctx, "gpt: out of memory for attention scratch");
+  return ctx->failed ? -1 : 0;
+}
+
+/* datty (BT x C) -> dqkv (BT x 3C, overwritten).
+ * dP = dO v^T, dv = P^T dO, dS = P (dP - rowsum(P dP)) / sqrt(hd),
+ * dq = dS k, dk = dS^T q. */
+static int attention_backward(const xp_model *m, xp_ctx *ctx, size_t B, const float *qkv,
+                              const float *att, const float *datty, float *dqkv) {
+  size_t T = (size_t)m->mc.seq_len, C = (size_t)m->mc.d_model, NH = (size_t)m->mc.n_head;
+  size_t hd = C / NH;
+  float scale = (float)(1.0 / sqrt((double)hd));
+  long nbh = (long)(B * NH);
+  int oom = 0;
+#pragma omp parallel
+  {
+    float *q = malloc(head_scratch(T, hd) * sizeof(float));
+    float *k = q + T * hd, *v = k + T * hd, *dO = v + T * hd, *dq = dO + T * hd, *dk = dq + T * hd;
+    float *dv = dk + T * hd, *dP = dv + T * hd, *dS = dP + T * T;
+    if (!q) {
+#pragma omp atomic write
+      oom = 1;
+    }
+#pragma omp for schedule(static)
+    for (long bh = 0; bh < nbh; bh++) {
+      if (!q) continue;
+      size_t b = (size_t)bh / NH, h = (size_t)bh % NH;
+      for (size_t t = 0; t < T; t++) {
+        const float *row = qkv + (b * T + t) * 3 * C + h * hd;
+        memcpy(q + t * hd, row, hd * sizeof(float));
+        memcpy(k + t * hd, row + C, hd * sizeof(float));
+        memcpy(v + t * hd, row + 2 * C, hd * sizeof(float));
+        memcpy(dO + t * hd, datty + (b * T + t) * C + h * hd, hd * sizeof(float));
+      }
+      const float *Pm = att + (size_t)bh * T * T;
+      xp_matmul(ctx, -1, (int)bh, XP_DGRAD, XP_GRAD, 0, dO, XP_INPUT, 1, v, T, T, hd, dP);
+      xp_matmul(ctx, -1, (int)bh, XP_WGRAD, XP_INPUT, 1, Pm, XP_GRAD, 0, dO, T, hd, T, dv);
+      for (size_t i = 0; i < T; i++) {
+        const float *pr = Pm + i * T, *dpr = dP + i * T;
+        float *dsr = dS + i * T;
+        double dot = 0.0;
+        for (size_t j = 0; j <= i; j++) dot += (double)pr[j] * dpr[j];
+        float d = (float)dot;
+        for (size_t j = 0; j <= i; j++) dsr[j] = pr[j] * (dpr[j] - d) * scale;
+        for (size_t j = i + 1; j < T; j++) dsr[j] = 0.0f;
+      }
+      xp_matmul(ctx, -1, (int)bh, XP_DGRAD, XP_GRAD, 0, dS, XP_INPUT, 0, k, T, hd, T, dq);
+      xp_matmul(ctx, -1, (int)bh, XP_WGRAD, XP_GRAD, 1, dS, XP_INPUT, 0, q, T, hd, T, dk);
+      for (size_t t = 0; t < T; t++) {
+        float *row = dqkv + (b * T + t) * 3 * C + h * hd;
+        memcpy(row, dq + t * hd, hd * sizeof(float));
+        memcpy(row + C, dk + t * hd, hd * sizeof(float));
+        memcpy(row + 2 * C, dv + t * hd, hd * sizeof(float));
+      }
+    }
+    free(q);
+  }
+  if (oom) return xp_fail(ctx, "gpt: out of memory for attention scratch");
+  return ctx->failed ? -1 : 0;
+}
+
+/* ---- forward ------------------------------------------------------------- */
+
+/* tokens (B x T) -> logits (BT x V), keeping every activation. */
+static int forward_logits(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
+  if (act_ensure(m, ctx, b)) return -1;
+  gpt_state *s = m->act;
+  int L = m->mc.n_layer, rms = m->mc.rmsnorm;
+  size_t B = b->n, T = (size_t)m->mc.seq_len, C = (size_t)m->mc.d_model, V = (size_t)m->vocab;
+  size_t BT = B * T, F = (size_t)s->F, H = (size_t)s->H, stride = (size_t)m->mc.batch * T * C;
+  for (size_t i = 0; i < BT; i++)
+    if (b->tokens[i] < 0 || b->tokens[i] >= m->vocab) {
+      char msg[96];
+      snprintf(msg, sizeof msg, "gpt: token %d at %zu is outside the vocabulary (%d)", b->tokens[i], i, m->vocab);
+      return xp_fail(ctx, msg);
+    }
+  s->n_last = B;
+
+  /* embeddings: x[b,t] = wte[token] + wpe[t] */
+  const float *wte = P(s->wte), *wpe = P(s->wpe);
+  float *x0 = s->res;
+  long nbt = (long)BT;
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < nbt; i++) {
+    const float *e = wte + (size_t)b->tokens[i] * C, *p = wpe + ((size_t)i % T) * C;
+    for (size_t c = 0; c < C; c++) x0[(size_t)i * C + c] = e[c] + p[c];
+  }
+
+  for (int l = 0; l < L; l++) {
+    const gpt_block_idx *k = &s->blk[l];
+    gpt_block_act *a = &s->act[l];
+    float *x = s->res + (size_t)(2 * l) * stride, *xa = x + stride, *xm = xa + stride;
+    /* attention sublayer: xa = x + proj(attn(norm1(x))) */
+    xp_norm_forward(rms, x, P(k->ln1g), PN(k->ln1b), a->ln1, a->ln1_mean, a->ln1_rstd, BT, C);
+    if (xp_linear_forward(ctx, 4 * l, a->ln1, P(k->qkvw), P(k->qkvb), a->qkv, BT, C, 3 * C)) return -1;
+    if (attention_forward(m, ctx, B, a->qkv, a->att, a->atty)) return -1;
+    if (xp_linear_forward(ctx, 4 * l + 1, a->atty, P(k->projw), P(k->projb), s->tmp, BT, C, C)) return -1;
+    xp_add(xa, x, s->tmp, BT * C);
+    /* MLP sublayer: xm = xa + fc2(act(fc(norm2(xa)))) */
+    xp_norm_forward(rms, xa, P(k->ln2g), PN(k->ln2b), a->ln2, a->ln2_mean, a->ln2_rstd, BT, C);
+    if (xp_linear_forward(ctx, 4 * l + 2, a->ln2, P(k->fcw), P(k->fcb), a->fch, BT, C, F)) return -1;
+    if (m->mc.swiglu) xp_swiglu_forward(a->fch, a->fcact, BT, H);
+    else xp_gelu_forward(a->fch, a->fcact, BT * H);
+    if (xp_linear_forward(ctx, 4 * l + 3, a->fcact, P(k->fc2w), P(k->fc2b), s->tmp, BT, H, C)) return -1;
+    xp_add(xm, xa, s->tmp, BT * C);
+  }
+  float *xl = s->res + (size_t)(2 * L) * stride;
+  xp_norm_forward(rms, xl, P(s->lnfg), PN(s->lnfb), s->lnf, s->lnf_mean, s->lnf_rstd, BT, C);
+  return xp_linear_forward(ctx, 4 * L, s->lnf, P(s->headw), P(s->headb), s->logits, BT, C, V);
+}
+
+int gpt_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
+  if (forward_logits(m, ctx, b)) return -1;
+  gpt_state *s = m->act;
+  size_t BT = b->n * (size_t)m->mc.seq_len;
+  for (size_t i = 0; i < BT; i++)
+    if (b->targets[i] < 0 || b->targets[i] >= m->vocab) return xp_fail(ctx, "gpt: target outside the vocabulary");
+  *loss = xp_softmax_xent_forward(s->logits, b->targets, s->probs, BT, (size_t)m->vocab);
+  return 0;
+}
+
+int gpt_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out) {
+  if (forward_logits(m, ctx, b)) return -1;
+  gpt_state *s = m->act;
+  memcpy(out, s->logits, b->n * (size_t)m->mc.seq_len * (size_t)m->vocab * sizeof(float));
+  return 0;
+}
+
+/* ---- backward ------------------------------------------------------------ */
+
+/* Gradients of the last forward's mean loss into m->grads (every tensor
+ * overwritten).  dres carries d loss / d (residual stream), walking back. */
+int gpt_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
+  gpt_state *s = m->act;
+  if (!s->cap || s->n_last != b->n) return xp_fail(ctx, "gpt: backward without a matching forward");
+  int L = m->mc.n_layer, rms = m->mc.rmsnorm;
+  size_t B = b->n, T = (size_t)m->mc.seq_len, C = (size_t)m->mc.d_model, V = (size_t)m->vocab;
+  size_t BT = B * T, F = (size_t)s->F, H = (size_t)s->H, stride = (size_t)m->mc.batch * T * C;
+
+  /* head: dlogits -> lm_head -> final norm (into dres, zeroed first) */
+  xp_softmax_xent_backward(s->probs, b->targets, s->dlogits, BT, V);
+  if (xp_linear_backward(ctx, 4 * L, s->dlogits, s->lnf, P(s->headw), G(s->headw), G(s->headb),
+                         s->dln, NULL, BT, C, V))
+    return -1;
+  memset(s->dres, 0, BT * C * sizeof(float));
+  xp_norm_backward(rms, s->dln, s->res + (size_t)(2 * L) * stride, P(s->lnfg), s->lnf_mean, s->lnf_rstd,
+                   s->dres, G(s->lnfg), GN(s->lnfb), BT, C);
+
+  for (int l = L - 1; l >= 0; l--) {
+    const gpt_block_idx *k = &s->blk[l];
+    gpt_block_act *a = &s->act[l];
+    float *x = s->res + (size_t)(2 * l) * stride, *xa = x + stride;
+    /* MLP sublayer: dres flows through the residual unchanged, plus the branch */
+    if (xp_linear_backward(ctx, 4 * l + 3, s->dres, a->fcact, P(k->fc2w), G(k->fc2w), G(k->fc2b),
+                           s->dfcact, NULL, BT, H, C))
+      return -1;
+    if (m->mc.swiglu) xp_swiglu_backward(s->dfcact, a->fch, s->dfch, BT, H);
+    else xp_gelu_backward(s->dfcact, a->fch, s->dfch, BT * H);
+    if (xp_linear_backward(ctx, 4 * l + 2, s->dfch, a->ln2, P(k->fcw), G(k->fcw), G(k->fcb), s->dln,
+                           NULL, BT, C, F))
+      return -1;
+    xp_norm_backward(rms, s->dln, xa, P(k->ln2g), a->ln2_mean, a->ln2_rstd, s->dres, G(k->ln2g),
+                     GN(k->ln2b), BT, C);
+    /* attention sublayer */
+    if (xp_linear_backward(ctx, 4 * l + 1, s->dres, a->atty, P(k->projw), G(k->projw), G(k->projb),
+                           s->datty, NULL, BT, C, C))
+      return -1;
+    if (attention_backward(m, ctx, B, a->qkv, a->att, s->datty, s->dqkv)) return -1;
+    if (xp_linear_backward(ctx, 4 * l, s->dqkv, a->ln1, P(k->qkvw), G(k->qkvw), G(k->qkvb), s->dln,
+                           NULL, BT, C, 3 * C))
+      return -1;
+    xp_norm_backward(rms, s->dln, x, P(k->ln1g), a->ln1_mean, a->ln1_rstd, s->dres, G(k->ln1g),
+                     GN(k->ln1b), BT, C);
+  }
+
+  /* embeddings: wte scatter-add over tokens in token order (parallel over
+   * columns); wpe sums over sequences in order (parallel over (t, c)). */
+  float *dwte = G(s->wte), *dwpe = G(s->wpe);
+  memset(dwte, 0, m->tensors[s->wte].n * sizeof(float));
+  long nc = (long)C, ntc = (long)(T * C);
+#pragma omp parallel for schedule(static)
+  for (long c = 0; c < nc; c++)
+    for (size_t i = 0; i < BT; i++) dwte[(size_t)b->tokens[i] * C + (size_t)c] += s->dres[i * C + (size_t)c];
+#pragma omp parallel for schedule(static)
+  for (long tc = 0; tc < ntc; tc++) {
+    float acc = 0.0f;
+    for (size_t bb = 0; bb < B; bb++) acc += s->dres[bb * T * C + (size_t)tc];
+    dwpe[tc] = acc;
+  }
+  return 0;
+}

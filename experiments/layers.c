@@ -1,0 +1,325 @@
+/* layers.c: the models' building blocks (layers.h) and the xp_model_*
+ * dispatch on the model kind (xp.h).
+ *
+ * Determinism: every parallel loop owns its outputs (a row, or a channel of
+ * a reduction over rows) and sums in index order, in double where a sum runs
+ * over many terms.  Reductions over tokens (bias and gain gradients) run in
+ * parallel over channels and sequentially over tokens. */
+#include "layers.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+int xp_model_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t seed, char *err,
+                  size_t errlen) {
+  memset(m, 0, sizeof *m);
+  switch (mc->kind) {
+  case XP_MODEL_GPT: return gpt_init(m, mc, vocab, seed, err, errlen);
+  case XP_MODEL_MLP:
+  case XP_MODEL_MLP_CLASS: return mlp_init(m, mc, seed, err, errlen);
+  }
+  snprintf(err, errlen, "model: unknown kind %d", (int)mc->kind);
+  return -1;
+}
+
+void xp_model_free(xp_model *m) {
+  if (!m) return;
+  if (m->mc.kind == XP_MODEL_GPT) gpt_free(m);
+  else mlp_free(m);
+  free(m->params);
+  free(m->grads);
+  free(m->tensors);
+  free(m->lin_name);
+  memset(m, 0, sizeof *m);
+}
+
+int xp_model_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
+  return m->mc.kind == XP_MODEL_GPT ? gpt_forward(m, ctx, b, loss) : mlp_forward(m, ctx, b, loss);
+}
+
+int xp_model_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
+  return m->mc.kind == XP_MODEL_GPT ? gpt_backward(m, ctx, b) : mlp_backward(m, ctx, b);
+}
+
+int xp_model_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out) {
+  return m->mc.kind == XP_MODEL_GPT ? gpt_predict(m, ctx, b, out) : mlp_predict(m, ctx, b, out);
+}
+
+int xp_fail(xp_ctx *ctx, const char *msg) {
+  if (!ctx->failed) snprintf(ctx->err, sizeof ctx->err, "%s", msg);
+  ctx->failed = 1;
+  return -1;
+}
+
+/* ---- parameter table ----------------------------------------------------- */
+
+int xp_add_tensor(xp_model *m, const char *name, size_t rows, size_t cols, int is_matrix) {
+  xp_param *t = realloc(m->tensors, (size_t)(m->ntensors + 1) * sizeof *t);
+  if (!t) return -1;
+  m->tensors = t;
+  t += m->ntensors;
+  memset(t, 0, sizeof *t);
+  snprintf(t->name, sizeof t->name, "%s", name);
+  t->off = m->nparams;
+  t->rows = rows;
+  t->cols = cols;
+  t->n = rows * cols;
+  t->is_matrix = is_matrix;
+  m->nparams += t->n;
+  return m->ntensors++;
+}
+
+int xp_alloc_params(xp_model *m) {
+  m->params = calloc(m->nparams ? m->nparams : 1, sizeof(float));
+  m->grads = calloc(m->nparams ? m->nparams : 1, sizeof(float));
+  return m->params && m->grads ? 0 : -1;
+}
+
+int xp_set_lin_names(xp_model *m, int nlin) {
+  m->lin_name = calloc((size_t)nlin, sizeof *m->lin_name);
+  m->nlin = nlin;
+  return m->lin_name ? 0 : -1;
+}
+
+/* ---- init ---------------------------------------------------------------- */
+
+double xp_randn(uint64_t seed, uint64_t stream, uint64_t index) {
+  /* u1 in (0, 1] (log finite), u2 in [0, 1): 53-bit uniforms. */
+  double u1 = ((double)(exmy_random64(seed, stream, 2 * index) >> 11) + 1.0) * 0x1p-53;
+  double u2 = (double)(exmy_random64(seed, stream, 2 * index + 1) >> 11) * 0x1p-53;
+  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+void xp_init_normal(xp_model *m, int t, uint64_t seed, double std) {
+  const xp_param *p = &m->tensors[t];
+  float *w = m->params + p->off;
+  long n = (long)p->n;
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < n; i++) w[i] = (float)(std * xp_randn(seed, (uint64_t)t + 1, (uint64_t)i));
+}
+
+void xp_init_const(xp_model *m, int t, float v) {
+  const xp_param *p = &m->tensors[t];
+  for (size_t i = 0; i < p->n; i++) m->params[p->off + i] = v;
+}
+
+/* ---- linear ---------------------------------------------------------------- */
+
+/* x (T x in) . W^T (in x out) + bias -> y (T x out) */
+int xp_linear_forward(xp_ctx *ctx, int lin, const float *x, const float *w, const float *bias,
+                      float *y, size_t T, size_t in, size_t out) {
+  xp_matmul(ctx, lin, 0, XP_FPROP, XP_INPUT, 0, x, XP_WEIGHT, 1, w, T, out, in, y);
+  if (ctx->failed) return -1;
+  if (bias) {
+    long rows = (long)T;
+#pragma omp parallel for schedule(static)
+    for (long t = 0; t < rows; t++)
+      for (size_t o = 0; o < out; o++) y[(size_t)t * out + o] += bias[o];
+  }
+  return 0;
+}
+
+/* dy (T x out), x (T x in), W (out x in):
+ *   dx (T x in)   = dy . W
+ *   dW (out x in) = dy^T . x
+ *   db (out)      = column sums of dy */
+int xp_linear_backward(xp_ctx *ctx, int lin, const float *dy, const float *x, const float *w,
+                       float *dw, float *db, float *dx, float *scratch, size_t T, size_t in,
+                       size_t out) {
+  if (dx) {
+    float *d = scratch ? scratch : dx;
+    xp_matmul(ctx, lin, 0, XP_DGRAD, XP_GRAD, 0, dy, XP_WEIGHT, 0, w, T, in, out, d);
+    if (ctx->failed) return -1;
+    if (scratch) xp_accumulate(dx, scratch, T * in);
+  }
+  xp_matmul(ctx, lin, 0, XP_WGRAD, XP_GRAD, 1, dy, XP_INPUT, 0, x, out, in, T, dw);
+  if (ctx->failed) return -1;
+  if (db) {
+    long cols = (long)out;
+#pragma omp parallel for schedule(static)
+    for (long o = 0; o < cols; o++) {
+      double s = 0.0;
+      for (size_t t = 0; t < T; t++) s += dy[t * out + (size_t)o];
+      db[o] = (float)s;
+    }
+  }
+  return 0;
+}
+
+/* ---- norms ----------------------------------------------------------------- */
+
+/* x (T x C), g, b (C) -> y (T x C), mean, rstd (T).  Row statistics in double. */
+void xp_norm_forward(int rms, const float *x, const float *g, const float *b, float *y,
+                     float *mean, float *rstd, size_t T, size_t C) {
+  long rows = (long)T;
+#pragma omp parallel for schedule(static)
+  for (long t = 0; t < rows; t++) {
+    const float *xr = x + (size_t)t * C;
+    float *yr = y + (size_t)t * C;
+    double mu = 0.0, v = 0.0;
+    if (!rms) {
+      for (size_t c = 0; c < C; c++) mu += xr[c];
+      mu /= (double)C;
+    }
+    for (size_t c = 0; c < C; c++) {
+      double dev = xr[c] - mu;
+      v += dev * dev;
+    }
+    v /= (double)C;
+    float m = (float)mu, r = (float)(1.0 / sqrt(v + (double)XP_NORM_EPS));
+    for (size_t c = 0; c < C; c++) {
+      float n = (xr[c] - m) * r;
+      yr[c] = rms ? n * g[c] : n * g[c] + b[c];
+    }
+    mean[t] = m;
+    rstd[t] = r;
+  }
+}
+
+/* dy (T x C) -> dx (T x C, added), dg, db (C, overwritten).
+ * With n = (x - mean) * rstd and dn = dy * g:
+ *   LayerNorm: dx = rstd * (dn - mean(dn) - n * mean(dn * n))
+ *   RMSNorm:   dx = rstd * (dn - n * mean(dn * n))            (mean = 0) */
+void xp_norm_backward(int rms, const float *dy, const float *x, const float *g, const float *mean,
+                      const float *rstd, float *dx, float *dg, float *db, size_t T, size_t C) {
+  long rows = (long)T, cols = (long)C;
+#pragma omp parallel for schedule(static)
+  for (long t = 0; t < rows; t++) {
+    const float *xr = x + (size_t)t * C, *dyr = dy + (size_t)t * C;
+    float *dxr = dx + (size_t)t * C;
+    float m = mean[t], r = rstd[t];
+    double s_dn = 0.0, s_dnn = 0.0;
+    for (size_t c = 0; c < C; c++) {
+      float n = (xr[c] - m) * r, dn = dyr[c] * g[c];
+      s_dn += dn;
+      s_dnn += (double)dn * n;
+    }
+    float a = rms ? 0.0f : (float)(s_dn / (double)C), bb = (float)(s_dnn / (double)C);
+    for (size_t c = 0; c < C; c++) {
+      float n = (xr[c] - m) * r, dn = dyr[c] * g[c];
+      dxr[c] += (dn - a - n * bb) * r;
+    }
+  }
+  /* gain and bias: per channel, tokens in order */
+#pragma omp parallel for schedule(static)
+  for (long c = 0; c < cols; c++) {
+    double sg = 0.0, sb = 0.0;
+    for (size_t t = 0; t < T; t++) {
+      float n = (x[t * C + (size_t)c] - mean[t]) * rstd[t], d = dy[t * C + (size_t)c];
+      sg += (double)d * n;
+      sb += d;
+    }
+    dg[c] = (float)sg;
+    if (db) db[c] = (float)sb;
+  }
+}
+
+/* ---- activations ---------------------------------------------------------- */
+
+#define GELU_S 0.7978845608028654f /* sqrt(2/pi) */
+#define GELU_A 0.044715f
+
+/* y = 0.5 x (1 + tanh(s (x + a x^3))) */
+void xp_gelu_forward(const float *x, float *y, size_t n) {
+  long nn = (long)n;
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < nn; i++) {
+    float v = x[i];
+    y[i] = 0.5f * v * (1.0f + tanhf(GELU_S * (v + GELU_A * v * v * v)));
+  }
+}
+
+/* gelu'(x) = 0.5 (1 + th) + 0.5 x (1 - th^2) s (1 + 3 a x^2) */
+void xp_gelu_backward(const float *dy, const float *x, float *dx, size_t n) {
+  long nn = (long)n;
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < nn; i++) {
+    float v = x[i], th = tanhf(GELU_S * (v + GELU_A * v * v * v));
+    float d = 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * GELU_S * (1.0f + 3.0f * GELU_A * v * v);
+    dx[i] = dy[i] * d;
+  }
+}
+
+static float sigmoidf(float v) { return 1.0f / (1.0f + expf(-v)); }
+
+/* h (T x 2H) = [gate | up] -> y (T x H) = silu(gate) * up */
+void xp_swiglu_forward(const float *h, float *y, size_t T, size_t H) {
+  long rows = (long)T;
+#pragma omp parallel for schedule(static)
+  for (long t = 0; t < rows; t++) {
+    const float *gate = h + (size_t)t * 2 * H, *up = gate + H;
+    for (size_t j = 0; j < H; j++) y[(size_t)t * H + j] = gate[j] * sigmoidf(gate[j]) * up[j];
+  }
+}
+
+/* d up = dy silu(g);  d gate = dy up sig(g) (1 + g (1 - sig(g))) */
+void xp_swiglu_backward(const float *dy, const float *h, float *dh, size_t T, size_t H) {
+  long rows = (long)T;
+#pragma omp parallel for schedule(static)
+  for (long t = 0; t < rows; t++) {
+    const float *gate = h + (size_t)t * 2 * H, *up = gate + H, *d = dy + (size_t)t * H;
+    float *dgate = dh + (size_t)t * 2 * H, *dup = dgate + H;
+    for (size_t j = 0; j < H; j++) {
+      float s = sigmoidf(gate[j]);
+      dup[j] = d[j] * gate[j] * s;
+      dgate[j] = d[j] * up[j] * s * (1.0f + gate[j] * (1.0f - s));
+    }
+  }
+}
+
+void xp_add(float *y, const float *a, const float *b, size_t n) {
+  long nn = (long)n;
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < nn; i++) y[i] = a[i] + b[i];
+}
+
+void xp_accumulate(float *y, const float *a, size_t n) {
+  long nn = (long)n;
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < nn; i++) y[i] += a[i];
+}
+
+/* ---- softmax cross-entropy ------------------------------------------------ */
+
+/* logits (T x V) -> probs (T x V); loss_t = log sum exp(l - max) - (l[y] - max).
+ * Per-row losses go to a buffer so the mean sums them in row order. */
+double xp_softmax_xent_forward(const float *logits, const int *targets, float *probs, size_t T,
+                               size_t V) {
+  double *row = malloc((T ? T : 1) * sizeof *row);
+  long rows = (long)T;
+#pragma omp parallel for schedule(static)
+  for (long t = 0; t < rows; t++) {
+    const float *l = logits + (size_t)t * V;
+    float *p = probs + (size_t)t * V;
+    float mx = l[0];
+    for (size_t v = 1; v < V; v++) mx = l[v] > mx ? l[v] : mx;
+    double s = 0.0;
+    for (size_t v = 0; v < V; v++) {
+      p[v] = expf(l[v] - mx);
+      s += p[v];
+    }
+    for (size_t v = 0; v < V; v++) p[v] = (float)(p[v] / s);
+    double lt = log(s) - ((double)l[targets[t]] - mx);
+    if (row) row[t] = lt;
+  }
+  double loss = 0.0;
+  if (!row) return NAN;
+  for (size_t t = 0; t < T; t++) loss += row[t];
+  free(row);
+  return loss / (double)T;
+}
+
+/* dlogits = (probs - onehot) / T */
+void xp_softmax_xent_backward(const float *probs, const int *targets, float *dlogits, size_t T,
+                              size_t V) {
+  long rows = (long)T;
+  float inv = (float)(1.0 / (double)T);
+#pragma omp parallel for schedule(static)
+  for (long t = 0; t < rows; t++) {
+    const float *p = probs + (size_t)t * V;
+    float *d = dlogits + (size_t)t * V;
+    for (size_t v = 0; v < V; v++) d[v] = (p[v] - ((int)v == targets[t] ? 1.0f : 0.0f)) * inv;
+  }
+}

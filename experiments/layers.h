@@ -1,0 +1,101 @@
+/* layers.h: the building blocks of the engine's models (internal to
+ * experiments/): parameter tables, deterministic init, linear layers through
+ * xp_matmul, norms, activations, softmax cross-entropy.
+ *
+ * Shapes follow llm.c: T rows (tokens or examples) of C channels, row-major.
+ * Every parallel loop gives each output element to one iteration and sums in
+ * a fixed order, so the bits do not depend on the thread count. */
+#ifndef EXMY_XP_LAYERS_H
+#define EXMY_XP_LAYERS_H
+#include "xp.h"
+
+#define XP_NORM_EPS 1e-5f
+
+/* ---- parameter table ---------------------------------------------------- */
+
+/* Append a tensor (rows x cols) to m->tensors and grow m->nparams; offsets
+ * only (m->params is allocated once the table is complete).  Returns its
+ * index, or -1 when out of memory. */
+int xp_add_tensor(xp_model *m, const char *name, size_t rows, size_t cols, int is_matrix);
+/* Allocate params and grads (zeroed) after the table is complete.  0 / -1. */
+int xp_alloc_params(xp_model *m);
+/* Set the linear-layer name table (nlin names, forward order).  0 / -1. */
+int xp_set_lin_names(xp_model *m, int nlin);
+
+/* ---- init ---------------------------------------------------------------- */
+
+/* A standard normal that is a pure function of (seed, stream, index):
+ * Box-Muller in double on two draws of exmy_random64 (indices 2i, 2i+1). */
+double xp_randn(uint64_t seed, uint64_t stream, uint64_t index);
+/* Tensor t of m: N(0, std^2) with stream t + 1, element index i. */
+void xp_init_normal(xp_model *m, int t, uint64_t seed, double std);
+void xp_init_const(xp_model *m, int t, float v);
+
+/* ---- linear layers (y = x W^T + b, W out x in) -------------------------- */
+
+/* x (T x in), W (out x in), bias (out) or NULL -> y (T x out). */
+int xp_linear_forward(xp_ctx *ctx, int lin, const float *x, const float *w, const float *bias,
+                      float *y, size_t T, size_t in, size_t out);
+/* dy (T x out), x (T x in), W (out x in) -> dW (out x in, overwritten),
+ * db (out, overwritten; NULL: no bias), dx (T x in): overwritten when
+ * scratch is NULL, else computed into scratch (T x in) and ADDED to dx
+ * (the input fans out into a residual stream).  dx NULL: not needed. */
+int xp_linear_backward(xp_ctx *ctx, int lin, const float *dy, const float *x, const float *w,
+                       float *dw, float *db, float *dx, float *scratch, size_t T, size_t in,
+                       size_t out);
+
+/* ---- norms ----------------------------------------------------------------
+ * LayerNorm (rms = 0): y = (x - mean) * rstd * g + b.
+ * RMSNorm   (rms = 1): y = x * rstd * g  (bias NULL, mean stored as 0). */
+
+/* x (T x C), g, b (C) -> y (T x C), mean, rstd (T). */
+void xp_norm_forward(int rms, const float *x, const float *g, const float *b, float *y,
+                     float *mean, float *rstd, size_t T, size_t C);
+/* dy (T x C) -> dx (T x C, ADDED), dg, db (C, overwritten; db NULL for RMSNorm). */
+void xp_norm_backward(int rms, const float *dy, const float *x, const float *g, const float *mean,
+                      const float *rstd, float *dx, float *dg, float *db, size_t T, size_t C);
+
+/* ---- activations and elementwise ----------------------------------------- */
+
+/* GELU, tanh approximation (GPT-2): n elements. */
+void xp_gelu_forward(const float *x, float *y, size_t n);
+/* dx = dy * gelu'(x) (overwritten). */
+void xp_gelu_backward(const float *dy, const float *x, float *dx, size_t n);
+/* SwiGLU: h (T x 2H) = [gate | up] -> y (T x H) = silu(gate) * up. */
+void xp_swiglu_forward(const float *h, float *y, size_t T, size_t H);
+/* dy (T x H) -> dh (T x 2H, overwritten). */
+void xp_swiglu_backward(const float *dy, const float *h, float *dh, size_t T, size_t H);
+/* y = a + b (n elements; y may alias a). */
+void xp_add(float *y, const float *a, const float *b, size_t n);
+/* y += a. */
+void xp_accumulate(float *y, const float *a, size_t n);
+
+/* ---- losses ---------------------------------------------------------------- */
+
+/* Softmax cross-entropy: logits (T x V), targets (T) -> probs (T x V);
+ * returns the mean loss over T (double, rows summed in order). */
+double xp_softmax_xent_forward(const float *logits, const int *targets, float *probs, size_t T,
+                               size_t V);
+/* dlogits = (probs - onehot(target)) / T (overwritten). */
+void xp_softmax_xent_backward(const float *probs, const int *targets, float *dlogits, size_t T,
+                              size_t V);
+
+/* ---- the two families (gpt.c, mlp.c); layers.c dispatches on mc.kind ---- */
+
+int gpt_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t seed, char *err, size_t errlen);
+void gpt_free(xp_model *m);
+int gpt_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss);
+int gpt_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b);
+int gpt_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out);
+
+int mlp_init(xp_model *m, const xp_model_config *mc, uint64_t seed, char *err, size_t errlen);
+void mlp_free(xp_model *m);
+int mlp_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss);
+int mlp_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b);
+int mlp_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out);
+
+/* Fail a step that cannot run (batch too large, out of memory): sets
+ * ctx->failed and ctx->err like a failed GEMM.  Returns -1. */
+int xp_fail(xp_ctx *ctx, const char *msg);
+
+#endif

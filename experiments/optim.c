@@ -1,0 +1,124 @@
+/* optim.c: AdamW over the fp32 master weights, global-norm clipping, the
+ * warmup + cosine schedule, MS-AMP's low-precision gradients and moments,
+ * and rounding the weights to a storage format (master=bf16: "pure bf16"
+ * weights updated with rne or stochastic rounding).
+ *
+ * Every loop is elementwise or sums fixed chunks in a fixed order, so the
+ * result does not depend on the thread count. */
+#include "experiments/xp.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK 65536
+
+int xp_optim_init(xp_optim *o, size_t nparams) {
+  memset(o, 0, sizeof *o);
+  o->n = nparams;
+  o->m = calloc(nparams + 1, sizeof(float));
+  o->v = calloc(nparams + 1, sizeof(float));
+  return o->m && o->v ? 0 : -1;
+}
+
+void xp_optim_free(xp_optim *o) {
+  free(o->m);
+  free(o->v);
+  memset(o, 0, sizeof *o);
+}
+
+double xp_lr_at(const xp_config *c, long step) {
+  const long warm = (long)(c->warmup_frac * (double)c->steps);
+  if (step < warm) return c->lr * (double)(step + 1) / (double)warm;
+  const double span = (double)(c->steps - warm);
+  const double frac = span > 0 ? (double)(step - warm) / span : 1.0;
+  const double min_lr = c->lr * c->min_lr_frac;
+  return min_lr + 0.5 * (c->lr - min_lr) * (1.0 + cos(3.14159265358979323846 * (frac > 1 ? 1 : frac)));
+}
+
+/* sum of squares in double: fixed chunks summed in order */
+static double sumsq(const float *x, size_t n) {
+  const size_t nc = (n + CHUNK - 1) / CHUNK;
+  double *part = malloc((nc + 1) * sizeof(double)), total = 0;
+  if (!part) { /* serial fallback: the same chunked order */
+    for (size_t c = 0; c < nc; c++) {
+      double s = 0;
+      for (size_t i = c * CHUNK; i < n && i < (c + 1) * CHUNK; i++) s += (double)x[i] * x[i];
+      total += s;
+    }
+    return total;
+  }
+#pragma omp parallel for schedule(static)
+  for (size_t c = 0; c < nc; c++) {
+    double s = 0;
+    const size_t end = (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n;
+    for (size_t i = c * CHUNK; i < end; i++) s += (double)x[i] * x[i];
+    part[c] = s;
+  }
+  for (size_t c = 0; c < nc; c++) total += part[c];
+  free(part);
+  return total;
+}
+
+/* x <- dequant(quant(x)) with a per-tensor recipe (MS-AMP's scaled tensors). */
+static void fake_quant(const char *fmt_name, const char *recipe_text, float *x, size_t n, uint64_t seed,
+                       uint64_t stream) {
+  exmy_format f;
+  exmy_recipe r;
+  exmy_qtensor q;
+  exmy_format_parse(fmt_name, &f, NULL, 0);
+  exmy_recipe_parse(recipe_text, &r, NULL, 0);
+  exmy_rounding rnd = exmy_rounding_default();
+  rnd.sat = EXMY_SAT_FINITE;
+  rnd.seed = seed;
+  rnd.stream = stream;
+  if (exmy_recipe_quantize(&r, &f, &rnd, x, 1, n, &q, NULL, 0) == 0) {
+    exmy_qtensor_dequant_f32(&q, x);
+    exmy_qtensor_free(&q);
+  }
+  exmy_recipe_free(&r);
+}
+
+/* p <- round(p) to the master format: exmy's scalar conversion, SR counter = element index */
+static void round_master(const xp_config *c, float *p, size_t n, uint64_t stream) {
+  exmy_rounding rnd = exmy_rounding_default();
+  rnd.mode = c->master_round;
+  rnd.sat = EXMY_SAT_FINITE;
+  rnd.seed = c->seed;
+  rnd.stream = stream;
+#pragma omp parallel for schedule(static) if (n > CHUNK)
+  for (size_t i = 0; i < n; i++) p[i] = (float)exmy_decode(&c->master, exmy_from_float(&c->master, &rnd, p[i], i, NULL));
+}
+
+void xp_optim_step(xp_optim *o, xp_model *m, const xp_config *c, long step, double lr, double *grad_norm) {
+  o->t++;
+  /* MS-AMP O1: weight gradients in FP8 (per-tensor, power-of-two scale) */
+  if (c->msamp >= 1)
+    for (int i = 0; i < m->ntensors; i++)
+      if (m->tensors[i].is_matrix)
+        fake_quant("e4m3fn", "current:pow2", m->grads + m->tensors[i].off, m->tensors[i].n, c->seed,
+                   0x6a3d000000ull + (uint64_t)step * 4096 + (uint64_t)i);
+  const double norm = sqrt(sumsq(m->grads, m->nparams));
+  *grad_norm = norm;
+  const float coef = c->clip > 0 && norm > c->clip ? (float)(c->clip / (norm + 1e-6)) : 1.0f;
+  const float b1 = (float)c->beta1, b2 = (float)c->beta2, eps = (float)c->eps, flr = (float)lr;
+  const float bc1 = (float)(1.0 - pow(c->beta1, (double)o->t)), bc2 = (float)(1.0 - pow(c->beta2, (double)o->t));
+  for (int ti = 0; ti < m->ntensors; ti++) {
+    const xp_param *pt = &m->tensors[ti];
+    const float wd = pt->is_matrix ? (float)c->weight_decay : 0.0f;
+    float *p = m->params + pt->off, *g = m->grads + pt->off, *mm = o->m + pt->off, *vv = o->v + pt->off;
+#pragma omp parallel for schedule(static) if (pt->n > CHUNK)
+    for (size_t i = 0; i < pt->n; i++) {
+      const float gi = g[i] * coef;
+      mm[i] = b1 * mm[i] + (1.0f - b1) * gi;
+      vv[i] = b2 * vv[i] + (1.0f - b2) * (gi * gi);
+      const float mhat = mm[i] / bc1, vhat = vv[i] / bc2;
+      p[i] -= flr * (mhat / (sqrtf(vhat) + eps) + wd * p[i]);
+    }
+    if (c->msamp >= 2 && pt->is_matrix) { /* O2: first moment e4m3fn, second fp16, scaled */
+      fake_quant("e4m3fn", "current:pow2", mm, pt->n, c->seed, 0);
+      fake_quant("f16", "current:pow2", vv, pt->n, c->seed, 0);
+    }
+    if (!c->master_is_f32) round_master(c, p, pt->n, 0x3a57e5000000ull + (uint64_t)step * 4096 + (uint64_t)ti);
+  }
+}

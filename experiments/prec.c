@@ -1,0 +1,425 @@
+/* prec.c: the precision of every GEMM of a run and the one place that runs
+ * them (xp_matmul): quantize each operand with its tensor kind's format,
+ * rounding and recipe, then exmy_gemm with the role's accumulation model.
+ * Per-layer state: the recipes (delayed scaling's amax histories) and the
+ * FP8 statistics of the last collected step. */
+#include "experiments/xp.h"
+
+#include <fnmatch.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+const char *const xp_tkind_names[XP_NKIND] = {"input", "weight", "grad"};
+const char *const xp_role_names[XP_NROLE] = {"fprop", "dgrad", "wgrad"};
+
+struct xp_layer_state {
+  exmy_recipe rec[XP_NKIND];    /* the recipe state of each tensor kind */
+  int have_rec[XP_NKIND];
+  /* statistics of the operands (A, B) of each role, from the last collected step */
+  exmy_qstats st[XP_NROLE][2];
+  float st_scale[XP_NROLE][2];
+  int have_st[XP_NROLE][2];
+};
+
+static int fail(char *err, size_t errlen, const char *msg, const char *a, const char *b) {
+  if (err && errlen) snprintf(err, errlen, msg, a, b);
+  return -1;
+}
+
+static int is_binary32(const exmy_format *f) {
+  return f->ebits == 8 && f->mbits == 23 && f->bias == 127 && f->is_signed && f->has_zero &&
+         f->inf == EXMY_INF_IEEE && f->nan == EXMY_NAN_IEEE;
+}
+
+static int tprec_format(xp_tprec *t, const char *text, char *err, size_t errlen) {
+  char e[200];
+  if (exmy_format_parse(text, &t->fmt, e, sizeof e)) return fail(err, errlen, "precision: %s%s", e, "");
+  if (t->fmt.mbits > 23)
+    return fail(err, errlen, "precision: format '%s' has more than 23 mantissa bits (GEMM operands)%s", text, "");
+  t->is_f32 = is_binary32(&t->fmt);
+  return 0;
+}
+
+/* A narrow-range element format wants a scale; e8mY covers fp32's range. */
+static int wants_scaling(const exmy_format *f) { return f->emax < 64; }
+
+int xp_prec_preset(xp_prec *p, const char *name, char *err, size_t errlen) {
+  memset(p, 0, sizeof *p);
+  snprintf(p->name, sizeof p->name, "%s", name);
+  const char *fmts[XP_NKIND] = {name, name, name};
+  if (!strcmp(name, "fp32")) fmts[0] = fmts[1] = fmts[2] = "f32";
+  else if (!strcmp(name, "fp16")) fmts[0] = fmts[1] = fmts[2] = "f16";
+  else if (!strcmp(name, "hybrid")) fmts[0] = fmts[1] = "e4m3fn", fmts[2] = "e5m2";
+  for (int t = 0; t < XP_NKIND; t++) {
+    if (tprec_format(&p->t[t], fmts[t], err, errlen)) return -1;
+    p->t[t].rnd = exmy_rounding_default();
+    /* cuda_fp8.h's casts saturate; the 16-bit formats behave as IEEE */
+    if (p->t[t].fmt.bits <= 8) p->t[t].rnd.sat = EXMY_SAT_FINITE;
+    snprintf(p->t[t].recipe, sizeof p->t[t].recipe, "%s",
+             !p->t[t].is_f32 && p->t[t].fmt.bits <= 8 && wants_scaling(&p->t[t].fmt) ? "current" : "none");
+  }
+  for (int r = 0; r < XP_NROLE; r++) exmy_accum_parse("fp32", &p->accum[r], NULL, 0);
+  return 0;
+}
+
+/* "fmt" -> all kinds; "fmt.grad" -> one.  Returns a mask of kinds or roles. */
+static int key_targets(const char *key, const char *base, const char *const *names, int count, int *mask) {
+  size_t bl = strlen(base);
+  if (strncmp(key, base, bl)) return 0;
+  if (!key[bl]) { *mask = (1 << count) - 1; return 1; }
+  if (key[bl] != '.') return 0;
+  for (int i = 0; i < count; i++)
+    if (!strcmp(key + bl + 1, names[i])) { *mask = 1 << i; return 1; }
+  return -1;
+}
+
+int xp_prec_set(xp_prec *p, const char *key, const char *value, char *err, size_t errlen) {
+  int mask = 0, r;
+  char e[200];
+  if ((r = key_targets(key, "fmt", xp_tkind_names, XP_NKIND, &mask))) {
+    if (r < 0) return fail(err, errlen, "precision: unknown tensor in '%s' (input, weight, grad)%s", key, "");
+    for (int t = 0; t < XP_NKIND; t++)
+      if (mask >> t & 1) {
+        if (tprec_format(&p->t[t], value, err, errlen)) return -1;
+        if (p->t[t].is_f32) snprintf(p->t[t].recipe, sizeof p->t[t].recipe, "none");
+      }
+    return 0;
+  }
+  if ((r = key_targets(key, "round", xp_tkind_names, XP_NKIND, &mask))) {
+    exmy_round_mode mode;
+    if (r < 0) return fail(err, errlen, "precision: unknown tensor in '%s' (input, weight, grad)%s", key, "");
+    if (exmy_round_mode_parse(value, &mode))
+      return fail(err, errlen, "precision: unknown rounding '%s' (rne rna rtz rup rdn rto sr)%s", value, "");
+    for (int t = 0; t < XP_NKIND; t++)
+      if (mask >> t & 1) p->t[t].rnd.mode = mode;
+    return 0;
+  }
+  if ((r = key_targets(key, "sat", xp_tkind_names, XP_NKIND, &mask))) {
+    if (r < 0) return fail(err, errlen, "precision: unknown tensor in '%s' (input, weight, grad)%s", key, "");
+    exmy_saturation s;
+    if (!strcmp(value, "none")) s = EXMY_SAT_NONE;
+    else if (!strcmp(value, "finite")) s = EXMY_SAT_FINITE;
+    else return fail(err, errlen, "precision: saturation '%s' is not none or finite%s", value, "");
+    for (int t = 0; t < XP_NKIND; t++)
+      if (mask >> t & 1) p->t[t].rnd.sat = s;
+    return 0;
+  }
+  if ((r = key_targets(key, "recipe", xp_tkind_names, XP_NKIND, &mask))) {
+    if (r < 0) return fail(err, errlen, "precision: unknown tensor in '%s' (input, weight, grad)%s", key, "");
+    exmy_recipe rec;
+    if (exmy_recipe_parse(value, &rec, e, sizeof e)) return fail(err, errlen, "precision: %s%s", e, "");
+    exmy_recipe_free(&rec);
+    if (strlen(value) >= sizeof p->t[0].recipe) return fail(err, errlen, "precision: recipe '%s' too long%s", value, "");
+    for (int t = 0; t < XP_NKIND; t++)
+      if (mask >> t & 1) snprintf(p->t[t].recipe, sizeof p->t[t].recipe, "%s", value);
+    return 0;
+  }
+  if ((r = key_targets(key, "accum", xp_role_names, XP_NROLE, &mask))) {
+    if (r < 0) return fail(err, errlen, "precision: unknown GEMM in '%s' (fprop, dgrad, wgrad)%s", key, "");
+    exmy_accum acc;
+    if (exmy_accum_parse(value, &acc, e, sizeof e)) return fail(err, errlen, "precision: %s%s", e, "");
+    for (int q = 0; q < XP_NROLE; q++)
+      if (mask >> q & 1) p->accum[q] = acc;
+    return 0;
+  }
+  return fail(err, errlen, "precision: unknown key '%s' (fmt, round, sat, recipe, accum[.KIND])%s", key, "");
+}
+
+/* ---- the context ---------------------------------------------------------- */
+
+static int layer_matches(const char *pat, int i, int nlin, const char *name) {
+  if (!strcmp(pat, "first")) return i == 0;
+  if (!strcmp(pat, "last")) return i == nlin - 1;
+  char *end;
+  long v = strtol(pat, &end, 10);
+  if (*pat && !*end) return v == i;
+  return fnmatch(pat, name, 0) == 0;
+}
+
+static xp_prec fp32_prec, bf16_prec; /* set once; read-only afterwards */
+
+int xp_ctx_init(xp_ctx *ctx, const xp_config *cfg, const struct xp_model *m, char *err, size_t errlen) {
+  memset(ctx, 0, sizeof *ctx);
+  ctx->cfg = cfg;
+  ctx->nlin = m->nlin;
+  ctx->lin_name = m->lin_name;
+#pragma omp critical(xp_presets)
+  if (!fp32_prec.name[0]) {
+    xp_prec_preset(&bf16_prec, "bf16", NULL, 0);
+    xp_prec_preset(&fp32_prec, "fp32", NULL, 0);
+  }
+  ctx->lin_prec = calloc(m->nlin ? m->nlin : 1, sizeof *ctx->lin_prec);
+  ctx->ls = calloc(m->nlin ? m->nlin : 1, sizeof *ctx->ls);
+  if (!ctx->lin_prec || !ctx->ls) return fail(err, errlen, "out of memory%s%s", "", "");
+  for (int o = 0; o < cfg->n_override; o++) {
+    int hit = 0;
+    for (int i = 0; i < m->nlin; i++) hit |= layer_matches(cfg->override_layer[o], i, m->nlin, m->lin_name[i]);
+    if (!hit) {
+      xp_ctx_free(ctx);
+      return fail(err, errlen, "layer.%s: no linear layer matches '%s' (first, last, an index, or a name like h0.qkv)",
+                  cfg->override_layer[o], cfg->override_layer[o]);
+    }
+  }
+  for (int i = 0; i < m->nlin; i++) {
+    const xp_prec *p = &cfg->prec;
+    for (int o = 0; o < cfg->n_override; o++)
+      if (layer_matches(cfg->override_layer[o], i, m->nlin, m->lin_name[i])) p = &cfg->override_prec[o];
+    ctx->lin_prec[i] = p;
+    for (int t = 0; t < XP_NKIND; t++) {
+      char e[200];
+      if (exmy_recipe_parse(p->t[t].recipe, &ctx->ls[i].rec[t], e, sizeof e)) {
+        xp_ctx_free(ctx);
+        return fail(err, errlen, "layer %s: %s", m->lin_name[i], e);
+      }
+      ctx->ls[i].have_rec[t] = 1;
+    }
+  }
+  return 0;
+}
+
+void xp_ctx_free(xp_ctx *ctx) {
+  if (ctx->ls)
+    for (int i = 0; i < ctx->nlin; i++)
+      for (int t = 0; t < XP_NKIND; t++)
+        if (ctx->ls[i].have_rec[t]) exmy_recipe_free(&ctx->ls[i].rec[t]);
+  free(ctx->ls);
+  free(ctx->lin_prec);
+  ctx->ls = NULL;
+  ctx->lin_prec = NULL;
+}
+
+static const xp_prec *prec_of(const xp_ctx *ctx, int lin) {
+  switch (ctx->mode) {
+  case XP_MODE_FP32: return &fp32_prec;
+  case XP_MODE_HIGH: case XP_MODE_CALIBRATE: return &bf16_prec;
+  default: return lin >= 0 ? ctx->lin_prec[lin] : &ctx->cfg->attn;
+  }
+}
+
+/* ---- xp_matmul ------------------------------------------------------------- */
+
+static uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static void set_err(xp_ctx *ctx, const char *where, const char *e) {
+#pragma omp critical(xp_err)
+  if (!ctx->failed) {
+    ctx->failed = 1;
+    snprintf(ctx->err, sizeof ctx->err, "%.60s: %.190s", where, e);
+  }
+}
+
+/* out (cols x rows) = in (rows x cols)^T */
+static void transpose(const float *in, size_t rows, size_t cols, float *out) {
+  for (size_t i = 0; i < rows; i++)
+    for (size_t j = 0; j < cols; j++) out[j * rows + i] = in[i * cols + j];
+}
+
+typedef struct operand {
+  exmy_qtensor q;
+  int quantized;                /* q owns memory (else a view) */
+  int trans;                    /* the GEMM's trans flag for q */
+  const float *src;             /* the floats q was made from, in q's layout */
+  float *scratch;               /* transposed copy */
+} operand;
+
+/* Quantize one operand.  which: 0 = A (op m x k), 1 = B (op k x n).  Stored
+ * rows x cols = (trans ? k x m : m x k) for A, (trans ? n x k : k x n) for B.
+ * Grouped recipes (blocks, rows, MX) need the reduction dimension along the
+ * rows of storage: A as m x k and B as n x k (the TN layout of cuBLASLt). */
+static int make_operand(xp_ctx *ctx, const xp_tprec *t, exmy_recipe *state, int lin, int sub, xp_role role,
+                        int which, const float *x, int trans, size_t outer, size_t k, operand *op) {
+  memset(op, 0, sizeof *op);
+  size_t rows, cols;
+  if (which == 0) rows = trans ? k : outer, cols = trans ? outer : k;
+  else rows = trans ? outer : k, cols = trans ? k : outer;
+  op->trans = trans;
+  op->src = x;
+  if (t->is_f32) {
+    exmy_qtensor_view(&op->q, &t->fmt, x, rows, cols, NULL);
+    return 0;
+  }
+  exmy_recipe local;
+  exmy_recipe *rec = state;
+  char e[200];
+  if (!rec) { /* attention: a fresh recipe per call (no delayed state) */
+    if (exmy_recipe_parse(t->recipe, &local, e, sizeof e)) return set_err(ctx, "attention", e), -1;
+    rec = &local;
+  }
+  const int canon_trans = which == 0 ? 0 : 1;
+  if ((rec->block_rows || rec->block_cols) && trans != canon_trans) {
+    op->scratch = malloc(rows * cols * sizeof(float) + 1);
+    if (!op->scratch) return set_err(ctx, "GEMM", "out of memory"), -1;
+    transpose(x, rows, cols, op->scratch);
+    size_t tmp = rows;
+    rows = cols;
+    cols = tmp;
+    op->src = op->scratch;
+    op->trans = canon_trans;
+  }
+  exmy_rounding rnd = t->rnd;
+  rnd.seed = ctx->cfg->seed;
+  rnd.stream = mix64((uint64_t)ctx->step) ^ mix64(((uint64_t)(lin + 1) << 40) ^ ((uint64_t)sub << 8) ^
+                                                  (uint64_t)(role * 2 + which));
+  int rc = exmy_recipe_quantize(rec, &t->fmt, &rnd, op->src, rows, cols, &op->q, e, sizeof e);
+  if (rec == &local) exmy_recipe_free(&local);
+  if (rc) return set_err(ctx, "quantize", e), -1;
+  op->quantized = 1;
+  return 0;
+}
+
+static void free_operand(operand *op) {
+  if (op->quantized) exmy_qtensor_free(&op->q);
+  free(op->scratch);
+}
+
+static void dump_operand(xp_ctx *ctx, int lin, xp_role role, int which, const operand *op) {
+  char dir[XP_PATH + 16], path[XP_PATH + 128], e[200];
+  snprintf(dir, sizeof dir, "%s/dump", ctx->cfg->out_dir[0] ? ctx->cfg->out_dir : ".");
+  mkdir(dir, 0777);
+  const char *base = ctx->lin_name[lin];
+  exmy_array a = {0};
+  a.ndim = 2;
+  a.shape[0] = op->q.rows;
+  a.shape[1] = op->q.cols;
+  a.dtype = EXMY_DT_F32;
+  a.data = (void *)op->src;
+  snprintf(path, sizeof path, "%s/step%ld.%s.%s.%c.npy", dir, ctx->step, base, xp_role_names[role], "AB"[which]);
+  exmy_npy_write(path, &a, e, sizeof e);
+  if (op->quantized) {
+    const int bytes = exmy_code_bytes(&op->q.fmt);
+    a.dtype = bytes == 1 ? EXMY_DT_U8 : bytes == 2 ? EXMY_DT_U16 : EXMY_DT_U32;
+    a.data = op->q.codes;
+    snprintf(path, sizeof path, "%s/step%ld.%s.%s.%c.codes.npy", dir, ctx->step, base, xp_role_names[role],
+             "AB"[which]);
+    exmy_npy_write(path, &a, e, sizeof e);
+  }
+}
+
+static int dump_wanted(const xp_ctx *ctx, int lin) {
+  char list[256];
+  snprintf(list, sizeof list, "%s", ctx->cfg->dump_layers);
+  for (char *s = strtok(list, ","); s; s = strtok(NULL, ","))
+    if (layer_matches(s, lin, ctx->nlin, ctx->lin_name[lin])) return 1;
+  return 0;
+}
+
+void xp_matmul(xp_ctx *ctx, int lin, int sub, xp_role role, xp_tkind ka, int trans_a, const float *a,
+               xp_tkind kb, int trans_b, const float *b, size_t m, size_t n, size_t k, float *d) {
+  if (ctx->failed) {
+    for (size_t i = 0; i < m * n; i++) d[i] = NAN;
+    return;
+  }
+  const xp_prec *p = prec_of(ctx, lin);
+  xp_layer_state *ls = lin >= 0 ? &ctx->ls[lin] : NULL;
+  if (ctx->mode == XP_MODE_CALIBRATE && ls) { /* TE's calibration: record amaxes, compute high */
+    const xp_prec *lp = ctx->lin_prec[lin];
+    exmy_recipe_calibrate(&ls->rec[ka], &lp->t[ka].fmt, a, m * k);
+    exmy_recipe_calibrate(&ls->rec[kb], &lp->t[kb].fmt, b, k * n);
+  }
+  operand A, B;
+  const int normal = ctx->mode == XP_MODE_NORMAL;
+  if (make_operand(ctx, &p->t[ka], normal && ls ? &ls->rec[ka] : NULL, lin, sub, role, 0, a, trans_a, m, k, &A)) {
+    for (size_t i = 0; i < m * n; i++) d[i] = NAN;
+    return;
+  }
+  if (make_operand(ctx, &p->t[kb], normal && ls ? &ls->rec[kb] : NULL, lin, sub, role, 1, b, trans_b, n, k, &B)) {
+    free_operand(&A);
+    for (size_t i = 0; i < m * n; i++) d[i] = NAN;
+    return;
+  }
+  static exmy_format f32;
+  static int have_f32;
+#pragma omp critical(xp_f32)
+  if (!have_f32) exmy_format_parse("f32", &f32, NULL, 0), have_f32 = 1;
+  exmy_gemm_args g;
+  exmy_gemm_args_init(&g);
+  g.trans_a = A.trans;
+  g.trans_b = B.trans;
+  g.a = &A.q;
+  g.b = &B.q;
+  g.d_fmt = &f32;
+  g.d = d;
+  g.accum = &p->accum[role];
+  g.threads = lin < 0 ? 1 : ctx->cfg->threads;
+  char e[256];
+  if (exmy_gemm(&g, e, sizeof e) < 0) {
+    set_err(ctx, lin >= 0 ? ctx->lin_name[lin] : "attention", e);
+    for (size_t i = 0; i < m * n; i++) d[i] = NAN;
+  }
+  if (ls && normal && ctx->collect_stats) {
+    const operand *ops[2] = {&A, &B};
+    for (int w = 0; w < 2; w++) {
+      if (!ops[w]->quantized) { ls->have_st[role][w] = 0; continue; }
+      exmy_qtensor_stats(&ops[w]->q, ops[w]->src, &ls->st[role][w]);
+      ls->st_scale[role][w] = ops[w]->q.scale[0];
+      ls->have_st[role][w] = 1;
+    }
+  }
+  if (ls && ctx->dump && dump_wanted(ctx, lin)) {
+    dump_operand(ctx, lin, role, 0, &A);
+    dump_operand(ctx, lin, role, 1, &B);
+  }
+  free_operand(&A);
+  free_operand(&B);
+}
+
+/* ---- the step's end and the statistics ---------------------------------- */
+
+void xp_ctx_step_end(xp_ctx *ctx) {
+  if (ctx->mode != XP_MODE_NORMAL && ctx->mode != XP_MODE_CALIBRATE) return; /* nothing recorded */
+  for (int i = 0; i < ctx->nlin; i++)
+    for (int t = 0; t < XP_NKIND; t++) exmy_recipe_step(&ctx->ls[i].rec[t]);
+}
+
+static const xp_tkind role_kinds[XP_NROLE][2] = {
+  {XP_INPUT, XP_WEIGHT}, {XP_GRAD, XP_WEIGHT}, {XP_GRAD, XP_INPUT}};
+
+void xp_ctx_stats_header(FILE *csv) {
+  fprintf(csv, "step,layer,gemm,tensor,format,recipe,underflow_pct,overflow_pct,mse,cosine,snr_db,amax,scale,"
+               "scale_ratio\n");
+}
+
+void xp_ctx_stats_write(xp_ctx *ctx, long step, FILE *csv, FILE *jsonl) {
+  for (int i = 0; i < ctx->nlin; i++)
+    for (int r = 0; r < XP_NROLE; r++)
+      for (int w = 0; w < 2; w++) {
+        if (!ctx->ls[i].have_st[r][w]) continue;
+        const exmy_qstats *s = &ctx->ls[i].st[r][w];
+        const xp_tprec *t = &ctx->lin_prec[i]->t[role_kinds[r][w]];
+        const double v[8] = {100 * s->underflow_frac, 100 * s->overflow_frac, s->mse, s->cosine, s->snr_db,
+                             s->amax, ctx->ls[i].st_scale[r][w], s->scale_ratio};
+        if (csv) {
+          fprintf(csv, "%ld,%s,%s,%s,%s,%s", step, ctx->lin_name[i], xp_role_names[r], xp_tkind_names[role_kinds[r][w]],
+                  t->fmt.name, t->recipe);
+          for (int j = 0; j < 8; j++) fprintf(csv, ",%.9g", v[j]);
+          fputc('\n', csv);
+        }
+        if (jsonl) {
+          static const char *keys[8] = {"underflow_pct", "overflow_pct", "mse", "cosine", "snr_db",
+                                        "amax", "scale", "scale_ratio"};
+          fprintf(jsonl, "{\"step\":%ld,\"layer\":\"%s\",\"gemm\":\"%s\",\"tensor\":\"%s\",\"format\":\"%s\","
+                         "\"recipe\":\"%s\"", step, ctx->lin_name[i], xp_role_names[r],
+                  xp_tkind_names[role_kinds[r][w]], t->fmt.name, t->recipe);
+          for (int j = 0; j < 8; j++) {
+            if (isfinite(v[j])) fprintf(jsonl, ",\"%s\":%.9g", keys[j], v[j]);
+            else fprintf(jsonl, ",\"%s\":null", keys[j]);
+          }
+          fputs("}\n", jsonl);
+        }
+        ctx->ls[i].have_st[r][w] = 0;
+      }
+}
+
+/* Delayed-scaling state for checkpoints: each layer's recipes in order. */
+int xp_ctx_recipes(xp_ctx *ctx, int lin, exmy_recipe **out) {
+  if (lin < 0 || lin >= ctx->nlin) return 0;
+  for (int t = 0; t < XP_NKIND; t++) out[t] = &ctx->ls[lin].rec[t];
+  return XP_NKIND;
+}

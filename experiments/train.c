@@ -1,0 +1,343 @@
+/* train.c: one training run.  Order of a step (docs/training.md):
+ *   1. the batch of this step (a function of seed and step);
+ *   2. every check_every steps, a forward in bf16 on the same state: if its
+ *      loss and the run's precision disagree by more than check_tol
+ *      (relative), the run falls back to bf16 for fallback_steps steps,
+ *      this one included;
+ *   3. forward and backward in the step's precision;
+ *   4. AdamW (clipping, MS-AMP, master rounding);
+ *   5. delayed scaling: roll the amax histories, new scales;
+ *   6. detector, logs, statistics, checkpoint. */
+#include "experiments/xp.h"
+
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b) {
+  if (err && errlen) snprintf(err, errlen, fmt, a, b);
+  return -1;
+}
+
+/* The precision settings as one string: a checkpoint's scaling state carries
+ * over only into the same settings. */
+static void prec_key(const xp_config *c, char *buf, size_t len) {
+  size_t n = (size_t)snprintf(buf, len, "prec=%s|attn=%s", c->prec_text, c->attn_text);
+  for (int o = 0; o < c->n_override && n < len; o++)
+    n += (size_t)snprintf(buf + n, len - n, "|layer.%s=%s", c->override_layer[o], c->override_text[o]);
+}
+
+static void json_double(FILE *f, const char *key, double v, int comma) {
+  if (isfinite(v)) fprintf(f, "  \"%s\": %.9g%s\n", key, v, comma ? "," : "");
+  else fprintf(f, "  \"%s\": null%s\n", key, comma ? "," : "");
+}
+
+static void write_summary(const xp_config *c, const xp_result *r, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  fprintf(f, "{\n");
+  fprintf(f, "  \"steps_done\": %ld,\n", r->steps_done);
+  json_double(f, "first_loss", r->first_loss, 1);
+  json_double(f, "final_loss", r->final_loss, 1);
+  json_double(f, "final_loss_avg", r->final_loss_avg, 1);
+  json_double(f, "min_loss", r->min_loss, 1);
+  json_double(f, "val_loss", r->val_loss, 1);
+  fprintf(f, "  \"spikes\": %ld,\n  \"first_spike\": %ld,\n  \"diverged_at\": %ld,\n", r->spikes, r->first_spike,
+          r->diverged_at);
+  fprintf(f, "  \"checks\": %ld,\n  \"fallbacks\": %ld,\n", r->checks, r->fallbacks);
+  json_double(f, "seconds", r->seconds, 1);
+  json_double(f, "tokens_per_s", r->tokens_per_s, 1);
+  fprintf(f, "  \"nparams\": %zu,\n  \"config\": [\n", r->nparams);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  if (m) {
+    xp_config_write(c, m);
+    fclose(m);
+    int first = 1;
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+      fprintf(f, "%s    \"", first ? "" : ",\n");
+      for (char *p = line; *p; p++) {
+        if (*p == '"' || *p == '\\') fputc('\\', f);
+        fputc(*p, f);
+      }
+      fputc('"', f);
+      first = 0;
+    }
+    free(buf);
+  }
+  fprintf(f, "\n  ]\n}\n");
+  fclose(f);
+}
+
+static void progress_line(const xp_config *c, long step, double loss, double lr, double sec_per_step, int mode,
+                          int tty) {
+  const long done = step + 1, total = c->stop_after ? c->stop_after : c->steps;
+  const double eta = sec_per_step * (double)(total - done);
+  if (tty) {
+    char bar[31];
+    const int w = (int)(30.0 * (double)done / (double)(total ? total : 1));
+    for (int i = 0; i < 30; i++) bar[i] = i < w ? '#' : '.';
+    bar[30] = 0;
+    fprintf(stderr, "\r[%s] step %ld/%ld loss %.4f lr %.2e %.1f ms/step ETA %.0fs%s   ", bar, done, total, loss, lr,
+            1e3 * sec_per_step, eta, mode == XP_MODE_HIGH ? " (bf16 fallback)" : "");
+    if (done == total) fputc('\n', stderr);
+  } else {
+    fprintf(stderr, "step %ld/%ld loss %.4f lr %.2e %.1f ms/step%s\n", done, total, loss, lr, 1e3 * sec_per_step,
+            mode == XP_MODE_HIGH ? " (bf16 fallback)" : "");
+  }
+  fflush(stderr);
+}
+
+typedef struct run {
+  xp_model model;
+  xp_data data;
+  xp_ctx ctx;
+  xp_optim opt;
+  xp_detector det;
+  xp_batch_buf bb;
+  int have_model, have_data, have_ctx, have_opt, have_det, have_bb;
+  FILE *loss_csv, *stats_csv, *stats_jsonl;
+} run;
+
+static void run_free(run *r) {
+  if (r->loss_csv) fclose(r->loss_csv);
+  if (r->stats_csv) fclose(r->stats_csv);
+  if (r->stats_jsonl) fclose(r->stats_jsonl);
+  if (r->have_bb) xp_batch_free(&r->bb);
+  if (r->have_det) xp_detector_free(&r->det);
+  if (r->have_opt) xp_optim_free(&r->opt);
+  if (r->have_ctx) xp_ctx_free(&r->ctx);
+  if (r->have_data) xp_data_free(&r->data);
+  if (r->have_model) xp_model_free(&r->model);
+}
+
+/* forward + backward in a mode; 0 or -1 */
+static int step_grad(run *r, int mode, double *loss) {
+  r->ctx.mode = mode;
+  if (xp_model_forward(&r->model, &r->ctx, &r->bb.b, loss)) return -1;
+  return xp_model_backward(&r->model, &r->ctx, &r->bb.b);
+}
+
+static FILE *open_out(const xp_config *c, const char *name, int append, char *err, size_t errlen) {
+  char path[XP_PATH + 64];
+  snprintf(path, sizeof path, "%s/%s", c->out_dir, name);
+  FILE *f = fopen(path, append ? "a" : "w");
+  if (!f) fail(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+  return f;
+}
+
+int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
+  memset(res, 0, sizeof *res);
+  res->val_loss = NAN;
+  res->first_spike = res->diverged_at = -1;
+  if (c->model.kind == XP_MODEL_GPT && c->model.d_model % c->model.n_head) {
+    if (err && errlen) snprintf(err, errlen, "d_model %d is not a multiple of n_head %d", c->model.d_model, c->model.n_head);
+    return -1;
+  }
+  const int old_threads = omp_get_max_threads();
+  if (c->threads > 0) omp_set_num_threads(c->threads);
+  run r;
+  memset(&r, 0, sizeof r);
+  int rc = -1;
+  char e[400];
+  const double t0 = now();
+  if (xp_data_init(&r.data, c, err, errlen)) goto out;
+  r.have_data = 1;
+  if (xp_model_init(&r.model, &c->model, r.data.vocab, c->seed, err, errlen)) goto out;
+  r.have_model = 1;
+  if (xp_ctx_init(&r.ctx, c, &r.model, err, errlen)) goto out;
+  r.have_ctx = 1;
+  if (xp_optim_init(&r.opt, r.model.nparams) || xp_batch_alloc(&r.bb, c)) {
+    fail(err, errlen, "out of memory%s%s", "", "");
+    goto out;
+  }
+  r.have_opt = r.have_bb = 1;
+  const long warm = (long)(c->warmup_frac * (double)c->steps);
+  if (xp_detector_init(&r.det, c->spike_window, c->spike_factor, warm)) {
+    fail(err, errlen, "out of memory%s%s", "", "");
+    goto out;
+  }
+  r.have_det = 1;
+  res->nparams = r.model.nparams;
+  res->loss = calloc((size_t)c->steps + 1, sizeof(double));
+  if (!res->loss) {
+    fail(err, errlen, "out of memory%s%s", "", "");
+    goto out;
+  }
+
+  char key[2048];
+  prec_key(c, key, sizeof key);
+  xp_ckpt_state cs = {key, 0, &r.model, &r.opt, &r.ctx, &r.det, 0, 0, 0, NULL, 0};
+  long start = 0;
+  if (c->resume[0]) {
+    int same = 0;
+    if (xp_ckpt_load(c->resume, &cs, &same, err, errlen)) {
+      free(cs.loss);
+      goto out;
+    }
+    start = cs.step;
+    for (long i = 0; i < cs.nloss && i < c->steps; i++) res->loss[i] = cs.loss[i];
+    free(cs.loss);
+    cs.loss = NULL;
+    if (c->progress)
+      fprintf(stderr, "resumed from %s at step %ld%s\n", c->resume, start,
+              same ? "" : " (other precision: scaling state starts fresh)");
+  }
+  const int tty = c->progress == 1 && isatty(2);
+  if (c->out_dir[0]) {
+    mkdir(c->out_dir, 0777);
+    const int append = c->resume[0] && start > 0;
+    if (!(r.loss_csv = open_out(c, "loss.csv", append, err, errlen))) goto out;
+    if (!append) fprintf(r.loss_csv, "step,loss,lr,grad_norm,mode,spike\n");
+    if (c->stats_every) {
+      if (!(r.stats_csv = open_out(c, "stats.csv", append, err, errlen))) goto out;
+      if (!(r.stats_jsonl = open_out(c, "stats.jsonl", append, err, errlen))) goto out;
+      if (!append) xp_ctx_stats_header(r.stats_csv);
+    }
+    FILE *cf = open_out(c, "config.txt", 0, err, errlen);
+    if (!cf) goto out;
+    xp_config_write(c, cf);
+    fclose(cf);
+  }
+
+  /* Transformer Engine's calibration: high-precision steps that only fill
+   * the delayed-scaling amax histories (weights unchanged). */
+  for (long i = 0; i < c->calibrate; i++) {
+    double loss;
+    xp_data_batch(&r.data, c, start + i, 0, &r.bb);
+    r.ctx.step = start + i;
+    if (step_grad(&r, XP_MODE_CALIBRATE, &loss)) goto gemm_fail;
+    xp_ctx_step_end(&r.ctx);
+    if (c->progress) fprintf(stderr, "calibration step %ld: loss %.4f (bf16; amax histories filled)\n", i + 1, loss);
+  }
+
+  const long end = c->stop_after && c->stop_after < c->steps ? c->stop_after : c->steps;
+  const double tloop = now();
+  long fallback_left = cs.fallback_left;
+  res->fallbacks = cs.fallbacks;
+  res->checks = cs.checks;
+  long s;
+  for (s = start; s < end; s++) {
+    const double lr = xp_lr_at(c, s);
+    xp_data_batch(&r.data, c, s, 0, &r.bb);
+    r.ctx.step = s;
+    int mode = fallback_left > 0 ? XP_MODE_HIGH : XP_MODE_NORMAL;
+    if (mode == XP_MODE_NORMAL && c->check_every && s % c->check_every == 0) {
+      double hi;
+      r.ctx.mode = XP_MODE_HIGH;
+      if (xp_model_forward(&r.model, &r.ctx, &r.bb.b, &hi)) goto gemm_fail;
+      double lo;
+      r.ctx.mode = XP_MODE_NORMAL;
+      if (xp_model_forward(&r.model, &r.ctx, &r.bb.b, &lo)) goto gemm_fail;
+      res->checks++;
+      if (!(fabs(lo - hi) <= c->check_tol * fabs(hi))) {
+        res->fallbacks++;
+        fallback_left = c->fallback_steps;
+        mode = XP_MODE_HIGH;
+        if (c->progress == 2 || (c->progress && !tty))
+          fprintf(stderr, "step %ld: check failed (loss %.5g vs bf16 %.5g): bf16 for %ld steps\n", s, lo, hi,
+                  c->fallback_steps);
+      }
+    }
+    r.ctx.collect_stats = mode == XP_MODE_NORMAL && c->stats_every && s % c->stats_every == 0;
+    r.ctx.dump = c->dump_layers[0] && s == c->dump_step;
+    double loss, gnorm;
+    if (step_grad(&r, mode, &loss)) goto gemm_fail;
+    xp_optim_step(&r.opt, &r.model, c, s, lr, &gnorm);
+    r.ctx.mode = mode;
+    xp_ctx_step_end(&r.ctx);
+    if (mode == XP_MODE_HIGH && fallback_left > 0) fallback_left--;
+    const int verdict = xp_detector_feed(&r.det, s, loss);
+    res->loss[s] = loss;
+    if (r.loss_csv)
+      fprintf(r.loss_csv, "%ld,%.9g,%.9g,%.9g,%s,%d\n", s, loss, lr, gnorm, mode == XP_MODE_HIGH ? "high" : "fp8",
+              verdict == 1);
+    if (r.ctx.collect_stats && r.stats_csv) xp_ctx_stats_write(&r.ctx, s, r.stats_csv, r.stats_jsonl);
+    if (c->progress && (tty || (s + 1) % c->log_every == 0 || s + 1 == end))
+      progress_line(c, s, loss, lr, (now() - tloop) / (double)(s - start + 1), mode, tty);
+    if (c->ckpt[0] && c->ckpt_every && (s + 1) % c->ckpt_every == 0) {
+      cs.step = s + 1;
+      cs.fallback_left = fallback_left;
+      cs.fallbacks = res->fallbacks;
+      cs.checks = res->checks;
+      cs.loss = res->loss;
+      cs.nloss = s + 1;
+      if (xp_ckpt_save(c->ckpt, &cs, err, errlen)) goto out;
+    }
+    if (!isfinite(loss)) {
+      s++;
+      if (c->progress) fprintf(stderr, "%sstep %ld: loss is %g: the run diverged; stopping\n", tty ? "\n" : "", s - 1, loss);
+      break;
+    }
+  }
+  res->steps_done = s;
+  if (c->ckpt[0] && !(c->ckpt_every && s % c->ckpt_every == 0)) {
+    cs.step = s;
+    cs.fallback_left = fallback_left;
+    cs.fallbacks = res->fallbacks;
+    cs.checks = res->checks;
+    cs.loss = res->loss;
+    cs.nloss = s;
+    if (xp_ckpt_save(c->ckpt, &cs, err, errlen)) goto out;
+  }
+  const double loop_s = now() - tloop;
+  /* validation: forward only in the run's precision (delayed state is not stepped) */
+  if (c->eval_batches > 0 && s > 0 && isfinite(res->loss[s - 1])) {
+    double sum = 0;
+    r.ctx.mode = XP_MODE_NORMAL;
+    r.ctx.collect_stats = r.ctx.dump = 0;
+    for (long i = 0; i < c->eval_batches; i++) {
+      double l;
+      xp_data_batch(&r.data, c, i, 1, &r.bb);
+      if (xp_model_forward(&r.model, &r.ctx, &r.bb.b, &l)) goto gemm_fail;
+      sum += l;
+    }
+    res->val_loss = sum / (double)c->eval_batches;
+  }
+  res->first_loss = s > 0 ? res->loss[0] : NAN;
+  res->final_loss = s > 0 ? res->loss[s - 1] : NAN;
+  res->min_loss = INFINITY;
+  for (long i = 0; i < s; i++)
+    if (res->loss[i] < res->min_loss) res->min_loss = res->loss[i];
+  const long tail = s / 10 > 0 ? s / 10 : 1;
+  double acc = 0;
+  for (long i = s - tail; i < s; i++) acc += res->loss[i >= 0 ? i : 0];
+  res->final_loss_avg = s > 0 ? acc / (double)tail : NAN;
+  res->spikes = r.det.spikes;
+  res->first_spike = r.det.first_spike;
+  res->diverged_at = r.det.diverged_at;
+  res->seconds = now() - t0;
+  const double tok = (double)c->model.batch * (c->model.kind == XP_MODEL_GPT ? c->model.seq_len : 1);
+  res->tokens_per_s = s > start && loop_s > 0 ? tok * (double)(s - start) / loop_s : 0;
+  if (c->out_dir[0]) {
+    char path[XP_PATH + 32];
+    snprintf(path, sizeof path, "%s/summary.json", c->out_dir);
+    write_summary(c, res, path);
+  }
+  rc = 0;
+  goto out;
+gemm_fail:
+  snprintf(e, sizeof e, "%s", r.ctx.err[0] ? r.ctx.err : "a GEMM failed");
+  fail(err, errlen, "step %s: %s", "", e);
+out:
+  run_free(&r);
+  if (c->threads > 0) omp_set_num_threads(old_threads);
+  return rc;
+}
+
+void xp_result_free(xp_result *res) {
+  free(res->loss);
+  res->loss = NULL;
+}

@@ -1,0 +1,315 @@
+/* xp.h: the tiny-model training engine (internal to exmy: the command, the
+ * tests and bench/train use it; not installed).  Plain C + OpenMP, fp32
+ * master state; every matrix product goes through exmy_gemm with the
+ * precision of its layer and role (docs/training.md).
+ *
+ * Determinism: every result is a pure function of the config and the seed.
+ * Parallel loops give each output element to one thread and sum in a fixed
+ * order, so any thread count gives the same bits. */
+#ifndef EXMY_XP_H
+#define EXMY_XP_H
+#include "exmy.h"
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct xp_model;
+
+/* ---- precision of the GEMMs -------------------------------------------- */
+
+/* The three tensors a linear layer quantizes (Transformer Engine's names:
+ * inputs and weights in the forward, output gradients in the backward). */
+typedef enum xp_tkind { XP_INPUT = 0, XP_WEIGHT, XP_GRAD, XP_NKIND } xp_tkind;
+/* The three GEMMs of a linear layer y = x W^T. */
+typedef enum xp_role { XP_FPROP = 0, XP_DGRAD, XP_WGRAD, XP_NROLE } xp_role;
+extern const char *const xp_tkind_names[XP_NKIND]; /* "input", "weight", "grad" */
+extern const char *const xp_role_names[XP_NROLE];  /* "fprop", "dgrad", "wgrad" */
+
+typedef struct xp_tprec {       /* how one tensor kind is cast */
+  exmy_format fmt;              /* element format; f32 = no quantization */
+  int is_f32;                   /* fmt is binary32: the GEMM reads the floats as they are */
+  exmy_rounding rnd;            /* the element cast (seed and stream set per call) */
+  char recipe[64];              /* scaling recipe text (exmy_recipe_parse) */
+} xp_tprec;
+
+typedef struct xp_prec {        /* a linear layer's precision */
+  char name[64];                /* the preset it came from, for logs */
+  xp_tprec t[XP_NKIND];
+  exmy_accum accum[XP_NROLE];
+} xp_prec;
+
+/* Presets: fp32, bf16, fp16, hybrid (e4m3fn inputs/weights, e5m2 gradients),
+ * or any format name (e4m3fn, e5m2, e8m3, ...: every tensor in it).  FP8
+ * formats with a narrow range (largest finite < 2^64) get current scaling,
+ * wide-range ones (e8mY) none.  Accumulation fp32.  0 or -1 with err. */
+int xp_prec_preset(xp_prec *p, const char *name, char *err, size_t errlen);
+/* Apply one "key=value" refinement: fmt[.KIND]=F, round[.KIND]=MODE,
+ * sat[.KIND]=none|finite, recipe[.KIND]=R, accum[.ROLE]=MODEL. */
+int xp_prec_set(xp_prec *p, const char *key, const char *value, char *err, size_t errlen);
+
+/* ---- configuration of a run -------------------------------------------- */
+
+#define XP_MAX_OVERRIDES 16
+#define XP_PATH 512
+
+typedef enum xp_model_kind { XP_MODEL_GPT = 0, XP_MODEL_MLP, XP_MODEL_MLP_CLASS } xp_model_kind;
+
+typedef struct xp_model_config {
+  xp_model_kind kind;
+  /* gpt */
+  int n_layer, d_model, n_head, seq_len;
+  int swiglu;                   /* 0: GELU MLP (4d), 1: SwiGLU (hidden 8d/3 rounded to 8) */
+  int rmsnorm;                  /* 0: LayerNorm, 1: RMSNorm */
+  /* mlp, mlp-class (teacher-student): in -> hidden -> [norm, linear, gelu, +]^depth -> norm -> out */
+  int in_dim, hidden, depth, out_dim;
+  int batch;                    /* sequences (gpt) or examples (mlp) per step */
+} xp_model_config;
+
+typedef struct xp_config {
+  xp_model_config model;
+  char data[XP_PATH];           /* "builtin" or a text file (gpt) */
+  /* optimizer and schedule */
+  long steps;
+  double lr, min_lr_frac, warmup_frac, weight_decay, beta1, beta2, eps, clip;
+  uint64_t seed;                /* everything random: init, data, stochastic rounding */
+  int threads;                  /* 0: OpenMP's default */
+  /* precision */
+  char prec_text[512];          /* the precision as given (preset;key=value;...) */
+  xp_prec prec;                 /* every linear layer */
+  char attn_text[256];
+  xp_prec attn;                 /* attention's two batched GEMMs (default fp32) */
+  int n_override;
+  char override_layer[XP_MAX_OVERRIDES][64]; /* first, last, an index or a layer name (glob) */
+  char override_text[XP_MAX_OVERRIDES][256];
+  xp_prec override_prec[XP_MAX_OVERRIDES];
+  int msamp;                    /* 0 off, 1: O1 (FP8 weight gradients, fp16 weights), 2: O2 (+ FP8/fp16 moments) */
+  exmy_format master;           /* weights are rounded to this after each update (f32: off) */
+  int master_is_f32;
+  exmy_round_mode master_round; /* rne or sr (or any mode) for that rounding */
+  char master_text[48];
+  /* runs */
+  long log_every;               /* progress line / per-step CSV always; this is the console rate */
+  long stats_every;             /* per-layer FP8 statistics every N steps (0 off) */
+  long ckpt_every;              /* checkpoint every N steps (0: only at the end when ckpt is set) */
+  char ckpt[XP_PATH];           /* checkpoint path ("" none) */
+  char resume[XP_PATH];         /* checkpoint to start from ("" none) */
+  long stop_after;              /* stop after this many steps (0: run to `steps`; the schedule
+                                   still follows `steps`: an interruption to resume from) */
+  long calibrate;               /* calibration steps after resume (delayed scaling) */
+  long check_every;             /* high-precision check every N steps (0 off) */
+  double check_tol;             /* relative loss disagreement that triggers a fallback */
+  long fallback_steps;          /* steps run in bf16 after a failed check */
+  char out_dir[XP_PATH];        /* results: loss.csv, stats.csv, stats.jsonl, summary.json ("" none) */
+  char dump_layers[256];        /* layer names whose GEMM operands are dumped (.npy) at dump_step */
+  long dump_step;
+  /* divergence and spike rules (docs/training.md) */
+  int spike_window;             /* trailing window of the spike rule */
+  double spike_factor;          /* spike: loss > factor * trailing median */
+  int progress;                 /* 1 progress bar (terminal), 0 quiet, 2 one line per log_every */
+  long eval_batches;            /* validation batches at the end (0 none) */
+} xp_config;
+
+/* Defaults: the tiny GPT on the built-in text, fp32, 200 steps. */
+void xp_config_default(xp_config *c);
+/* Set one key (the keys of docs/training.md; `prec` takes a preset and
+ * ;-separated refinements, `layer.NAME=PRESET[;...]` an override).  0 or -1. */
+int xp_config_set(xp_config *c, const char *key, const char *value, char *err, size_t errlen);
+/* Read key = value lines (# comments).  0 or -1 with err naming file:line. */
+int xp_config_load(xp_config *c, const char *path, char *err, size_t errlen);
+/* Write the config as key = value lines that xp_config_load reads back. */
+void xp_config_write(const xp_config *c, FILE *out);
+/* The keys, one line each with a short help. */
+void xp_config_help(FILE *out);
+
+/* ---- the GEMM context (one per run) ------------------------------------ */
+
+typedef struct xp_layer_state xp_layer_state; /* recipes and statistics of one linear layer */
+
+typedef struct xp_ctx {
+  const xp_config *cfg;
+  int nlin;                     /* linear layers */
+  char (*lin_name)[32];         /* their names (h0.qkv, ..., lm_head) */
+  const xp_prec **lin_prec;     /* the precision of each (after overrides) */
+  xp_layer_state *ls;           /* per layer: delayed-scaling recipes, statistics */
+  long step;                    /* the step being computed (SR streams, dumps) */
+  int mode;                     /* XP_MODE_* below */
+  int collect_stats;            /* this step: record exmy_qtensor_stats of every operand */
+  int dump;                     /* this step: dump the operands of cfg->dump_layers */
+  char err[256];                /* the first GEMM error */
+  int failed;
+} xp_ctx;
+
+enum {
+  XP_MODE_NORMAL = 0,           /* each layer's precision */
+  XP_MODE_HIGH,                 /* every GEMM in bf16 (the check and the fallback) */
+  XP_MODE_FP32,                 /* every GEMM in fp32 (tests) */
+  XP_MODE_CALIBRATE             /* high precision; delayed recipes record amaxes only */
+};
+
+/* The context of a run for model m (per-layer precisions after overrides,
+ * recipe states).  0 or -1 with err. */
+int xp_ctx_init(xp_ctx *ctx, const xp_config *cfg, const struct xp_model *m, char *err, size_t errlen);
+void xp_ctx_free(xp_ctx *ctx);
+
+/* d (m x n, row-major) = op(A) op(B) through exmy_gemm with the precision of
+ * linear layer `lin` (or attention when lin < 0) in `role`.  op(A) is m x k:
+ * A stored m x k, or k x m when trans_a; op(B) is k x n: B stored k x n, or
+ * n x k when trans_b.  ka, kb: which tensor kind each operand is.  `sub`
+ * tells apart the calls of one layer and role within a step (attention: the
+ * (sequence, head) index; else 0): it keys stochastic rounding.  Calls with
+ * lin < 0 may run concurrently (OpenMP) with distinct sub; calls with
+ * lin >= 0 must not.  On error sets ctx->failed and ctx->err and fills d
+ * with NaN. */
+void xp_matmul(xp_ctx *ctx, int lin, int sub, xp_role role, xp_tkind ka, int trans_a, const float *a,
+               xp_tkind kb, int trans_b, const float *b, size_t m, size_t n, size_t k, float *d);
+
+/* End of a step: delayed recipes roll their histories (TE's amax/scale update). */
+void xp_ctx_step_end(xp_ctx *ctx);
+/* Per-layer statistics of the last collected step as CSV rows / JSON lines. */
+void xp_ctx_stats_header(FILE *csv);
+void xp_ctx_stats_write(xp_ctx *ctx, long step, FILE *csv, FILE *jsonl);
+/* The recipe states of linear layer lin (XP_NKIND pointers into out): checkpoints. */
+int xp_ctx_recipes(xp_ctx *ctx, int lin, exmy_recipe **out);
+
+/* ---- models ------------------------------------------------------------- */
+
+typedef struct xp_param {       /* one parameter tensor inside the flat arrays */
+  char name[32];                /* h0.qkv.w, h0.ln1.g, wte, ... */
+  size_t off, n;                /* offset and size in params[] / grads[] */
+  size_t rows, cols;            /* shape (vectors: 1 x n) */
+  int is_matrix;                /* weight matrices and embeddings: decayed, FP8 under MS-AMP */
+} xp_param;
+
+typedef struct xp_batch {
+  size_t n;                     /* examples (mlp) or sequences (gpt) */
+  const int *tokens, *targets;  /* gpt: n x seq_len each */
+  const float *x;               /* mlp: n x in_dim */
+  const float *y;               /* mlp: n x out_dim regression targets */
+  const int *labels;            /* mlp-class: n labels in [0, out_dim) */
+} xp_batch;
+
+typedef struct xp_model {  /* struct tag used by xp_ctx_init */
+  xp_model_config mc;
+  int vocab;                    /* gpt */
+  size_t nparams;
+  float *params, *grads;        /* fp32 master weights and their gradients */
+  int ntensors;
+  xp_param *tensors;
+  int nlin;                     /* linear layers in forward order (first = 0, last = nlin-1) */
+  char (*lin_name)[32];
+  void *act;                    /* activations of the last forward (model-specific) */
+} xp_model;
+
+/* Build the model and initialize its parameters from seed (GPT-2 style:
+ * N(0, 0.02), residual projections 0.02/sqrt(2 n_layer), norms 1, biases 0). */
+int xp_model_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t seed, char *err, size_t errlen);
+void xp_model_free(xp_model *m);
+/* Forward on a batch (b->n <= mc.batch): mean loss in *loss; keeps what the
+ * backward needs.  Returns 0, or -1 when a GEMM failed (ctx->err). */
+int xp_model_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss);
+/* Gradients of the mean loss of the last forward into m->grads (overwritten). */
+int xp_model_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b);
+/* Outputs without a loss (mlp: b->n x out_dim predictions or logits; gpt:
+ * b->n*seq_len x vocab logits) into out.  The mlp teacher uses it. */
+int xp_model_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out);
+
+/* ---- data --------------------------------------------------------------- */
+
+typedef struct xp_data {
+  int vocab;
+  unsigned char itos[256];      /* token -> byte */
+  int stoi[256];                /* byte -> token (-1 absent) */
+  int *tok;                     /* the corpus as tokens */
+  size_t ntok, ntrain;          /* first ntrain tokens train, the rest validate */
+  /* mlp teacher */
+  xp_model teacher;
+  int has_teacher;
+} xp_data;
+
+/* The built-in corpus: deterministic generated English-like text (docs). */
+size_t xp_builtin_text(uint64_t seed, size_t bytes, char *out);
+int xp_data_init(xp_data *d, const xp_config *c, char *err, size_t errlen);
+void xp_data_free(xp_data *d);
+/* The batch of a step: a pure function of (seed, step, split), so resume needs
+ * no data state.  Buffers are owned by the caller (xp_batch_alloc). */
+typedef struct xp_batch_buf { int *tokens, *targets, *labels; float *x, *y; xp_batch b; } xp_batch_buf;
+int xp_batch_alloc(xp_batch_buf *bb, const xp_config *c);
+void xp_batch_free(xp_batch_buf *bb);
+void xp_data_batch(const xp_data *d, const xp_config *c, long step, int validation, xp_batch_buf *bb);
+
+/* ---- optimizer ---------------------------------------------------------- */
+
+typedef struct xp_optim {
+  size_t n;
+  float *m, *v;                 /* AdamW moments (fp32; MS-AMP O2 rounds them each step) */
+  long t;                       /* updates taken (bias correction) */
+} xp_optim;
+int xp_optim_init(xp_optim *o, size_t nparams);
+void xp_optim_free(xp_optim *o);
+/* The learning rate of a step: linear warmup, then cosine decay to min_lr_frac * lr. */
+double xp_lr_at(const xp_config *c, long step);
+/* One AdamW update of m->params from m->grads (clipped to the global norm
+ * c->clip; MS-AMP levels; rounding to c->master).  *grad_norm: the norm
+ * before clipping. */
+void xp_optim_step(xp_optim *o, xp_model *m, const xp_config *c, long step, double lr, double *grad_norm);
+
+/* ---- rules -------------------------------------------------------------- */
+
+/* Spike: loss > factor * median of the previous `window` losses (needs a full
+ * window).  Divergence: a non-finite loss, or after warmup a loss above the
+ * first step's loss.  Feed the losses in order. */
+typedef struct xp_detector {
+  int window;
+  double factor;
+  long warmup_steps;
+  double *ring;                 /* the last `window` losses */
+  long seen;
+  double first;
+  long spikes, first_spike;     /* -1: none */
+  long diverged_at;             /* -1: none */
+} xp_detector;
+int xp_detector_init(xp_detector *d, int window, double factor, long warmup_steps);
+void xp_detector_free(xp_detector *d);
+/* Returns 1 if this loss is a spike, 2 if the run diverged here, else 0. */
+int xp_detector_feed(xp_detector *d, long step, double loss);
+
+/* ---- checkpoints -------------------------------------------------------- */
+
+typedef struct xp_ckpt_state {  /* what a checkpoint holds (pointers into the run) */
+  const char *prec_key;         /* the precision settings: recipe states carry over only when equal */
+  long step;                    /* the next step to run */
+  xp_model *model;
+  xp_optim *optim;
+  xp_ctx *ctx;
+  xp_detector *det;
+  long fallback_left, fallbacks, checks;
+  double *loss;                 /* the losses of steps 0..nloss-1 (load: allocated) */
+  long nloss;
+} xp_ckpt_state;
+/* Write atomically (PATH.tmp, fsync, rename).  0 or -1 with err. */
+int xp_ckpt_save(const char *path, const xp_ckpt_state *s, char *err, size_t errlen);
+/* Read into the run's objects (built with the same model settings).
+ * *same_prec: the checkpoint's precision equals s->prec_key (the recipes'
+ * state was restored); else the scaling state starts fresh. */
+int xp_ckpt_load(const char *path, xp_ckpt_state *s, int *same_prec, char *err, size_t errlen);
+
+/* ---- training ----------------------------------------------------------- */
+
+typedef struct xp_result {
+  long steps_done;
+  double first_loss, final_loss, min_loss;
+  double final_loss_avg;        /* mean of the last 10% of steps */
+  double val_loss;              /* NaN when not evaluated */
+  long spikes, first_spike, diverged_at;
+  long fallbacks, checks;
+  double seconds, tokens_per_s;
+  size_t nparams;
+  double *loss;                 /* per-step losses (steps_done of them; caller frees) */
+} xp_result;
+
+/* Run training as configured: resume, calibrate, train, check/fallback,
+ * statistics, checkpoints, outputs in cfg->out_dir.  Returns 0, or -1 with err. */
+int xp_train(const xp_config *cfg, xp_result *res, char *err, size_t errlen);
+void xp_result_free(xp_result *res);
+
+#endif

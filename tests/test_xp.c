@@ -1,0 +1,305 @@
+/* test_xp.c: the training engine's run-level guarantees.
+ *  - the spike and divergence rules on scripted loss series;
+ *  - determinism: 1 and 2 threads, the same seed twice (loss bits and the
+ *    final checkpoint byte for byte), another seed differs;
+ *  - resume: stop, checkpoint, resume gives the uninterrupted run's losses
+ *    and final checkpoint exactly (delayed scaling, stochastic rounding and
+ *    the check-and-fallback state included);
+ *  - the check-and-fallback loop, calibration after a bf16 checkpoint,
+ *    MS-AMP levels and master-weight rounding run; the MLP tasks learn;
+ *  - config errors name the bad key or value. */
+#include "experiments/xp.h"
+#include "tests/testutil.h"
+
+#include <math.h>
+#include <omp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[256];
+
+static void base(xp_config *c, uint64_t seed) {
+  xp_config_default(c);
+  char err[400];
+  const char *kv[][2] = {{"n_layer", "2"}, {"d_model", "16"}, {"n_head", "2"}, {"seq_len", "8"}, {"batch", "4"},
+                         {"steps", "12"}, {"progress", "0"}, {"eval_batches", "1"}, {"warmup_frac", "0.25"}};
+  for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+    if (xp_config_set(c, kv[i][0], kv[i][1], err, sizeof err)) printf("config: %s\n", err), exit(1);
+  c->seed = seed;
+}
+
+static void set(xp_config *c, const char *k, const char *v) {
+  char err[400];
+  if (xp_config_set(c, k, v, err, sizeof err)) printf("config %s=%s: %s\n", k, v, err), exit(1);
+}
+
+static int run(const xp_config *c, xp_result *r) {
+  char err[600];
+  if (xp_train(c, r, err, sizeof err)) {
+    printf("FAIL xp_train: %s\n", err);
+    tu_fails++;
+    return -1;
+  }
+  return 0;
+}
+
+static int same_file(const char *a, const char *b) {
+  FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+  int same = fa && fb;
+  while (same) {
+    int x = fgetc(fa), y = fgetc(fb);
+    if (x != y) same = 0;
+    if (x == EOF || y == EOF) break;
+  }
+  if (fa) fclose(fa);
+  if (fb) fclose(fb);
+  return same;
+}
+
+static int same_losses(const xp_result *a, const xp_result *b, long n) {
+  for (long i = 0; i < n; i++)
+    if (tu_bits64(a->loss[i]) != tu_bits64(b->loss[i])) {
+      printf("  step %ld: %a vs %a\n", i, a->loss[i], b->loss[i]);
+      return 0;
+    }
+  return 1;
+}
+
+static void test_detector(void) {
+  xp_detector d;
+  xp_detector_init(&d, 8, 1.4, 4);
+  int v[20];
+  const double series[20] = {4.0, 3.9, 3.5, 3.0, 2.9, 2.8, 2.8, 2.7, 2.7, 2.6, 4.5, 2.6, 2.5, 3.95, 2.5, 2.4,
+                             2.4, 4.1, 2.3, NAN};
+  for (int i = 0; i < 20; i++) v[i] = xp_detector_feed(&d, i, series[i]);
+  /* step 10: 4.5 > 4.0 (first loss) after warmup: divergence (checked before spikes) */
+  CHECK(v[10] == 2 && d.diverged_at == 10, "step 10 (4.5 above the first loss 4.0): verdict %d, diverged_at %ld", v[10],
+        d.diverged_at);
+  /* step 13: 3.95 > 1.4 * median(steps 5..12: 2.8 2.8 2.7 2.7 2.6 4.5 2.6 2.5) = 1.4 * 2.7 = 3.78 */
+  CHECK(v[13] == 1, "step 13 (3.95 over 1.4 x median 2.7): verdict %d", v[13]);
+  CHECK(v[17] == 2, "step 17 (4.1 above the first loss): verdict %d", v[17]);
+  CHECK(v[19] == 2, "NaN: verdict %d", v[19]);
+  CHECK(d.diverged_at == 10, "first divergence kept: %ld", d.diverged_at);
+  for (int i = 0; i < 10; i++) CHECK(v[i] == 0, "step %d: verdict %d for a falling loss", i, v[i]);
+  CHECK(d.spikes == 1 && d.first_spike == 13, "spikes %ld first %ld", d.spikes, d.first_spike);
+  xp_detector_free(&d);
+  /* no spike before the window is full; equal to factor x median is not a spike */
+  xp_detector_init(&d, 4, 2.0, 100);
+  const double s2[6] = {10, 1, 1, 8, 1, 2};
+  int w[6];
+  for (int i = 0; i < 6; i++) w[i] = xp_detector_feed(&d, i, s2[i]);
+  CHECK(w[3] == 0, "window not full: verdict %d", w[3]);
+  CHECK(w[5] == 0, "2 == 2 x median(1, 1, 8, 1) = 2: verdict %d", w[5]);
+  xp_detector_free(&d);
+  xp_detector_init(&d, 4, 2.0, 100);
+  const double s3[6] = {10, 1, 1, 1, 1, 2.5};
+  for (int i = 0; i < 6; i++) w[i] = xp_detector_feed(&d, i, s3[i]);
+  CHECK(w[5] == 1, "2.5 > 2 x 1: verdict %d", w[5]);
+  xp_detector_free(&d);
+}
+
+static void test_determinism(uint64_t seed) {
+  xp_config c;
+  base(&c, seed);
+  set(&c, "prec", "hybrid;recipe=delayed:len=4;round.grad=sr");
+  set(&c, "attn", "bf16");
+  char p1[300], p2[300], p3[300];
+  snprintf(p1, sizeof p1, "%s/t1.ckpt", dir);
+  snprintf(p2, sizeof p2, "%s/t2.ckpt", dir);
+  snprintf(p3, sizeof p3, "%s/t3.ckpt", dir);
+  xp_result r1, r2, r3;
+  c.threads = 1;
+  snprintf(c.ckpt, sizeof c.ckpt, "%s", p1);
+  if (run(&c, &r1)) return;
+  c.threads = 2;
+  snprintf(c.ckpt, sizeof c.ckpt, "%s", p2);
+  if (run(&c, &r2)) return;
+  CHECK(same_losses(&r1, &r2, 12), "threads 1 vs 2: losses differ");
+  CHECK(same_file(p1, p2), "threads 1 vs 2: final checkpoints differ");
+  CHECK(tu_bits64(r1.val_loss) == tu_bits64(r2.val_loss), "val loss %a vs %a", r1.val_loss, r2.val_loss);
+  c.threads = 0;
+  snprintf(c.ckpt, sizeof c.ckpt, "%s", p3);
+  if (run(&c, &r3)) return;
+  CHECK(same_losses(&r1, &r3, 12) && same_file(p1, p3), "the same seed twice: results differ");
+  CHECK(r1.final_loss < r1.first_loss, "loss did not fall: %g -> %g", r1.first_loss, r1.final_loss);
+  xp_result_free(&r3);
+  c.seed = seed + 1;
+  if (run(&c, &r3)) return;
+  CHECK(tu_bits64(r3.loss[0]) != tu_bits64(r1.loss[0]), "another seed gives the same first loss");
+  xp_result_free(&r1);
+  xp_result_free(&r2);
+  xp_result_free(&r3);
+}
+
+static void test_resume(uint64_t seed) {
+  xp_config c;
+  base(&c, seed);
+  set(&c, "prec", "hybrid;recipe=delayed:len=4;round.grad=sr");
+  set(&c, "check_every", "3");
+  set(&c, "check_tol", "1e-6"); /* every check fails: fallback state crosses the stop */
+  set(&c, "fallback_steps", "2");
+  char full[300], half[300], rest[300];
+  snprintf(full, sizeof full, "%s/full.ckpt", dir);
+  snprintf(half, sizeof half, "%s/half.ckpt", dir);
+  snprintf(rest, sizeof rest, "%s/rest.ckpt", dir);
+  xp_result a, b, r;
+  snprintf(c.ckpt, sizeof c.ckpt, "%s", full);
+  if (run(&c, &a)) return;
+  CHECK(a.checks == 4 && a.fallbacks == 4, "checks %ld fallbacks %ld (want 4: steps 0 3 6 9)", a.checks, a.fallbacks);
+  printf("resume: uninterrupted run: %ld checks, %ld fallbacks\n", a.checks, a.fallbacks);
+  for (long stop = 5; stop <= 7; stop++) {
+    xp_config h = c;
+    h.stop_after = stop;
+    snprintf(h.ckpt, sizeof h.ckpt, "%s", half);
+    if (run(&h, &b)) return;
+    CHECK(b.steps_done == stop, "stop_after %ld: %ld steps", stop, b.steps_done);
+    xp_config t = c;
+    snprintf(t.resume, sizeof t.resume, "%s", half);
+    snprintf(t.ckpt, sizeof t.ckpt, "%s", rest);
+    if (run(&t, &r)) return;
+    CHECK(r.steps_done == 12, "resumed run ends at %ld", r.steps_done);
+    CHECK(same_losses(&a, &r, 12), "stop at %ld + resume: losses differ from the uninterrupted run", stop);
+    CHECK(same_file(full, rest), "stop at %ld + resume: final checkpoint differs", stop);
+    CHECK(a.fallbacks == r.fallbacks && a.checks == r.checks && a.spikes == r.spikes,
+          "stop at %ld: counters differ (%ld/%ld %ld/%ld)", stop, a.fallbacks, r.fallbacks, a.checks, r.checks);
+    CHECK(access(half, F_OK) == 0, "checkpoint missing");
+    char tmp[310];
+    snprintf(tmp, sizeof tmp, "%s.tmp", half);
+    CHECK(access(tmp, F_OK) != 0, "a .tmp file was left behind");
+    xp_result_free(&b);
+    xp_result_free(&r);
+  }
+  xp_result_free(&a);
+}
+
+static void test_fallback_calibration(uint64_t seed) {
+  xp_config c;
+  base(&c, seed);
+  /* a check that always disagrees: every check falls back */
+  set(&c, "prec", "e5m2;recipe=none");
+  set(&c, "check_every", "4");
+  set(&c, "check_tol", "0");
+  set(&c, "fallback_steps", "2");
+  xp_result r;
+  if (run(&c, &r) == 0) {
+    CHECK(r.checks == 3 && r.fallbacks == 3, "check_tol 0: %ld checks, %ld fallbacks (want 3, 3)", r.checks,
+          r.fallbacks);
+    xp_result_free(&r);
+  }
+  /* bf16 checkpoint -> FP8 delayed scaling with and without calibration */
+  base(&c, seed);
+  set(&c, "prec", "bf16");
+  char bf[300];
+  snprintf(bf, sizeof bf, "%s/bf16.ckpt", dir);
+  snprintf(c.ckpt, sizeof c.ckpt, "%s", bf);
+  set(&c, "stop_after", "6");
+  if (run(&c, &r)) return;
+  const double bf_last = r.loss[5];
+  xp_result_free(&r);
+  xp_result nocal, cal;
+  xp_config f;
+  base(&f, seed);
+  set(&f, "prec", "hybrid;recipe=delayed:len=16");
+  snprintf(f.resume, sizeof f.resume, "%s", bf);
+  if (run(&f, &nocal)) return;
+  set(&f, "calibrate", "1");
+  if (run(&f, &cal)) return;
+  CHECK(isfinite(nocal.loss[6]) && isfinite(cal.loss[6]), "resumed losses %g %g", nocal.loss[6], cal.loss[6]);
+  CHECK(fabs(cal.loss[6] - bf_last) < fabs(nocal.loss[6] - bf_last) + 1e-3,
+        "calibration: first FP8 loss %g, without %g, bf16 before %g", cal.loss[6], nocal.loss[6], bf_last);
+  printf("calibration: bf16 step 5 loss %.4f; first FP8 step: with calibration %.4f, without %.4f\n", bf_last,
+         cal.loss[6], nocal.loss[6]);
+  xp_result_free(&nocal);
+  xp_result_free(&cal);
+}
+
+static void test_variants(uint64_t seed) {
+  const char *kinds[][2] = {{"msamp", "1"}, {"msamp", "2"}, {"master", "bf16"}, {"swiglu", "1"}, {"rmsnorm", "1"}};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    xp_config c;
+    base(&c, seed);
+    set(&c, "prec", "hybrid;accum.fprop=tc:hopper-fastacc");
+    set(&c, kinds[i][0], kinds[i][1]);
+    if (!strcmp(kinds[i][0], "master")) set(&c, "master_round", "sr");
+    set(&c, "layer.first", "bf16");
+    set(&c, "layer.last", "bf16");
+    xp_result r;
+    if (run(&c, &r)) continue;
+    CHECK(isfinite(r.final_loss) && r.final_loss < r.first_loss, "%s=%s: loss %g -> %g", kinds[i][0], kinds[i][1],
+          r.first_loss, r.final_loss);
+    xp_result_free(&r);
+  }
+  const char *models[] = {"mlp", "mlp-class"};
+  for (int i = 0; i < 2; i++) {
+    xp_config c;
+    base(&c, seed);
+    set(&c, "model", models[i]);
+    set(&c, "in_dim", "8");
+    set(&c, "hidden", "32");
+    set(&c, "depth", "2");
+    set(&c, "out_dim", "4");
+    set(&c, "batch", "32");
+    set(&c, "steps", "40");
+    set(&c, "lr", "3e-3");
+    set(&c, "prec", "hybrid");
+    xp_result r;
+    if (run(&c, &r)) continue;
+    double head = 0, tail = 0;
+    for (int s = 0; s < 5; s++) head += r.loss[s], tail += r.loss[35 + s];
+    CHECK(tail < 0.8 * head, "%s: mean loss of the first 5 steps %g, last 5 %g", models[i], head / 5, tail / 5);
+    printf("%s: loss %.4f -> %.4f\n", models[i], head / 5, tail / 5);
+    xp_result_free(&r);
+  }
+}
+
+static void test_errors(void) {
+  xp_config c;
+  xp_config_default(&c);
+  char err[400];
+  struct { const char *k, *v, *want; } bad[] = {
+    {"lr", "fast", "'fast'"},
+    {"n_layer", "0", "n_layer"},
+    {"bogus", "1", "'bogus'"},
+    {"prec", "e9m9x", "e9m9x"},
+    {"prec", "hybrid;recipe=sometimes", "sometimes"},
+    {"prec", "hybrid;accum.fwd=fp32", "accum.fwd"},
+    {"prec", "hybrid;round=up", "'up'"},
+    {"attn", "hybrid;recipe=delayed", "delayed"},
+    {"master", "f64", "f64"},
+    {"model", "cnn", "'cnn'"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    err[0] = 0;
+    int rc = xp_config_set(&c, bad[i].k, bad[i].v, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, bad[i].want), "%s=%s: rc %d, message '%s' should name %s", bad[i].k, bad[i].v, rc,
+          err, bad[i].want);
+  }
+  base(&c, 1);
+  set(&c, "layer.h9.qkv", "bf16");
+  xp_result r;
+  CHECK(xp_train(&c, &r, err, sizeof err) == -1 && strstr(err, "h9.qkv"), "unmatched layer override: '%s'", err);
+  xp_result_free(&r);
+  base(&c, 1);
+  set(&c, "data", "/nonexistent/text.txt");
+  CHECK(xp_train(&c, &r, err, sizeof err) == -1 && strstr(err, "/nonexistent/text.txt"), "missing data: '%s'", err);
+  xp_result_free(&r);
+}
+
+int main(void) {
+  const uint64_t seed = tu_seed(1);
+  snprintf(dir, sizeof dir, "test_xp.tmp.%d", (int)getpid());
+  if (mkdir(dir, 0777)) {
+    perror(dir);
+    return 1;
+  }
+  test_detector();
+  test_errors();
+  test_determinism(seed);
+  test_resume(seed);
+  test_fallback_calibration(seed);
+  test_variants(seed);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (!tu_fails) (void)!system(cmd);
+  return tu_finish("test_xp");
+}

@@ -1,0 +1,333 @@
+/* test_xp_grad.c: the gradient check of the training engine's models.
+ *
+ * For each model (GPT LayerNorm+GELU, GPT RMSNorm+SwiGLU, MLP regression,
+ * MLP classification with RMSNorm) the engine runs forward and backward with
+ * every GEMM in fp32 (XP_MODE_FP32).  An independent fp64 forward, written
+ * here from the architecture's description (not from the engine's code),
+ * computes the loss from the same float parameters; central finite
+ * differences of it on a seeded sample of every tensor's elements must match
+ * the engine's analytic gradients, and the engine's loss must match the fp64
+ * loss.  Forward + backward with 1, 2 and 3 OpenMP threads must give the same
+ * loss and gradient bits, and xp_model_predict the outputs the loss came
+ * from. */
+#include "experiments/xp.h"
+#include "testutil.h"
+#include <math.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define SAMPLES 24      /* parameters checked per tensor */
+#define GRAD_TOL 2e-3   /* relative, with a floor of 1e-3 x the tensor's largest |fd| */
+#define LOSS_TOL 1e-5   /* engine loss vs fp64 loss, relative */
+
+/* ---- the fp64 reference ---------------------------------------------------- */
+
+typedef struct ref {
+  const xp_model *m;            /* names, offsets, shapes */
+  const double *p;              /* the parameters in double */
+} ref;
+
+static const double *R(const ref *r, const char *fmt, int i) {
+  char name[32];
+  snprintf(name, sizeof name, fmt, i);
+  for (int t = 0; t < r->m->ntensors; t++)
+    if (!strcmp(r->m->tensors[t].name, name)) return r->p + r->m->tensors[t].off;
+  return NULL; /* absent (RMSNorm has no norm bias) */
+}
+
+/* y (T x out) = x (T x in) W^T + b, W out x in */
+static void d_linear(const double *x, const double *w, const double *b, double *y, int T, int in, int out) {
+  for (int t = 0; t < T; t++)
+    for (int o = 0; o < out; o++) {
+      double s = b ? b[o] : 0.0;
+      for (int i = 0; i < in; i++) s += x[t * in + i] * w[o * in + i];
+      y[t * out + o] = s;
+    }
+}
+
+/* LayerNorm (b given) or RMSNorm (b NULL, no centering), eps 1e-5 */
+static void d_norm(const double *x, const double *g, const double *b, double *y, int T, int C) {
+  for (int t = 0; t < T; t++) {
+    const double *xr = x + t * C;
+    double mu = 0.0, v = 0.0;
+    if (b) {
+      for (int c = 0; c < C; c++) mu += xr[c];
+      mu /= C;
+    }
+    for (int c = 0; c < C; c++) v += (xr[c] - mu) * (xr[c] - mu);
+    double r = 1.0 / sqrt(v / C + 1e-5);
+    for (int c = 0; c < C; c++) y[t * C + c] = (xr[c] - mu) * r * g[c] + (b ? b[c] : 0.0);
+  }
+}
+
+static double d_gelu(double x) { return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
+static double d_silu(double x) { return x / (1.0 + exp(-x)); }
+
+/* mean cross-entropy of logits (T x V) against targets */
+static double d_xent(const double *logits, const int *tg, int T, int V) {
+  double loss = 0.0;
+  for (int t = 0; t < T; t++) {
+    const double *l = logits + t * V;
+    double mx = l[0], s = 0.0;
+    for (int v = 1; v < V; v++) mx = fmax(mx, l[v]);
+    for (int v = 0; v < V; v++) s += exp(l[v] - mx);
+    loss += mx + log(s) - l[tg[t]];
+  }
+  return loss / T;
+}
+
+static double ref_gpt(const ref *r, const xp_batch *bt) {
+  const xp_model_config *mc = &r->m->mc;
+  int L = mc->n_layer, C = mc->d_model, NH = mc->n_head, T = mc->seq_len, V = r->m->vocab;
+  int BT = (int)bt->n * T, hd = C / NH, rms = mc->rmsnorm;
+  int hs = (int)ceil(8.0 * C / 3.0);
+  hs = (hs + 7) / 8 * 8;
+  int F = mc->swiglu ? 2 * hs : 4 * C, H = mc->swiglu ? hs : 4 * C;
+  double *x = malloc(sizeof(double) * BT * C), *ln = malloc(sizeof(double) * BT * C);
+  double *qkv = malloc(sizeof(double) * BT * 3 * C), *o = malloc(sizeof(double) * BT * C);
+  double *tmp = malloc(sizeof(double) * BT * C), *f = malloc(sizeof(double) * BT * F);
+  double *a = malloc(sizeof(double) * BT * H), *logits = malloc(sizeof(double) * BT * V);
+  double *pr = malloc(sizeof(double) * T);
+  const double *wte = R(r, "wte", 0), *wpe = R(r, "wpe", 0);
+  for (int i = 0; i < BT; i++)
+    for (int c = 0; c < C; c++) x[i * C + c] = wte[bt->tokens[i] * C + c] + wpe[(i % T) * C + c];
+  for (int l = 0; l < L; l++) {
+    d_norm(x, R(r, "h%d.ln1.g", l), rms ? NULL : R(r, "h%d.ln1.b", l), ln, BT, C);
+    d_linear(ln, R(r, "h%d.qkv.w", l), R(r, "h%d.qkv.b", l), qkv, BT, C, 3 * C);
+    for (int b = 0; b < (int)bt->n; b++)
+      for (int h = 0; h < NH; h++)
+        for (int i = 0; i < T; i++) {
+          const double *q = qkv + (b * T + i) * 3 * C + h * hd;
+          double mx = -INFINITY, s = 0.0;
+          for (int j = 0; j <= i; j++) {
+            const double *k = qkv + (b * T + j) * 3 * C + C + h * hd;
+            double dot = 0.0;
+            for (int e = 0; e < hd; e++) dot += q[e] * k[e];
+            pr[j] = dot / sqrt((double)hd);
+            mx = fmax(mx, pr[j]);
+          }
+          for (int j = 0; j <= i; j++) s += (pr[j] = exp(pr[j] - mx));
+          for (int e = 0; e < hd; e++) {
+            double acc = 0.0;
+            for (int j = 0; j <= i; j++) acc += pr[j] / s * qkv[(b * T + j) * 3 * C + 2 * C + h * hd + e];
+            o[(b * T + i) * C + h * hd + e] = acc;
+          }
+        }
+    d_linear(o, R(r, "h%d.proj.w", l), R(r, "h%d.proj.b", l), tmp, BT, C, C);
+    for (int i = 0; i < BT * C; i++) x[i] += tmp[i];
+    d_norm(x, R(r, "h%d.ln2.g", l), rms ? NULL : R(r, "h%d.ln2.b", l), ln, BT, C);
+    d_linear(ln, R(r, "h%d.fc.w", l), R(r, "h%d.fc.b", l), f, BT, C, F);
+    for (int i = 0; i < BT; i++)
+      for (int j = 0; j < H; j++)
+        a[i * H + j] = mc->swiglu ? d_silu(f[i * F + j]) * f[i * F + hs + j] : d_gelu(f[i * F + j]);
+    d_linear(a, R(r, "h%d.fc2.w", l), R(r, "h%d.fc2.b", l), tmp, BT, H, C);
+    for (int i = 0; i < BT * C; i++) x[i] += tmp[i];
+  }
+  d_norm(x, R(r, "lnf.g", 0), rms ? NULL : R(r, "lnf.b", 0), ln, BT, C);
+  d_linear(ln, R(r, "lm_head.w", 0), R(r, "lm_head.b", 0), logits, BT, C, V);
+  double loss = d_xent(logits, bt->targets, BT, V);
+  free(x), free(ln), free(qkv), free(o), free(tmp), free(f), free(a), free(logits), free(pr);
+  return loss;
+}
+
+static double ref_mlp(const ref *r, const xp_batch *bt) {
+  const xp_model_config *mc = &r->m->mc;
+  int N = (int)bt->n, I = mc->in_dim, D = mc->hidden, O = mc->out_dim, rms = mc->rmsnorm;
+  double *x = malloc(sizeof(double) * N * I), *h = malloc(sizeof(double) * N * D);
+  double *ln = malloc(sizeof(double) * N * D), *f = malloc(sizeof(double) * N * D);
+  double *out = malloc(sizeof(double) * N * O);
+  for (int i = 0; i < N * I; i++) x[i] = bt->x[i];
+  d_linear(x, R(r, "inp.w", 0), R(r, "inp.b", 0), h, N, I, D);
+  for (int l = 0; l < mc->depth; l++) {
+    d_norm(h, R(r, "b%d.ln.g", l), rms ? NULL : R(r, "b%d.ln.b", l), ln, N, D);
+    d_linear(ln, R(r, "b%d.fc.w", l), R(r, "b%d.fc.b", l), f, N, D, D);
+    for (int i = 0; i < N * D; i++) h[i] += d_gelu(f[i]);
+  }
+  d_norm(h, R(r, "lnf.g", 0), rms ? NULL : R(r, "lnf.b", 0), ln, N, D);
+  d_linear(ln, R(r, "head.w", 0), R(r, "head.b", 0), out, N, D, O);
+  double loss = 0.0;
+  if (mc->kind == XP_MODEL_MLP_CLASS) {
+    loss = d_xent(out, bt->labels, N, O);
+  } else {
+    for (int i = 0; i < N * O; i++) loss += (out[i] - bt->y[i]) * (out[i] - bt->y[i]);
+    loss /= N * O;
+  }
+  free(x), free(h), free(ln), free(f), free(out);
+  return loss;
+}
+
+static double ref_loss(const xp_model *m, const double *p, const xp_batch *b) {
+  ref r = {m, p};
+  return m->mc.kind == XP_MODEL_GPT ? ref_gpt(&r, b) : ref_mlp(&r, b);
+}
+
+/* ---- the check ------------------------------------------------------------- */
+
+static double unif(uint64_t *st) { return (double)(tu_next(st) >> 11) * 0x1p-53 * 2.0 - 1.0; } /* [-1, 1) */
+
+static void set_threads(int n) {
+#ifdef _OPENMP
+  omp_set_num_threads(n);
+#else
+  (void)n;
+#endif
+}
+
+static int run_step(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
+  if (xp_model_forward(m, ctx, b, loss) || xp_model_backward(m, ctx, b)) {
+    printf("engine failed: %s\n", ctx->err);
+    return -1;
+  }
+  return 0;
+}
+
+static void check_case(const char *label, const xp_model_config *mc, int vocab, double wscale, uint64_t seed) {
+  uint64_t st = seed ^ 0x5eed;
+  char err[256];
+  xp_model m;
+  if (xp_model_init(&m, mc, vocab, seed, err, sizeof err)) {
+    CHECK(0, "%s: init: %s", label, err);
+    return;
+  }
+  /* Bigger-than-default parameters so gradients are not all near zero:
+   * matrices scaled, gains 1 +- 0.3, biases +- 0.2. */
+  for (int t = 0; t < m.ntensors; t++) {
+    const xp_param *p = &m.tensors[t];
+    float *w = m.params + p->off;
+    int gain = strlen(p->name) > 2 && !strcmp(p->name + strlen(p->name) - 2, ".g");
+    for (size_t i = 0; i < p->n; i++)
+      w[i] = p->is_matrix ? (float)(w[i] * wscale) : gain ? (float)(1.0 + 0.3 * unif(&st)) : (float)(0.2 * unif(&st));
+  }
+  /* the batch */
+  size_t n = (size_t)mc->batch, rows = mc->kind == XP_MODEL_GPT ? n * (size_t)mc->seq_len : n;
+  int *tok = malloc(rows * sizeof *tok), *tgt = malloc(rows * sizeof *tgt);
+  float *x = malloc(n * (size_t)(mc->in_dim + 1) * sizeof *x), *y = malloc(n * (size_t)(mc->out_dim + 1) * sizeof *y);
+  xp_batch b = {.n = n, .tokens = tok, .targets = tgt, .x = x, .y = y, .labels = tgt};
+  if (mc->kind == XP_MODEL_GPT)
+    for (size_t i = 0; i < rows; i++) tok[i] = (int)(tu_next(&st) % (uint64_t)vocab), tgt[i] = (int)(tu_next(&st) % (uint64_t)vocab);
+  else {
+    for (size_t i = 0; i < n * (size_t)mc->in_dim; i++) x[i] = (float)(1.5 * unif(&st));
+    for (size_t i = 0; i < n * (size_t)mc->out_dim; i++) y[i] = (float)unif(&st);
+    for (size_t i = 0; i < n; i++) tgt[i] = (int)(tu_next(&st) % (uint64_t)mc->out_dim);
+  }
+
+  xp_config cfg;
+  xp_config_default(&cfg);
+  cfg.model = *mc;
+  xp_ctx ctx;
+  if (xp_ctx_init(&ctx, &cfg, &m, err, sizeof err)) {
+    CHECK(0, "%s: ctx: %s", label, err);
+    xp_model_free(&m);
+    return;
+  }
+  ctx.mode = XP_MODE_FP32;
+
+  /* engine: loss and gradients */
+  set_threads(2);
+  double loss;
+  CHECK(run_step(&m, &ctx, &b, &loss) == 0, "%s: engine step", label);
+  double *p = malloc(m.nparams * sizeof *p);
+  for (size_t i = 0; i < m.nparams; i++) p[i] = m.params[i];
+  double rl = ref_loss(&m, p, &b);
+  double lerr = fabs(loss - rl) / fabs(rl);
+  CHECK(lerr <= LOSS_TOL, "%s: loss %.17g (%a) vs fp64 %.17g (%a): rel %.3g", label, loss, loss, rl, rl, lerr);
+  printf("%s: %zu params, loss %.9f (fp64 %.9f, rel err %.2g)\n", label, m.nparams, loss, rl, lerr);
+
+  /* finite differences on a sample of every tensor */
+  double worst = 0.0;
+  const char *worst_name = "";
+  for (int t = 0; t < m.ntensors; t++) {
+    const xp_param *pt = &m.tensors[t];
+    size_t ns = pt->n < SAMPLES ? pt->n : SAMPLES, idx[SAMPLES];
+    double fd[SAMPLES], scale = 1e-2, maxfd = 0.0, wrel = 0.0;
+    for (size_t i = 0; i < pt->n; i++) scale = fmax(scale, fabs(p[pt->off + i]));
+    double h = 1e-5 * scale;
+    for (size_t s = 0; s < ns; s++) {
+      idx[s] = pt->n <= SAMPLES ? s : (size_t)(tu_next(&st) % pt->n);
+      double *q = &p[pt->off + idx[s]], q0 = *q;
+      *q = q0 + h;
+      double lp = ref_loss(&m, p, &b);
+      *q = q0 - h;
+      double lm = ref_loss(&m, p, &b);
+      *q = q0;
+      fd[s] = (lp - lm) / (2 * h);
+      maxfd = fmax(maxfd, fabs(fd[s]));
+    }
+    for (size_t s = 0; s < ns; s++) {
+      double g = m.grads[pt->off + idx[s]], den = fabs(fd[s]) + 1e-3 * maxfd + 1e-12;
+      double rel = fabs(g - fd[s]) / den;
+      wrel = fmax(wrel, rel);
+      CHECK(rel <= GRAD_TOL, "%s: %s[%zu]: engine %a (%.9g) fd %a (%.9g), rel %.3g", label, pt->name, idx[s],
+            g, g, fd[s], fd[s], rel);
+    }
+    printf("  %-12s %5zu checked %2zu  max|g| %.3e  worst rel err %.2e\n", pt->name, pt->n, ns, maxfd, wrel);
+    if (wrel > worst) worst = wrel, worst_name = pt->name;
+  }
+  printf("%s: worst gradient rel err %.2e (%s)\n", label, worst, worst_name);
+
+  /* determinism: 1, 2 and 3 threads give the same bits */
+  float *g1 = malloc(m.nparams * sizeof *g1);
+  double l1 = 0.0;
+  set_threads(1);
+  if (run_step(&m, &ctx, &b, &l1) == 0) memcpy(g1, m.grads, m.nparams * sizeof *g1);
+  CHECK(tu_bits64(l1) == tu_bits64(loss), "%s: loss with 1 thread %a vs 2 threads %a", label, l1, loss);
+  for (int nt = 2; nt <= 3; nt++) {
+    double l2 = 0.0;
+    set_threads(nt);
+    memset(m.grads, 0xff, m.nparams * sizeof *m.grads); /* backward must overwrite every gradient */
+    if (run_step(&m, &ctx, &b, &l2)) CHECK(0, "%s: engine step", label);
+    CHECK(tu_bits64(l1) == tu_bits64(l2), "%s: loss with 1 thread %a vs %d threads %a", label, l1, nt, l2);
+    size_t diff = 0, first = 0;
+    for (size_t i = 0; i < m.nparams; i++)
+      if (tu_bits32(g1[i]) != tu_bits32(m.grads[i]) && !diff++) first = i;
+    CHECK(diff == 0, "%s: %zu gradients differ between 1 and %d threads (first: %zu, %a vs %a)", label, diff, nt,
+          first, g1[first], m.grads[first]);
+  }
+  set_threads(2);
+
+  /* predict: the outputs the loss came from, in the documented layout */
+  size_t nout = rows * (size_t)(mc->kind == XP_MODEL_GPT ? vocab : mc->out_dim);
+  float *out = malloc(nout * sizeof *out);
+  double *od = malloc(nout * sizeof *od), pl = NAN;
+  if (xp_model_predict(&m, &ctx, &b, out) == 0) {
+    for (size_t i = 0; i < nout; i++) od[i] = out[i];
+    if (mc->kind == XP_MODEL_MLP) {
+      pl = 0.0;
+      for (size_t i = 0; i < nout; i++) pl += (od[i] - y[i]) * (od[i] - y[i]);
+      pl /= (double)nout;
+    } else {
+      pl = d_xent(od, tgt, (int)rows, (int)(nout / rows));
+    }
+  }
+  CHECK(fabs(pl - loss) <= 1e-6 * fabs(loss), "%s: loss of predict's outputs %.17g vs forward %.17g", label, pl,
+        loss);
+  free(out), free(od);
+
+  /* a smaller batch than allocated (the first sequence or example) */
+  xp_batch b1 = b;
+  b1.n = 1;
+  double ls = NAN, rs = ref_loss(&m, p, &b1);
+  CHECK(run_step(&m, &ctx, &b1, &ls) == 0 && fabs(ls - rs) <= LOSS_TOL * fabs(rs),
+        "%s: batch of 1: loss %.17g vs fp64 %.17g", label, ls, rs);
+
+  free(g1), free(p), free(tok), free(tgt), free(x), free(y);
+  xp_ctx_free(&ctx);
+  xp_model_free(&m);
+}
+
+int main(void) {
+  uint64_t seed = tu_seed(20240611);
+  clock_t t0 = clock();
+  xp_model_config gpt = {.kind = XP_MODEL_GPT, .n_layer = 2, .d_model = 16, .n_head = 2, .seq_len = 8, .batch = 2};
+  check_case("gpt layernorm+gelu", &gpt, 11, 5.0, seed);
+  gpt.rmsnorm = 1, gpt.swiglu = 1;
+  check_case("gpt rmsnorm+swiglu", &gpt, 11, 5.0, seed + 1);
+  xp_model_config mlp = {.kind = XP_MODEL_MLP, .in_dim = 6, .hidden = 12, .depth = 2, .out_dim = 4, .batch = 5};
+  check_case("mlp regression", &mlp, 0, 1.5, seed + 2);
+  mlp.kind = XP_MODEL_MLP_CLASS, mlp.out_dim = 5, mlp.rmsnorm = 1;
+  check_case("mlp-class rmsnorm", &mlp, 0, 1.5, seed + 3);
+  printf("cpu time %.2f s\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
+  return tu_finish("test_xp_grad");
+}
