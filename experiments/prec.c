@@ -288,17 +288,18 @@ static void dump_operand(xp_ctx *ctx, int lin, xp_role role, int which, const op
   a.ndim = 2;
   a.shape[0] = op->q.rows;
   a.shape[1] = op->q.cols;
+  a.count = op->q.rows * op->q.cols;
   a.dtype = EXMY_DT_F32;
   a.data = (void *)op->src;
   snprintf(path, sizeof path, "%s/step%ld.%s.%s.%c.npy", dir, ctx->step, base, xp_role_names[role], "AB"[which]);
-  exmy_npy_write(path, &a, e, sizeof e);
+  if (exmy_npy_write(path, &a, e, sizeof e)) set_err(ctx, "dump", e);
   if (op->quantized) {
     const int bytes = exmy_code_bytes(&op->q.fmt);
     a.dtype = bytes == 1 ? EXMY_DT_U8 : bytes == 2 ? EXMY_DT_U16 : EXMY_DT_U32;
     a.data = op->q.codes;
     snprintf(path, sizeof path, "%s/step%ld.%s.%s.%c.codes.npy", dir, ctx->step, base, xp_role_names[role],
              "AB"[which]);
-    exmy_npy_write(path, &a, e, sizeof e);
+    if (exmy_npy_write(path, &a, e, sizeof e)) set_err(ctx, "dump", e);
   }
 }
 

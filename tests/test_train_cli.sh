@@ -1,0 +1,90 @@
+#!/bin/sh
+# test_train_cli.sh: the contract of `exmy train`:
+#   --help lists the keys; --print-config output loads back to itself;
+#   a config file plus flags runs, writes loss.csv (one row per step),
+#   summary.json, stats.csv/jsonl, the dumped operands (.npy) and a checkpoint;
+#   --stop_after + --resume continues to the same losses as one run;
+#   bad keys, values, files and layer names exit 2 (or 1 while running) with
+#   one line naming them.
+NAME=test_train_cli
+. "${srcdir:-.}/tests/cli_harness.sh"
+
+TINY="--n_layer 1 --d_model 16 --n_head 2 --seq_len 8 --batch 4 --steps 6 --eval_batches 1 --progress 0"
+
+run train --help
+if [ "$rc" -eq 0 ] && grep -q "check_every" "$T/out" && grep -q "layer.NAME" "$T/out"; then pass "--help lists the keys"
+else fail "--help lists the keys" "status $rc"; fi
+
+cat >"$T/run.cfg" <<'CFG'
+# a tiny run
+model = gpt
+n_layer = 1
+prec = hybrid; recipe=delayed:len=4; accum.fprop=tc:hopper-fastacc
+layer.last = bf16
+steps = 6
+CFG
+run train "$T/run.cfg" --d_model 16 --n_head 2 --seq-len 8 --batch 4 --print-config
+if [ "$rc" -eq 0 ] && grep -q "^d_model = 16$" "$T/out" && grep -q "^seq_len = 8$" "$T/out" &&
+   grep -q "^layer.last = bf16$" "$T/out" && grep -q "^prec = hybrid; recipe=delayed:len=4; accum.fprop=tc:hopper-fastacc$" "$T/out"
+then pass "config file + flags (--seq-len = --seq_len)"; else fail "config file + flags" "$(txt "$T/out")" "$(txt "$T/err")"; fi
+cp "$T/out" "$T/printed.cfg"
+run train "$T/printed.cfg" --print-config
+if [ "$rc" -eq 0 ] && cmp -s "$T/out" "$T/printed.cfg"; then pass "--print-config reads back to itself"
+else fail "--print-config reads back to itself" "$(diff "$T/out" "$T/printed.cfg" | head -3 | tr '\n' '|')"; fi
+
+run train $TINY --prec hybrid --stats_every 2 --out_dir "$T/r1" --dump_layers first --dump_step 3 --ckpt "$T/r1.ckpt"
+check_ok "a tiny hybrid run"
+rows=$(awk 'END{print NR}' "$T/r1/loss.csv" 2>/dev/null)
+if [ "$rows" = 7 ] && head -n 1 "$T/r1/loss.csv" | grep -q "^step,loss,lr,grad_norm,mode,spike$"; then pass "loss.csv: header + 6 rows"
+else fail "loss.csv: header + 6 rows" "rows $rows"; fi
+if grep -q '"steps_done": 6' "$T/r1/summary.json" 2>/dev/null && grep -q '"config"' "$T/r1/summary.json"; then pass "summary.json"
+else fail "summary.json" "$(txt "$T/r1/summary.json")"; fi
+# 3 collected steps (0 2 4) x 4 linears (h0.qkv h0.proj h0.fc h0.fc2 lm_head = 5) x 6 operands
+srows=$(awk 'END{print NR}' "$T/r1/stats.csv" 2>/dev/null)
+jrows=$(awk 'END{print NR}' "$T/r1/stats.jsonl" 2>/dev/null)
+if [ "$srows" = 91 ] && [ "$jrows" = 90 ] && grep -q "h0.fc2,fprop,input,e4m3fn,current" "$T/r1/stats.csv"; then
+  pass "stats.csv / stats.jsonl: 3 steps x 5 layers x 6 operands"
+else fail "stats.csv / stats.jsonl" "rows $srows $jrows"; fi
+if npy_is "$T/r1/dump/step3.h0.qkv.fprop.A.npy" f4 32 16 && npy_is "$T/r1/dump/step3.h0.qkv.fprop.A.codes.npy" u1 32 16 &&
+   npy_is "$T/r1/dump/step3.h0.qkv.wgrad.B.npy" f4 32 16; then pass "dump of the first layer's operands"
+else fail "dump of the first layer's operands" "$(ls "$T/r1/dump" 2>/dev/null | head -4 | tr '\n' ' ')"; fi
+if [ -s "$T/r1.ckpt" ] && [ ! -e "$T/r1.ckpt.tmp" ]; then pass "checkpoint written, no .tmp left"; else fail "checkpoint"; fi
+
+# interrupted + resumed = one run
+run train $TINY --prec "hybrid;round.grad=sr" --out_dir "$T/full"
+run train $TINY --prec "hybrid;round.grad=sr" --out_dir "$T/part" --stop_after 3 --ckpt "$T/part.ckpt"
+run train $TINY --prec "hybrid;round.grad=sr" --out_dir "$T/part" --resume "$T/part.ckpt"
+if [ "$rc" -eq 0 ] && cmp -s "$T/full/loss.csv" "$T/part/loss.csv"; then pass "stop_after 3 + resume = one run (loss.csv identical)"
+else fail "stop_after + resume" "$(diff "$T/full/loss.csv" "$T/part/loss.csv" | head -4 | tr '\n' '|')"; fi
+run train $TINY --prec "hybrid;round.grad=sr" --out_dir "$T/t1" --threads 1
+run train $TINY --prec "hybrid;round.grad=sr" --out_dir "$T/t2" --threads 2
+if cmp -s "$T/t1/loss.csv" "$T/t2/loss.csv" && cmp -s "$T/t1/loss.csv" "$T/full/loss.csv"; then pass "threads 1 and 2: identical loss.csv"
+else fail "threads 1 and 2: identical loss.csv"; fi
+
+printf 'hello world, this is a tiny text file for the data option. ' >"$T/text.txt"
+for i in 1 2 3 4 5 6; do cat "$T/text.txt" "$T/text.txt" >"$T/t2.txt"; mv "$T/t2.txt" "$T/text.txt"; done
+run train $TINY --data "$T/text.txt"
+if [ "$rc" -eq 0 ] && grep -q "^loss" "$T/out"; then pass "--data FILE"; else fail "--data FILE" "$(txt "$T/err")"; fi
+
+run train $TINY --model mlp --in_dim 4 --hidden 8 --depth 1 --out_dim 2 --prec e4m3fn
+check_ok "mlp regression run"
+
+run train --lr fast
+check_err "bad number" "'fast'"
+run train --bogus 1
+check_err "unknown key" "bogus"
+run train --prec "hybrid;recipe=sometimes"
+check_err "bad recipe" "sometimes"
+run train --prec e9m9x
+check_err "bad format" "e9m9x"
+run train "$T/missing.cfg"
+check_err "missing config file" "missing.cfg"
+printf 'steps = 5\nwhat\n' >"$T/bad.cfg"
+run train "$T/bad.cfg"
+check_err "bad config line names file:line" "bad.cfg:2"
+run train $TINY --layer.h7.fc bf16
+if [ "$rc" -eq 1 ] && grep -q "h7.fc" "$T/err"; then pass "unmatched layer override names it"; else fail "unmatched layer override" "status $rc" "$(txt "$T/err")"; fi
+run train --lr
+check_err "missing value" "--lr"
+
+finish
