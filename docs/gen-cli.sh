@@ -113,3 +113,15 @@ run "exmy gemm --a a.npy --b b.npy --accum tc:hopper --out d.npy"
 run "exmy gemm --a a.npy --b b.npy --compare fp32,chunk=128,inner=fp32,acc=bf16,tc:hopper,tc:hopper-fastacc"
 run "exmy gemm --a a.npy --b b.npy --accum tc:hopper,g=0 --out d.npy"
 run "exmy gemm --a a.npy --b a.npy --out d.npy"
+cat <<'EOF3'
+## Training: train
+
+The engine, its keys, outputs, checkpoints, calibration, check-and-fallback and the spike
+and divergence rules are in [training.md](training.md); the studies built on it
+(`exmy study`) in [studies/](studies/README.md).
+
+EOF3
+run "exmy train --help"
+run "exmy train --n_layer 2 --steps 60 --stop_after 30 --prec 'hybrid;recipe=delayed:len=16' --layer.last bf16 --progress 2 --log_every 15 --ckpt run.ckpt"
+run "exmy train --n_layer 2 --steps 60 --resume run.ckpt --prec 'hybrid;recipe=delayed:len=16' --layer.last bf16 --progress 2 --log_every 15"
+run "exmy train --prec 'hybrid;recipe=sometimes'"

@@ -10,33 +10,8 @@
 #   exit 2 with a one-line message naming the bad text.
 # Prints `ok N - desc` / `not ok N - desc`; ends `test_gemm_cli: N checks, N failures`.
 
-EXMY=${EXMY:-./exmy}
-n=0
-nfail=0
-T=$(mktemp -d "${TMPDIR:-/tmp}/exmy_gcli.XXXXXX") || exit 1
-trap 'rm -rf "$T"' EXIT
-trap 'rm -rf "$T"; exit 1' HUP INT TERM
-echo "test_gemm_cli: exmy $EXMY"
-pass() { n=$((n + 1)); echo "ok $n - $1"; }
-fail() {
-  n=$((n + 1)); nfail=$((nfail + 1))
-  echo "not ok $n - $1"; shift
-  for l in "$@"; do printf '#   %s\n' "$l"; done
-}
-skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
-run() { "$EXMY" "$@" </dev/null >"$T/out" 2>"$T/err"; rc=$?; }
-txt() { head -n 3 "$1" | tr '\n' '|'; }
-npy_is() {
-  h=$(head -c 256 "$1" 2>/dev/null | tr -cd '[:print:]')
-  printf '%s' "$h" | grep -Eq "'descr': *'[<|]$2'" && printf '%s' "$h" | grep -Eq "'shape': *\\($3, *$4,? *\\)"
-}
-check_ok() { # desc
-  if [ "$rc" -eq 0 ]; then pass "$1"; else fail "$1" "status $rc" "stderr: $(txt "$T/err")"; fi
-}
-check_err() { # desc pattern
-  if [ "$rc" -eq 2 ] && [ "$(awk 'END{print NR}' "$T/err")" -eq 1 ] && grep -q -- "$2" "$T/err"; then pass "$1"
-  else fail "$1" "status $rc (want 2)" "stderr: $(txt "$T/err")" "want a line naming: $2"; fi
-}
+NAME=test_gemm_cli
+. "${srcdir:-.}/tests/cli_harness.sh"
 
 run gemm --help
 if [ "$rc" -eq 0 ] && grep -q usage "$T/out"; then pass "gemm --help"; else fail "gemm --help" "status $rc"; fi
@@ -98,5 +73,4 @@ check_err "missing --a" "\-\-a"
 run gemm --a "$T/a.npy" --b "$T/b.npy" --alpha 1.5x --out "$T/x.npy"
 check_err "bad --alpha" "1.5x"
 
-echo "test_gemm_cli: $n checks, $nfail failures"
-[ "$nfail" -eq 0 ]
+finish
