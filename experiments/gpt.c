@@ -216,6 +216,17 @@ static int act_ensure(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
  * and in the backward dO, dq, dk, dv (T x hd), dS (T x T). */
 static size_t head_scratch(size_t T, size_t hd) { return 7 * T * hd + 2 * T * T; }
 
+
+/* Head h of sequence b: q, k, v (T x hd each, contiguous) out of qkv (BT x 3C). */
+static void gather_head(const float *qkv, size_t T, size_t C, size_t hd, size_t b, size_t h, float *q, float *k,
+                        float *v) {
+  for (size_t t = 0; t < T; t++) {
+    const float *row = qkv + (b * T + t) * 3 * C + h * hd;
+    memcpy(q + t * hd, row, hd * sizeof(float));
+    memcpy(k + t * hd, row + C, hd * sizeof(float));
+    memcpy(v + t * hd, row + 2 * C, hd * sizeof(float));
+  }
+}
 /* qkv (BT x 3C) -> att (B x NH x T x T probabilities), atty (BT x C).
  * S = q k^T (GEMM), P = causal softmax(S / sqrt(hd)) in fp32, out = P v (GEMM). */
 static int attention_forward(const xp_model *m, xp_ctx *ctx, size_t B, const float *qkv,
@@ -237,12 +248,7 @@ static int attention_forward(const xp_model *m, xp_ctx *ctx, size_t B, const flo
     for (long bh = 0; bh < nbh; bh++) {
       if (!q) continue;
       size_t b = (size_t)bh / NH, h = (size_t)bh % NH;
-      for (size_t t = 0; t < T; t++) {
-        const float *row = qkv + (b * T + t) * 3 * C + h * hd;
-        memcpy(q + t * hd, row, hd * sizeof(float));
-        memcpy(k + t * hd, row + C, hd * sizeof(float));
-        memcpy(v + t * hd, row + 2 * C, hd * sizeof(float));
-      }
+      gather_head(qkv, T, C, hd, b, h, q, k, v);
       xp_matmul(ctx, -1, (int)bh, XP_FPROP, XP_INPUT, 0, q, XP_INPUT, 1, k, T, T, hd, S);
       float *Pm = att + (size_t)bh * T * T;
       for (size_t i = 0; i < T; i++) {
@@ -290,13 +296,8 @@ static int attention_backward(const xp_model *m, xp_ctx *ctx, size_t B, const fl
     for (long bh = 0; bh < nbh; bh++) {
       if (!q) continue;
       size_t b = (size_t)bh / NH, h = (size_t)bh % NH;
-      for (size_t t = 0; t < T; t++) {
-        const float *row = qkv + (b * T + t) * 3 * C + h * hd;
-        memcpy(q + t * hd, row, hd * sizeof(float));
-        memcpy(k + t * hd, row + C, hd * sizeof(float));
-        memcpy(v + t * hd, row + 2 * C, hd * sizeof(float));
-        memcpy(dO + t * hd, datty + (b * T + t) * C + h * hd, hd * sizeof(float));
-      }
+      gather_head(qkv, T, C, hd, b, h, q, k, v);
+      for (size_t t = 0; t < T; t++) memcpy(dO + t * hd, datty + (b * T + t) * C + h * hd, hd * sizeof(float));
       const float *Pm = att + (size_t)bh * T * T;
       xp_matmul(ctx, -1, (int)bh, XP_DGRAD, XP_GRAD, 0, dO, XP_INPUT, 1, v, T, T, hd, dP);
       xp_matmul(ctx, -1, (int)bh, XP_WGRAD, XP_INPUT, 1, Pm, XP_GRAD, 0, dO, T, hd, T, dv);
