@@ -216,7 +216,6 @@ static int act_ensure(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
  * and in the backward dO, dq, dk, dv (T x hd), dS (T x T). */
 static size_t head_scratch(size_t T, size_t hd) { return 7 * T * hd + 2 * T * T; }
 
-
 /* Head h of sequence b: q, k, v (T x hd each, contiguous) out of qkv (BT x 3C). */
 static void gather_head(const float *qkv, size_t T, size_t C, size_t hd, size_t b, size_t h, float *q, float *k,
                         float *v) {
