@@ -261,12 +261,6 @@ uint64_t exmy__round_sum2(const exmy_format *fmt, const exmy_rounding *rnd, doub
 
 /* ---- the models on one piece [l0, l1) ------------------------------------ */
 
-static inline double prod(const gemm_plan *p, size_t i, size_t j, size_t l) {
-  const double ab = p->ad[i * p->k + l] * p->bd[j * p->k + l];
-  if (p->style != GEMM_INNER) return ab;
-  const size_t s = l / p->seg;
-  return ab * ((double)p->as[i * p->nseg + s] * (double)p->bs[j * p->nseg + s]);
-}
 
 static inline float opa(const gemm_plan *p, size_t i, size_t l) {
   const double a = p->ad[i * p->k + l];
@@ -327,7 +321,7 @@ static u128 tc_term(const gemm_plan *p, size_t i, size_t j, size_t l, int *e) {
 /* One fused group: c + sum of products l0..l1-1 (docs/gemm.md, tc steps 1-4). */
 static float tc_group(const gemm_plan *p, float c, size_t i, size_t j, size_t l0, size_t l1) {
   double chk = 0;
-  for (size_t l = l0; l < l1; l++) chk += prod(p, i, j, l);
+  for (size_t l = l0; l < l1; l++) chk += exmy__gemm_prod(p, i, j, l);
   chk += (double)c;
   if (isnan(chk)) return f32_from_bits(0x7FFFFFFFu);
   if (isinf(chk)) return (float)chk;
@@ -381,7 +375,7 @@ static float piece(const gemm_plan *p, size_t i, size_t j, size_t l0, size_t l1)
     double c = 0.0;
     const uint64_t base = ((uint64_t)i * p->n + j) * p->k;
     for (size_t l = l0; l < l1; l++) {
-      const uint64_t code = exmy__round_sum2(f, &p->acc.acc_rnd, c, prod(p, i, j, l), base + l, NULL);
+      const uint64_t code = exmy__round_sum2(f, &p->acc.acc_rnd, c, exmy__gemm_prod(p, i, j, l), base + l, NULL);
       c = p->acc_lut ? p->acc_lut[code] : exmy_decode(f, code);
     }
     return (float)c;

@@ -55,6 +55,14 @@ static inline float exmy__gemm_promote_w(const gemm_plan *p, size_t i, size_t j,
 }
 
 /* The epilogue's multiplier s of output (i, j). */
+/* The product a_il b_jl in double (exact for M <= 23 operands; INNER scales inside). */
+static inline double exmy__gemm_prod(const gemm_plan *p, size_t i, size_t j, size_t l) {
+  const double ab = p->ad[i * p->k + l] * p->bd[j * p->k + l];
+  if (p->style != GEMM_INNER) return ab;
+  const size_t s = l / p->seg;
+  return ab * ((double)p->as[i * p->nseg + s] * (double)p->bs[j * p->nseg + s]);
+}
+
 static inline float exmy__gemm_out_scale(const gemm_plan *p, size_t i, size_t j) {
   if (p->style == GEMM_OUTER) return (p->alpha * p->as[i]) * p->bs[j];
   if (p->style == GEMM_INNER) return (p->alpha * p->tA) * p->tB;
