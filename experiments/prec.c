@@ -397,8 +397,9 @@ void xp_ctx_stats_write(xp_ctx *ctx, long step, FILE *csv, FILE *jsonl) {
         const double v[8] = {100 * s->underflow_frac, 100 * s->overflow_frac, s->mse, s->cosine, s->snr_db,
                              s->amax, ctx->ls[i].st_scale[r][w], s->scale_ratio};
         if (csv) {
-          fprintf(csv, "%ld,%s,%s,%s,%s,%s", step, ctx->lin_name[i], xp_role_names[r], xp_tkind_names[role_kinds[r][w]],
-                  t->fmt.name, t->recipe);
+          /* recipes may hold commas (delayed:len=16,margin=1): quoted, as CSV wants */
+          fprintf(csv, "%ld,%s,%s,%s,%s,\"%s\"", step, ctx->lin_name[i], xp_role_names[r],
+                  xp_tkind_names[role_kinds[r][w]], t->fmt.name, t->recipe);
           for (int j = 0; j < 8; j++) fprintf(csv, ",%.9g", v[j]);
           fputc('\n', csv);
         }

@@ -198,13 +198,14 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
   const int tty = c->progress == 1 && isatty(2);
   if (c->out_dir[0]) {
     mkdir(c->out_dir, 0777);
+    /* a resumed run continues its files; a new file gets its header */
     const int append = c->resume[0] && start > 0;
     if (!(r.loss_csv = open_out(c, "loss.csv", append, err, errlen))) goto out;
-    if (!append) fprintf(r.loss_csv, "step,loss,lr,grad_norm,mode,spike\n");
+    if (ftell(r.loss_csv) == 0) fprintf(r.loss_csv, "step,loss,lr,grad_norm,mode,spike\n");
     if (c->stats_every) {
       if (!(r.stats_csv = open_out(c, "stats.csv", append, err, errlen))) goto out;
       if (!(r.stats_jsonl = open_out(c, "stats.jsonl", append, err, errlen))) goto out;
-      if (!append) xp_ctx_stats_header(r.stats_csv);
+      if (ftell(r.stats_csv) == 0) xp_ctx_stats_header(r.stats_csv);
     }
     FILE *cf = open_out(c, "config.txt", 0, err, errlen);
     if (!cf) goto out;

@@ -42,7 +42,7 @@ else fail "summary.json" "$(txt "$T/r1/summary.json")"; fi
 # 3 collected steps (0 2 4) x 4 linears (h0.qkv h0.proj h0.fc h0.fc2 lm_head = 5) x 6 operands
 srows=$(awk 'END{print NR}' "$T/r1/stats.csv" 2>/dev/null)
 jrows=$(awk 'END{print NR}' "$T/r1/stats.jsonl" 2>/dev/null)
-if [ "$srows" = 91 ] && [ "$jrows" = 90 ] && grep -q "h0.fc2,fprop,input,e4m3fn,current" "$T/r1/stats.csv"; then
+if [ "$srows" = 91 ] && [ "$jrows" = 90 ] && grep -q 'h0.fc2,fprop,input,e4m3fn,"current"' "$T/r1/stats.csv"; then
   pass "stats.csv / stats.jsonl: 3 steps x 5 layers x 6 operands"
 else fail "stats.csv / stats.jsonl" "rows $srows $jrows"; fi
 if npy_is "$T/r1/dump/step3.h0.qkv.fprop.A.npy" f4 32 16 && npy_is "$T/r1/dump/step3.h0.qkv.fprop.A.codes.npy" u1 32 16 &&
@@ -56,6 +56,9 @@ run train $TINY --prec "hybrid;round.grad=sr" --out_dir "$T/part" --stop_after 3
 run train $TINY --prec "hybrid;round.grad=sr" --out_dir "$T/part" --resume "$T/part.ckpt"
 if [ "$rc" -eq 0 ] && cmp -s "$T/full/loss.csv" "$T/part/loss.csv"; then pass "stop_after 3 + resume = one run (loss.csv identical)"
 else fail "stop_after + resume" "$(diff "$T/full/loss.csv" "$T/part/loss.csv" | head -4 | tr '\n' '|')"; fi
+run train $TINY --prec "hybrid;round.grad=sr" --out_dir "$T/cont" --resume "$T/part.ckpt"
+if [ "$rc" -eq 0 ] && head -n 1 "$T/cont/loss.csv" | grep -q "^step,loss" && [ "$(awk 'END{print NR}' "$T/cont/loss.csv")" = 4 ]
+then pass "resume into a new out_dir: header + the 3 remaining steps"; else fail "resume into a new out_dir" "$(txt "$T/cont/loss.csv")"; fi
 run train $TINY --prec "hybrid;round.grad=sr" --out_dir "$T/t1" --threads 1
 run train $TINY --prec "hybrid;round.grad=sr" --out_dir "$T/t2" --threads 2
 if cmp -s "$T/t1/loss.csv" "$T/t2/loss.csv" && cmp -s "$T/t1/loss.csv" "$T/full/loss.csv"; then pass "threads 1 and 2: identical loss.csv"

@@ -1,0 +1,99 @@
+/* study.c: `exmy study [NAME]`, the FP8 stability studies
+ * (experiments/study.h, docs/studies/README.md). */
+#include "cli/cli.h"
+#include "experiments/study.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *study_usage =
+  "usage: exmy study [NAME] [options]\n"
+  "Run an FP8 stability study: a set of tiny training runs (the xp engine), then a results\n"
+  "folder with runs.csv, summary.json, per-run folders (runs/LABEL/), gnuplot plots (SVG and\n"
+  "PNG) and report.md, whose \"Reproduced / not reproduced\" section compares the numbers with\n"
+  "the published result.  Without NAME: the default study (fp32 vs bf16 vs HYBRID FP8 vs\n"
+  "E8M2 round-toward-zero, about a minute or two on 2 cores).\n"
+  "Studies: default, mantissa, recipes, fallback, calibration, accumulation, rounding\n"
+  "(--list describes them; docs/studies/ has a real run of each).\n"
+  "  --out DIR          results folder (default results/NAME)\n"
+  "  --steps N          training steps of every run (calibration: the bf16 pretraining)\n"
+  "  --seeds N          seeds 1..N of every configuration\n"
+  "  --lrs LIST         learning rates, comma-separated (default: the study's)\n"
+  "  --threads N        runs in parallel, one thread each (default: all cores); the results\n"
+  "                     do not depend on it\n"
+  "  --tiny             the make-check size: a 1-layer 16-wide GPT, a few steps (seconds)\n"
+  "  --full             the bigger sweep: more steps, seeds and learning rates\n"
+  "  --data FILE        train the GPT on a text file instead of the built-in corpus\n"
+  "  --set KEY=VALUE    an engine config key for every run (repeatable; docs/training.md)\n"
+  "  --no-plots         do not run gnuplot (the plot data and scripts are still written)\n"
+  "  --list             the studies with one-line descriptions\n"
+  "  --dry-run          print every run's config (keys that differ from the defaults)\n"
+  "Progress: one line per finished run with an ETA; at the end a table, the findings, and\n"
+  "where the report and plots are.  Rules (docs/studies/README.md): a spike is a loss above\n"
+  "spike_factor x the median of the previous spike_window losses; divergence is a non-finite\n"
+  "loss or, after warmup, a loss above the first step's.\n";
+
+int cmd_study(int argc, char **argv) {
+  study_opts so;
+  study_opts_init(&so);
+  const char *name = NULL;
+  int list = 0, tiny = 0, full = 0;
+  cli_opts o;
+  cli_opts_init(&o, "study", argc, argv);
+  while (cli_next(&o)) {
+    const char *k = o.key;
+    if (o.positional) {
+      if (name) cli_die("study: unexpected argument '%s' (one study name at most)", argv[o.i]);
+      name = argv[o.i];
+    } else if (!strcmp(k, "--out")) so.out_dir = cli_value(&o);
+    else if (!strcmp(k, "--steps")) so.steps = (long)cli_parse_u64("--steps", cli_value(&o), 1, 100000000);
+    else if (!strcmp(k, "--seeds")) so.seeds = (int)cli_parse_u64("--seeds", cli_value(&o), 1, 64);
+    else if (!strcmp(k, "--lrs")) so.lrs = cli_value(&o);
+    else if (!strcmp(k, "--threads")) so.threads = (int)cli_parse_u64("--threads", cli_value(&o), 1, 1024);
+    else if (!strcmp(k, "--tiny")) { cli_no_value(&o); tiny = 1; }
+    else if (!strcmp(k, "--full")) { cli_no_value(&o); full = 1; }
+    else if (!strcmp(k, "--data")) so.data = cli_value(&o);
+    else if (!strcmp(k, "--set")) {
+      const char *v = cli_value(&o);
+      if (!strchr(v, '=') || v[0] == '=') cli_die("study: --set '%s': expected KEY=VALUE", v);
+      if (so.nset >= STUDY_MAX_SET) cli_die("study: --set: at most %d", STUDY_MAX_SET);
+      so.set[so.nset++] = v;
+    } else if (!strcmp(k, "--no-plots")) { cli_no_value(&o); so.plots = 0; }
+    else if (!strcmp(k, "--list")) { cli_no_value(&o); list = 1; }
+    else if (!strcmp(k, "--dry-run")) { cli_no_value(&o); so.dry_run = 1; }
+    else cli_die("study: unknown option '%s' (see exmy study --help)", argv[o.i]);
+  }
+  if (tiny && full) cli_die("study: --tiny and --full exclude each other");
+  so.size = tiny ? STUDY_TINY : full ? STUDY_FULL : STUDY_DEFAULT;
+  if (list) {
+    for (int i = 0; i < study_count(); i++) printf("%-13s %s\n", study_name(i), study_description(i));
+    return 0;
+  }
+  if (name && study_find(name) < 0) {
+    char l[512] = "";
+    for (int i = 0; i < study_count(); i++) {
+      strncat(l, i ? ", " : "", sizeof l - strlen(l) - 1);
+      strncat(l, study_name(i), sizeof l - strlen(l) - 1);
+    }
+    cli_die("study: unknown study '%s' (accepted: %s; see exmy study --list)", name, l);
+  }
+  /* the command line, for the report */
+  char cmd[1024] = "exmy study";
+  for (int i = 1; i < argc; i++) {
+    const int q = strpbrk(argv[i], " ;|&*?$'\"") != NULL;
+    strncat(cmd, q ? " '" : " ", sizeof cmd - strlen(cmd) - 1);
+    strncat(cmd, argv[i], sizeof cmd - strlen(cmd) - 1);
+    if (q) strncat(cmd, "'", sizeof cmd - strlen(cmd) - 1);
+  }
+  so.command = cmd;
+  so.log = stdout;
+  char err[600];
+  const int rc = study_main(name, &so, err, sizeof err);
+  if (rc == 2) cli_die("%s", err);
+  if (rc) {
+    fflush(stdout);
+    fprintf(stderr, "exmy: %s\n", err);
+    return 1;
+  }
+  return 0;
+}
