@@ -125,3 +125,15 @@ run "exmy train --help"
 run "exmy train --n_layer 2 --steps 60 --stop_after 30 --prec 'hybrid;recipe=delayed:len=16' --layer.last bf16 --progress 2 --log_every 15 --ckpt run.ckpt"
 run "exmy train --n_layer 2 --steps 60 --resume run.ckpt --prec 'hybrid;recipe=delayed:len=16' --layer.last bf16 --progress 2 --log_every 15"
 run "exmy train --prec 'hybrid;recipe=sometimes'"
+cat <<'EOF4'
+## Studies: study
+
+What each study reproduces, its rules and real default-size runs with plots are in
+[studies/](studies/README.md).
+
+EOF4
+run "exmy study --help"
+run "exmy study --list"
+run "exmy study calibration --dry-run"
+run "exmy study rounding --tiny --no-plots --out st"
+run "exmy study sparsity"
