@@ -594,6 +594,23 @@ static void tbl_cell(tbl *t, int col, const char *fmt, ...) {
   vsnprintf(t->c[t->nrow][col], sizeof t->c[0][0], fmt, ap);
   va_end(ap);
 }
+
+/* Cells 0-5 of a per-configuration row: name, final, sd, final against the
+ * reference configuration (%), val, diverged. */
+static void agg_cells(tbl *t, const char *name, const agg *a, const agg *ref) {
+  char c[32];
+  tbl_cell(t, 0, "%s", name);
+  fmt_num(a->final_mean, c, sizeof c);
+  tbl_cell(t, 1, "%s", c);
+  fmt_num(a->final_sd, c, sizeof c);
+  tbl_cell(t, 2, "%s", c);
+  if (isfinite(a->final_mean) && isfinite(ref->final_mean))
+    tbl_cell(t, 3, "%+.2f%%", 100 * (a->final_mean - ref->final_mean) / ref->final_mean);
+  else tbl_cell(t, 3, "-");
+  fmt_num(a->val_mean, c, sizeof c);
+  tbl_cell(t, 4, "%s", c);
+  tbl_cell(t, 5, "%d/%d", a->ndiv, a->n);
+}
 static void tbl_end_row(tbl *t) { if (t->nrow < TBL_ROWS) t->nrow++; }
 static void tbl_md(const tbl *t, FILE *md) {
   fputc('|', md);
@@ -1704,18 +1721,7 @@ static void report_fallback(study *st, FILE *md) {
     long fb = 0;
     for (int j = 0; j < st->nrun; j++)
       if (!strcmp(st->run[j].name, r->name)) fb += st->run[j].res.fallbacks;
-    char c[32];
-    tbl_cell(t, 0, "%s", r->name);
-    fmt_num(a.final_mean, c, sizeof c);
-    tbl_cell(t, 1, "%s", c);
-    fmt_num(a.final_sd, c, sizeof c);
-    tbl_cell(t, 2, "%s", c);
-    if (isfinite(a.final_mean) && isfinite(b.final_mean))
-      tbl_cell(t, 3, "%+.2f%%", 100 * (a.final_mean - b.final_mean) / b.final_mean);
-    else tbl_cell(t, 3, "-");
-    fmt_num(a.val_mean, c, sizeof c);
-    tbl_cell(t, 4, "%s", c);
-    tbl_cell(t, 5, "%d/%d", a.ndiv, a.n);
+    agg_cells(t, r->name, &a, &b);
     tbl_cell(t, 6, "%ld", fb);
     tbl_end_row(t);
   }
@@ -2184,18 +2190,7 @@ static void report_rounding(study *st, FILE *md) {
     const srun *r = &st->run[i];
     if (r->lri || r->seedi) continue;
     agg a = aggregate(st, r->name, 0);
-    char c[32];
-    tbl_cell(t, 0, "%s", r->name);
-    fmt_num(a.final_mean, c, sizeof c);
-    tbl_cell(t, 1, "%s", c);
-    fmt_num(a.final_sd, c, sizeof c);
-    tbl_cell(t, 2, "%s", c);
-    if (isfinite(ref.final_mean) && isfinite(a.final_mean))
-      tbl_cell(t, 3, "%+.2f%%", 100 * (a.final_mean - ref.final_mean) / ref.final_mean);
-    else tbl_cell(t, 3, "-");
-    fmt_num(a.val_mean, c, sizeof c);
-    tbl_cell(t, 4, "%s", c);
-    tbl_cell(t, 5, "%d/%d", a.ndiv, a.n);
+    agg_cells(t, r->name, &a, &ref);
     /* loss decrease over the second half (mean of the 10% around the middle minus final) */
     double drop[64];
     int nd = 0;
