@@ -304,9 +304,9 @@ static void dump_operand(xp_ctx *ctx, int lin, xp_role role, int which, const op
 }
 
 static int dump_wanted(const xp_ctx *ctx, int lin) {
-  char list[256];
+  char list[256], *save = NULL;
   snprintf(list, sizeof list, "%s", ctx->cfg->dump_layers);
-  for (char *s = strtok(list, ","); s; s = strtok(NULL, ","))
+  for (char *s = strtok_r(list, ",", &save); s; s = strtok_r(NULL, ",", &save))
     if (layer_matches(s, lin, ctx->nlin, ctx->lin_name[lin])) return 1;
   return 0;
 }

@@ -66,7 +66,8 @@ static void write_summary(const xp_config *c, const xp_result *r, const char *pa
     xp_config_write(c, m);
     fclose(m);
     int first = 1;
-    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+    char *save = NULL;
+    for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
       fprintf(f, "%s    \"", first ? "" : ",\n");
       for (char *p = line; *p; p++) {
         if (*p == '"' || *p == '\\') fputc('\\', f);
