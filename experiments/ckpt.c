@@ -14,11 +14,6 @@
 #define MAGIC "EXMYCKPT"
 #define VERSION 1u
 
-static int fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b) {
-  if (err && errlen) snprintf(err, errlen, fmt, a, b);
-  return -1;
-}
-
 static int wr(FILE *f, const void *p, size_t n) { return fwrite(p, 1, n, f) == n ? 0 : -1; }
 static int rd(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n ? 0 : -1; }
 #define W(x) wr(f, &(x), sizeof(x))
@@ -28,7 +23,7 @@ int xp_ckpt_save(const char *path, const xp_ckpt_state *s, char *err, size_t err
   char tmp[XP_PATH + 8];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   FILE *f = fopen(tmp, "wb");
-  if (!f) return fail(err, errlen, "checkpoint: cannot write '%s': %s", tmp, strerror(errno));
+  if (!f) return xp_errf(err, errlen, "checkpoint: cannot write '%s': %s", tmp, strerror(errno));
   int bad = 0;
   const uint32_t version = VERSION, endian = 0x01020304u;
   bad |= wr(f, MAGIC, 8) | W(version) | W(endian);
@@ -60,27 +55,27 @@ int xp_ckpt_save(const char *path, const xp_ckpt_state *s, char *err, size_t err
   bad |= fclose(f) != 0;
   if (bad) {
     unlink(tmp);
-    return fail(err, errlen, "checkpoint: writing '%s' failed: %s", tmp, strerror(errno));
+    return xp_errf(err, errlen, "checkpoint: writing '%s' failed: %s", tmp, strerror(errno));
   }
   if (rename(tmp, path)) {
     unlink(tmp);
-    return fail(err, errlen, "checkpoint: cannot rename to '%s': %s", path, strerror(errno));
+    return xp_errf(err, errlen, "checkpoint: cannot rename to '%s': %s", path, strerror(errno));
   }
   return 0;
 }
 
 int xp_ckpt_load(const char *path, xp_ckpt_state *s, int *same_prec, char *err, size_t errlen) {
   FILE *f = fopen(path, "rb");
-  if (!f) return fail(err, errlen, "resume: cannot open '%s': %s", path, strerror(errno));
+  if (!f) return xp_errf(err, errlen, "resume: cannot open '%s': %s", path, strerror(errno));
   char magic[8];
   uint32_t version = 0, endian = 0, tl = 0;
   if (rd(f, magic, 8) || memcmp(magic, MAGIC, 8) || R(version) || R(endian) || R(tl) || tl > 4096) {
     fclose(f);
-    return fail(err, errlen, "resume: '%s' is not an exmy checkpoint%s", path, "");
+    return xp_errf(err, errlen, "resume: '%s' is not an exmy checkpoint", path);
   }
   if (version != VERSION || endian != 0x01020304u) {
     fclose(f);
-    return fail(err, errlen, "resume: '%s' has an unsupported version or byte order%s", path, "");
+    return xp_errf(err, errlen, "resume: '%s' has an unsupported version or byte order", path);
   }
   char key[4097];
   int bad = rd(f, key, tl);
@@ -92,9 +87,8 @@ int xp_ckpt_load(const char *path, xp_ckpt_state *s, int *same_prec, char *err, 
   bad |= R(n);
   if (bad || n != s->model->nparams) {
     fclose(f);
-    char what[96];
-    snprintf(what, sizeof what, "%llu parameters, this model has %zu", (unsigned long long)n, s->model->nparams);
-    return fail(err, errlen, "resume: '%s' holds %s (model settings differ)", path, what);
+    return xp_errf(err, errlen, "resume: '%s' holds %llu parameters, this model has %zu (model settings differ)", path,
+                   (unsigned long long)n, s->model->nparams);
   }
   s->step = step;
   bad |= rd(f, s->model->params, n * 4) | rd(f, s->optim->m, n * 4) | rd(f, s->optim->v, n * 4);
@@ -104,7 +98,7 @@ int xp_ckpt_load(const char *path, xp_ckpt_state *s, int *same_prec, char *err, 
   bad |= R(window);
   if (bad || window != d->window) {
     fclose(f);
-    return fail(err, errlen, "resume: '%s' is truncated or its spike_window differs%s", path, "");
+    return xp_errf(err, errlen, "resume: '%s' is truncated or its spike_window differs", path);
   }
   bad |= R(d->factor) | R(d->seen) | R(d->first) | R(d->spikes) | R(d->first_spike) | R(d->diverged_at) |
          rd(f, d->ring, (size_t)window * sizeof(double));
@@ -112,7 +106,7 @@ int xp_ckpt_load(const char *path, xp_ckpt_state *s, int *same_prec, char *err, 
   bad |= R(nl);
   if (bad || nl > (uint64_t)1 << 40) {
     fclose(f);
-    return fail(err, errlen, "resume: '%s' is truncated%s", path, "");
+    return xp_errf(err, errlen, "resume: '%s' is truncated", path);
   }
   s->loss = malloc((nl + 1) * sizeof(double));
   s->nloss = (long)nl;
@@ -121,7 +115,7 @@ int xp_ckpt_load(const char *path, xp_ckpt_state *s, int *same_prec, char *err, 
   bad |= R(nlin);
   if (bad || nlin != s->ctx->nlin) {
     fclose(f);
-    return fail(err, errlen, "resume: '%s' is truncated or has other layers%s", path, "");
+    return xp_errf(err, errlen, "resume: '%s' is truncated or has other layers", path);
   }
   for (int i = 0; i < nlin && !bad; i++) {
     exmy_recipe *rec[XP_NKIND];
@@ -146,6 +140,6 @@ int xp_ckpt_load(const char *path, xp_ckpt_state *s, int *same_prec, char *err, 
     }
   }
   fclose(f);
-  if (bad) return fail(err, errlen, "resume: '%s' is truncated%s", path, "");
+  if (bad) return xp_errf(err, errlen, "resume: '%s' is truncated", path);
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,8 +67,13 @@ static const key_def keys[] = {
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
-static int fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b) {
-  if (err && errlen) snprintf(err, errlen, fmt, a, b);
+int xp_errf(char *err, size_t errlen, const char *fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
   return -1;
 }
 
@@ -114,25 +120,25 @@ void xp_config_default(xp_config *c) {
 /* "PRESET;key=value;..." into p */
 static int parse_prec(const char *what, const char *text, xp_prec *p, char *err, size_t errlen) {
   char buf[512], e[300];
-  if (strlen(text) >= sizeof buf) return fail(err, errlen, "%s: '%.80s...' is too long", what, text);
+  if (strlen(text) >= sizeof buf) return xp_errf(err, errlen, "%s: '%.80s...' is too long", what, text);
   snprintf(buf, sizeof buf, "%s", text);
   char *save = NULL;
   char *tok = strtok_r(buf, ";", &save);
   while (tok && isspace((unsigned char)*tok)) tok++;
-  if (!tok || !*tok) return fail(err, errlen, "%s: empty precision '%s'", what, text);
+  if (!tok || !*tok) return xp_errf(err, errlen, "%s: empty precision '%s'", what, text);
   char *end = tok + strlen(tok);
   while (end > tok && isspace((unsigned char)end[-1])) *--end = 0;
   if (xp_prec_preset(p, tok, e, sizeof e))
-    return fail(err, errlen, "%s: %s (presets: fp32, bf16, fp16, hybrid, or a format name)", what, e);
+    return xp_errf(err, errlen, "%s: %s (presets: fp32, bf16, fp16, hybrid, or a format name)", what, e);
   while ((tok = strtok_r(NULL, ";", &save))) {
     while (isspace((unsigned char)*tok)) tok++;
     end = tok + strlen(tok);
     while (end > tok && isspace((unsigned char)end[-1])) *--end = 0;
     if (!*tok) continue;
     char *eq = strchr(tok, '=');
-    if (!eq) return fail(err, errlen, "%s: '%s' is not key=value", what, tok);
+    if (!eq) return xp_errf(err, errlen, "%s: '%s' is not key=value", what, tok);
     *eq = 0;
-    if (xp_prec_set(p, tok, eq + 1, e, sizeof e)) return fail(err, errlen, "%s: %s", what, e);
+    if (xp_prec_set(p, tok, eq + 1, e, sizeof e)) return xp_errf(err, errlen, "%s: %s", what, e);
   }
   snprintf(p->name, sizeof p->name, "%.*s", (int)sizeof p->name - 1, text);
   return 0;
@@ -144,30 +150,30 @@ int xp_config_set(xp_config *c, const char *key, const char *value, char *err, s
     if (!strcmp(value, "gpt")) c->model.kind = XP_MODEL_GPT;
     else if (!strcmp(value, "mlp")) c->model.kind = XP_MODEL_MLP;
     else if (!strcmp(value, "mlp-class")) c->model.kind = XP_MODEL_MLP_CLASS;
-    else return fail(err, errlen, "model: unknown model '%s' (gpt, mlp, mlp-class)%s", value, "");
+    else return xp_errf(err, errlen, "model: unknown model '%s' (gpt, mlp, mlp-class)", value);
     return 0;
   }
   if (!strcmp(key, "data")) {
-    if (strlen(value) >= sizeof c->data) return fail(err, errlen, "data: path '%s' too long%s", value, "");
+    if (strlen(value) >= sizeof c->data) return xp_errf(err, errlen, "data: path '%s' too long", value);
     snprintf(c->data, sizeof c->data, "%s", value);
     return 0;
   }
   if (!strcmp(key, "prec")) {
     xp_prec p;
-    if (parse_prec("prec", value, &p, e, sizeof e)) return fail(err, errlen, "%s%s", e, "");
-    if (strlen(value) >= sizeof c->prec_text) return fail(err, errlen, "prec: '%s' too long%s", value, "");
+    if (parse_prec("prec", value, &p, e, sizeof e)) return xp_errf(err, errlen, "%s", e);
+    if (strlen(value) >= sizeof c->prec_text) return xp_errf(err, errlen, "prec: '%s' too long", value);
     c->prec = p;
     snprintf(c->prec_text, sizeof c->prec_text, "%s", value);
     return 0;
   }
   if (!strcmp(key, "attn")) {
     xp_prec p;
-    if (parse_prec("attn", value, &p, e, sizeof e)) return fail(err, errlen, "%s%s", e, "");
+    if (parse_prec("attn", value, &p, e, sizeof e)) return xp_errf(err, errlen, "%s", e);
     for (int t = 0; t < XP_NKIND; t++)
       if (!strncmp(p.t[t].recipe, "delayed", 7))
-        return fail(err, errlen, "attn: delayed scaling is not offered for attention's per-head GEMMs ('%s')%s",
-                    value, "");
-    if (strlen(value) >= sizeof c->attn_text) return fail(err, errlen, "attn: '%s' too long%s", value, "");
+        return xp_errf(err, errlen, "attn: delayed scaling is not offered for attention's per-head GEMMs ('%s')",
+                    value);
+    if (strlen(value) >= sizeof c->attn_text) return xp_errf(err, errlen, "attn: '%s' too long", value);
     c->attn = p;
     snprintf(c->attn_text, sizeof c->attn_text, "%s", value);
     return 0;
@@ -175,14 +181,14 @@ int xp_config_set(xp_config *c, const char *key, const char *value, char *err, s
   if (!strncmp(key, "layer.", 6)) {
     const char *name = key + 6;
     if (!*name || strlen(name) >= sizeof c->override_layer[0])
-      return fail(err, errlen, "'%s': give a layer (layer.first, layer.last, layer.3, layer.h0.qkv)%s", key, "");
+      return xp_errf(err, errlen, "'%s': give a layer (layer.first, layer.last, layer.3, layer.h0.qkv)", key);
     int slot = c->n_override;
     for (int o = 0; o < c->n_override; o++)
       if (!strcmp(c->override_layer[o], name)) slot = o;
-    if (slot == XP_MAX_OVERRIDES) return fail(err, errlen, "%s: more than 16 layer overrides%s", key, "");
+    if (slot == XP_MAX_OVERRIDES) return xp_errf(err, errlen, "%s: more than 16 layer overrides", key);
     xp_prec p;
-    if (parse_prec(key, value, &p, e, sizeof e)) return fail(err, errlen, "%s%s", e, "");
-    if (strlen(value) >= sizeof c->override_text[0]) return fail(err, errlen, "%s: '%s' too long", key, value);
+    if (parse_prec(key, value, &p, e, sizeof e)) return xp_errf(err, errlen, "%s", e);
+    if (strlen(value) >= sizeof c->override_text[0]) return xp_errf(err, errlen, "%s: '%s' too long", key, value);
     snprintf(c->override_layer[slot], sizeof c->override_layer[slot], "%s", name);
     snprintf(c->override_text[slot], sizeof c->override_text[slot], "%s", value);
     c->override_prec[slot] = p;
@@ -191,8 +197,8 @@ int xp_config_set(xp_config *c, const char *key, const char *value, char *err, s
   }
   if (!strcmp(key, "master")) {
     exmy_format f;
-    if (exmy_format_parse(value, &f, e, sizeof e)) return fail(err, errlen, "master: %s%s", e, "");
-    if (f.mbits > 23 || f.bits > 32) return fail(err, errlen, "master: '%s' is wider than binary32%s", value, "");
+    if (exmy_format_parse(value, &f, e, sizeof e)) return xp_errf(err, errlen, "master: %s", e);
+    if (f.mbits > 23 || f.bits > 32) return xp_errf(err, errlen, "master: '%s' is wider than binary32", value);
     c->master = f;
     c->master_is_f32 = f.ebits == 8 && f.mbits == 23 && f.bias == 127 && f.is_signed;
     snprintf(c->master_text, sizeof c->master_text, "%s", value);
@@ -200,7 +206,7 @@ int xp_config_set(xp_config *c, const char *key, const char *value, char *err, s
   }
   if (!strcmp(key, "master_round")) {
     if (exmy_round_mode_parse(value, &c->master_round))
-      return fail(err, errlen, "master_round: unknown rounding '%s' (rne rna rtz rup rdn rto sr)%s", value, "");
+      return xp_errf(err, errlen, "master_round: unknown rounding '%s' (rne rna rtz rup rdn rto sr)", value);
     return 0;
   }
   for (size_t i = 0; i < NKEYS; i++) {
@@ -208,7 +214,7 @@ int xp_config_set(xp_config *c, const char *key, const char *value, char *err, s
     if (strcmp(k->name, key)) continue;
     char *p = (char *)c + k->off;
     if (k->type == T_STR) {
-      if (strlen(value) >= k->size) return fail(err, errlen, "%s: '%s' is too long", key, value);
+      if (strlen(value) >= k->size) return xp_errf(err, errlen, "%s: '%s' is too long", key, value);
       snprintf(p, k->size, "%s", value);
       return 0;
     }
@@ -216,30 +222,26 @@ int xp_config_set(xp_config *c, const char *key, const char *value, char *err, s
     errno = 0;
     if (k->type == T_U64) {
       unsigned long long v = strtoull(value, &end, 0);
-      if (!*value || *end || errno || *value == '-') return fail(err, errlen, "%s: '%s' is not an unsigned integer", key, value);
+      if (!*value || *end || errno || *value == '-') return xp_errf(err, errlen, "%s: '%s' is not an unsigned integer", key, value);
       *(uint64_t *)p = v;
       return 0;
     }
     double v = strtod(value, &end);
-    if (!*value || *end || errno || !isfinite(v)) return fail(err, errlen, "%s: '%s' is not a number", key, value);
-    if (v < k->lo || v > k->hi) {
-      char range[96];
-      snprintf(range, sizeof range, "%s (%g to %g)", value, k->lo, k->hi);
-      return fail(err, errlen, "%s: %s is out of range", key, range);
-    }
+    if (!*value || *end || errno || !isfinite(v)) return xp_errf(err, errlen, "%s: '%s' is not a number", key, value);
+    if (v < k->lo || v > k->hi) return xp_errf(err, errlen, "%s: %s (%g to %g) is out of range", key, value, k->lo, k->hi);
     if ((k->type == T_INT || k->type == T_LONG) && v != floor(v))
-      return fail(err, errlen, "%s: '%s' is not an integer", key, value);
+      return xp_errf(err, errlen, "%s: '%s' is not an integer", key, value);
     if (k->type == T_INT) *(int *)p = (int)v;
     else if (k->type == T_LONG) *(long *)p = (long)v;
     else *(double *)p = v;
     return 0;
   }
-  return fail(err, errlen, "unknown key '%s' (see `exmy train --help` or docs/training.md)%s", key, "");
+  return xp_errf(err, errlen, "unknown key '%s' (see `exmy train --help` or docs/training.md)", key);
 }
 
 int xp_config_load(xp_config *c, const char *path, char *err, size_t errlen) {
   FILE *f = fopen(path, "r");
-  if (!f) return fail(err, errlen, "cannot open config '%s': %s", path, strerror(errno));
+  if (!f) return xp_errf(err, errlen, "cannot open config '%s': %s", path, strerror(errno));
   char line[1024], e[512];
   int ln = 0;
   while (fgets(line, sizeof line, f)) {
@@ -253,8 +255,7 @@ int xp_config_load(xp_config *c, const char *path, char *err, size_t errlen) {
     char *eq = strchr(s, '=');
     if (!eq) {
       fclose(f);
-      snprintf(e, sizeof e, "%s:%d", path, ln);
-      return fail(err, errlen, "%s: expected key = value, got '%s'", e, s);
+      return xp_errf(err, errlen, "%s:%d: expected key = value, got '%s'", path, ln, s);
     }
     char *kend = eq;
     while (kend > s && isspace((unsigned char)kend[-1])) kend--;
@@ -263,9 +264,7 @@ int xp_config_load(xp_config *c, const char *path, char *err, size_t errlen) {
     while (isspace((unsigned char)*v)) v++;
     if (xp_config_set(c, s, v, e, sizeof e)) {
       fclose(f);
-      char where[600];
-      snprintf(where, sizeof where, "%s:%d", path, ln);
-      return fail(err, errlen, "%s: %s", where, e);
+      return xp_errf(err, errlen, "%s:%d: %s", path, ln, e);
     }
   }
   fclose(f);

@@ -92,21 +92,16 @@ size_t xp_builtin_text(uint64_t seed, size_t bytes, char *out) {
 
 #define BUILTIN_BYTES (256 * 1024)
 
-static int fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b) {
-  if (err && errlen) snprintf(err, errlen, fmt, a, b);
-  return -1;
-}
-
 static int text_init(xp_data *d, const xp_config *c, char *err, size_t errlen) {
   char *text = NULL;
   size_t len = 0;
   if (!strcmp(c->data, "builtin")) {
     text = malloc(BUILTIN_BYTES);
-    if (!text) return fail(err, errlen, "out of memory%s%s", "", "");
+    if (!text) return xp_errf(err, errlen, "out of memory");
     len = xp_builtin_text(c->seed, BUILTIN_BYTES, text);
   } else {
     FILE *f = fopen(c->data, "rb");
-    if (!f) return fail(err, errlen, "data: cannot open '%s': %s", c->data, strerror(errno));
+    if (!f) return xp_errf(err, errlen, "data: cannot open '%s': %s", c->data, strerror(errno));
     size_t cap = 1 << 20;
     text = malloc(cap);
     size_t got;
@@ -115,14 +110,13 @@ static int text_init(xp_data *d, const xp_config *c, char *err, size_t errlen) {
       if (len == cap) text = realloc(text, cap *= 2);
     }
     fclose(f);
-    if (!text) return fail(err, errlen, "out of memory reading '%s'%s", c->data, "");
+    if (!text) return xp_errf(err, errlen, "out of memory reading '%s'", c->data);
   }
   const size_t need = (size_t)c->model.seq_len * 2 + 2;
   if (len < need * 2) {
     free(text);
-    char what[64];
-    snprintf(what, sizeof what, "%zu bytes", len);
-    return fail(err, errlen, "data: '%s' has %s, too little for seq_len (needs twice 2*seq_len+2)", c->data, what);
+    return xp_errf(err, errlen, "data: '%s' has %zu bytes, too little for seq_len (needs twice 2*seq_len+2)", c->data,
+                   len);
   }
   int seen[256] = {0};
   for (size_t i = 0; i < len; i++) seen[(unsigned char)text[i]] = 1;
@@ -134,7 +128,7 @@ static int text_init(xp_data *d, const xp_config *c, char *err, size_t errlen) {
   d->tok = malloc(len * sizeof(int));
   if (!d->tok) {
     free(text);
-    return fail(err, errlen, "out of memory%s%s", "", "");
+    return xp_errf(err, errlen, "out of memory");
   }
   for (size_t i = 0; i < len; i++) d->tok[i] = d->stoi[(unsigned char)text[i]];
   free(text);

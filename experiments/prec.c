@@ -23,11 +23,6 @@ struct xp_layer_state {
   int have_st[XP_NROLE][2];
 };
 
-static int fail(char *err, size_t errlen, const char *msg, const char *a, const char *b) {
-  if (err && errlen) snprintf(err, errlen, msg, a, b);
-  return -1;
-}
-
 static int is_binary32(const exmy_format *f) {
   return f->ebits == 8 && f->mbits == 23 && f->bias == 127 && f->is_signed && f->has_zero &&
          f->inf == EXMY_INF_IEEE && f->nan == EXMY_NAN_IEEE;
@@ -35,9 +30,9 @@ static int is_binary32(const exmy_format *f) {
 
 static int tprec_format(xp_tprec *t, const char *text, char *err, size_t errlen) {
   char e[200];
-  if (exmy_format_parse(text, &t->fmt, e, sizeof e)) return fail(err, errlen, "precision: %s%s", e, "");
+  if (exmy_format_parse(text, &t->fmt, e, sizeof e)) return xp_errf(err, errlen, "precision: %s", e);
   if (t->fmt.mbits > 23)
-    return fail(err, errlen, "precision: format '%s' has more than 23 mantissa bits (GEMM operands)%s", text, "");
+    return xp_errf(err, errlen, "precision: format '%s' has more than 23 mantissa bits (GEMM operands)", text);
   t->is_f32 = is_binary32(&t->fmt);
   return 0;
 }
@@ -79,7 +74,7 @@ int xp_prec_set(xp_prec *p, const char *key, const char *value, char *err, size_
   int mask = 0, r;
   char e[200];
   if ((r = key_targets(key, "fmt", xp_tkind_names, XP_NKIND, &mask))) {
-    if (r < 0) return fail(err, errlen, "precision: unknown tensor in '%s' (input, weight, grad)%s", key, "");
+    if (r < 0) return xp_errf(err, errlen, "precision: unknown tensor in '%s' (input, weight, grad)", key);
     for (int t = 0; t < XP_NKIND; t++)
       if (mask >> t & 1) {
         if (tprec_format(&p->t[t], value, err, errlen)) return -1;
@@ -89,42 +84,42 @@ int xp_prec_set(xp_prec *p, const char *key, const char *value, char *err, size_
   }
   if ((r = key_targets(key, "round", xp_tkind_names, XP_NKIND, &mask))) {
     exmy_round_mode mode;
-    if (r < 0) return fail(err, errlen, "precision: unknown tensor in '%s' (input, weight, grad)%s", key, "");
+    if (r < 0) return xp_errf(err, errlen, "precision: unknown tensor in '%s' (input, weight, grad)", key);
     if (exmy_round_mode_parse(value, &mode))
-      return fail(err, errlen, "precision: unknown rounding '%s' (rne rna rtz rup rdn rto sr)%s", value, "");
+      return xp_errf(err, errlen, "precision: unknown rounding '%s' (rne rna rtz rup rdn rto sr)", value);
     for (int t = 0; t < XP_NKIND; t++)
       if (mask >> t & 1) p->t[t].rnd.mode = mode;
     return 0;
   }
   if ((r = key_targets(key, "sat", xp_tkind_names, XP_NKIND, &mask))) {
-    if (r < 0) return fail(err, errlen, "precision: unknown tensor in '%s' (input, weight, grad)%s", key, "");
+    if (r < 0) return xp_errf(err, errlen, "precision: unknown tensor in '%s' (input, weight, grad)", key);
     exmy_saturation s;
     if (!strcmp(value, "none")) s = EXMY_SAT_NONE;
     else if (!strcmp(value, "finite")) s = EXMY_SAT_FINITE;
-    else return fail(err, errlen, "precision: saturation '%s' is not none or finite%s", value, "");
+    else return xp_errf(err, errlen, "precision: saturation '%s' is not none or finite", value);
     for (int t = 0; t < XP_NKIND; t++)
       if (mask >> t & 1) p->t[t].rnd.sat = s;
     return 0;
   }
   if ((r = key_targets(key, "recipe", xp_tkind_names, XP_NKIND, &mask))) {
-    if (r < 0) return fail(err, errlen, "precision: unknown tensor in '%s' (input, weight, grad)%s", key, "");
+    if (r < 0) return xp_errf(err, errlen, "precision: unknown tensor in '%s' (input, weight, grad)", key);
     exmy_recipe rec;
-    if (exmy_recipe_parse(value, &rec, e, sizeof e)) return fail(err, errlen, "precision: %s%s", e, "");
+    if (exmy_recipe_parse(value, &rec, e, sizeof e)) return xp_errf(err, errlen, "precision: %s", e);
     exmy_recipe_free(&rec);
-    if (strlen(value) >= sizeof p->t[0].recipe) return fail(err, errlen, "precision: recipe '%s' too long%s", value, "");
+    if (strlen(value) >= sizeof p->t[0].recipe) return xp_errf(err, errlen, "precision: recipe '%s' too long", value);
     for (int t = 0; t < XP_NKIND; t++)
       if (mask >> t & 1) snprintf(p->t[t].recipe, sizeof p->t[t].recipe, "%s", value);
     return 0;
   }
   if ((r = key_targets(key, "accum", xp_role_names, XP_NROLE, &mask))) {
-    if (r < 0) return fail(err, errlen, "precision: unknown GEMM in '%s' (fprop, dgrad, wgrad)%s", key, "");
+    if (r < 0) return xp_errf(err, errlen, "precision: unknown GEMM in '%s' (fprop, dgrad, wgrad)", key);
     exmy_accum acc;
-    if (exmy_accum_parse(value, &acc, e, sizeof e)) return fail(err, errlen, "precision: %s%s", e, "");
+    if (exmy_accum_parse(value, &acc, e, sizeof e)) return xp_errf(err, errlen, "precision: %s", e);
     for (int q = 0; q < XP_NROLE; q++)
       if (mask >> q & 1) p->accum[q] = acc;
     return 0;
   }
-  return fail(err, errlen, "precision: unknown key '%s' (fmt, round, sat, recipe, accum[.KIND])%s", key, "");
+  return xp_errf(err, errlen, "precision: unknown key '%s' (fmt, round, sat, recipe, accum[.KIND])", key);
 }
 
 /* ---- the context ---------------------------------------------------------- */
@@ -152,13 +147,13 @@ int xp_ctx_init(xp_ctx *ctx, const xp_config *cfg, const struct xp_model *m, cha
   }
   ctx->lin_prec = calloc(m->nlin ? m->nlin : 1, sizeof *ctx->lin_prec);
   ctx->ls = calloc(m->nlin ? m->nlin : 1, sizeof *ctx->ls);
-  if (!ctx->lin_prec || !ctx->ls) return fail(err, errlen, "out of memory%s%s", "", "");
+  if (!ctx->lin_prec || !ctx->ls) return xp_errf(err, errlen, "out of memory");
   for (int o = 0; o < cfg->n_override; o++) {
     int hit = 0;
     for (int i = 0; i < m->nlin; i++) hit |= layer_matches(cfg->override_layer[o], i, m->nlin, m->lin_name[i]);
     if (!hit) {
       xp_ctx_free(ctx);
-      return fail(err, errlen, "layer.%s: no linear layer matches '%s' (first, last, an index, or a name like h0.qkv)",
+      return xp_errf(err, errlen, "layer.%s: no linear layer matches '%s' (first, last, an index, or a name like h0.qkv)",
                   cfg->override_layer[o], cfg->override_layer[o]);
     }
   }
@@ -171,7 +166,7 @@ int xp_ctx_init(xp_ctx *ctx, const xp_config *cfg, const struct xp_model *m, cha
       char e[200];
       if (exmy_recipe_parse(p->t[t].recipe, &ctx->ls[i].rec[t], e, sizeof e)) {
         xp_ctx_free(ctx);
-        return fail(err, errlen, "layer %s: %s", m->lin_name[i], e);
+        return xp_errf(err, errlen, "layer %s: %s", m->lin_name[i], e);
       }
       ctx->ls[i].have_rec[t] = 1;
     }

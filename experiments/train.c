@@ -25,11 +25,6 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b) {
-  if (err && errlen) snprintf(err, errlen, fmt, a, b);
-  return -1;
-}
-
 /* The precision settings as one string: a checkpoint's scaling state carries
  * over only into the same settings. */
 static void prec_key(const xp_config *c, char *buf, size_t len) {
@@ -135,7 +130,7 @@ static FILE *open_out(const xp_config *c, const char *name, int append, char *er
   char path[XP_PATH + 64];
   snprintf(path, sizeof path, "%s/%s", c->out_dir, name);
   FILE *f = fopen(path, append ? "a" : "w");
-  if (!f) fail(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+  if (!f) xp_errf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
   return f;
 }
 
@@ -143,16 +138,13 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
   memset(res, 0, sizeof *res);
   res->val_loss = NAN;
   res->first_spike = res->diverged_at = -1;
-  if (c->model.kind == XP_MODEL_GPT && c->model.d_model % c->model.n_head) {
-    if (err && errlen) snprintf(err, errlen, "d_model %d is not a multiple of n_head %d", c->model.d_model, c->model.n_head);
-    return -1;
-  }
+  if (c->model.kind == XP_MODEL_GPT && c->model.d_model % c->model.n_head)
+    return xp_errf(err, errlen, "d_model %d is not a multiple of n_head %d", c->model.d_model, c->model.n_head);
   const int old_threads = omp_get_max_threads();
   if (c->threads > 0) omp_set_num_threads(c->threads);
   run r;
   memset(&r, 0, sizeof r);
   int rc = -1;
-  char e[400];
   const double t0 = now();
   if (xp_data_init(&r.data, c, err, errlen)) goto out;
   r.have_data = 1;
@@ -161,20 +153,20 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
   if (xp_ctx_init(&r.ctx, c, &r.model, err, errlen)) goto out;
   r.have_ctx = 1;
   if (xp_optim_init(&r.opt, r.model.nparams) || xp_batch_alloc(&r.bb, c)) {
-    fail(err, errlen, "out of memory%s%s", "", "");
+    xp_errf(err, errlen, "out of memory");
     goto out;
   }
   r.have_opt = r.have_bb = 1;
   const long warm = (long)(c->warmup_frac * (double)c->steps);
   if (xp_detector_init(&r.det, c->spike_window, c->spike_factor, warm)) {
-    fail(err, errlen, "out of memory%s%s", "", "");
+    xp_errf(err, errlen, "out of memory");
     goto out;
   }
   r.have_det = 1;
   res->nparams = r.model.nparams;
   res->loss = calloc((size_t)c->steps + 1, sizeof(double));
   if (!res->loss) {
-    fail(err, errlen, "out of memory%s%s", "", "");
+    xp_errf(err, errlen, "out of memory");
     goto out;
   }
 
@@ -331,8 +323,7 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
   rc = 0;
   goto out;
 gemm_fail:
-  snprintf(e, sizeof e, "%s", r.ctx.err[0] ? r.ctx.err : "a GEMM failed");
-  fail(err, errlen, "step %s: %s", "", e);
+  xp_errf(err, errlen, "step %ld: %s", r.ctx.step, r.ctx.err[0] ? r.ctx.err : "a GEMM failed");
 out:
   run_free(&r);
   if (c->threads > 0) omp_set_num_threads(old_threads);

@@ -109,6 +109,9 @@ typedef struct xp_config {
   long eval_batches;            /* validation batches at the end (0 none) */
 } xp_config;
 
+/* A one-line error into err (if given); returns -1. */
+int xp_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Defaults: the tiny GPT on the built-in text, fp32, 200 steps. */
 void xp_config_default(xp_config *c);
 /* Set one key (the keys of docs/training.md; `prec` takes a preset and
