@@ -200,7 +200,7 @@ int xp_config_set(xp_config *c, const char *key, const char *value, char *err, s
     if (exmy_format_parse(value, &f, e, sizeof e)) return xp_errf(err, errlen, "master: %s", e);
     if (f.mbits > 23 || f.bits > 32) return xp_errf(err, errlen, "master: '%s' is wider than binary32", value);
     c->master = f;
-    c->master_is_f32 = f.ebits == 8 && f.mbits == 23 && f.bias == 127 && f.is_signed;
+    c->master_is_f32 = xp_format_is_f32(&f);
     snprintf(c->master_text, sizeof c->master_text, "%s", value);
     return 0;
   }

@@ -23,7 +23,7 @@ struct xp_layer_state {
   int have_st[XP_NROLE][2];
 };
 
-static int is_binary32(const exmy_format *f) {
+int xp_format_is_f32(const exmy_format *f) {
   return f->ebits == 8 && f->mbits == 23 && f->bias == 127 && f->is_signed && f->has_zero &&
          f->inf == EXMY_INF_IEEE && f->nan == EXMY_NAN_IEEE;
 }
@@ -33,7 +33,7 @@ static int tprec_format(xp_tprec *t, const char *text, char *err, size_t errlen)
   if (exmy_format_parse(text, &t->fmt, e, sizeof e)) return xp_errf(err, errlen, "precision: %s", e);
   if (t->fmt.mbits > 23)
     return xp_errf(err, errlen, "precision: format '%s' has more than 23 mantissa bits (GEMM operands)", text);
-  t->is_f32 = is_binary32(&t->fmt);
+  t->is_f32 = xp_format_is_f32(&t->fmt);
   return 0;
 }
 
@@ -133,18 +133,14 @@ static int layer_matches(const char *pat, int i, int nlin, const char *name) {
   return fnmatch(pat, name, 0) == 0;
 }
 
-static xp_prec fp32_prec, bf16_prec; /* set once; read-only afterwards */
-
 int xp_ctx_init(xp_ctx *ctx, const xp_config *cfg, const struct xp_model *m, char *err, size_t errlen) {
   memset(ctx, 0, sizeof *ctx);
   ctx->cfg = cfg;
   ctx->nlin = m->nlin;
   ctx->lin_name = m->lin_name;
-#pragma omp critical(xp_presets)
-  if (!fp32_prec.name[0]) {
-    xp_prec_preset(&bf16_prec, "bf16", NULL, 0);
-    xp_prec_preset(&fp32_prec, "fp32", NULL, 0);
-  }
+  xp_prec_preset(&ctx->bf16, "bf16", NULL, 0);
+  xp_prec_preset(&ctx->fp32, "fp32", NULL, 0);
+  exmy_format_parse("f32", &ctx->f32, NULL, 0);
   ctx->lin_prec = calloc(m->nlin ? m->nlin : 1, sizeof *ctx->lin_prec);
   ctx->ls = calloc(m->nlin ? m->nlin : 1, sizeof *ctx->ls);
   if (!ctx->lin_prec || !ctx->ls) return xp_errf(err, errlen, "out of memory");
@@ -187,8 +183,8 @@ void xp_ctx_free(xp_ctx *ctx) {
 
 static const xp_prec *prec_of(const xp_ctx *ctx, int lin) {
   switch (ctx->mode) {
-  case XP_MODE_FP32: return &fp32_prec;
-  case XP_MODE_HIGH: case XP_MODE_CALIBRATE: return &bf16_prec;
+  case XP_MODE_FP32: return &ctx->fp32;
+  case XP_MODE_HIGH: case XP_MODE_CALIBRATE: return &ctx->bf16;
   default: return lin >= 0 ? ctx->lin_prec[lin] : &ctx->cfg->attn;
   }
 }
@@ -330,17 +326,13 @@ void xp_matmul(xp_ctx *ctx, int lin, int sub, xp_role role, xp_tkind ka, int tra
     for (size_t i = 0; i < m * n; i++) d[i] = NAN;
     return;
   }
-  static exmy_format f32;
-  static int have_f32;
-#pragma omp critical(xp_f32)
-  if (!have_f32) exmy_format_parse("f32", &f32, NULL, 0), have_f32 = 1;
   exmy_gemm_args g;
   exmy_gemm_args_init(&g);
   g.trans_a = A.trans;
   g.trans_b = B.trans;
   g.a = &A.q;
   g.b = &B.q;
-  g.d_fmt = &f32;
+  g.d_fmt = &ctx->f32;
   g.d = d;
   g.accum = &p->accum[role];
   g.threads = lin < 0 ? 1 : ctx->cfg->threads;

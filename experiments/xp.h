@@ -38,6 +38,8 @@ typedef struct xp_prec {        /* a linear layer's precision */
   exmy_accum accum[XP_NROLE];
 } xp_prec;
 
+/* The format is IEEE binary32 (its codes are floats: no quantization). */
+int xp_format_is_f32(const exmy_format *f);
 /* Presets: fp32, bf16, fp16, hybrid (e4m3fn inputs/weights, e5m2 gradients),
  * or any format name (e4m3fn, e5m2, e8m3, ...: every tensor in it).  FP8
  * formats with a narrow range (largest finite < 2^64) get current scaling,
@@ -140,6 +142,8 @@ typedef struct xp_ctx {
   int dump;                     /* this step: dump the operands of cfg->dump_layers */
   char err[256];                /* the first GEMM error */
   int failed;
+  xp_prec fp32, bf16;           /* the precisions of XP_MODE_FP32 and XP_MODE_HIGH */
+  exmy_format f32;              /* every GEMM's output format */
 } xp_ctx;
 
 enum {
