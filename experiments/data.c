@@ -4,6 +4,7 @@
  * spelling, word order, and sums.  Any text file works too (--data FILE).
  * The MLP tasks draw Gaussian inputs and label them with a fixed random
  * teacher network.  A batch is a pure function of (seed, step, split). */
+#include "experiments/layers.h"
 #include "experiments/xp.h"
 
 #include <errno.h>
@@ -143,13 +144,21 @@ int xp_data_init(xp_data *d, const xp_config *c, char *err, size_t errlen) {
   if (c->model.kind == XP_MODEL_GPT) return text_init(d, c, err, errlen);
   /* the teacher: the student's architecture with its own seed */
   if (xp_model_init(&d->teacher, &c->model, 0, c->seed ^ 0x7eac4e5ull, err, errlen)) return -1;
+  if (xp_ctx_init(&d->teacher_ctx, c, &d->teacher, err, errlen)) {
+    xp_model_free(&d->teacher);
+    return -1;
+  }
+  d->teacher_ctx.mode = XP_MODE_FP32;
   d->has_teacher = 1;
   return 0;
 }
 
 void xp_data_free(xp_data *d) {
   free(d->tok);
-  if (d->has_teacher) xp_model_free(&d->teacher);
+  if (d->has_teacher) {
+    xp_ctx_free(&d->teacher_ctx);
+    xp_model_free(&d->teacher);
+  }
   memset(d, 0, sizeof *d);
 }
 
@@ -178,14 +187,7 @@ void xp_batch_free(xp_batch_buf *bb) {
   memset(bb, 0, sizeof *bb);
 }
 
-/* A standard normal from two counter-based draws (Box-Muller in double). */
-static float normal_at(uint64_t seed, uint64_t stream, uint64_t i) {
-  const double u1 = ((exmy_random64(seed, stream, 2 * i) >> 11) + 0.5) * 0x1p-53;
-  const double u2 = (exmy_random64(seed, stream, 2 * i + 1) >> 11) * 0x1p-53;
-  return (float)(sqrt(-2.0 * log(u1)) * cos(2.0 * 3.14159265358979323846 * u2));
-}
-
-void xp_data_batch(const xp_data *d, const xp_config *c, long step, int validation, xp_batch_buf *bb) {
+void xp_data_batch(xp_data *d, const xp_config *c, long step, int validation, xp_batch_buf *bb) {
   const size_t B = (size_t)c->model.batch;
   const uint64_t stream = DATA_KEY + (validation ? 1 : 0);
   if (c->model.kind == XP_MODEL_GPT) {
@@ -205,20 +207,12 @@ void xp_data_batch(const xp_data *d, const xp_config *c, long step, int validati
     return;
   }
   const size_t in = (size_t)c->model.in_dim, out = (size_t)c->model.out_dim;
-  for (size_t i = 0; i < B * in; i++) bb->x[i] = normal_at(c->seed, stream, (uint64_t)step * B * in + i);
+  for (size_t i = 0; i < B * in; i++) bb->x[i] = (float)xp_randn(c->seed, stream, (uint64_t)step * B * in + i);
   /* labels from the teacher in plain fp32 */
-  xp_config tc = *c;
-  tc.threads = c->threads;
-  xp_ctx ctx;
-  xp_model *teacher = (xp_model *)&d->teacher;
   xp_batch b = {0};
   b.n = B;
   b.x = bb->x;
-  if (xp_ctx_init(&ctx, &tc, teacher, NULL, 0) == 0) {
-    ctx.mode = XP_MODE_FP32;
-    xp_model_predict(teacher, &ctx, &b, bb->y);
-    xp_ctx_free(&ctx);
-  }
+  xp_model_predict(&d->teacher, &d->teacher_ctx, &b, bb->y);
   for (size_t i = 0; i < B; i++) {
     size_t best = 0;
     for (size_t j = 1; j < out; j++)

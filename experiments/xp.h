@@ -228,8 +228,9 @@ typedef struct xp_data {
   int stoi[256];                /* byte -> token (-1 absent) */
   int *tok;                     /* the corpus as tokens */
   size_t ntok, ntrain;          /* first ntrain tokens train, the rest validate */
-  /* mlp teacher */
+  /* mlp teacher, run in plain fp32 by its own context */
   xp_model teacher;
+  xp_ctx teacher_ctx;
   int has_teacher;
 } xp_data;
 
@@ -242,7 +243,7 @@ void xp_data_free(xp_data *d);
 typedef struct xp_batch_buf { int *tokens, *targets, *labels; float *x, *y; xp_batch b; } xp_batch_buf;
 int xp_batch_alloc(xp_batch_buf *bb, const xp_config *c);
 void xp_batch_free(xp_batch_buf *bb);
-void xp_data_batch(const xp_data *d, const xp_config *c, long step, int validation, xp_batch_buf *bb);
+void xp_data_batch(xp_data *d, const xp_config *c, long step, int validation, xp_batch_buf *bb);
 
 /* ---- optimizer ---------------------------------------------------------- */
 
