@@ -18,12 +18,14 @@ int xp_optim_init(xp_optim *o, size_t nparams) {
   o->n = nparams;
   o->m = calloc(nparams + 1, sizeof(float));
   o->v = calloc(nparams + 1, sizeof(float));
-  return o->m && o->v ? 0 : -1;
+  o->codes = malloc((nparams + 1) * sizeof(uint32_t));
+  return o->m && o->v && o->codes ? 0 : -1;
 }
 
 void xp_optim_free(xp_optim *o) {
   free(o->m);
   free(o->v);
+  free(o->codes);
   memset(o, 0, sizeof *o);
 }
 
@@ -79,15 +81,15 @@ static void fake_quant(const char *fmt_name, const char *recipe_text, float *x, 
   exmy_recipe_free(&r);
 }
 
-/* p <- round(p) to the master format: exmy's scalar conversion, SR counter = element index */
-static void round_master(const xp_config *c, float *p, size_t n, uint64_t stream) {
+/* p <- round(p) to the master format (exmy_quantize, SR counter = element index), decoded back */
+static void round_master(xp_optim *o, const xp_config *c, float *p, size_t n, uint64_t stream) {
   exmy_rounding rnd = exmy_rounding_default();
   rnd.mode = c->master_round;
   rnd.sat = EXMY_SAT_FINITE;
   rnd.seed = c->seed;
   rnd.stream = stream;
-#pragma omp parallel for schedule(static) if (n > CHUNK)
-  for (size_t i = 0; i < n; i++) p[i] = (float)exmy_decode(&c->master, exmy_from_float(&c->master, &rnd, p[i], i, NULL));
+  exmy_quantize(&c->master, &rnd, EXMY_SRC_F32, p, n, 0, o->codes);
+  exmy_decode_f32(&c->master, o->codes, n, p);
 }
 
 void xp_optim_step(xp_optim *o, xp_model *m, const xp_config *c, long step, double lr, double *grad_norm) {
@@ -119,6 +121,6 @@ void xp_optim_step(xp_optim *o, xp_model *m, const xp_config *c, long step, doub
       fake_quant("e4m3fn", "current:pow2", mm, pt->n, c->seed, 0);
       fake_quant("f16", "current:pow2", vv, pt->n, c->seed, 0);
     }
-    if (!c->master_is_f32) round_master(c, p, pt->n, 0x3a57e5000000ull + (uint64_t)step * 4096 + (uint64_t)ti);
+    if (!c->master_is_f32) round_master(o, c, p, pt->n, 0x3a57e5000000ull + (uint64_t)step * 4096 + (uint64_t)ti);
   }
 }

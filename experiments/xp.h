@@ -250,6 +250,7 @@ void xp_data_batch(xp_data *d, const xp_config *c, long step, int validation, xp
 typedef struct xp_optim {
   size_t n;
   float *m, *v;                 /* AdamW moments (fp32; MS-AMP O2 rounds them each step) */
+  void *codes;                  /* scratch: a tensor's codes when weights are rounded (master=) */
   long t;                       /* updates taken (bias correction) */
 } xp_optim;
 int xp_optim_init(xp_optim *o, size_t nparams);
