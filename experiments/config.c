@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { T_INT, T_LONG, T_DBL, T_U64, T_STR, T_BOOL };
+enum { T_INT, T_LONG, T_DBL, T_U64, T_STR };
 typedef struct key_def {
   const char *name;
   int type;

@@ -96,6 +96,18 @@ static void progress_line(const xp_config *c, long step, double loss, double lr,
   fflush(stderr);
 }
 
+/* Checkpoint before step `next`: the steps so far and the fallback counters. */
+static int save_ckpt(const xp_config *c, xp_ckpt_state *cs, long next, long fallback_left, const xp_result *res,
+                     char *err, size_t errlen) {
+  cs->step = next;
+  cs->fallback_left = fallback_left;
+  cs->fallbacks = res->fallbacks;
+  cs->checks = res->checks;
+  cs->loss = res->loss;
+  cs->nloss = next;
+  return xp_ckpt_save(c->ckpt, cs, err, errlen);
+}
+
 typedef struct run {
   xp_model model;
   xp_data data;
@@ -262,13 +274,7 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
     if (c->progress && (tty || (s + 1) % c->log_every == 0 || s + 1 == end))
       progress_line(c, s, loss, lr, (now() - tloop) / (double)(s - start + 1), mode, tty);
     if (c->ckpt[0] && c->ckpt_every && (s + 1) % c->ckpt_every == 0) {
-      cs.step = s + 1;
-      cs.fallback_left = fallback_left;
-      cs.fallbacks = res->fallbacks;
-      cs.checks = res->checks;
-      cs.loss = res->loss;
-      cs.nloss = s + 1;
-      if (xp_ckpt_save(c->ckpt, &cs, err, errlen)) goto out;
+      if (save_ckpt(c, &cs, s + 1, fallback_left, res, err, errlen)) goto out;
     }
     if (!isfinite(loss)) {
       s++;
@@ -278,13 +284,7 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
   }
   res->steps_done = s;
   if (c->ckpt[0] && !(c->ckpt_every && s % c->ckpt_every == 0)) {
-    cs.step = s;
-    cs.fallback_left = fallback_left;
-    cs.fallbacks = res->fallbacks;
-    cs.checks = res->checks;
-    cs.loss = res->loss;
-    cs.nloss = s;
-    if (xp_ckpt_save(c->ckpt, &cs, err, errlen)) goto out;
+    if (save_ckpt(c, &cs, s, fallback_left, res, err, errlen)) goto out;
   }
   const double loop_s = now() - tloop;
   /* validation: forward only in the run's precision (delayed state is not stepped) */
@@ -305,10 +305,13 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
   res->min_loss = INFINITY;
   for (long i = 0; i < s; i++)
     if (res->loss[i] < res->min_loss) res->min_loss = res->loss[i];
-  const long tail = s / 10 > 0 ? s / 10 : 1;
-  double acc = 0;
-  for (long i = s - tail; i < s; i++) acc += res->loss[i >= 0 ? i : 0];
-  res->final_loss_avg = s > 0 ? acc / (double)tail : NAN;
+  res->final_loss_avg = NAN;
+  if (s > 0) { /* the mean of the last 10% of steps (at least one) */
+    const long tail = s / 10 > 0 ? s / 10 : 1;
+    double acc = 0;
+    for (long i = s - tail; i < s; i++) acc += res->loss[i];
+    res->final_loss_avg = acc / (double)tail;
+  }
   res->spikes = r.det.spikes;
   res->first_spike = r.det.first_spike;
   res->diverged_at = r.det.diverged_at;
