@@ -300,17 +300,21 @@ void exmy__f32q_init(exmy__f32q *q, const exmy_format *f, const exmy_rounding *r
   }
 }
 
-unsigned exmy__f32q_run(const exmy__f32q *q, const float *x, size_t n, float scale, uint64_t index0, void *codes) {
-  if (q->ident) {
-    unsigned fl = 0;
-    uint32_t *out = codes;
-    for (size_t i = 0; i < n; i++) {
-      const float v = x[i] * scale;
-      if (isnan(v)) out[i] = (uint32_t)exmy_from_float(&q->f, &q->r, v, index0 + i, &fl);
-      else memcpy(&out[i], &v, 4);
-    }
-    return fl;
+/* q->ident: codes[i] = the bits of fp32(x[i] * (scales ? scales[i] : scale)); NaNs the long way */
+static unsigned ident_run(const exmy__f32q *q, const float *x, size_t n, float scale, const float *scales,
+                          uint64_t index0, void *codes) {
+  unsigned fl = 0;
+  uint32_t *out = codes;
+  for (size_t i = 0; i < n; i++) {
+    const float v = x[i] * (scales ? scales[i] : scale);
+    if (isnan(v)) out[i] = (uint32_t)exmy_from_float(&q->f, &q->r, v, index0 + i, &fl);
+    else memcpy(&out[i], &v, 4);
   }
+  return fl;
+}
+
+unsigned exmy__f32q_run(const exmy__f32q *q, const float *x, size_t n, float scale, uint64_t index0, void *codes) {
+  if (q->ident) return ident_run(q, x, n, scale, NULL, index0, codes);
   if (q->fast) {
     fast_params p;
     memcpy(&p, q->params, sizeof p);
@@ -324,16 +328,7 @@ unsigned exmy__f32q_run(const exmy__f32q *q, const float *x, size_t n, float sca
 
 unsigned exmy__f32q_run_v(const exmy__f32q *q, const float *x, size_t n, const float *scales, uint64_t index0,
                           void *codes) {
-  if (q->ident) {
-    unsigned fl = 0;
-    uint32_t *out = codes;
-    for (size_t i = 0; i < n; i++) {
-      const float v = x[i] * scales[i];
-      if (isnan(v)) out[i] = (uint32_t)exmy_from_float(&q->f, &q->r, v, index0 + i, &fl);
-      else memcpy(&out[i], &v, 4);
-    }
-    return fl;
-  }
+  if (q->ident) return ident_run(q, x, n, 1.0f, scales, index0, codes);
   if (q->fast) {
     fast_params p;
     memcpy(&p, q->params, sizeof p);
