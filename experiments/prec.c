@@ -239,8 +239,8 @@ static int make_operand(xp_ctx *ctx, const xp_tprec *t, exmy_recipe *state, int 
   exmy_recipe local;
   exmy_recipe *rec = state;
   char e[200];
-  if (!rec) { /* attention: a fresh recipe per call (no delayed state) */
-    if (exmy_recipe_parse(t->recipe, &local, e, sizeof e)) return set_err(ctx, "attention", e), -1;
+  if (!rec) { /* attention or the high-precision modes: a fresh recipe per call (no delayed state) */
+    if (exmy_recipe_parse(t->recipe, &local, e, sizeof e)) return set_err(ctx, "recipe", e), -1;
     rec = &local;
   }
   const int canon_trans = which == 0 ? 0 : 1;
@@ -302,10 +302,14 @@ static int dump_wanted(const xp_ctx *ctx, int lin) {
   return 0;
 }
 
+static void nan_fill(float *d, size_t n) {
+  for (size_t i = 0; i < n; i++) d[i] = NAN;
+}
+
 void xp_matmul(xp_ctx *ctx, int lin, int sub, xp_role role, xp_tkind ka, int trans_a, const float *a,
                xp_tkind kb, int trans_b, const float *b, size_t m, size_t n, size_t k, float *d) {
   if (ctx->failed) {
-    for (size_t i = 0; i < m * n; i++) d[i] = NAN;
+    nan_fill(d, m * n);
     return;
   }
   const xp_prec *p = prec_of(ctx, lin);
@@ -318,12 +322,12 @@ void xp_matmul(xp_ctx *ctx, int lin, int sub, xp_role role, xp_tkind ka, int tra
   operand A, B;
   const int normal = ctx->mode == XP_MODE_NORMAL;
   if (make_operand(ctx, &p->t[ka], normal && ls ? &ls->rec[ka] : NULL, lin, sub, role, 0, a, trans_a, m, k, &A)) {
-    for (size_t i = 0; i < m * n; i++) d[i] = NAN;
+    nan_fill(d, m * n);
     return;
   }
   if (make_operand(ctx, &p->t[kb], normal && ls ? &ls->rec[kb] : NULL, lin, sub, role, 1, b, trans_b, n, k, &B)) {
     free_operand(&A);
-    for (size_t i = 0; i < m * n; i++) d[i] = NAN;
+    nan_fill(d, m * n);
     return;
   }
   exmy_gemm_args g;
@@ -339,7 +343,7 @@ void xp_matmul(xp_ctx *ctx, int lin, int sub, xp_role role, xp_tkind ka, int tra
   char e[256];
   if (exmy_gemm(&g, e, sizeof e) < 0) {
     set_err(ctx, lin >= 0 ? ctx->lin_name[lin] : "attention", e);
-    for (size_t i = 0; i < m * n; i++) d[i] = NAN;
+    nan_fill(d, m * n);
   }
   if (ls && normal && ctx->collect_stats) {
     const operand *ops[2] = {&A, &B};
