@@ -7,6 +7,7 @@
  * results never depend on the thread count. */
 #include "exmy.h"
 #include "formats/internal.h"
+#include "emulate/parallel.h"
 
 #include <math.h>
 #include <omp.h>
@@ -347,7 +348,7 @@ static unsigned fast_f32(const exmy_format *f, const exmy_rounding *r, const flo
   const chunk_fn fn = chunk_table[r->mode][width_index(f)];
   unsigned fl = 0;
   /* static split: each thread converts one contiguous range */
-#pragma omp parallel reduction(|:fl) if(n > 32768)
+#pragma omp parallel reduction(|:fl) if(n > EXMY_OMP_MIN_VECTOR)
   {
     size_t t = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();
     size_t lo = n / nt * t + (t < n % nt ? t : n % nt);
@@ -361,7 +362,7 @@ unsigned exmy_quantize(const exmy_format *f, const exmy_rounding *r, exmy_src_ty
                        const void *src, size_t n, uint64_t index0, void *codes) {
   if (t == EXMY_SRC_F32 && fast_applies(f, r)) return fast_f32(f, r, (const float *)src, n, codes);
   unsigned fl = 0;
-#pragma omp parallel for schedule(static) reduction(|:fl) if(n > 4096)
+#pragma omp parallel for schedule(static) reduction(|:fl) if(n > EXMY_OMP_MIN_SCALAR)
   for (size_t i = 0; i < n; i++) {
     unsigned f1 = 0;
     exmy_code_set(f, codes, i, convert_one(f, r, t, src, i, index0 + i, &f1));
@@ -396,7 +397,7 @@ static int f32_prefix_shift(const exmy_format *f) {
   do {                                                                   \
     const int sh = f32_prefix_shift(f);                                  \
     if (sh >= 0) {                                                       \
-      _Pragma("omp parallel for schedule(static) if(n > 32768)")         \
+      _Pragma("omp parallel for schedule(static) if(n > EXMY_OMP_MIN_VECTOR)")         \
       for (size_t i = 0; i < n; i++) {                                   \
         const uint64_t c = exmy_code_get(f, codes, i);                   \
         const uint32_t bits = (uint32_t)(c << sh);                       \
@@ -407,7 +408,7 @@ static int f32_prefix_shift(const exmy_format *f) {
       return;                                                            \
     }                                                                    \
     double *lut = decode_lut(f, n);                                      \
-    _Pragma("omp parallel for schedule(static) if(n > 4096)")            \
+    _Pragma("omp parallel for schedule(static) if(n > EXMY_OMP_MIN_SCALAR)")            \
     for (size_t i = 0; i < n; i++) {                                     \
       uint64_t c = exmy_code_get(f, codes, i);                           \
       out[i] = (T)(lut ? lut[c] : exmy_decode(f, c));                    \

@@ -3,6 +3,7 @@
  * fast kernels (gemm_fast.c) are checked bit for bit against this. */
 #include "emulate/gemm_internal.h"
 #include "formats/internal.h"
+#include "emulate/parallel.h"
 
 #include <gmp.h>
 #include <math.h>
@@ -149,11 +150,11 @@ int exmy__gemm_plan(const exmy_gemm_args *a, gemm_plan *p, int decode, char *err
     return exmy__fail(err, errlen, "GEMM: out of memory for %zu x %zu x %zu", m, n, k);
   }
   exmy_decode_f64(&A->fmt, A->codes, A->rows * A->cols, tmp);
-#pragma omp parallel for schedule(static) if (m * k > 65536)
+#pragma omp parallel for schedule(static) if (m * k > EXMY_OMP_MIN_TENSOR)
   for (size_t i = 0; i < m; i++)
     for (size_t l = 0; l < k; l++) p->ad[i * k + l] = p->ta ? tmp[l * A->cols + i] : tmp[i * A->cols + l];
   exmy_decode_f64(&B->fmt, B->codes, B->rows * B->cols, tmp);
-#pragma omp parallel for schedule(static) if (n * k > 65536)
+#pragma omp parallel for schedule(static) if (n * k > EXMY_OMP_MIN_TENSOR)
   for (size_t j = 0; j < n; j++)
     for (size_t l = 0; l < k; l++) p->bd[j * k + l] = p->tb ? tmp[j * B->cols + l] : tmp[l * B->cols + j];
   free(tmp);
@@ -657,7 +658,7 @@ int exmy_gemm(const exmy_gemm_args *args, char *err, size_t errlen) {
   float amax = 0.0f;
   /* Small problems run on one thread: a parallel region costs more than they
    * do (and results never depend on the thread count). */
-  const int threads = (double)p.m * (double)p.n * (double)(p.k ? p.k : 1) < 65536.0 ? 1 : args->threads;
+  const int threads = (double)p.m * (double)p.n * (double)(p.k ? p.k : 1) < (double)EXMY_OMP_MIN_TENSOR ? 1 : args->threads;
   if (!exmy__gemm_fast(&p, threads, &flags, &amax)) {
     /* Rows in parallel: every element's k order is fixed, so any split gives the same bits. */
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads()) reduction(| : flags) reduction(max : amax)

@@ -4,6 +4,7 @@
  * out one rounding at a time, in the sources' order. */
 #include "exmy.h"
 #include "formats/internal.h"
+#include "emulate/parallel.h"
 
 #include <float.h>
 #include <math.h>
@@ -376,7 +377,7 @@ int exmy_recipe_quantize(exmy_recipe *r, const exmy_format *f, const exmy_roundi
     exmy_qtensor_free(q);
     return fail(err, errlen, "out of memory for a %zu x %zu tensor", rows, cols);
   }
-#pragma omp parallel for schedule(static) if(n > 65536)
+#pragma omp parallel for schedule(static) if(n > EXMY_OMP_MIN_TENSOR)
   for (size_t i = 0; i < rows; i++)
     for (size_t cbk = 0; cbk < sc; cbk++) {
       const size_t c0 = cbk * bc, len = c0 + bc < cols ? bc : cols - c0;
@@ -417,7 +418,7 @@ int exmy_recipe_quantize(exmy_recipe *r, const exmy_format *f, const exmy_roundi
   exmy__f32q_init(&fq, f, &rnd);
   const int one_rounding = ocp || r->exact_product;
   int nomem = 0;
-#pragma omp parallel if(n > 65536) reduction(|:nomem)
+#pragma omp parallel if(n > EXMY_OMP_MIN_TENSOR) reduction(|:nomem)
   {
     /* several groups per row: expand the row's scales and make one call */
     float *row_sc = (!one_rounding && sc > 1) ? malloc(cols * sizeof *row_sc) : NULL;
@@ -497,7 +498,7 @@ void exmy_recipe_calibrate(exmy_recipe *r, const exmy_format *f, const float *x,
 #define DEQUANT_LOOP(T)                                                                        \
   do {                                                                                         \
     const size_t ng = q->srows * q->scols;                                                     \
-    _Pragma("omp parallel for schedule(static) if(q->rows * q->cols > 65536)")                 \
+    _Pragma("omp parallel for schedule(static) if(q->rows * q->cols > EXMY_OMP_MIN_TENSOR)")                 \
     for (size_t g = 0; g < ng; g++) {                                                          \
       group_view v = group_of(q, g);                                                           \
       for (size_t i = v.r0; i < v.r1; i++)                                                     \
