@@ -2,10 +2,21 @@
  *
  * A format is a validated parameter struct (exmy_format); named formats are
  * entries of one table.  Every conversion funnels into one round-and-pack
- * routine and takes its rounding mode, saturation, seed and flag output as
+ * core and takes its rounding mode, saturation, seed and flag output as
  * explicit arguments: there is no global mode, so calls are safe from any
- * OpenMP or CUDA thread.  Semantics: ../shared/design/formats.md and
- * docs/formats.md. */
+ * OpenMP or CUDA thread.  Semantics: docs/formats.md.
+ *
+ * One convention for every call (docs/api.md):
+ * - a call that can fail returns int: 0 on success, -1 on failure with a
+ *   one-line message in the caller's buffer (char *err, size_t errlen; err
+ *   may be NULL); a call that cannot fail returns void or its value;
+ * - arguments: inputs first, then state the call updates, then outputs, then
+ *   unsigned *flags, then err, errlen;
+ * - exception flags (EXMY_FLAG_*) are always OR-ed into *flags, like IEEE
+ *   sticky flags (flags may be NULL); the caller clears them;
+ * - _to_string writes a caller's buffer (snprintf semantics), _name returns a
+ *   static string; _init/_free pairs own memory, _view borrows it;
+ * - rounding is never implied: every conversion takes an exmy_rounding. */
 #ifndef EXMY_H
 #define EXMY_H
 
@@ -17,7 +28,37 @@
 extern "C" {
 #endif
 
-#define EXMY_VERSION "0.1.0"
+#define EXMY_VERSION_MAJOR 1
+#define EXMY_VERSION_MINOR 0
+#define EXMY_VERSION_PATCH 0
+#define EXMY_VERSION "1.0.0"
+
+/* Public symbols; everything else in libexmy is hidden. */
+#if defined(__GNUC__)
+#define EXMY_API __attribute__((visibility("default")))
+#else
+#define EXMY_API
+#endif
+
+/* The library's version string ("1.0.0"): compare with EXMY_VERSION to catch
+ * a header that does not match the library linked. */
+EXMY_API const char *exmy_version(void);
+
+/* ---- element types ---------------------------------------------------- */
+
+/* The one element-type enum: inputs of conversions, .npy arrays, GPU
+ * operands.  Integer types hold codes. */
+typedef enum exmy_dtype {
+  EXMY_DTYPE_F32 = 0, EXMY_DTYPE_F64, EXMY_DTYPE_BF16, EXMY_DTYPE_F16,
+  EXMY_DTYPE_U8, EXMY_DTYPE_U16, EXMY_DTYPE_U32, EXMY_DTYPE_U64,
+  EXMY_DTYPE_E4M3FN,      /* one-byte FP8 codes (GPU operands) */
+  EXMY_DTYPE_E5M2
+} exmy_dtype;
+
+/* Bytes of one element (1, 2, 4 or 8). */
+EXMY_API size_t exmy_dtype_size(exmy_dtype dtype);
+/* numpy's name: "float32", "uint8", "bfloat16", "float8_e4m3fn", ... */
+EXMY_API const char *exmy_dtype_name(exmy_dtype dtype);
 
 /* ---- formats ---------------------------------------------------------- */
 
@@ -57,19 +98,19 @@ typedef struct exmy_format {
 } exmy_format;
 
 /* Default bias for E exponent bits: 2^(E-1) - 1 (1 when E = 0). */
-int exmy_default_bias(int ebits);
+EXMY_API int exmy_default_bias(int ebits);
 
 /* Validate and derive.  Returns 0, or -1 with a one-line reason in err. */
-int exmy_format_init(exmy_format *fmt, char *err, size_t errlen);
+EXMY_API int exmy_format_init(exmy_format *fmt, char *err, size_t errlen);
 
 /* Parse a name (e4m3fn, e5m2, bf16, e8m3, binary8p4se, ...) or a long form
  * "e4m3,bias=11,inf=none,nan=ones,sign=unsigned,zero=none".  Returns 0, or
  * -1 with a one-line error that names the bad text and says what is accepted. */
-int exmy_format_parse(const char *text, exmy_format *fmt, char *err, size_t errlen);
+EXMY_API int exmy_format_parse(const char *text, exmy_format *fmt, char *err, size_t errlen);
 
 /* The long form of fmt, which exmy_format_parse reads back to the same format.
  * Returns the length it needed (snprintf semantics). */
-int exmy_format_longform(const exmy_format *fmt, char *buf, size_t buflen);
+EXMY_API int exmy_format_to_string(const exmy_format *fmt, char *buf, size_t buflen);
 
 /* One entry of the table of named formats. */
 typedef struct exmy_named_format {
@@ -78,8 +119,8 @@ typedef struct exmy_named_format {
   const char *note;
 } exmy_named_format;
 
-size_t exmy_named_format_count(void);
-const exmy_named_format *exmy_named_format_get(size_t index);
+EXMY_API size_t exmy_named_format_count(void);
+EXMY_API const exmy_named_format *exmy_named_format_get(size_t index);
 
 /* ---- decode and classify --------------------------------------------- */
 
@@ -93,12 +134,12 @@ typedef enum exmy_class {
 
 /* Class of a code; bits above fmt->bits must be zero (else NAN class and
  * never a crash). */
-exmy_class exmy_classify(const exmy_format *fmt, uint64_t code);
-const char *exmy_class_name(exmy_class cls);
+EXMY_API exmy_class exmy_classify(const exmy_format *fmt, uint64_t code);
+EXMY_API const char *exmy_class_name(exmy_class cls);
 /* Sign of a code (1 negative); 0 for unsigned formats. */
-int exmy_code_sign(const exmy_format *fmt, uint64_t code);
+EXMY_API int exmy_code_sign(const exmy_format *fmt, uint64_t code);
 /* Exact value as a double (every value of a valid format is representable). */
-double exmy_decode(const exmy_format *fmt, uint64_t code);
+EXMY_API double exmy_decode(const exmy_format *fmt, uint64_t code);
 
 /* Format properties, as `exmy info` prints them. */
 typedef struct exmy_info {
@@ -110,13 +151,13 @@ typedef struct exmy_info {
   uint64_t nan_first[2], nan_last[2]; /* NaN code ranges (per sign) */
   int n_nan_ranges;
 } exmy_info;
-void exmy_format_info(const exmy_format *fmt, exmy_info *info);
-/* Print `exmy info` output. */
-void exmy_info_print(const exmy_format *fmt, FILE *out);
+EXMY_API void exmy_format_info(const exmy_format *fmt, exmy_info *info);
+/* Print exmy_format_info's properties as `exmy info` does. */
+EXMY_API void exmy_format_info_print(const exmy_format *fmt, FILE *out);
 /* Hex digits of a code: ceil(bits/4). */
-int exmy_code_hex_digits(const exmy_format *fmt);
+EXMY_API int exmy_code_hex_digits(const exmy_format *fmt);
 /* Bytes of the smallest unsigned type holding a code: 1, 2, 4 or 8. */
-int exmy_code_bytes(const exmy_format *fmt);
+EXMY_API int exmy_code_bytes(const exmy_format *fmt);
 
 /* ---- rounding -------------------------------------------------------- */
 
@@ -155,69 +196,66 @@ typedef struct exmy_rounding {
 } exmy_rounding;
 
 /* rne, no saturation, no ftz/daz, seed 0, stream 0. */
-exmy_rounding exmy_rounding_default(void);
+EXMY_API exmy_rounding exmy_rounding_default(void);
 
-int exmy_round_mode_parse(const char *text, exmy_round_mode *mode);
-const char *exmy_round_mode_name(exmy_round_mode mode);
+/* "rne", "rna", "rtz", "rup", "rdn", "rto", "sr": 0, or -1 with err naming
+ * the bad text and the accepted names. */
+EXMY_API int exmy_round_mode_parse(const char *text, exmy_round_mode *mode, char *err, size_t errlen);
+EXMY_API const char *exmy_round_mode_name(exmy_round_mode mode);
 
 /* The counter-based generator of stochastic rounding: 64 uniform bits for
  * (seed, stream, index).  Pure function: the same on any thread or device. */
-uint64_t exmy_random64(uint64_t seed, uint64_t stream, uint64_t index);
+EXMY_API uint64_t exmy_random64(uint64_t seed, uint64_t stream, uint64_t index);
 
 /* The round-and-pack routine: |x| = sig * 2^exp2 (sig may be 0), sign given
  * separately.  Every conversion below calls this (reference path). index is
  * the element's counter for stochastic rounding.  Flags are OR-ed into *flags
  * when flags is not NULL. */
-uint64_t exmy_round_pack(const exmy_format *fmt, const exmy_rounding *rnd,
+EXMY_API uint64_t exmy_round_pack(const exmy_format *fmt, const exmy_rounding *rnd,
                          int negative, uint64_t sig, int exp2,
                          uint64_t index, unsigned *flags);
 
 /* Scalar conversions (the reference path). */
-uint64_t exmy_from_double(const exmy_format *fmt, const exmy_rounding *rnd,
+EXMY_API uint64_t exmy_from_double(const exmy_format *fmt, const exmy_rounding *rnd,
                           double x, uint64_t index, unsigned *flags);
-uint64_t exmy_from_float(const exmy_format *fmt, const exmy_rounding *rnd,
+EXMY_API uint64_t exmy_from_float(const exmy_format *fmt, const exmy_rounding *rnd,
                          float x, uint64_t index, unsigned *flags);
-uint64_t exmy_from_bf16(const exmy_format *fmt, const exmy_rounding *rnd,
+EXMY_API uint64_t exmy_from_bf16(const exmy_format *fmt, const exmy_rounding *rnd,
                         uint16_t bits, uint64_t index, unsigned *flags);
-uint64_t exmy_from_f16(const exmy_format *fmt, const exmy_rounding *rnd,
+EXMY_API uint64_t exmy_from_f16(const exmy_format *fmt, const exmy_rounding *rnd,
                        uint16_t bits, uint64_t index, unsigned *flags);
 
 /* ---- arrays ---------------------------------------------------------- */
-/* codes points to n codes of exmy_code_bytes(fmt) bytes each.  Element i
- * uses counter index0 + i.  The result is the OR of all flags.  The plain
- * functions run with OpenMP and a fast path where one applies; the _ref
- * functions are the serial scalar reference.  Both give identical codes. */
-typedef enum exmy_src_type {
-  EXMY_SRC_F32 = 0, EXMY_SRC_F64, EXMY_SRC_BF16, EXMY_SRC_F16
-} exmy_src_type;
-
-unsigned exmy_quantize(const exmy_format *fmt, const exmy_rounding *rnd,
-                       exmy_src_type src_type, const void *src, size_t n,
-                       uint64_t index0, void *codes);
-unsigned exmy_quantize_ref(const exmy_format *fmt, const exmy_rounding *rnd,
-                           exmy_src_type src_type, const void *src, size_t n,
-                           uint64_t index0, void *codes);
+/* src holds n values of src_type (F32, F64, BF16 or F16); codes gets n codes
+ * of exmy_code_bytes(fmt) bytes each.  Element i uses counter index0 + i.
+ * The flags of all elements are OR-ed into *flags.  exmy_quantize runs with
+ * OpenMP and a fast path where one applies; exmy_quantize_ref is the serial
+ * scalar reference.  Both give identical codes and flags.  0, or -1 with err
+ * (a src_type that is not a float type, rnd NULL). */
+EXMY_API int exmy_quantize(const exmy_format *fmt, const exmy_rounding *rnd, exmy_dtype src_type,
+                  const void *src, size_t n, uint64_t index0, void *codes, unsigned *flags,
+                  char *err, size_t errlen);
+EXMY_API int exmy_quantize_ref(const exmy_format *fmt, const exmy_rounding *rnd, exmy_dtype src_type,
+                      const void *src, size_t n, uint64_t index0, void *codes, unsigned *flags,
+                      char *err, size_t errlen);
 
 /* Read code i of an array of codes of fmt's width, and write one. */
-uint64_t exmy_code_get(const exmy_format *fmt, const void *codes, size_t i);
-void exmy_code_set(const exmy_format *fmt, void *codes, size_t i, uint64_t code);
+EXMY_API uint64_t exmy_code_get(const exmy_format *fmt, const void *codes, size_t i);
+EXMY_API void exmy_code_set(const exmy_format *fmt, void *codes, size_t i, uint64_t code);
 
 /* Decode arrays.  To double: exact.  To float: the exact value rounded to
  * nearest even binary32 (exact whenever the format fits in binary32). */
-void exmy_decode_f64(const exmy_format *fmt, const void *codes, size_t n, double *out);
-void exmy_decode_f32(const exmy_format *fmt, const void *codes, size_t n, float *out);
+EXMY_API void exmy_decode_f64(const exmy_format *fmt, const void *codes, size_t n, double *out);
+EXMY_API void exmy_decode_f32(const exmy_format *fmt, const void *codes, size_t n, float *out);
 
 /* Helpers for 16-bit inputs. */
-double exmy_bf16_to_double(uint16_t bits);
-double exmy_f16_to_double(uint16_t bits);
+EXMY_API double exmy_bf16_to_double(uint16_t bits);
+EXMY_API double exmy_f16_to_double(uint16_t bits);
 
 /* ---- .npy files -------------------------------------------------------- */
 
-typedef enum exmy_dtype {
-  EXMY_DT_F32 = 0, EXMY_DT_F64, EXMY_DT_U8, EXMY_DT_U16, EXMY_DT_U32,
-  EXMY_DT_U64 /* only for codes of formats wider than 32 bits */
-} exmy_dtype;
-
+/* An array read from or written to .npy: dtype F32, F64 or U8..U64 (codes;
+ * U64 only for formats wider than 32 bits). */
 typedef struct exmy_array {
   exmy_dtype dtype;
   int ndim;             /* 0..8 */
@@ -226,14 +264,12 @@ typedef struct exmy_array {
   void *data;           /* count elements, little-endian, C order; free with exmy_array_free */
 } exmy_array;
 
-size_t exmy_dtype_size(exmy_dtype dtype);
-const char *exmy_dtype_name(exmy_dtype dtype);
 /* Read a .npy file.  Returns 0, or -1 with a one-line error naming the file
  * and what is wrong (unsupported dtype, Fortran order, truncated, ...). */
-int exmy_npy_read(const char *path, exmy_array *arr, char *err, size_t errlen);
+EXMY_API int exmy_npy_read(const char *path, exmy_array *arr, char *err, size_t errlen);
 /* Write atomically (temporary file then rename).  Returns 0 or -1 with err. */
-int exmy_npy_write(const char *path, const exmy_array *arr, char *err, size_t errlen);
-void exmy_array_free(exmy_array *arr);
+EXMY_API int exmy_npy_write(const char *path, const exmy_array *arr, char *err, size_t errlen);
+EXMY_API void exmy_array_free(exmy_array *arr);
 
 
 /* ---- scaled tensors and scaling recipes (docs/scaling.md) -------------- */
@@ -253,6 +289,9 @@ typedef enum exmy_recipe_kind {
   EXMY_RECIPE_NVFP4     /* TE NVFP4: fp32 tensor scale, E4M3 block scales of 1x16 (16x16) */
 } exmy_recipe_kind;
 
+/* A recipe's settings: what the user asked for, parsed once and never
+ * changed by quantizing (a running delayed recipe keeps its memory in an
+ * exmy_recipe_state). */
 typedef struct exmy_recipe {
   exmy_recipe_kind kind;
   size_t block_rows, block_cols; /* group shape; 0 = whole extent */
@@ -263,24 +302,36 @@ typedef struct exmy_recipe {
   int most_recent;               /* delayed: amax_compute_algo most_recent (default max) */
   int margin;                    /* delayed: scale = fmax * 2^-margin / amax */
   int interval;                  /* delayed: recompute the scale every interval steps (TE 1.x; 1) */
-  long steps;                    /* delayed: steps taken */
   int exact_product;             /* round x*scale once (exact product) instead of fp32 then cast */
-  /* delayed state: history[0] collects this step's amax */
-  float *history;
-  float scale, scale_inv;
-  float fmax;                    /* delayed: the element format's largest value, set by quantize */
 } exmy_recipe;
+
+/* What a running recipe remembers between steps (delayed scaling: TE's
+ * amax history and scale).  Stateless recipes need none: pass NULL. */
+typedef struct exmy_recipe_state {
+  int history_len;               /* entries of history (the recipe's history_len) */
+  float *history;                /* history[0] collects this step's amax */
+  float scale, scale_inv;        /* the scale the next quantize uses (initially 1) */
+  float fmax;                    /* the element format's largest value, set by quantize */
+  long steps;                    /* steps taken */
+} exmy_recipe_state;
 
 /* Parse "current[:pow2,eps=E,row,col]", "delayed[:len=L,algo=max|most_recent,margin=M,interval=N]",
  * "block:1x128", "block:128x128[,deepgemm,fp32]", "mx[:col]", "mx:ocp[,col]",
  * "nvfp4[:16x16]" (and "none"); ",exact" rounds the exact product once.  Returns 0
- * or -1 with a one-line error naming the bad text.  Free with exmy_recipe_free. */
-int exmy_recipe_parse(const char *text, exmy_recipe *recipe, char *err, size_t errlen);
-void exmy_recipe_free(exmy_recipe *recipe);
+ * or -1 with a one-line error naming the bad text.  Allocates nothing. */
+EXMY_API int exmy_recipe_parse(const char *text, exmy_recipe *recipe, char *err, size_t errlen);
 /* The recipe's canonical text, which exmy_recipe_parse reads back. */
-int exmy_recipe_name(const exmy_recipe *recipe, char *buf, size_t buflen);
-/* Deep copy (delayed state included): save and restore mid-sequence. */
-int exmy_recipe_copy(exmy_recipe *dst, const exmy_recipe *src);
+EXMY_API int exmy_recipe_to_string(const exmy_recipe *recipe, char *buf, size_t buflen);
+/* 1 when the recipe keeps state across steps (delayed scaling). */
+EXMY_API int exmy_recipe_has_state(const exmy_recipe *recipe);
+
+/* A fresh state for recipe (empty history, scale 1); for a stateless recipe
+ * an empty state that owns nothing.  0, or -1 with err (out of memory).
+ * Free with exmy_recipe_state_free. */
+EXMY_API int exmy_recipe_state_init(const exmy_recipe *recipe, exmy_recipe_state *state, char *err, size_t errlen);
+EXMY_API void exmy_recipe_state_free(exmy_recipe_state *state);
+/* Deep copy into an uninitialised dst (save and restore mid-sequence). */
+EXMY_API int exmy_recipe_state_copy(const exmy_recipe_state *src, exmy_recipe_state *dst, char *err, size_t errlen);
 
 typedef struct exmy_qtensor {
   exmy_format fmt;           /* element format */
@@ -297,40 +348,47 @@ typedef struct exmy_qtensor {
   exmy_recipe_kind recipe;   /* what made it */
   exmy_rounding rnd;         /* the element cast used */
   int exact_product;         /* 1: x*scale was rounded once (exact product) */
+  int is_view;               /* 1: made by exmy_qtensor_view, borrows its codes and scale
+                                (read-only); exmy_qtensor_free only clears it */
 } exmy_qtensor;
 
 /* TE's amax: max |x| ignoring NaN (fmaxf from 0), inf propagates. */
-float exmy_amax_f32(const float *x, size_t n);
+EXMY_API float exmy_amax_f32(const float *x, size_t n);
 /* TE compute_scale_from_amax: max(amax, eps); 0, inf or NaN give 1; else fp32(fmax/a),
  * inf becomes value_for_inf; pow2 clears the mantissa bits. */
-float exmy_scale_from_amax(float amax, float fmax, int pow2, float epsilon, float value_for_inf);
+EXMY_API float exmy_scale_from_amax(float amax, float fmax, int pow2, float epsilon, float value_for_inf);
 
 /* Quantize x (rows x cols float32) with the recipe into out (allocated here;
- * free with exmy_qtensor_free).  rnd is the element cast (NULL: rne, saturating,
- * as cuda_fp8.h's).  A delayed recipe quantizes with its current scale and
+ * free with exmy_qtensor_free).  rnd is the element cast (cuda_fp8.h's casts
+ * are rne with EXMY_SAT_FINITE).  state: the recipe's state (required for
+ * delayed, else may be NULL); delayed quantizes with the state's scale and
  * records this tensor's amax into history[0] (max with what is there); call
- * exmy_recipe_step after the step.  Returns 0 or -1 with err. */
-int exmy_recipe_quantize(exmy_recipe *recipe, const exmy_format *fmt, const exmy_rounding *rnd,
-                         const float *x, size_t rows, size_t cols, exmy_qtensor *out,
-                         char *err, size_t errlen);
+ * exmy_recipe_step after the step.  The casts' flags are OR-ed into *flags.
+ * Returns 0 or -1 with err. */
+EXMY_API int exmy_recipe_quantize(const exmy_recipe *recipe, const exmy_format *fmt, const exmy_rounding *rnd,
+                         const float *x, size_t rows, size_t cols, exmy_recipe_state *state,
+                         exmy_qtensor *out, unsigned *flags, char *err, size_t errlen);
 /* Delayed scaling: end of step (TE's fused update): roll the history and
- * compute the next scale.  No-op for other recipes. */
-void exmy_recipe_step(exmy_recipe *recipe);
+ * compute the next scale.  No-op for other recipes (and a NULL state). */
+EXMY_API void exmy_recipe_step(const exmy_recipe *recipe, exmy_recipe_state *state);
 /* Delayed scaling calibration step (TE's calibrating autocast): history[0] =
  * amax of x (overwritten); fmt is the element format the scale is for (its
  * largest value sets the next scale at exmy_recipe_step). */
-void exmy_recipe_calibrate(exmy_recipe *recipe, const exmy_format *fmt, const float *x, size_t n);
+EXMY_API void exmy_recipe_calibrate(const exmy_recipe *recipe, const exmy_format *fmt, const float *x, size_t n,
+                           exmy_recipe_state *state);
 
 /* Dequantize: decode(q) * scale_inv[g] * tensor_scale_inv, exact in double. */
-void exmy_qtensor_dequant_f32(const exmy_qtensor *q, float *out);
-void exmy_qtensor_dequant_f64(const exmy_qtensor *q, double *out);
-void exmy_qtensor_free(exmy_qtensor *q);
+EXMY_API void exmy_qtensor_dequant_f32(const exmy_qtensor *q, float *out);
+EXMY_API void exmy_qtensor_dequant_f64(const exmy_qtensor *q, double *out);
+/* Free what an owned qtensor holds; on a view, only clear it. */
+EXMY_API void exmy_qtensor_free(exmy_qtensor *q);
 /* A per-tensor view of existing codes (rows x cols, row-major) with one
  * dequantization multiplier *scale_inv (NULL: 1), as recipe "none" makes: an
- * operand for exmy_gemm without copying.  q points into codes and scale_inv;
- * never pass a view to exmy_qtensor_free. */
-void exmy_qtensor_view(exmy_qtensor *q, const exmy_format *fmt, const void *codes, size_t rows, size_t cols,
-                       const float *scale_inv);
+ * operand for exmy_gemm without copying.  The view borrows codes and
+ * scale_inv (keep them alive and unchanged while it is used); it is marked
+ * is_view, and exmy_qtensor_free on it frees nothing. */
+EXMY_API void exmy_qtensor_view(const exmy_format *fmt, const void *codes, size_t rows, size_t cols,
+                       const float *scale_inv, exmy_qtensor *view);
 
 /* Statistics of a quantization against its float32 source, in one pass (the
  * FP8 debug metrics of TE's debug tools); identical for any thread count. */
@@ -353,7 +411,7 @@ typedef struct exmy_qstats {
   int fmt_log2_min;          /* floor(log2) of the format's smallest positive value */
   int fmt_log2_max;          /* floor(log2) of its largest finite value */
 } exmy_qstats;
-void exmy_qtensor_stats(const exmy_qtensor *q, const float *x, exmy_qstats *st);
+EXMY_API void exmy_qtensor_stats(const exmy_qtensor *q, const float *x, exmy_qstats *st);
 
 
 /* ---- emulated GEMM (docs/gemm.md) -------------------------------------- */
@@ -390,10 +448,12 @@ typedef struct exmy_accum {
  * hopper, hopper-fastacc, ada, ada-fastacc, hopper-bf16, ampere-bf16, blackwell, and keys
  * g, f, align=trunc|rne, out, norm=trunc|rne, promote=N (= chunk).  Returns 0, or -1
  * with a one-line error naming the bad text. */
-int exmy_accum_parse(const char *text, exmy_accum *acc, char *err, size_t errlen);
+EXMY_API int exmy_accum_parse(const char *text, exmy_accum *acc, char *err, size_t errlen);
 /* The model's canonical text (presets expanded), which exmy_accum_parse reads back. */
-int exmy_accum_name(const exmy_accum *acc, char *buf, size_t buflen);
+EXMY_API int exmy_accum_to_string(const exmy_accum *acc, char *buf, size_t buflen);
 
+/* The inputs of a GEMM: operands, scalars, C, and how D is made (its format,
+ * scale and cast).  D itself and its amax are exmy_gemm's outputs. */
 typedef struct exmy_gemm_args {
   int trans_a;                  /* 0: A is m x k; 1: A is stored k x m and op(A) = A^T */
   int trans_b;                  /* 0: B is k x n; 1: B is stored n x k and op(B) = B^T */
@@ -402,46 +462,42 @@ typedef struct exmy_gemm_args {
   const exmy_format *c_fmt;     /* C: m x n codes, row-major; NULL or beta == 0: no C */
   const void *c;
   float scale_c;                /* C's dequantization multiplier (cuBLASLt scaleC; 1) */
-  const exmy_format *d_fmt;     /* D: m x n codes, row-major, written here */
-  void *d;
+  const exmy_format *d_fmt;     /* D's format: m x n codes, row-major */
   float scale_d;                /* multiplier before D's cast (cuBLASLt scaleD; 1) */
   exmy_rounding d_rnd;          /* D's cast (sr: counter = i*n + j) */
-  float *amax_d;                /* out, may be NULL: max |D| before scale_d, NaN ignored */
   const exmy_accum *accum;
   int threads;                  /* 0: OpenMP's default */
 } exmy_gemm_args;
 
 /* Fill args with: no transposes, alpha 1, beta 0, no C, scales 1, D rne
  * without saturation, model fp32. */
-void exmy_gemm_args_init(exmy_gemm_args *args);
+EXMY_API void exmy_gemm_args_init(exmy_gemm_args *args);
 /* Check shapes, formats and scale layouts: 0 or -1 with err naming what is wrong.
  * On success *m, *n, *k are the problem sizes. */
-int exmy_gemm_check(const exmy_gemm_args *args, size_t *m, size_t *n, size_t *k,
+EXMY_API int exmy_gemm_check(const exmy_gemm_args *args, size_t *m, size_t *n, size_t *k,
                     char *err, size_t errlen);
-/* The GEMM (fast paths, OpenMP over tiles of D).  Returns the OR of the flags of
- * D's casts, or -1 with err. */
-int exmy_gemm(const exmy_gemm_args *args, char *err, size_t errlen);
+/* The GEMM (fast paths, OpenMP over tiles of D): writes d (m x n codes of
+ * args->d_fmt, row-major) and, when amax_d is not NULL, max |D| before scale_d
+ * (NaN ignored); the flags of D's casts are OR-ed into *flags.  0, or -1 with
+ * err. */
+EXMY_API int exmy_gemm(const exmy_gemm_args *args, void *d, float *amax_d, unsigned *flags, char *err, size_t errlen);
 /* The plain-C serial reference of the same semantics: identical bits. */
-int exmy_gemm_ref(const exmy_gemm_args *args, char *err, size_t errlen);
+EXMY_API int exmy_gemm_ref(const exmy_gemm_args *args, void *d, float *amax_d, unsigned *flags, char *err,
+                  size_t errlen);
 
 /* ---- GPU (kernels/) ---- */
 /* CUDA kernels, cuBLASLt FP8 GEMM and the tensor-core probe
- * (docs/gpu-crosscheck.md).  Every function exists in every build: built
- * without CUDA, or with no usable device, the device functions return
- * EXMY_GPU_UNAVAILABLE.  The plain-C parts (argument checks, layout plan,
- * model choice, probe inference) need no GPU.  Pointers are host memory
+ * (docs/gpu-crosscheck.md).  Every function exists in every build and follows
+ * the one convention (0, or -1 with err): built without CUDA, or with no
+ * usable device, the device functions fail saying so.  To tell "no GPU"
+ * (skip) from a failure, ask exmy_gpu_query first; to tell "this device
+ * cannot do it" from bad arguments, make the plan with sm 0 (arguments only)
+ * and then with the device's sm.  The plain-C parts (argument checks, layout
+ * plan, model choice, probe inference) need no GPU.  Pointers are host memory
  * unless said otherwise; calls are synchronous. */
 
-enum {
-  EXMY_GPU_OK = 0,
-  EXMY_GPU_UNAVAILABLE = 1, /* built without CUDA, or no usable device */
-  EXMY_GPU_UNSUPPORTED = 2, /* a valid request this device cannot do (MXFP8 before sm_100, ...) */
-  EXMY_GPU_INVALID = 3,     /* bad arguments: err names the value */
-  EXMY_GPU_ERROR = 4        /* a CUDA or cuBLASLt call failed: err names it */
-};
-
 /* 1 when the library was built with the CUDA kernels. */
-int exmy_gpu_built(void);
+EXMY_API int exmy_gpu_built(void);
 
 typedef struct exmy_gpu_info {
   int device;
@@ -454,36 +510,36 @@ typedef struct exmy_gpu_info {
   size_t cublaslt_version;
 } exmy_gpu_info;
 
-/* Describe a device.  EXMY_GPU_OK, or EXMY_GPU_UNAVAILABLE with err saying
- * why (no CUDA build, no driver, no device). */
-int exmy_gpu_query(int device, exmy_gpu_info *info, char *err, size_t errlen);
+/* Describe a device.  0, or -1 with err saying why there is none usable (no
+ * CUDA build, no driver, no such device). */
+EXMY_API int exmy_gpu_query(int device, exmy_gpu_info *info, char *err, size_t errlen);
 
 /* The accumulation model (exmy_accum_parse text) of a GPU's FP8 GEMM:
  * sm 89 "tc:ada" / "tc:ada-fastacc", sm 90 "tc:hopper" / "tc:hopper-fastacc",
  * sm >= 100 "tc:blackwell"; NULL below sm 89 (no FP8 tensor cores). */
-const char *exmy_gpu_model_for_sm(int sm, int fast_accum);
+EXMY_API const char *exmy_gpu_model_for_sm(int sm, int fast_accum);
 
 /* Can the hardware conversions of cuda_fp8.h (__nv_cvt_*_to_fp8) do this
  * cast?  They do e4m3fn and e5m2 from f32, f64, bf16 and f16, nearest-even,
  * saturation none or finite, no ftz/daz.  0, or -1 with err naming what not. */
-int exmy_gpu_hw_quant_check(const exmy_format *fmt, const exmy_rounding *rnd, exmy_src_type src_type,
+EXMY_API int exmy_gpu_hw_quant_check(const exmy_format *fmt, const exmy_rounding *rnd, exmy_dtype src_type,
                             char *err, size_t errlen);
 
 /* Quantize n values on the device, element i with counter index0 + i.
  * hw = 1: the hardware conversions (see exmy_gpu_hw_quant_check); hw = 0:
  * the generic kernel, any format and rounding, the same codes as
- * exmy_quantize.  *flags (may be NULL): the OR of the flags (generic only;
- * 0 for hw).  exmy_gpu_quantize_dev takes device pointers. */
-int exmy_gpu_quantize(const exmy_format *fmt, const exmy_rounding *rnd, int hw, exmy_src_type src_type,
+ * exmy_quantize.  The flags are OR-ed into *flags (may be NULL; generic
+ * only: hw raises none).  exmy_gpu_quantize_dev takes device pointers. */
+EXMY_API int exmy_gpu_quantize(const exmy_format *fmt, const exmy_rounding *rnd, int hw, exmy_dtype src_type,
                       const void *src, size_t n, uint64_t index0, void *codes, unsigned *flags,
                       char *err, size_t errlen);
-int exmy_gpu_quantize_dev(const exmy_format *fmt, const exmy_rounding *rnd, int hw, exmy_src_type src_type,
+EXMY_API int exmy_gpu_quantize_dev(const exmy_format *fmt, const exmy_rounding *rnd, int hw, exmy_dtype src_type,
                           const void *d_src, size_t n, uint64_t index0, void *d_codes, unsigned *flags,
                           char *err, size_t errlen);
 /* Quantize the float32 inputs with bit patterns lo, lo+1, ..., lo+n-1, made on
  * the device (counter = bit pattern), into codes (host): exhaustive sweeps
  * without copying inputs. */
-int exmy_gpu_quantize_f32_range(const exmy_format *fmt, const exmy_rounding *rnd, int hw, uint32_t lo,
+EXMY_API int exmy_gpu_quantize_f32_range(const exmy_format *fmt, const exmy_rounding *rnd, int hw, uint32_t lo,
                                 size_t n, void *codes, char *err, size_t errlen);
 
 /* ---- cuBLASLt FP8 GEMM ---- */
@@ -491,13 +547,9 @@ int exmy_gpu_quantize_f32_range(const exmy_format *fmt, const exmy_rounding *rnd
  * row-major, B k x n row-major (or n x k with b_nk).  cuBLASLt is
  * column-major and wants FP8 as "TN"; the wrapper passes B^T as its A
  * (transposed) and A as its B, so the caller never sees that. */
-typedef enum exmy_gpu_dtype {
-  EXMY_GPU_F32 = 0, EXMY_GPU_BF16, EXMY_GPU_E4M3, EXMY_GPU_E5M2
-} exmy_gpu_dtype;
-
 typedef struct exmy_gpu_gemm_args {
   size_t m, n, k;
-  exmy_gpu_dtype a_type, b_type; /* E4M3 or E5M2, not both E5M2 */
+  exmy_dtype a_type, b_type; /* EXMY_DTYPE_E4M3FN or _E5M2, not both E5M2 */
   const void *a;            /* m x k codes, row-major */
   const void *b;            /* k x n codes, row-major; n x k with b_nk */
   int b_nk;                 /* 1: b is stored n x k (cuBLASLt's own layout: no transpose) */
@@ -506,7 +558,7 @@ typedef struct exmy_gpu_gemm_args {
   int block_scaled;         /* 1: MXFP8, CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0 (sm_100+) */
   const uint8_t *a_scales;  /* block_scaled: E8M0 codes, m x k/32 row-major */
   const uint8_t *b_scales;  /* block_scaled: E8M0 codes, n x k/32 row-major */
-  exmy_gpu_dtype d_type;    /* F32, BF16 or E4M3 */
+  exmy_dtype d_type;        /* EXMY_DTYPE_F32, _BF16 or _E4M3FN */
   void *d;                  /* m x n, row-major: float, bf16 bits or E4M3 codes */
   float scale_d;            /* E4M3 D only: multiplier before the cast (D_SCALE_POINTER) */
   float *amax_d;            /* E4M3 D only, may be NULL: max |D| before scale_d (AMAX_D_POINTER) */
@@ -516,12 +568,12 @@ typedef struct exmy_gpu_gemm_args {
 } exmy_gpu_gemm_args;
 
 /* Defaults: alpha and scales 1, F32 D, no fast accumulation, host pointers, device 0. */
-void exmy_gpu_gemm_args_init(exmy_gpu_gemm_args *args);
+EXMY_API void exmy_gpu_gemm_args_init(exmy_gpu_gemm_args *args);
 
 /* The cuBLASLt call computing args (column-major terms). */
 typedef struct exmy_gpu_gemm_plan {
   size_t lt_m, lt_n, lt_k;  /* cuBLASLt's m, n, k = our n, m, k */
-  exmy_gpu_dtype lt_a_type, lt_b_type; /* = our b_type, a_type */
+  exmy_dtype lt_a_type, lt_b_type; /* = our b_type, a_type */
   size_t lda, ldb, ldd;     /* = k, k, n */
   int transpose_b;          /* 1: B is transposed to n x k on the device first */
   size_t d_elem_bytes;
@@ -529,16 +581,17 @@ typedef struct exmy_gpu_gemm_plan {
   size_t a_scale_bytes, b_scale_bytes; /* block_scaled: cuBLASLt's padded scale tensors */
 } exmy_gpu_gemm_plan;
 
-/* Validate args and make the plan; sm = 0 skips the device checks.
- * EXMY_GPU_OK, EXMY_GPU_INVALID or EXMY_GPU_UNSUPPORTED with err naming the
- * bad value (a k not a multiple of 16, a misaligned device pointer, ...). */
-int exmy_gpu_gemm_plan_make(const exmy_gpu_gemm_args *args, int sm, exmy_gpu_gemm_plan *plan,
+/* Validate args and make the plan; sm = 0 checks the arguments only, a
+ * device's sm also what that device can do.  0, or -1 with err naming the bad
+ * value (a k not a multiple of 16, a misaligned device pointer, MXFP8 before
+ * sm_100, ...). */
+EXMY_API int exmy_gpu_gemm_plan_make(const exmy_gpu_gemm_args *args, int sm, exmy_gpu_gemm_plan *plan,
                             char *err, size_t errlen);
 /* Offset of scale (row, col) of a row-major rows x cols E8M0 scale matrix in
  * cuBLASLt's VEC32_UE8M0 layout (128 x 4 tiles, padded). */
-size_t exmy_gpu_mx_scale_offset(size_t row, size_t col, size_t cols);
+EXMY_API size_t exmy_gpu_mx_scale_offset(size_t row, size_t col, size_t cols);
 /* Run it. */
-int exmy_gpu_gemm(const exmy_gpu_gemm_args *args, char *err, size_t errlen);
+EXMY_API int exmy_gpu_gemm(const exmy_gpu_gemm_args *args, char *err, size_t errlen);
 
 /* ---- tensor-core probe ---- */
 /* A dot-product engine: out[i] = the engine's sum over l < k of
@@ -576,11 +629,11 @@ typedef struct exmy_probe_result {
 /* Infer the tensor-core parameters of an engine (Fasi, Higham, Mikaitis and
  * Pranesh 2021): crafted dot products of fa x fb codes.  log (may be NULL)
  * gets one line per step.  0, or -1 with err when the engine fails. */
-int exmy_probe_run(const exmy_probe_engine *eng, const exmy_format *fa, const exmy_format *fb,
-                   exmy_probe_result *res, FILE *log, char *err, size_t errlen);
+EXMY_API int exmy_probe_run(const exmy_probe_engine *eng, const exmy_format *fa, const exmy_format *fb, FILE *log,
+                   exmy_probe_result *res, char *err, size_t errlen);
 /* The CPU engine: ctx is a const exmy_accum *, each dot product is a 1 x k x 1
  * exmy_gemm with f32 D. */
-int exmy_probe_model_dot(void *ctx, const exmy_format *fa, const exmy_format *fb, size_t k, size_t count,
+EXMY_API int exmy_probe_model_dot(void *ctx, const exmy_format *fa, const exmy_format *fb, size_t k, size_t count,
                          const uint8_t *a, const uint8_t *b, float *out, char *err, size_t errlen);
 
 /* Device engines: raw mma.sync m16n8k32 (sm_89+), wgmma m64n8k32 (sm_90a),
@@ -593,9 +646,10 @@ typedef struct exmy_gpu_probe_ctx {
   int device;
   exmy_gpu_engine engine;
 } exmy_gpu_probe_ctx;
-/* Fill eng for ctx's engine: EXMY_GPU_OK, or UNAVAILABLE / UNSUPPORTED with err. */
-int exmy_gpu_probe_engine(exmy_gpu_probe_ctx *ctx, exmy_probe_engine *eng, char *err, size_t errlen);
-int exmy_gpu_probe_dot(void *ctx, const exmy_format *fa, const exmy_format *fb, size_t k, size_t count,
+/* Fill eng for ctx's engine: 0, or -1 with err (no device, or the device
+ * lacks the instruction: wgmma needs sm_90a, FP8 sm_89). */
+EXMY_API int exmy_gpu_probe_engine(exmy_gpu_probe_ctx *ctx, exmy_probe_engine *eng, char *err, size_t errlen);
+EXMY_API int exmy_gpu_probe_dot(void *ctx, const exmy_format *fa, const exmy_format *fb, size_t k, size_t count,
                        const uint8_t *a, const uint8_t *b, float *out, char *err, size_t errlen);
 
 #ifdef __cplusplus

@@ -38,7 +38,7 @@ int main(int argc, char **argv) {
     double tq = 1e30, tc = 1e30;
     for (int rep = 0; rep < 5; rep++) {
       double t0 = bench_now();
-      exmy_quantize(&f, &r, EXMY_SRC_F32, x, n, 0, q);
+      exmy_quantize(&f, &r, EXMY_DTYPE_F32, x, n, 0, q, NULL, NULL, 0);
       double t1 = bench_now();
       bench_copy_parallel(y, x, n);
       double t2 = bench_now();

@@ -50,8 +50,10 @@ int main(int argc, char **argv) {
   exmy_rounding r = exmy_rounding_default();
   r.sat = EXMY_SAT_FINITE;
   exmy_recipe rec[NRECIPES];
+  exmy_recipe_state st[NRECIPES];
   for (size_t k = 0; k < NRECIPES; k++)
-    if (exmy_recipe_parse(recipe_text[k], &rec[k], err, sizeof err)) {
+    if (exmy_recipe_parse(recipe_text[k], &rec[k], err, sizeof err) ||
+        exmy_recipe_state_init(&rec[k], &st[k], err, sizeof err)) {
       fprintf(stderr, "bench/scaling: %s\n", err);
       return 1;
     }
@@ -71,18 +73,18 @@ int main(int argc, char **argv) {
       double t0 = bench_now();
       bench_copy_parallel(y, x, n);
       double t1 = bench_now();
-      exmy_quantize(&f, &r, EXMY_SRC_F32, x, n, 0, q);
+      exmy_quantize(&f, &r, EXMY_DTYPE_F32, x, n, 0, q, NULL, NULL, 0);
       double t2 = bench_now();
       if (t1 - t0 < tc) tc = t1 - t0;
       if (t2 - t1 < tq) tq = t2 - t1;
       for (size_t k = 0; k < NRECIPES; k++) {
         exmy_qtensor qt;
         double t3 = bench_now();
-        if (exmy_recipe_quantize(&rec[k], &f, &r, x, rows, cols, &qt, err, sizeof err)) {
+        if (exmy_recipe_quantize(&rec[k], &f, &r, x, rows, cols, &st[k], &qt, NULL, err, sizeof err)) {
           fprintf(stderr, "bench/scaling: %s: %s\n", recipe_text[k], err);
           return 1;
         }
-        exmy_recipe_step(&rec[k]); /* no-op except for delayed */
+        exmy_recipe_step(&rec[k], &st[k]); /* no-op except for delayed */
         double t4 = bench_now();
         if (t4 - t3 < tr[k]) tr[k] = t4 - t3;
         for (size_t i = 0; i < n; i += 4097) sum += ((const uint8_t *)qt.codes)[i];
@@ -101,7 +103,7 @@ int main(int argc, char **argv) {
   /* keep the results live */
   for (size_t i = 0; i < n; i += 4097) sum += q[i] + (unsigned)y[i];
   printf("(checksum %u)\n", sum);
-  for (size_t k = 0; k < NRECIPES; k++) exmy_recipe_free(&rec[k]);
+  for (size_t k = 0; k < NRECIPES; k++) exmy_recipe_state_free(&st[k]);
   free(x); free(y); free(q);
   return 0;
 }

@@ -45,7 +45,7 @@ float *cli_read_f32_matrix(const char *cmd, const char *path, size_t *rows, size
   exmy_array a;
   char err[400];
   if (exmy_npy_read(path, &a, err, sizeof err)) cli_die("%s: %s", cmd, err);
-  if (a.dtype != EXMY_DT_F32 && a.dtype != EXMY_DT_F64) {
+  if (a.dtype != EXMY_DTYPE_F32 && a.dtype != EXMY_DTYPE_F64) {
     const char *dt = exmy_dtype_name(a.dtype);
     exmy_array_free(&a);
     cli_die("%s: %s: dtype %s is not a float tensor (accepted: float32, float64)", cmd, path, dt);
@@ -55,7 +55,7 @@ float *cli_read_f32_matrix(const char *cmd, const char *path, size_t *rows, size
   if (a.ndim == 1) *rows = 1;
   float *x = malloc(a.count * sizeof *x + 1);
   if (!x) cli_die("%s: out of memory for %zu elements", cmd, a.count);
-  if (a.dtype == EXMY_DT_F32) memcpy(x, a.data, a.count * sizeof *x);
+  if (a.dtype == EXMY_DTYPE_F32) memcpy(x, a.data, a.count * sizeof *x);
   else
     for (size_t i = 0; i < a.count; i++) x[i] = (float)((double *)a.data)[i];
   exmy_array_free(&a);
@@ -102,8 +102,8 @@ int cli_rounding_option(cli_opts *o, exmy_rounding *r) {
   const char *k = o->key;
   if (!strcmp(k, "--round")) {
     const char *v = cli_value(o);
-    if (exmy_round_mode_parse(v, &r->mode))
-      cli_die("%s: bad rounding mode '%s' (accepted: rne, rna, rtz, rup, rdn, rto, sr)", o->cmd, v);
+    char e[128];
+    if (exmy_round_mode_parse(v, &r->mode, e, sizeof e)) cli_die("%s: %s", o->cmd, e);
   } else if (!strcmp(k, "--saturate")) {
     const char *v = o->val;
     if (!v || !strcmp(v, "finite")) r->sat = EXMY_SAT_FINITE;
@@ -143,7 +143,7 @@ void cli_write_npy(const char *cmd, const char *path, exmy_dtype dt, size_t rows
 
 exmy_dtype cli_code_dtype(const exmy_format *f) {
   const int cb = exmy_code_bytes(f);
-  return cb == 1 ? EXMY_DT_U8 : cb == 2 ? EXMY_DT_U16 : cb == 4 ? EXMY_DT_U32 : EXMY_DT_U64;
+  return cb == 1 ? EXMY_DTYPE_U8 : cb == 2 ? EXMY_DTYPE_U16 : cb == 4 ? EXMY_DTYPE_U32 : EXMY_DTYPE_U64;
 }
 
 void cli_quantize(const char *cmd, const char *recipe_text, const exmy_format *f, const exmy_rounding *r,
@@ -151,8 +151,11 @@ void cli_quantize(const char *cmd, const char *recipe_text, const exmy_format *f
   exmy_recipe rc;
   char err[400];
   if (exmy_recipe_parse(recipe_text, &rc, err, sizeof err)) cli_die("%s: %s", cmd, err);
-  if (exmy_recipe_quantize(&rc, f, r, x, rows, cols, q, err, sizeof err)) cli_die("%s: %s", cmd, err);
-  exmy_recipe_free(&rc);
+  exmy_recipe_state st; /* one tensor: a delayed recipe starts from scale 1 */
+  if (exmy_recipe_state_init(&rc, &st, err, sizeof err) ||
+      exmy_recipe_quantize(&rc, f, r, x, rows, cols, &st, q, NULL, err, sizeof err))
+    cli_die("%s: %s", cmd, err);
+  exmy_recipe_state_free(&st);
 }
 
 /* Split a list on ';', and on ',' where the next piece starts a new item

@@ -99,7 +99,7 @@ static int cmd_formats(int argc, char **argv) {
     char lf[160], sub[32], nrm[32];
     cli_parse_format(nf->name, &f);
     exmy_format_info(&f, &in);
-    exmy_format_longform(&f, lf, sizeof lf);
+    exmy_format_to_string(&f, lf, sizeof lf);
     const char *inf = f.inf == EXMY_INF_NONE ? "none" : f.inf == EXMY_INF_IEEE ? "ieee" : "top";
     const char *nan = f.nan == EXMY_NAN_NONE ? "none" : f.nan == EXMY_NAN_IEEE ? "ieee" : f.nan == EXMY_NAN_ONES ? "ones" : "negzero";
     const char *g = csv ? "%.17g" : "%.6g";
@@ -120,7 +120,7 @@ static int cmd_info(int argc, char **argv) {
   if (argc > 2) cli_die("info: unexpected argument '%s' (expected one FORMAT)", argv[2]);
   exmy_format f;
   cli_parse_format(argv[1], &f);
-  exmy_info_print(&f, stdout);
+  exmy_format_info_print(&f, stdout);
   return 0;
 }
 
@@ -207,23 +207,24 @@ static int quantize_npy(const exmy_format *f, const exmy_rounding *r, const char
   exmy_array x, q, d;
   char err[400];
   if (exmy_npy_read(in, &x, err, sizeof err)) cli_die("quantize: %s", err);
-  if (x.dtype != EXMY_DT_F32 && x.dtype != EXMY_DT_F64) {
+  if (x.dtype != EXMY_DTYPE_F32 && x.dtype != EXMY_DTYPE_F64) {
     const char *dt = exmy_dtype_name(x.dtype);
     exmy_array_free(&x);
     cli_die("quantize: %s: dtype %s is not a float tensor (accepted: float32, float64)", in, dt);
   }
   q = x;
   int cb = exmy_code_bytes(f);
-  q.dtype = cb == 1 ? EXMY_DT_U8 : cb == 2 ? EXMY_DT_U16 : cb == 4 ? EXMY_DT_U32 : EXMY_DT_U64;
+  q.dtype = cb == 1 ? EXMY_DTYPE_U8 : cb == 2 ? EXMY_DTYPE_U16 : cb == 4 ? EXMY_DTYPE_U32 : EXMY_DTYPE_U64;
   q.data = malloc(x.count * (size_t)cb + 1);
   if (!q.data) cli_die("quantize: out of memory for %zu elements", x.count);
-  unsigned fl = exmy_quantize(f, r, x.dtype == EXMY_DT_F32 ? EXMY_SRC_F32 : EXMY_SRC_F64, x.data, x.count, 0, q.data);
+  unsigned fl = 0;
+  if (exmy_quantize(f, r, x.dtype, x.data, x.count, 0, q.data, &fl, err, sizeof err)) cli_die("quantize: %s", err);
   if (out && exmy_npy_write(out, &q, err, sizeof err)) cli_die("quantize: %s", err);
   if (dq) {
     d = x;
     d.data = malloc(x.count * exmy_dtype_size(x.dtype) + 1);
     if (!d.data) cli_die("quantize: out of memory for %zu elements", x.count);
-    if (x.dtype == EXMY_DT_F32) exmy_decode_f32(f, q.data, x.count, d.data);
+    if (x.dtype == EXMY_DTYPE_F32) exmy_decode_f32(f, q.data, x.count, d.data);
     else exmy_decode_f64(f, q.data, x.count, d.data);
     if (exmy_npy_write(dq, &d, err, sizeof err)) cli_die("quantize: %s", err);
     free(d.data);

@@ -60,11 +60,12 @@ static double code_ordinal(const exmy_format *f, uint64_t code) {
   return (f->is_signed && (code & f->sign_mask)) ? -(double)mag : (double)mag;
 }
 
-static void run_model(exmy_gemm_args *g, const exmy_accum *acc, const char *text, double *secs) {
+static void run_model(exmy_gemm_args *g, const exmy_accum *acc, const char *text, void *d, float *amax_d,
+                      double *secs) {
   char err[400];
   g->accum = acc;
   const double t0 = now();
-  if (exmy_gemm(g, err, sizeof err) < 0) cli_die("gemm: %s: %s", text, err);
+  if (exmy_gemm(g, d, amax_d, NULL, err, sizeof err)) cli_die("gemm: %s: %s", text, err);
   *secs = now() - t0;
 }
 
@@ -104,8 +105,8 @@ int cmd_gemm(int argc, char **argv) {
     else if (!strcmp(k, "--threads")) g.threads = (int)cli_parse_u64("--threads", cli_value(&o), 1, 1024);
     else if (!strcmp(k, "--out-round")) {
       const char *v = cli_value(&o);
-      if (exmy_round_mode_parse(v, &g.d_rnd.mode))
-        cli_die("gemm: bad rounding mode '%s' (accepted: rne, rna, rtz, rup, rdn, rto, sr)", v);
+      char e[128];
+      if (exmy_round_mode_parse(v, &g.d_rnd.mode, e, sizeof e)) cli_die("gemm: %s", e);
     } else if (!strcmp(k, "--out-saturate")) {
       const char *v = o.val;
       if (!v || !strcmp(v, "finite")) g.d_rnd.sat = EXMY_SAT_FINITE;
@@ -147,9 +148,7 @@ int cmd_gemm(int argc, char **argv) {
   g.b = &qb;
   g.accum = &acc;
   size_t m, n, k;
-  uint32_t dummy = 0;
   g.d_fmt = &fd;
-  g.d = &dummy;
   if (exmy_gemm_check(&g, &m, &n, &k, err, sizeof err)) cli_die("gemm: %s", err);
   float *xc = NULL;
   if (pc) {
@@ -163,17 +162,15 @@ int cmd_gemm(int argc, char **argv) {
   const size_t cb = (size_t)exmy_code_bytes(&fd);
   void *d = calloc(m * n + 1, cb);
   if (!d) cli_die("gemm: out of memory for D (%zu x %zu)", m, n);
-  g.d = d;
   float amax = 0.0f;
-  g.amax_d = &amax;
   const double gflop = 2.0 * (double)m * (double)n * (double)k * 1e-9;
 
   if (out) {
     double secs;
     char name[320];
-    exmy_accum_name(&acc, name, sizeof name);
-    run_model(&g, &acc, accum_text, &secs);
-    cli_write_npy("gemm", out, fd.bits == 32 && fd.ebits == 8 ? EXMY_DT_F32 : cli_code_dtype(&fd), m, n, d);
+    exmy_accum_to_string(&acc, name, sizeof name);
+    run_model(&g, &acc, accum_text, d, &amax, &secs);
+    cli_write_npy("gemm", out, fd.bits == 32 && fd.ebits == 8 ? EXMY_DTYPE_F32 : cli_code_dtype(&fd), m, n, d);
     printf("D %zu x %zu (k %zu) in %s: %s x %s, scaling %s x %s, accumulation %s\n", m, n, k, fd.name, fa.name,
            fb.name, ra, rb, name);
     printf("amax_d %.9g; %.3f s, %.2f GFLOP/s\n", (double)amax, secs, secs > 0 ? gflop / secs : 0.0);
@@ -183,9 +180,8 @@ int cmd_gemm(int argc, char **argv) {
     exmy_accum_parse("exact", &ex, NULL, 0);
     void *dex = calloc(m * n + 1, cb);
     if (!dex) cli_die("gemm: out of memory");
-    g.d = dex;
     double secs;
-    run_model(&g, &ex, "exact", &secs);
+    run_model(&g, &ex, "exact", dex, NULL, &secs);
     printf("%zu x %zu x %zu, %s x %s, scaling %s x %s, D in %s; error against exact:\n", m, n, k, fa.name, fb.name,
            ra, rb, fd.name);
     double emax = 0;
@@ -196,8 +192,7 @@ int cmd_gemm(int argc, char **argv) {
     printf("%-36s %12s %14s %14s %10s %9s\n", "model", "max ulp", "mean rel err", "max err/max|D|", "differ %",
            "seconds");
     for (int i = 0; i < nm; i++) {
-      g.d = d;
-      run_model(&g, &accs[i], models[i], &secs);
+      run_model(&g, &accs[i], models[i], d, NULL, &secs);
       double maxulp = 0, relsum = 0, maxerr = 0;
       size_t nrel = 0, ndiff = 0, nanmis = 0;
       for (size_t t = 0; t < m * n; t++) {
@@ -216,7 +211,7 @@ int cmd_gemm(int argc, char **argv) {
         }
       }
       char name[320];
-      exmy_accum_name(&accs[i], name, sizeof name);
+      exmy_accum_to_string(&accs[i], name, sizeof name);
       char ulp[32];
       if (nanmis) snprintf(ulp, sizeof ulp, "NaN (%zu)", nanmis);
       else snprintf(ulp, sizeof ulp, "%.0f", maxulp);

@@ -108,12 +108,13 @@ int cmd_gpu_probe(int argc, char **argv) {
       cli_die("gpu-probe: bad engine '%s' (accepted: mma, wgmma, lt, lt-fastacc, model:MODEL)", engine);
     if (!strcmp(fa.name, "e5m2") && !strcmp(fb.name, "e5m2") && ctx.engine >= EXMY_GPU_ENGINE_LT)
       cli_die("gpu-probe: e5m2 x e5m2: cuBLASLt has no e5m2 x e5m2 FP8 GEMM (make one operand e4m3fn)");
-    int rc = exmy_gpu_probe_engine(&ctx, &eng, err, sizeof err);
-    if (rc == EXMY_GPU_UNAVAILABLE || rc == EXMY_GPU_UNSUPPORTED) skip("gpu-probe", err);
-    if (rc) cli_die("gpu-probe: %s", err);
+    /* no device, or a device without the engine's instruction: skip */
+    exmy_gpu_info info;
+    if (exmy_gpu_query(ctx.device, &info, err, sizeof err)) skip("gpu-probe", err);
+    if (exmy_gpu_probe_engine(&ctx, &eng, err, sizeof err)) skip("gpu-probe", err);
   }
   exmy_probe_result r;
-  if (exmy_probe_run(&eng, &fa, &fb, &r, quiet ? NULL : stdout, err, sizeof err)) cli_die("gpu-probe: %s", err);
+  if (exmy_probe_run(&eng, &fa, &fb, quiet ? NULL : stdout, &r, err, sizeof err)) cli_die("gpu-probe: %s", err);
   if (quiet) printf("%s\n", r.complete ? r.accum : "incomplete");
   else print_probe(&r);
   return r.complete ? 0 : 1;
@@ -194,19 +195,20 @@ static void compare(const exmy_format *f, const void *dev, const void *ref, size
 
 typedef struct gcase {
   size_t m, n, k;
-  exmy_gpu_dtype at, bt, dt;
+  exmy_dtype at, bt, dt;
   pattern pat;
   int quick;
 } gcase;
 
-static const char *dt_fmt(exmy_gpu_dtype t) {
-  return t == EXMY_GPU_F32 ? "f32" : t == EXMY_GPU_BF16 ? "bf16" : t == EXMY_GPU_E4M3 ? "e4m3fn" : "e5m2";
+static const char *dt_fmt(exmy_dtype t) {
+  return t == EXMY_DTYPE_F32 ? "f32" : t == EXMY_DTYPE_BF16 ? "bf16" : t == EXMY_DTYPE_E4M3FN ? "e4m3fn" : "e5m2";
 }
 
 
 /* One case: the device GEMM, then sampled rows and columns on the CPU with
  * the model, exact and fp32.  Returns 1 when the device differs from the model. */
-static int run_case(const gcase *c, int fast, const exmy_accum *model, const char *model_text, int device, uint64_t *s) {
+static int run_case(const gcase *c, int fast, const exmy_accum *model, const char *model_text, int sm, int device,
+                    uint64_t *s) {
   exmy_format fa, fb, fd;
   cli_parse_format(dt_fmt(c->at), &fa);
   cli_parse_format(dt_fmt(c->bt), &fb);
@@ -220,20 +222,24 @@ static int run_case(const gcase *c, int fast, const exmy_accum *model, const cha
   if (c->pat == PAT_CANCEL) /* B pairs equal along k so the pairs of products cancel */
     for (size_t l = 1; l < k; l += 2) memcpy(B + l * n, B + (l - 1) * n, n);
   float sa = ldexpf(1, (int)(rng_next(s) % 5) - 2), sb = ldexpf(1, (int)(rng_next(s) % 5) - 2);
-  float scale_d = c->dt == EXMY_GPU_E4M3 ? 0.5f : 1.0f, amax_dev = 0;
+  float scale_d = c->dt == EXMY_DTYPE_E4M3FN ? 0.5f : 1.0f, amax_dev = 0;
   exmy_gpu_gemm_args g;
   exmy_gpu_gemm_args_init(&g);
   g.m = m; g.n = n; g.k = k; g.a_type = c->at; g.b_type = c->bt; g.d_type = c->dt;
   g.a = A; g.b = B; g.d = D; g.scale_a = sa; g.scale_b = sb; g.fast_accum = fast; g.device = device;
-  if (c->dt == EXMY_GPU_E4M3) { g.scale_d = scale_d; g.amax_d = &amax_dev; }
+  if (c->dt == EXMY_DTYPE_E4M3FN) { g.scale_d = scale_d; g.amax_d = &amax_dev; }
   char err[400];
-  int rc = exmy_gpu_gemm(&g, err, sizeof err);
+  /* valid arguments (sm 0) that this device cannot run: not a failure */
+  exmy_gpu_gemm_plan plan;
+  const int unsupported = !exmy_gpu_gemm_plan_make(&g, 0, &plan, err, sizeof err) &&
+                          exmy_gpu_gemm_plan_make(&g, sm, &plan, err, sizeof err);
+  const int rc = unsupported ? -1 : exmy_gpu_gemm(&g, err, sizeof err);
   printf("%5zu x %5zu x %5zu  %-6s x %-6s -> %-6s %-7s %-4s ", m, n, k, fa.name, fb.name, fd.name, pat_name[c->pat],
          fast ? "fast" : "");
   if (rc) {
     printf("| device: %s\n", err);
     free(A); free(B); free(D);
-    return rc != EXMY_GPU_UNSUPPORTED;
+    return !unsupported;
   }
   /* sample: every row and column up to 64, else 16 random ones */
   size_t R = m <= 64 ? m : 16, C = n <= 64 ? n : 16;
@@ -249,8 +255,8 @@ static int run_case(const gcase *c, int fast, const exmy_accum *model, const cha
     for (size_t j = 0; j < C; j++) memcpy((char *)Ds + (i * C + j) * cb, (char *)D + (ri[i] * n + cj[j]) * cb, cb);
   float amax_w = 0;
   exmy_qtensor qa, qb;
-  exmy_qtensor_view(&qa, &fa, As, R, k, &sa);
-  exmy_qtensor_view(&qb, &fb, Bs, k, C, &sb);
+  exmy_qtensor_view(&fa, As, R, k, &sa, &qa);
+  exmy_qtensor_view(&fb, Bs, k, C, &sb, &qb);
   exmy_accum exact, fp32;
   exmy_accum_parse("exact", &exact, err, sizeof err);
   exmy_accum_parse("fp32", &fp32, err, sizeof err);
@@ -260,26 +266,25 @@ static int run_case(const gcase *c, int fast, const exmy_accum *model, const cha
   for (int t = 0; t < 3; t++) {
     exmy_gemm_args ga;
     exmy_gemm_args_init(&ga);
-    ga.a = &qa; ga.b = &qb; ga.d_fmt = &fd; ga.d = Ws; ga.accum = refs[t];
+    ga.a = &qa; ga.b = &qb; ga.d_fmt = &fd; ga.accum = refs[t];
     ga.scale_d = scale_d;
-    ga.d_rnd.sat = c->dt == EXMY_GPU_E4M3 ? EXMY_SAT_FINITE : EXMY_SAT_NONE; /* cuBLASLt saturates FP8 D */
-    if (t == 0) ga.amax_d = &amax_w;
-    if (exmy_gemm(&ga, err, sizeof err) < 0) cli_die("gpu-check: CPU model: %s", err);
+    ga.d_rnd.sat = c->dt == EXMY_DTYPE_E4M3FN ? EXMY_SAT_FINITE : EXMY_SAT_NONE; /* cuBLASLt saturates FP8 D */
+    if (exmy_gemm(&ga, Ws, t == 0 ? &amax_w : NULL, NULL, err, sizeof err)) cli_die("gpu-check: CPU model: %s", err);
     compare(&fd, Ds, Ws, R * C, &st[t]);
   }
   int bad = st[0].agree != st[0].n || st[0].nan_mismatch;
   int full = R == m && C == n;
-  if (full && c->dt == EXMY_GPU_E4M3 && memcmp(&amax_w, &amax_dev, 4)) bad = 1;
+  if (full && c->dt == EXMY_DTYPE_E4M3FN && memcmp(&amax_w, &amax_dev, 4)) bad = 1;
   printf("| %-18.18s %6.2f%% %5ld bits %6.0f ulp | exact %6.0f ulp | fp32 %6.0f ulp%s%s\n", model_text,
          100.0 * (double)st[0].agree / (double)st[0].n, st[0].bits, st[0].max_ulp, st[1].max_ulp, st[2].max_ulp,
-         full && c->dt == EXMY_GPU_E4M3 ? (memcmp(&amax_w, &amax_dev, 4) ? " amax DIFFERS" : " amax ok") : "",
+         full && c->dt == EXMY_DTYPE_E4M3FN ? (memcmp(&amax_w, &amax_dev, 4) ? " amax DIFFERS" : " amax ok") : "",
          bad ? "  MISMATCH" : "");
   free(ri); free(cj); free(As); free(Bs); free(Ds); free(Ws); free(A); free(B); free(D);
   return bad;
 }
 
 static int check_gemms(int quick, const char *model_text, int sm, int device, uint64_t seed) {
-  const exmy_gpu_dtype E4 = EXMY_GPU_E4M3, E5 = EXMY_GPU_E5M2, F32 = EXMY_GPU_F32, BF = EXMY_GPU_BF16;
+  const exmy_dtype E4 = EXMY_DTYPE_E4M3FN, E5 = EXMY_DTYPE_E5M2, F32 = EXMY_DTYPE_F32, BF = EXMY_DTYPE_BF16;
   const gcase cases[] = {
     {16, 16, 16, E4, E4, F32, PAT_NORMAL, 1},     {64, 48, 128, E4, E4, F32, PAT_WIDE, 1},
     {64, 64, 512, E4, E5, F32, PAT_NORMAL, 1},    {64, 64, 512, E5, E4, BF, PAT_NORMAL, 1},
@@ -299,7 +304,7 @@ static int check_gemms(int quick, const char *model_text, int sm, int device, ui
     if (!mt) { printf("sm_%d has no FP8 tensor cores: no model\n", sm); return 1; }
     if (exmy_accum_parse(mt, &acc, err, sizeof err)) cli_die("gpu-check: --model: %s", err);
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-      if (!quick || cases[i].quick) bad += run_case(&cases[i], fast, &acc, mt, device, &s);
+      if (!quick || cases[i].quick) bad += run_case(&cases[i], fast, &acc, mt, sm, device, &s);
   }
   return bad;
 }
@@ -318,7 +323,7 @@ static int check_probe(const char *model_text, int sm, int device) {
     char err[400];
     int rc = exmy_gpu_probe_engine(&ctx, &eng, err, sizeof err);
     if (rc) { printf("probe %-18s: %s\n", eng.name ? eng.name : "?", err); continue; }
-    if (exmy_probe_run(&eng, &e4, &e4, &r, NULL, err, sizeof err)) {
+    if (exmy_probe_run(&eng, &e4, &e4, NULL, &r, err, sizeof err)) {
       printf("probe %-18s: failed: %s\n", eng.name, err);
       bad++;
       continue;
@@ -379,7 +384,8 @@ static int check_quant(int quick, uint64_t seed) {
         uint32_t b = (uint32_t)(lo + i);
         memcpy(&x[i], &b, 4);
       }
-      exmy_quantize(&f, &r, EXMY_SRC_F32, x, chunk, lo, host);
+      if (exmy_quantize(&f, &r, EXMY_DTYPE_F32, x, chunk, lo, host, NULL, err, sizeof err))
+        cli_die("gpu-check: quantize %s: %s", f.name, err);
       if (exmy_gpu_quantize_f32_range(&f, &r, cfg[c].hw, (uint32_t)lo, chunk, dev, err, sizeof err))
         cli_die("gpu-check: quantize %s: %s", f.name, err);
       for (size_t i = 0; i < chunk; i++) {
@@ -428,9 +434,7 @@ int cmd_gpu_check(int argc, char **argv) {
     p += len + (p[len] == ',');
   }
   exmy_gpu_info info;
-  int rc = exmy_gpu_query(device, &info, err, sizeof err);
-  if (rc == EXMY_GPU_UNAVAILABLE) skip("gpu-check", err);
-  if (rc) cli_die("gpu-check: %s", err);
+  if (exmy_gpu_query(device, &info, err, sizeof err)) skip("gpu-check", err);
   printf("device %d: %s, sm_%d, %d SMs, CUDA runtime %d, driver %d, cuBLASLt %zu\n", info.device, info.name, info.sm,
          info.multiprocessors, info.runtime_version, info.driver_version, info.cublaslt_version);
   if (!model && !exmy_gpu_model_for_sm(info.sm, 0)) skip("gpu-check", "this GPU has no FP8 tensor cores (sm_89 or newer)");

@@ -118,14 +118,14 @@ int cmd_quantize_tensor(int argc, char **argv) {
     cli_write_npy("quantize-tensor", out, cli_code_dtype(&f), rows, cols, q.codes);
   }
   if (scales) {
-    if (q.scale_codes) cli_write_npy("quantize-tensor", scales, EXMY_DT_U8, q.srows, q.scols, q.scale_codes);
-    else cli_write_npy("quantize-tensor", scales, EXMY_DT_F32, q.srows, q.scols, q.scale_inv);
+    if (q.scale_codes) cli_write_npy("quantize-tensor", scales, EXMY_DTYPE_U8, q.srows, q.scols, q.scale_codes);
+    else cli_write_npy("quantize-tensor", scales, EXMY_DTYPE_F32, q.srows, q.scols, q.scale_inv);
   }
   if (dq) {
     float *d = malloc(rows * cols * sizeof *d + 1);
     if (!d) cli_die("quantize-tensor: out of memory");
     exmy_qtensor_dequant_f32(&q, d);
-    cli_write_npy("quantize-tensor", dq, EXMY_DT_F32, rows, cols, d);
+    cli_write_npy("quantize-tensor", dq, EXMY_DTYPE_F32, rows, cols, d);
     free(d);
   }
   printf("quantized %zu x %zu to %s with %s: %zu x %zu scale groups", rows, cols, f.name, recipe, q.srows, q.scols);
@@ -399,7 +399,7 @@ int cmd_gen(int argc, char **argv) {
     }
     x[i] = (float)v;
   }
-  cli_write_npy("gen", out, EXMY_DT_F32, rows, cols, x);
+  cli_write_npy("gen", out, EXMY_DTYPE_F32, rows, cols, x);
   free(x);
   printf("wrote %s: %zu x %zu float32, %s, seed %llu\n", out, rows, cols, dist, (unsigned long long)seed);
   return 0;

@@ -72,8 +72,9 @@ static int parse_acc(const char *text, exmy_accum *a, char *err, size_t errlen) 
     v = v ? v + 1 : "";
     size_t x;
     if (!strncmp(tok, "round=", 6)) {
-      if (exmy_round_mode_parse(v, &a->acc_rnd.mode))
-        return exmy__fail(err, errlen, "accumulation model: bad rounding mode '%s' (accepted: rne, rna, rtz, rup, rdn, rto, sr)", v);
+      char e[128];
+      if (exmy_round_mode_parse(v, &a->acc_rnd.mode, e, sizeof e))
+        return exmy__fail(err, errlen, "accumulation model: %s", e);
     } else if (!strncmp(tok, "sat=", 4)) {
       if (!strcmp(v, "none")) a->acc_rnd.sat = EXMY_SAT_NONE;
       else if (!strcmp(v, "finite")) a->acc_rnd.sat = EXMY_SAT_FINITE;
@@ -200,7 +201,7 @@ int exmy_accum_parse(const char *text, exmy_accum *acc, char *err, size_t errlen
   return 0;
 }
 
-int exmy_accum_name(const exmy_accum *a, char *buf, size_t buflen) {
+int exmy_accum_to_string(const exmy_accum *a, char *buf, size_t buflen) {
   char t[320], inner[300] = "";
   switch (a->kind) {
   case EXMY_ACCUM_EXACT: snprintf(inner, sizeof inner, "exact"); break;

@@ -37,17 +37,17 @@ void exmy_code_set(const exmy_format *f, void *codes, size_t i, uint64_t code) {
   }
 }
 
-static uint64_t convert_one(const exmy_format *f, const exmy_rounding *r, exmy_src_type t,
+static uint64_t convert_one(const exmy_format *f, const exmy_rounding *r, exmy_dtype t,
                             const void *src, size_t i, uint64_t index, unsigned *fl) {
   switch (t) {
-  case EXMY_SRC_F32: return exmy_from_float(f, r, ((const float *)src)[i], index, fl);
-  case EXMY_SRC_F64: return exmy_from_double(f, r, ((const double *)src)[i], index, fl);
-  case EXMY_SRC_BF16: return exmy_from_bf16(f, r, ((const uint16_t *)src)[i], index, fl);
+  case EXMY_DTYPE_F32: return exmy_from_float(f, r, ((const float *)src)[i], index, fl);
+  case EXMY_DTYPE_F64: return exmy_from_double(f, r, ((const double *)src)[i], index, fl);
+  case EXMY_DTYPE_BF16: return exmy_from_bf16(f, r, ((const uint16_t *)src)[i], index, fl);
   default: return exmy_from_f16(f, r, ((const uint16_t *)src)[i], index, fl);
   }
 }
 
-unsigned exmy_quantize_ref(const exmy_format *f, const exmy_rounding *r, exmy_src_type t,
+unsigned exmy__quantize_ref(const exmy_format *f, const exmy_rounding *r, exmy_dtype t,
                            const void *src, size_t n, uint64_t index0, void *codes) {
   unsigned fl = 0;
   for (size_t i = 0; i < n; i++) exmy_code_set(f, codes, i, convert_one(f, r, t, src, i, index0 + i, &fl));
@@ -358,9 +358,9 @@ static unsigned fast_f32(const exmy_format *f, const exmy_rounding *r, const flo
   return fl;
 }
 
-unsigned exmy_quantize(const exmy_format *f, const exmy_rounding *r, exmy_src_type t,
+unsigned exmy__quantize(const exmy_format *f, const exmy_rounding *r, exmy_dtype t,
                        const void *src, size_t n, uint64_t index0, void *codes) {
-  if (t == EXMY_SRC_F32 && fast_applies(f, r)) return fast_f32(f, r, (const float *)src, n, codes);
+  if (t == EXMY_DTYPE_F32 && fast_applies(f, r)) return fast_f32(f, r, (const float *)src, n, codes);
   unsigned fl = 0;
 #pragma omp parallel for schedule(static) reduction(|:fl) if(n > EXMY_OMP_MIN_SCALAR)
   for (size_t i = 0; i < n; i++) {

@@ -48,7 +48,7 @@ int exmy__gemm_plan(const exmy_gemm_args *a, gemm_plan *p, int decode, char *err
   if (!a) return exmy__fail(err, errlen, "GEMM: no arguments");
   if (check_operand("A", a->a, err, errlen) || check_operand("B", a->b, err, errlen)) return -1;
   if (!a->accum) return exmy__fail(err, errlen, "GEMM: no accumulation model");
-  if (!a->d_fmt || !a->d) return exmy__fail(err, errlen, "GEMM: no output D");
+  if (!a->d_fmt) return exmy__fail(err, errlen, "GEMM: no format for D (d_fmt)");
   if (!isfinite(a->alpha) || !isfinite(a->beta) || !isfinite(a->scale_c) || !isfinite(a->scale_d))
     return exmy__fail(err, errlen, "GEMM: alpha %g, beta %g, scale_c %g, scale_d %g: all must be finite",
                       (double)a->alpha, (double)a->beta, (double)a->scale_c, (double)a->scale_d);
@@ -131,9 +131,7 @@ int exmy__gemm_plan(const exmy_gemm_args *a, gemm_plan *p, int decode, char *err
   p->c_fmt = a->c_fmt;
   p->c = a->c;
   p->d_fmt = a->d_fmt;
-  p->d = a->d;
   p->d_rnd = a->d_rnd;
-  p->amax_d = a->amax_d;
   if (!decode) return 0;
   if (p->acc.kind == EXMY_ACCUM_EXACT) exmy_format_parse("f32", &p->f32, NULL, 0); /* amax_d's rounding */
 
@@ -640,20 +638,28 @@ static void generic_rows(const gemm_plan *p, size_t i0, size_t i1, unsigned *fla
   *amax = fmaxf(*amax, am);
 }
 
-int exmy_gemm_ref(const exmy_gemm_args *args, char *err, size_t errlen) {
+int exmy_gemm_ref(const exmy_gemm_args *args, void *d, float *amax_d, unsigned *flags_out, char *err,
+                  size_t errlen) {
   gemm_plan p;
+  if (!d) return exmy__fail(err, errlen, "GEMM: no output D");
   if (exmy__gemm_plan(args, &p, 1, err, errlen)) return -1;
+  p.d = d;
+  p.amax_d = amax_d;
   unsigned flags = 0;
   float amax = 0.0f;
   generic_rows(&p, 0, p.m, &flags, &amax);
   if (p.amax_d) *p.amax_d = amax;
   exmy__gemm_plan_free(&p);
-  return (int)flags;
+  if (flags_out) *flags_out |= flags;
+  return 0;
 }
 
-int exmy_gemm(const exmy_gemm_args *args, char *err, size_t errlen) {
+int exmy_gemm(const exmy_gemm_args *args, void *d, float *amax_d, unsigned *flags_out, char *err, size_t errlen) {
   gemm_plan p;
+  if (!d) return exmy__fail(err, errlen, "GEMM: no output D");
   if (exmy__gemm_plan(args, &p, 1, err, errlen)) return -1;
+  p.d = d;
+  p.amax_d = amax_d;
   unsigned flags = 0;
   float amax = 0.0f;
   /* Small problems run on one thread: a parallel region costs more than they
@@ -673,5 +679,6 @@ int exmy_gemm(const exmy_gemm_args *args, char *err, size_t errlen) {
   }
   if (p.amax_d) *p.amax_d = amax;
   exmy__gemm_plan_free(&p);
-  return (int)flags;
+  if (flags_out) *flags_out |= flags;
+  return 0;
 }

@@ -41,7 +41,6 @@ float exmy_scale_from_amax(float amax, float fmax, int pow2, float epsilon, floa
 static void recipe_defaults(exmy_recipe *r, exmy_recipe_kind kind) {
   memset(r, 0, sizeof *r);
   r->kind = kind;
-  r->scale = r->scale_inv = 1.0f;
   switch (kind) {
   case EXMY_RECIPE_DELAYED: r->history_len = 1024; r->interval = 1; break;
   case EXMY_RECIPE_BLOCK: r->block_rows = 1; r->block_cols = 128; r->pow2 = 1; break;
@@ -144,30 +143,40 @@ int exmy_recipe_parse(const char *text, exmy_recipe *r, char *err, size_t errlen
     first = 0;
     o = next;
   }
-  if (r->kind == EXMY_RECIPE_DELAYED) {
-    r->history = calloc((size_t)r->history_len, sizeof *r->history);
-    if (!r->history) return fail(err, errlen, "out of memory for an amax history of %d", r->history_len);
-  }
   return 0;
 }
 
-void exmy_recipe_free(exmy_recipe *r) {
-  free(r->history);
-  r->history = NULL;
+/* ---- recipe state ------------------------------------------------------- */
+
+int exmy_recipe_has_state(const exmy_recipe *r) { return r->kind == EXMY_RECIPE_DELAYED; }
+
+int exmy_recipe_state_init(const exmy_recipe *r, exmy_recipe_state *st, char *err, size_t errlen) {
+  memset(st, 0, sizeof *st);
+  st->scale = st->scale_inv = 1.0f;
+  if (!exmy_recipe_has_state(r)) return 0;
+  st->history_len = r->history_len;
+  st->history = calloc((size_t)r->history_len, sizeof *st->history);
+  if (!st->history) return fail(err, errlen, "out of memory for an amax history of %d", r->history_len);
+  return 0;
 }
 
-int exmy_recipe_copy(exmy_recipe *dst, const exmy_recipe *src) {
+void exmy_recipe_state_free(exmy_recipe_state *st) {
+  free(st->history);
+  memset(st, 0, sizeof *st);
+}
+
+int exmy_recipe_state_copy(const exmy_recipe_state *src, exmy_recipe_state *dst, char *err, size_t errlen) {
   *dst = *src;
   dst->history = NULL;
   if (src->history) {
     dst->history = malloc((size_t)src->history_len * sizeof *dst->history);
-    if (!dst->history) return -1;
+    if (!dst->history) return fail(err, errlen, "out of memory for an amax history of %d", src->history_len);
     memcpy(dst->history, src->history, (size_t)src->history_len * sizeof *dst->history);
   }
   return 0;
 }
 
-int exmy_recipe_name(const exmy_recipe *r, char *buf, size_t len) {
+int exmy_recipe_to_string(const exmy_recipe *r, char *buf, size_t len) {
   char t[200];
   int n = 0;
   switch (r->kind) {
@@ -257,8 +266,8 @@ static group_view group_of(const exmy_qtensor *q, size_t g) {
 }
 
 /* Scale, inverse scale and (for MX) the E8M0 code of group g. */
-static void group_scale(const exmy_recipe *r, const exmy_format *e4m3, float fmax, float amax, float s_enc,
-                        float *scale, float *scale_inv, uint8_t *code) {
+static void group_scale(const exmy_recipe *r, const exmy_recipe_state *st, const exmy_format *e4m3, float fmax,
+                        float amax, float s_enc, float *scale, float *scale_inv, uint8_t *code) {
   switch (r->kind) {
   case EXMY_RECIPE_NONE:
     *scale = *scale_inv = 1.0f;
@@ -275,8 +284,8 @@ static void group_scale(const exmy_recipe *r, const exmy_format *e4m3, float fma
     }
     break;
   case EXMY_RECIPE_DELAYED:
-    *scale = r->scale;
-    *scale_inv = r->scale_inv;
+    *scale = st->scale;
+    *scale_inv = st->scale_inv;
     break;
   case EXMY_RECIPE_MX: {
     const float rcp = (float)(1.0 / (double)fmax); /* utils.cuh max_norm_rcp */
@@ -330,11 +339,14 @@ static float nvfp4_s_enc(float amax, float fp4_max) {
   return s;
 }
 
-int exmy_recipe_quantize(exmy_recipe *r, const exmy_format *f, const exmy_rounding *rnd_in,
-                         const float *x, size_t rows, size_t cols, exmy_qtensor *q, char *err, size_t errlen) {
-  exmy_rounding rnd = rnd_in ? *rnd_in : exmy_rounding_default();
-  if (!rnd_in) rnd.sat = EXMY_SAT_FINITE;
+int exmy_recipe_quantize(const exmy_recipe *r, const exmy_format *f, const exmy_rounding *rnd_in,
+                         const float *x, size_t rows, size_t cols, exmy_recipe_state *st, exmy_qtensor *q,
+                         unsigned *flags, char *err, size_t errlen) {
   memset(q, 0, sizeof *q);
+  if (!rnd_in) return fail(err, errlen, "scaling recipe: no rounding given (rnd is NULL)");
+  if (exmy_recipe_has_state(r) && (!st || !st->history))
+    return fail(err, errlen, "scaling recipe: delayed scaling needs a state (exmy_recipe_state_init)");
+  const exmy_rounding rnd = *rnd_in;
   q->fmt = *f;
   q->rows = rows;
   q->cols = cols;
@@ -407,7 +419,7 @@ int exmy_recipe_quantize(exmy_recipe *r, const exmy_format *f, const exmy_roundi
   for (size_t g = 0; g < ng; g++) {
     float scale = 1.0f, scale_inv = 1.0f;
     uint8_t code = 0;
-    group_scale(r, &e4m3, fmax, q->amax[g], q->tensor_scale, &scale, &scale_inv, &code);
+    group_scale(r, st, &e4m3, fmax, q->amax[g], q->tensor_scale, &scale, &scale_inv, &code);
     q->scale[g] = scale;
     q->scale_inv[g] = scale_inv;
     if (q->scale_codes) q->scale_codes[g] = code;
@@ -418,7 +430,8 @@ int exmy_recipe_quantize(exmy_recipe *r, const exmy_format *f, const exmy_roundi
   exmy__f32q_init(&fq, f, &rnd);
   const int one_rounding = ocp || r->exact_product;
   int nomem = 0;
-#pragma omp parallel if(n > EXMY_OMP_MIN_TENSOR) reduction(|:nomem)
+  unsigned fl = 0;
+#pragma omp parallel if(n > EXMY_OMP_MIN_TENSOR) reduction(|:nomem) reduction(|:fl)
   {
     /* several groups per row: expand the row's scales and make one call */
     float *row_sc = (!one_rounding && sc > 1) ? malloc(cols * sizeof *row_sc) : NULL;
@@ -432,7 +445,7 @@ int exmy_recipe_quantize(exmy_recipe *r, const exmy_format *f, const exmy_roundi
           const float s1 = q->scale[g0 + cbk];
           for (size_t j = 0; j < len; j++) row_sc[c0 + j] = s1;
         }
-        (void)exmy__f32q_run_v(&fq, x + k0, cols, row_sc, k0, (char *)q->codes + k0 * cb);
+        fl |= exmy__f32q_run_v(&fq, x + k0, cols, row_sc, k0, (char *)q->codes + k0 * cb);
         continue;
       }
       for (size_t cbk = 0; cbk < sc; cbk++) {
@@ -440,11 +453,11 @@ int exmy_recipe_quantize(exmy_recipe *r, const exmy_format *f, const exmy_roundi
         const size_t kk = k0 + c0;
         const float scale = q->scale[g];
         if (!one_rounding) {
-          (void)exmy__f32q_run(&fq, x + kk, len, scale, kk, (char *)q->codes + kk * cb);
+          fl |= exmy__f32q_run(&fq, x + kk, len, scale, kk, (char *)q->codes + kk * cb);
           continue;
         }
         for (size_t k = kk; k < kk + len; k++) /* x * 2^-e (ocp) or x * scale, exact in double: one rounding */
-          exmy_code_set(f, q->codes, k, exmy_from_double(f, &rnd, isnan(scale) ? NAN : (double)x[k] * (double)scale, k, NULL));
+          exmy_code_set(f, q->codes, k, exmy_from_double(f, &rnd, isnan(scale) ? NAN : (double)x[k] * (double)scale, k, &fl));
       }
     }
     free(row_sc);
@@ -453,18 +466,19 @@ int exmy_recipe_quantize(exmy_recipe *r, const exmy_format *f, const exmy_roundi
     exmy_qtensor_free(q);
     return fail(err, errlen, "out of memory for a %zu x %zu tensor", rows, cols);
   }
-  if (r->kind == EXMY_RECIPE_DELAYED && r->history) {
-    r->fmax = fmax;
-    r->history[0] = fmaxf(r->history[0], ng ? q->amax[0] : 0.0f); /* one group: the tensor's amax */
+  if (exmy_recipe_has_state(r)) {
+    st->fmax = fmax;
+    st->history[0] = fmaxf(st->history[0], ng ? q->amax[0] : 0.0f); /* one group: the tensor's amax */
   }
+  if (flags) *flags |= fl;
   return 0;
 }
 
 /* TE delayed_scaling.cu kernel_bulk (the default fused update). */
-void exmy_recipe_step(exmy_recipe *r) {
-  if (r->kind != EXMY_RECIPE_DELAYED || !r->history) return;
-  const int L = r->history_len;
-  float *h = r->history;
+void exmy_recipe_step(const exmy_recipe *r, exmy_recipe_state *st) {
+  if (!exmy_recipe_has_state(r) || !st || !st->history) return;
+  const int L = st->history_len;
+  float *h = st->history;
   const float last = h[0];
   float amax = 0.0f;
   if (last != 0.0f) {
@@ -475,23 +489,24 @@ void exmy_recipe_step(exmy_recipe *r) {
     }
   }
   const float amax_h = r->most_recent ? last : amax;
-  r->steps++;
+  st->steps++;
   /* TE 1.x's interval: the history rolls every step, the scale is recomputed
    * every interval steps (TE 2.x dropped the field: interval 1) */
-  if (r->fmax > 0 && r->steps % (r->interval > 0 ? r->interval : 1) == 0) { /* fmax: set by quantize */
-    const float scaled_max = r->fmax * ldexpf(1.0f, -r->margin); /* fmax * std::pow(2.f, -margin) */
-    float scale = r->scale;
+  if (st->fmax > 0 && st->steps % (r->interval > 0 ? r->interval : 1) == 0) { /* fmax: set by quantize */
+    const float scaled_max = st->fmax * ldexpf(1.0f, -r->margin); /* fmax * std::pow(2.f, -margin) */
+    float scale = st->scale;
     if (isfinite(amax_h) && amax_h > 0.0f) scale = scaled_max / amax_h;
     if (isinf(scale)) scale = FLT_MAX;
-    r->scale = scale;
-    r->scale_inv = 1.0f / scale;
+    st->scale = scale;
+    st->scale_inv = 1.0f / scale;
   }
 }
 
-void exmy_recipe_calibrate(exmy_recipe *r, const exmy_format *f, const float *x, size_t n) {
-  if (r->kind != EXMY_RECIPE_DELAYED || !r->history) return;
-  r->fmax = fmax_of(f);
-  r->history[0] = exmy_amax_f32(x, n);
+void exmy_recipe_calibrate(const exmy_recipe *r, const exmy_format *f, const float *x, size_t n,
+                           exmy_recipe_state *st) {
+  if (!exmy_recipe_has_state(r) || !st || !st->history) return;
+  st->fmax = fmax_of(f);
+  st->history[0] = exmy_amax_f32(x, n);
 }
 
 /* decode(q) * scale_inv * tensor_scale_inv: exact in double. */
@@ -514,6 +529,10 @@ void exmy_qtensor_dequant_f64(const exmy_qtensor *q, double *out) { DEQUANT_LOOP
 void exmy_qtensor_dequant_f32(const exmy_qtensor *q, float *out) { DEQUANT_LOOP(float); }
 
 void exmy_qtensor_free(exmy_qtensor *q) {
+  if (q->is_view) { /* borrowed: nothing to free */
+    memset(q, 0, sizeof *q);
+    return;
+  }
   free(q->codes);
   free(q->scale);
   free(q->scale_inv);
@@ -628,8 +647,8 @@ void exmy_qtensor_stats(const exmy_qtensor *q, const float *x, exmy_qstats *st) 
   st->scale_ratio = (q->srows != 0 && q->scols != 0 ? (double)q->scale[0] : 1.0) / (double)cur;
 }
 
-void exmy_qtensor_view(exmy_qtensor *q, const exmy_format *fmt, const void *codes, size_t rows, size_t cols,
-                       const float *scale_inv) {
+void exmy_qtensor_view(const exmy_format *fmt, const void *codes, size_t rows, size_t cols,
+                       const float *scale_inv, exmy_qtensor *q) {
   static const float one = 1.0f, zero = 0.0f;
   memset(q, 0, sizeof *q);
   q->fmt = *fmt;
@@ -646,4 +665,5 @@ void exmy_qtensor_view(exmy_qtensor *q, const exmy_format *fmt, const void *code
   q->tensor_scale = q->tensor_scale_inv = 1.0f;
   q->recipe = EXMY_RECIPE_NONE;
   q->rnd = exmy_rounding_default();
+  q->is_view = 1;
 }

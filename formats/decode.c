@@ -102,11 +102,11 @@ static void print_value(FILE *out, double v) {
   fprintf(out, "%.17g (%a)", v, v);
 }
 
-void exmy_info_print(const exmy_format *f, FILE *out) {
+void exmy_format_info_print(const exmy_format *f, FILE *out) {
   exmy_info in;
   char lf[160];
   exmy_format_info(f, &in);
-  exmy_format_longform(f, lf, sizeof lf);
+  exmy_format_to_string(f, lf, sizeof lf);
   fprintf(out, "format         %s\n", f->name);
   fprintf(out, "long form      %s\n", lf);
   fprintf(out, "bits           %d (sign %d, exponent %d, mantissa %d)\n", f->bits, f->is_signed, f->ebits, f->mbits);

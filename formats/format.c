@@ -155,11 +155,11 @@ int exmy_format_init(exmy_format *f, char *err, size_t errlen) {
       break;
     }
   }
-  if (!f->name[0]) exmy_format_longform(f, f->name, sizeof f->name);
+  if (!f->name[0]) exmy_format_to_string(f, f->name, sizeof f->name);
   return 0;
 }
 
-int exmy_format_longform(const exmy_format *f, char *buf, size_t buflen) {
+int exmy_format_to_string(const exmy_format *f, char *buf, size_t buflen) {
   char tmp[160];
   int n = snprintf(tmp, sizeof tmp, "e%dm%d", f->ebits, f->mbits);
   if (f->bias != exmy_default_bias(f->ebits)) n += snprintf(tmp + n, sizeof tmp - n, ",bias=%d", f->bias);
@@ -351,13 +351,13 @@ const char *exmy_round_mode_name(exmy_round_mode mode) {
   return (unsigned)mode <= EXMY_SR ? names[mode] : "?";
 }
 
-int exmy_round_mode_parse(const char *text, exmy_round_mode *mode) {
+int exmy_round_mode_parse(const char *text, exmy_round_mode *mode, char *err, size_t errlen) {
   for (int m = EXMY_RNE; m <= EXMY_SR; m++)
     if (text && !strcmp(text, exmy_round_mode_name((exmy_round_mode)m))) {
       *mode = (exmy_round_mode)m;
       return 0;
     }
-  return -1;
+  return exmy__fail(err, errlen, "bad rounding mode '%s' (accepted: rne, rna, rtz, rup, rdn, rto, sr)", text ? text : "");
 }
 
 exmy_rounding exmy_rounding_default(void) {

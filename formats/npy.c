@@ -53,6 +53,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
  * supported array is under 300 bytes.  The limit only bounds allocation. */
 #define NPY_MAX_HEADER 65536u
 
+/* The dtypes .npy files carry here, with numpy's descr. */
 static const struct {
   exmy_dtype dt;
   size_t size;
@@ -60,12 +61,12 @@ static const struct {
   const char *name;
   const char *descr;
 } npy_types[] = {
-  {EXMY_DT_F32, 4, 'f', "float32", "<f4"},
-  {EXMY_DT_F64, 8, 'f', "float64", "<f8"},
-  {EXMY_DT_U8, 1, 'u', "uint8", "|u1"},
-  {EXMY_DT_U16, 2, 'u', "uint16", "<u2"},
-  {EXMY_DT_U32, 4, 'u', "uint32", "<u4"},
-  {EXMY_DT_U64, 8, 'u', "uint64", "<u8"},
+  {EXMY_DTYPE_F32, 4, 'f', "float32", "<f4"},
+  {EXMY_DTYPE_F64, 8, 'f', "float64", "<f8"},
+  {EXMY_DTYPE_U8, 1, 'u', "uint8", "|u1"},
+  {EXMY_DTYPE_U16, 2, 'u', "uint16", "<u2"},
+  {EXMY_DTYPE_U32, 4, 'u', "uint32", "<u4"},
+  {EXMY_DTYPE_U64, 8, 'u', "uint64", "<u8"},
 };
 #define NPY_NTYPES (sizeof npy_types / sizeof npy_types[0])
 
@@ -73,16 +74,6 @@ static int npy_type_index(exmy_dtype dt) {
   for (size_t i = 0; i < NPY_NTYPES; i++)
     if (npy_types[i].dt == dt) return (int)i;
   return -1;
-}
-
-size_t exmy_dtype_size(exmy_dtype dtype) {
-  int i = npy_type_index(dtype);
-  return i < 0 ? 0 : npy_types[i].size;
-}
-
-const char *exmy_dtype_name(exmy_dtype dtype) {
-  int i = npy_type_index(dtype);
-  return i < 0 ? "unknown" : npy_types[i].name;
 }
 
 void exmy_array_free(exmy_array *arr) {

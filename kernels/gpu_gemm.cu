@@ -12,18 +12,17 @@
   do {                                                                                              \
     cublasStatus_t s_ = (call);                                                                     \
     if (s_ != CUBLAS_STATUS_SUCCESS) {                                                              \
-      rc = exmy__gpu_fail(err, errlen, s_ == CUBLAS_STATUS_NOT_SUPPORTED ? EXMY_GPU_UNSUPPORTED     \
-                                                                          : EXMY_GPU_ERROR,          \
-                          "%s: cuBLAS status %d (%s)", #call, (int)s_, cublasLtGetStatusString(s_)); \
+      rc = exmy__gpu_fail(err, errlen, "%s: cuBLAS status %d (%s)", #call, (int)s_,              \
+                          cublasLtGetStatusString(s_));                                             \
       goto done;                                                                                    \
     }                                                                                               \
   } while (0)
 
-static cudaDataType_t lt_type(exmy_gpu_dtype t) {
+static cudaDataType_t lt_type(exmy_dtype t) {
   switch (t) {
-  case EXMY_GPU_F32: return CUDA_R_32F;
-  case EXMY_GPU_BF16: return CUDA_R_16BF;
-  case EXMY_GPU_E4M3: return CUDA_R_8F_E4M3;
+  case EXMY_DTYPE_F32: return CUDA_R_32F;
+  case EXMY_DTYPE_BF16: return CUDA_R_16BF;
+  case EXMY_DTYPE_E4M3FN: return CUDA_R_8F_E4M3;
   default: return CUDA_R_8F_E5M2;
   }
 }
@@ -110,7 +109,7 @@ extern "C" int exmy_gpu_gemm(const exmy_gpu_gemm_args *x, char *err, size_t errl
     Ascale = dsc + 0;
     Bscale = dsc + 1;
   }
-  if (x->d_type == EXMY_GPU_E4M3) { // C must be bf16 with an FP8 D; beta = 0 never reads it
+  if (x->d_type == EXMY_DTYPE_E4M3FN) { // C must be bf16 with an FP8 D; beta = 0 never reads it
     CUDA_TRY(cudaMalloc(&dC, m * n * 2));
     CUDA_TRY(cudaMemset(dC, 0, m * n * 2));
   }
@@ -128,20 +127,20 @@ extern "C" int exmy_gpu_gemm(const exmy_gpu_gemm_args *x, char *err, size_t errl
   }
   LT_TRY(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &Ascale, sizeof Ascale));
   LT_TRY(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &Bscale, sizeof Bscale));
-  if (x->d_type == EXMY_GPU_E4M3) {
+  if (x->d_type == EXMY_DTYPE_E4M3FN) {
     const void *ds = dsc + 2, *am = dsc + 3;
     LT_TRY(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &ds, sizeof ds));
     LT_TRY(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &am, sizeof am));
   }
   LT_TRY(cublasLtMatrixLayoutCreate(&la, lt_type(p.lt_a_type), p.lt_k, p.lt_m, p.lda));
   LT_TRY(cublasLtMatrixLayoutCreate(&lb, lt_type(p.lt_b_type), p.lt_k, p.lt_n, p.ldb));
-  LT_TRY(cublasLtMatrixLayoutCreate(&lc, x->d_type == EXMY_GPU_E4M3 ? CUDA_R_16BF : lt_type(x->d_type), p.lt_m, p.lt_n, p.ldd));
+  LT_TRY(cublasLtMatrixLayoutCreate(&lc, x->d_type == EXMY_DTYPE_E4M3FN ? CUDA_R_16BF : lt_type(x->d_type), p.lt_m, p.lt_n, p.ldd));
   LT_TRY(cublasLtMatrixLayoutCreate(&ld, lt_type(x->d_type), p.lt_m, p.lt_n, p.ldd));
   LT_TRY(cublasLtMatmulPreferenceCreate(&pref));
   LT_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
   LT_TRY(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, ld, pref, 1, &heur, &found));
   if (!found) {
-    rc = exmy__gpu_fail(err, errlen, EXMY_GPU_UNSUPPORTED, "cuBLASLt has no algorithm for this FP8 GEMM (m %zu, n %zu, k %zu)", m, n, k);
+    rc = exmy__gpu_fail(err, errlen, "cuBLASLt has no algorithm for this FP8 GEMM (m %zu, n %zu, k %zu)", m, n, k);
     goto done;
   }
   LT_TRY(cublasLtMatmul(lt, op, &x->alpha, Bt, la, A, lb, &beta, dC ? (const void *)dC : D, lc, D, ld, &heur.algo, ws,

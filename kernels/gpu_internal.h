@@ -7,40 +7,40 @@
 #include <cstdarg>
 #include <cstdio>
 
-/* Write a one-line error into err and return status. */
-static inline int exmy__gpu_fail(char *err, size_t errlen, int status, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static inline int exmy__gpu_fail(char *err, size_t errlen, int status, const char *fmt, ...) {
+/* Write a one-line error into err and return -1. */
+static inline int exmy__gpu_fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline int exmy__gpu_fail(char *err, size_t errlen, const char *fmt, ...) {
   if (err && errlen) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
   }
-  return status;
+  return -1;
 }
 
 #define CUDA_TRY(call)                                                                              \
   do {                                                                                              \
     cudaError_t e_ = (call);                                                                        \
     if (e_ != cudaSuccess) {                                                                        \
-      rc = exmy__gpu_fail(err, errlen, EXMY_GPU_ERROR, "%s: %s", #call, cudaGetErrorString(e_));    \
+      rc = exmy__gpu_fail(err, errlen, "%s: %s", #call, cudaGetErrorString(e_));    \
       goto done;                                                                                    \
     }                                                                                               \
   } while (0)
 
 /* Make device current (-1: the current one) and report its sm (major*10 +
- * minor).  EXMY_GPU_UNAVAILABLE when there is no driver or device. */
+ * minor).  0, or -1 with err when there is no driver or device. */
 int exmy__gpu_select(int device, int *sm, char *err, size_t errlen);
 
-/* The FP8 type of an operand format: EXMY_GPU_E4M3 / _E5M2, or -1. */
+/* The FP8 type of an operand format: EXMY_DTYPE_E4M3FN / _E5M2, or -1. */
 static inline int exmy__gpu_fp8_type(const exmy_format *f) {
   if (f->bits == 8 && f->ebits == 4 && f->mbits == 3 && f->bias == 7 && f->inf == EXMY_INF_NONE &&
       f->nan == EXMY_NAN_ONES && f->is_signed && f->has_zero)
-    return EXMY_GPU_E4M3;
+    return EXMY_DTYPE_E4M3FN;
   if (f->bits == 8 && f->ebits == 5 && f->mbits == 2 && f->bias == 15 && f->inf == EXMY_INF_IEEE &&
       f->nan == EXMY_NAN_IEEE && f->is_signed && f->has_zero)
-    return EXMY_GPU_E5M2;
+    return EXMY_DTYPE_E5M2;
   return -1;
 }
 #endif

@@ -15,7 +15,7 @@ const char *exmy_gpu_model_for_sm(int sm, int fast_accum) {
   return NULL;
 }
 
-int exmy_gpu_hw_quant_check(const exmy_format *fmt, const exmy_rounding *rnd, exmy_src_type src_type,
+int exmy_gpu_hw_quant_check(const exmy_format *fmt, const exmy_rounding *rnd, exmy_dtype src_type,
                             char *err, size_t errlen) {
   if (strcmp(fmt->name, "e4m3fn") && strcmp(fmt->name, "e5m2"))
     return exmy__fail(err, errlen, "format %s has no hardware conversion (accepted: e4m3fn, e5m2)", fmt->name);
@@ -26,7 +26,7 @@ int exmy_gpu_hw_quant_check(const exmy_format *fmt, const exmy_rounding *rnd, ex
     return exmy__fail(err, errlen, "saturation propagate has no hardware conversion (accepted: none, finite)");
   if (rnd->ftz || rnd->daz)
     return exmy__fail(err, errlen, "%s has no hardware conversion", rnd->ftz ? "ftz" : "daz");
-  if (src_type != EXMY_SRC_F32 && src_type != EXMY_SRC_F64 && src_type != EXMY_SRC_BF16 && src_type != EXMY_SRC_F16)
+  if (src_type != EXMY_DTYPE_F32 && src_type != EXMY_DTYPE_F64 && src_type != EXMY_DTYPE_BF16 && src_type != EXMY_DTYPE_F16)
     return exmy__fail(err, errlen, "source type %d has no hardware conversion", (int)src_type);
   return 0;
 }
@@ -35,16 +35,17 @@ void exmy_gpu_gemm_args_init(exmy_gpu_gemm_args *args) {
   memset(args, 0, sizeof *args);
   args->alpha = 1.0f;
   args->scale_a = args->scale_b = args->scale_d = 1.0f;
-  args->a_type = args->b_type = EXMY_GPU_E4M3;
-  args->d_type = EXMY_GPU_F32;
+  args->a_type = args->b_type = EXMY_DTYPE_E4M3FN;
+  args->d_type = EXMY_DTYPE_F32;
 }
 
-static const char *dtype_name(exmy_gpu_dtype t) {
+static const char *dtype_name(exmy_dtype t) {
   switch (t) {
-  case EXMY_GPU_F32: return "f32";
-  case EXMY_GPU_BF16: return "bf16";
-  case EXMY_GPU_E4M3: return "e4m3";
-  case EXMY_GPU_E5M2: return "e5m2";
+  case EXMY_DTYPE_F32: return "f32";
+  case EXMY_DTYPE_BF16: return "bf16";
+  case EXMY_DTYPE_E4M3FN: return "e4m3";
+  case EXMY_DTYPE_E5M2: return "e5m2";
+  default: break;
   }
   return "?";
 }
@@ -62,17 +63,17 @@ static int misaligned(const void *p) { return ((uintptr_t)p & 15) != 0; }
 
 int exmy_gpu_gemm_plan_make(const exmy_gpu_gemm_args *x, int sm, exmy_gpu_gemm_plan *p, char *err, size_t errlen) {
   memset(p, 0, sizeof *p);
-#define BAD(...) return (exmy__fail(err, errlen, __VA_ARGS__), EXMY_GPU_INVALID)
+#define BAD(...) return exmy__fail(err, errlen, __VA_ARGS__)
   if (!x->m || !x->n || !x->k) BAD("empty problem m = %zu, n = %zu, k = %zu (all must be positive)", x->m, x->n, x->k);
-  if (x->a_type != EXMY_GPU_E4M3 && x->a_type != EXMY_GPU_E5M2)
+  if (x->a_type != EXMY_DTYPE_E4M3FN && x->a_type != EXMY_DTYPE_E5M2)
     BAD("A type %s is not an FP8 type (accepted: e4m3, e5m2)", dtype_name(x->a_type));
-  if (x->b_type != EXMY_GPU_E4M3 && x->b_type != EXMY_GPU_E5M2)
+  if (x->b_type != EXMY_DTYPE_E4M3FN && x->b_type != EXMY_DTYPE_E5M2)
     BAD("B type %s is not an FP8 type (accepted: e4m3, e5m2)", dtype_name(x->b_type));
-  if (x->a_type == EXMY_GPU_E5M2 && x->b_type == EXMY_GPU_E5M2)
+  if (x->a_type == EXMY_DTYPE_E5M2 && x->b_type == EXMY_DTYPE_E5M2)
     BAD("A and B are both e5m2: cuBLASLt has no e5m2 x e5m2 FP8 GEMM (make one operand e4m3)");
-  if (x->d_type != EXMY_GPU_F32 && x->d_type != EXMY_GPU_BF16 && x->d_type != EXMY_GPU_E4M3)
+  if (x->d_type != EXMY_DTYPE_F32 && x->d_type != EXMY_DTYPE_BF16 && x->d_type != EXMY_DTYPE_E4M3FN)
     BAD("D type %s is not supported (accepted: f32, bf16, e4m3)", dtype_name(x->d_type));
-  if (x->d_type != EXMY_GPU_E4M3 && (x->scale_d != 1.0f || x->amax_d))
+  if (x->d_type != EXMY_DTYPE_E4M3FN && (x->scale_d != 1.0f || x->amax_d))
     BAD("%s with a %s D: cuBLASLt applies the D scale and amax only to FP8 outputs",
         x->amax_d ? "amax_d" : "scale_d", dtype_name(x->d_type));
   if (!isfinite(x->alpha) || !isfinite(x->scale_a) || !isfinite(x->scale_b) || !isfinite(x->scale_d))
@@ -100,12 +101,10 @@ int exmy_gpu_gemm_plan_make(const exmy_gpu_gemm_args *x, int sm, exmy_gpu_gemm_p
   }
 #undef BAD
   if (sm && sm < 89) {
-    exmy__fail(err, errlen, "FP8 GEMM needs sm_89 or newer; this device is sm_%d", sm);
-    return EXMY_GPU_UNSUPPORTED;
+    return exmy__fail(err, errlen, "FP8 GEMM needs sm_89 or newer; this device is sm_%d", sm);
   }
   if (sm && x->block_scaled && sm < 100) {
-    exmy__fail(err, errlen, "MXFP8 block scaling (VEC32_UE8M0) needs sm_100 or newer; this device is sm_%d", sm);
-    return EXMY_GPU_UNSUPPORTED;
+    return exmy__fail(err, errlen, "MXFP8 block scaling (VEC32_UE8M0) needs sm_100 or newer; this device is sm_%d", sm);
   }
   /* Row-major D (m x n) is column-major D^T (n x m) = B^T A^T: cuBLASLt's A
    * is B^T stored n x k (column-major k x n, lda = k, op T) and its B is our
@@ -119,11 +118,11 @@ int exmy_gpu_gemm_plan_make(const exmy_gpu_gemm_args *x, int sm, exmy_gpu_gemm_p
   p->ldb = x->k;
   p->ldd = x->n;
   p->transpose_b = !x->b_nk;
-  p->d_elem_bytes = x->d_type == EXMY_GPU_F32 ? 4 : x->d_type == EXMY_GPU_BF16 ? 2 : 1;
+  p->d_elem_bytes = x->d_type == EXMY_DTYPE_F32 ? 4 : x->d_type == EXMY_DTYPE_BF16 ? 2 : 1;
   if (x->block_scaled) {
     p->scale_cols = x->k / 32;
     p->a_scale_bytes = round_up(x->m, 128) * round_up(p->scale_cols, 4);
     p->b_scale_bytes = round_up(x->n, 128) * round_up(p->scale_cols, 4);
   }
-  return EXMY_GPU_OK;
+  return 0;
 }

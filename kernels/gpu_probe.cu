@@ -111,10 +111,10 @@ extern "C" int exmy_gpu_probe_engine(exmy_gpu_probe_ctx *ctx, exmy_probe_engine 
   eng->dot = exmy_gpu_probe_dot;
   eng->ctx = ctx;
   eng->k_max = 16384;
-  if (sm < 89) return exmy__gpu_fail(err, errlen, EXMY_GPU_UNSUPPORTED, "%s: FP8 needs sm_89 or newer (device is sm_%d)", eng->name, sm);
+  if (sm < 89) return exmy__gpu_fail(err, errlen, "%s: FP8 needs sm_89 or newer (device is sm_%d)", eng->name, sm);
   if (ctx->engine == EXMY_GPU_ENGINE_WGMMA && sm != 90)
-    return exmy__gpu_fail(err, errlen, EXMY_GPU_UNSUPPORTED, "%s needs sm_90a (device is sm_%d)", eng->name, sm);
-  return EXMY_GPU_OK;
+    return exmy__gpu_fail(err, errlen, "%s needs sm_90a (device is sm_%d)", eng->name, sm);
+  return 0;
 }
 
 extern "C" int exmy_gpu_probe_dot(void *vctx, const exmy_format *fa, const exmy_format *fb, size_t k, size_t count,
@@ -122,11 +122,11 @@ extern "C" int exmy_gpu_probe_dot(void *vctx, const exmy_format *fa, const exmy_
   const exmy_gpu_probe_ctx *ctx = (const exmy_gpu_probe_ctx *)vctx;
   int ta = exmy__gpu_fp8_type(fa), tb = exmy__gpu_fp8_type(fb), rc = 0;
   if (ta < 0 || tb < 0) {
-    exmy__gpu_fail(err, errlen, 0, "probe: %s is not e4m3fn or e5m2", ta < 0 ? fa->name : fb->name);
+    exmy__gpu_fail(err, errlen, "probe: %s is not e4m3fn or e5m2", ta < 0 ? fa->name : fb->name);
     return -1;
   }
   if (k % 32) {
-    exmy__gpu_fail(err, errlen, 0, "probe: k = %zu is not a multiple of 32", k);
+    exmy__gpu_fail(err, errlen, "probe: k = %zu is not a multiple of 32", k);
     return -1;
   }
   if (count == 0) return 0;
@@ -143,8 +143,8 @@ extern "C" int exmy_gpu_probe_dot(void *vctx, const exmy_format *fa, const exmy_
       exmy_gpu_gemm_args_init(&g);
       g.m = g.n = mn;
       g.k = k;
-      g.a_type = (exmy_gpu_dtype)(ta == T_E4M3 ? EXMY_GPU_E4M3 : EXMY_GPU_E5M2);
-      g.b_type = (exmy_gpu_dtype)(tb == T_E4M3 ? EXMY_GPU_E4M3 : EXMY_GPU_E5M2);
+      g.a_type = (exmy_dtype)(ta == T_E4M3 ? EXMY_DTYPE_E4M3FN : EXMY_DTYPE_E5M2);
+      g.b_type = (exmy_dtype)(tb == T_E4M3 ? EXMY_DTYPE_E4M3FN : EXMY_DTYPE_E5M2);
       g.a = A.data();
       g.b = B.data();
       g.b_nk = 1;
@@ -158,8 +158,8 @@ extern "C" int exmy_gpu_probe_dot(void *vctx, const exmy_format *fa, const exmy_
   }
   uint8_t *da = NULL, *db = NULL;
   float *dout = NULL;
-  ta = ta == EXMY_GPU_E4M3 ? T_E4M3 : T_E5M2;
-  tb = tb == EXMY_GPU_E4M3 ? T_E4M3 : T_E5M2;
+  ta = ta == EXMY_DTYPE_E4M3FN ? T_E4M3 : T_E5M2;
+  tb = tb == EXMY_DTYPE_E4M3FN ? T_E4M3 : T_E5M2;
   kernel_t kern = pick(ctx->engine, ta, tb);
   CUDA_TRY(cudaMalloc(&da, count * k));
   CUDA_TRY(cudaMalloc(&db, count * k));

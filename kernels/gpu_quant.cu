@@ -18,19 +18,19 @@ int exmy__gpu_select(int device, int *sm, char *err, size_t errlen) {
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
     cudaGetLastError();
-    return exmy__gpu_fail(err, errlen, EXMY_GPU_UNAVAILABLE, "no usable CUDA device (cudaGetDeviceCount: %s)",
+    return exmy__gpu_fail(err, errlen, "no usable CUDA device (cudaGetDeviceCount: %s)",
                           cudaGetErrorString(e));
   }
-  if (n == 0) return exmy__gpu_fail(err, errlen, EXMY_GPU_UNAVAILABLE, "no CUDA device");
+  if (n == 0) return exmy__gpu_fail(err, errlen, "no CUDA device");
   if (device < 0 && cudaGetDevice(&device) != cudaSuccess) device = 0;
   if (device >= n)
-    return exmy__gpu_fail(err, errlen, EXMY_GPU_INVALID, "device %d does not exist (devices 0..%d)", device, n - 1);
+    return exmy__gpu_fail(err, errlen, "device %d does not exist (devices 0..%d)", device, n - 1);
   if ((e = cudaSetDevice(device)) != cudaSuccess ||
       (e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) != cudaSuccess ||
       (e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device)) != cudaSuccess)
-    return exmy__gpu_fail(err, errlen, EXMY_GPU_UNAVAILABLE, "device %d: %s", device, cudaGetErrorString(e));
+    return exmy__gpu_fail(err, errlen, "device %d: %s", device, cudaGetErrorString(e));
   if (sm) *sm = major * 10 + minor;
-  return EXMY_GPU_OK;
+  return 0;
 }
 
 extern "C" int exmy_gpu_query(int device, exmy_gpu_info *info, char *err, size_t errlen) {
@@ -76,9 +76,9 @@ __global__ void k_generic(exmy_format f, exmy_rounding r, int src_type, const vo
     if (i < n) {
       uint64_t c;
       if (range) c = exmy_dev_from_f32(&f, &r, lo + (uint32_t)i, (uint64_t)(lo + (uint32_t)i), &fl);
-      else if (src_type == EXMY_SRC_F32) c = exmy_dev_from_f32(&f, &r, ((const uint32_t *)src)[i], index0 + i, &fl);
-      else if (src_type == EXMY_SRC_F64) c = exmy_dev_from_f64(&f, &r, ((const uint64_t *)src)[i], index0 + i, &fl);
-      else if (src_type == EXMY_SRC_BF16) c = exmy_dev_from_bf16(&f, &r, ((const uint16_t *)src)[i], index0 + i, &fl);
+      else if (src_type == EXMY_DTYPE_F32) c = exmy_dev_from_f32(&f, &r, ((const uint32_t *)src)[i], index0 + i, &fl);
+      else if (src_type == EXMY_DTYPE_F64) c = exmy_dev_from_f64(&f, &r, ((const uint64_t *)src)[i], index0 + i, &fl);
+      else if (src_type == EXMY_DTYPE_BF16) c = exmy_dev_from_bf16(&f, &r, ((const uint16_t *)src)[i], index0 + i, &fl);
       else c = exmy_dev_from_f16(&f, &r, ((const uint16_t *)src)[i], index0 + i, &fl);
       store_code(codes, cb, i, c);
     }
@@ -89,9 +89,9 @@ __global__ void k_generic(exmy_format f, exmy_rounding r, int src_type, const vo
 __device__ static inline uint8_t hw_cvt(int src_type, const void *src, size_t i, __nv_saturation_t sat,
                                         __nv_fp8_interpretation_t it) {
   switch (src_type) {
-  case EXMY_SRC_F32: return __nv_cvt_float_to_fp8(((const float *)src)[i], sat, it);
-  case EXMY_SRC_F64: return __nv_cvt_double_to_fp8(((const double *)src)[i], sat, it);
-  case EXMY_SRC_BF16: {
+  case EXMY_DTYPE_F32: return __nv_cvt_float_to_fp8(((const float *)src)[i], sat, it);
+  case EXMY_DTYPE_F64: return __nv_cvt_double_to_fp8(((const double *)src)[i], sat, it);
+  case EXMY_DTYPE_BF16: {
     __nv_bfloat16_raw h;
     h.x = ((const unsigned short *)src)[i];
     return __nv_cvt_bfloat16raw_to_fp8(h, sat, it);
@@ -125,13 +125,12 @@ __global__ void k_hw_f32x4(const float4 *src, size_t n4, uint32_t *codes, __nv_s
 
 // ---- host side ---------------------------------------------------------------
 
-static int launch(const exmy_format *fmt, const exmy_rounding *rnd, int hw, exmy_src_type src_type,
+static int launch(const exmy_format *fmt, const exmy_rounding *rnd, int hw, exmy_dtype src_type,
                   const void *d_src, size_t n, uint64_t index0, void *d_codes, unsigned *flags, int range,
                   uint32_t lo, char *err, size_t errlen) {
-  int rc = EXMY_GPU_OK;
+  int rc = 0;
   unsigned *d_flags = NULL;
-  if (flags) *flags = 0;
-  if (n == 0) return EXMY_GPU_OK;
+  if (n == 0) return 0;
   int sms = 0, dev = 0;
   cudaGetDevice(&dev);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
@@ -139,11 +138,11 @@ static int launch(const exmy_format *fmt, const exmy_rounding *rnd, int hw, exmy
   unsigned blocks = (unsigned)(want < cap ? want : cap);
   if (hw) {
     char why[200];
-    if (exmy_gpu_hw_quant_check(fmt, rnd, range ? EXMY_SRC_F32 : src_type, why, sizeof why))
-      return exmy__gpu_fail(err, errlen, EXMY_GPU_INVALID, "%s", why);
+    if (exmy_gpu_hw_quant_check(fmt, rnd, range ? EXMY_DTYPE_F32 : src_type, why, sizeof why))
+      return exmy__gpu_fail(err, errlen, "%s", why);
     __nv_saturation_t sat = rnd->sat == EXMY_SAT_FINITE ? __NV_SATFINITE : __NV_NOSAT;
     __nv_fp8_interpretation_t it = strcmp(fmt->name, "e4m3fn") ? __NV_E5M2 : __NV_E4M3;
-    if (!range && src_type == EXMY_SRC_F32 && n % 4 == 0 && ((uintptr_t)d_src & 15) == 0 && ((uintptr_t)d_codes & 3) == 0) {
+    if (!range && src_type == EXMY_DTYPE_F32 && n % 4 == 0 && ((uintptr_t)d_src & 15) == 0 && ((uintptr_t)d_codes & 3) == 0) {
       size_t w4 = (n / 4 + 255) / 256;
       k_hw_f32x4<<<(unsigned)(w4 < cap ? w4 : cap), 256>>>((const float4 *)d_src, n / 4, (uint32_t *)d_codes, sat, it);
     } else {
@@ -158,18 +157,22 @@ static int launch(const exmy_format *fmt, const exmy_rounding *rnd, int hw, exmy
                                range, lo);
     CUDA_TRY(cudaGetLastError());
     CUDA_TRY(cudaDeviceSynchronize());
-    if (flags) CUDA_TRY(cudaMemcpy(flags, d_flags, sizeof *flags, cudaMemcpyDeviceToHost));
+    if (flags) {
+      unsigned fl = 0;
+      CUDA_TRY(cudaMemcpy(&fl, d_flags, sizeof fl, cudaMemcpyDeviceToHost));
+      *flags |= fl; /* sticky, as every exmy call */
+    }
   }
 done:
   if (d_flags) cudaFree(d_flags);
   return rc;
 }
 
-static size_t src_bytes(exmy_src_type t) {
-  return t == EXMY_SRC_F64 ? 8 : t == EXMY_SRC_F32 ? 4 : 2;
+static size_t src_bytes(exmy_dtype t) {
+  return t == EXMY_DTYPE_F64 ? 8 : t == EXMY_DTYPE_F32 ? 4 : 2;
 }
 
-extern "C" int exmy_gpu_quantize_dev(const exmy_format *fmt, const exmy_rounding *rnd, int hw, exmy_src_type src_type,
+extern "C" int exmy_gpu_quantize_dev(const exmy_format *fmt, const exmy_rounding *rnd, int hw, exmy_dtype src_type,
                                      const void *d_src, size_t n, uint64_t index0, void *d_codes, unsigned *flags,
                                      char *err, size_t errlen) {
   int rc = exmy__gpu_select(-1, NULL, err, errlen);
@@ -177,7 +180,7 @@ extern "C" int exmy_gpu_quantize_dev(const exmy_format *fmt, const exmy_rounding
   return launch(fmt, rnd, hw, src_type, d_src, n, index0, d_codes, flags, 0, 0, err, errlen);
 }
 
-extern "C" int exmy_gpu_quantize(const exmy_format *fmt, const exmy_rounding *rnd, int hw, exmy_src_type src_type,
+extern "C" int exmy_gpu_quantize(const exmy_format *fmt, const exmy_rounding *rnd, int hw, exmy_dtype src_type,
                                  const void *src, size_t n, uint64_t index0, void *codes, unsigned *flags,
                                  char *err, size_t errlen) {
   int rc = exmy__gpu_select(-1, NULL, err, errlen);
@@ -203,9 +206,9 @@ extern "C" int exmy_gpu_quantize_f32_range(const exmy_format *fmt, const exmy_ro
   void *d_codes = NULL;
   size_t cb = (size_t)exmy_code_bytes(fmt);
   if (n > ((size_t)1 << 32) - lo)
-    return exmy__gpu_fail(err, errlen, EXMY_GPU_INVALID, "range 0x%08x + %zu passes 2^32", (unsigned)lo, n);
+    return exmy__gpu_fail(err, errlen, "range 0x%08x + %zu passes 2^32", (unsigned)lo, n);
   CUDA_TRY(cudaMalloc(&d_codes, n * cb + 16));
-  rc = launch(fmt, rnd, hw, EXMY_SRC_F32, NULL, n, lo, d_codes, NULL, 1, lo, err, errlen);
+  rc = launch(fmt, rnd, hw, EXMY_DTYPE_F32, NULL, n, lo, d_codes, NULL, 1, lo, err, errlen);
   if (rc) goto done;
   CUDA_TRY(cudaMemcpy(codes, d_codes, n * cb, cudaMemcpyDeviceToHost));
 done:

@@ -432,8 +432,8 @@ static int step_confirm(probe *P, const exmy_accum *acc) {
   return 0;
 }
 
-int exmy_probe_run(const exmy_probe_engine *eng, const exmy_format *fa, const exmy_format *fb,
-                   exmy_probe_result *res, FILE *log, char *err, size_t errlen) {
+int exmy_probe_run(const exmy_probe_engine *eng, const exmy_format *fa, const exmy_format *fb, FILE *log,
+                   exmy_probe_result *res, char *err, size_t errlen) {
   memset(res, 0, sizeof *res);
   res->align_rne = res->norm_rne = res->nominal_exp = res->neg_toward_zero = -1;
   if (fa->bits > 8 || fb->bits > 8 || !fa->has_zero || !fb->has_zero || fa->mbits < 1 || fb->mbits < 1)
@@ -481,15 +481,14 @@ int exmy_probe_model_dot(void *ctx, const exmy_format *fa, const exmy_format *fb
   for (size_t i = 0; i < count; i++) {
     exmy_gemm_args g;
     exmy_gemm_args_init(&g);
-    exmy_qtensor_view(&qa, fa, a + i * k, 1, k, NULL);
-    exmy_qtensor_view(&qb, fb, b + i * k, k, 1, NULL);
+    exmy_qtensor_view(fa, a + i * k, 1, k, NULL, &qa);
+    exmy_qtensor_view(fb, b + i * k, k, 1, NULL, &qb);
     g.a = &qa;
     g.b = &qb;
     g.d_fmt = &f32;
-    g.d = &out[i];
     g.accum = acc;
     g.threads = 1;
-    if (exmy_gemm(&g, err, errlen) < 0) return -1;
+    if (exmy_gemm(&g, &out[i], NULL, NULL, err, errlen)) return -1;
   }
   return 0;
 }
