@@ -248,7 +248,11 @@ static int attention_forward(const xp_model *m, xp_ctx *ctx, size_t B, const flo
       if (!q) continue;
       size_t b = (size_t)bh / NH, h = (size_t)bh % NH;
       gather_head(qkv, T, C, hd, b, h, q, k, v);
-      xp_matmul(ctx, -1, (int)bh, XP_FPROP, XP_INPUT, 0, q, XP_INPUT, 1, k, T, T, hd, S);
+      /* S = q k^T */
+      xp_matmul(ctx, &(xp_gemm_desc){.lin = -1, .sub = (int)bh, .role = XP_FPROP,
+                                     .a = {.kind = XP_INPUT, .p = q},
+                                     .b = {.kind = XP_INPUT, .trans = 1, .p = k},
+                                     .m = T, .n = T, .k = hd, .d = S});
       float *Pm = att + (size_t)bh * T * T;
       for (size_t i = 0; i < T; i++) {
         const float *sr = S + i * T;
@@ -263,7 +267,11 @@ static int attention_forward(const xp_model *m, xp_ctx *ctx, size_t B, const flo
         for (size_t j = 0; j <= i; j++) pr[j] = (float)(pr[j] / sum);
         for (size_t j = i + 1; j < T; j++) pr[j] = 0.0f;
       }
-      xp_matmul(ctx, -1, (int)bh, XP_FPROP, XP_INPUT, 0, Pm, XP_INPUT, 0, v, T, hd, T, o);
+      /* o = P v */
+      xp_matmul(ctx, &(xp_gemm_desc){.lin = -1, .sub = (int)bh, .role = XP_FPROP,
+                                     .a = {.kind = XP_INPUT, .p = Pm},
+                                     .b = {.kind = XP_INPUT, .p = v},
+                                     .m = T, .n = hd, .k = T, .d = o});
       for (size_t t = 0; t < T; t++) memcpy(atty + (b * T + t) * C + h * hd, o + t * hd, hd * sizeof(float));
     }
     free(q);
@@ -298,8 +306,16 @@ static int attention_backward(const xp_model *m, xp_ctx *ctx, size_t B, const fl
       gather_head(qkv, T, C, hd, b, h, q, k, v);
       for (size_t t = 0; t < T; t++) memcpy(dO + t * hd, datty + (b * T + t) * C + h * hd, hd * sizeof(float));
       const float *Pm = att + (size_t)bh * T * T;
-      xp_matmul(ctx, -1, (int)bh, XP_DGRAD, XP_GRAD, 0, dO, XP_INPUT, 1, v, T, T, hd, dP);
-      xp_matmul(ctx, -1, (int)bh, XP_WGRAD, XP_INPUT, 1, Pm, XP_GRAD, 0, dO, T, hd, T, dv);
+      /* dP = dO v^T */
+      xp_matmul(ctx, &(xp_gemm_desc){.lin = -1, .sub = (int)bh, .role = XP_DGRAD,
+                                     .a = {.kind = XP_GRAD, .p = dO},
+                                     .b = {.kind = XP_INPUT, .trans = 1, .p = v},
+                                     .m = T, .n = T, .k = hd, .d = dP});
+      /* dv = P^T dO */
+      xp_matmul(ctx, &(xp_gemm_desc){.lin = -1, .sub = (int)bh, .role = XP_WGRAD,
+                                     .a = {.kind = XP_INPUT, .trans = 1, .p = Pm},
+                                     .b = {.kind = XP_GRAD, .p = dO},
+                                     .m = T, .n = hd, .k = T, .d = dv});
       for (size_t i = 0; i < T; i++) {
         const float *pr = Pm + i * T, *dpr = dP + i * T;
         float *dsr = dS + i * T;
@@ -309,8 +325,16 @@ static int attention_backward(const xp_model *m, xp_ctx *ctx, size_t B, const fl
         for (size_t j = 0; j <= i; j++) dsr[j] = pr[j] * (dpr[j] - d) * scale;
         for (size_t j = i + 1; j < T; j++) dsr[j] = 0.0f;
       }
-      xp_matmul(ctx, -1, (int)bh, XP_DGRAD, XP_GRAD, 0, dS, XP_INPUT, 0, k, T, hd, T, dq);
-      xp_matmul(ctx, -1, (int)bh, XP_WGRAD, XP_GRAD, 1, dS, XP_INPUT, 0, q, T, hd, T, dk);
+      /* dq = dS k */
+      xp_matmul(ctx, &(xp_gemm_desc){.lin = -1, .sub = (int)bh, .role = XP_DGRAD,
+                                     .a = {.kind = XP_GRAD, .p = dS},
+                                     .b = {.kind = XP_INPUT, .p = k},
+                                     .m = T, .n = hd, .k = T, .d = dq});
+      /* dk = dS^T q */
+      xp_matmul(ctx, &(xp_gemm_desc){.lin = -1, .sub = (int)bh, .role = XP_WGRAD,
+                                     .a = {.kind = XP_GRAD, .trans = 1, .p = dS},
+                                     .b = {.kind = XP_INPUT, .p = q},
+                                     .m = T, .n = hd, .k = T, .d = dk});
       for (size_t t = 0; t < T; t++) {
         float *row = dqkv + (b * T + t) * 3 * C + h * hd;
         memcpy(row, dq + t * hd, hd * sizeof(float));

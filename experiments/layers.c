@@ -47,12 +47,6 @@ int xp_model_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out) {
   return m->mc.kind == XP_MODEL_GPT ? gpt_predict(m, ctx, b, out) : mlp_predict(m, ctx, b, out);
 }
 
-int xp_fail(xp_ctx *ctx, const char *msg) {
-  if (!ctx->failed) snprintf(ctx->err, sizeof ctx->err, "%s", msg);
-  ctx->failed = 1;
-  return -1;
-}
-
 /* ---- parameter table ----------------------------------------------------- */
 
 int xp_add_tensor(xp_model *m, const char *name, size_t rows, size_t cols, int is_matrix) {
@@ -110,7 +104,10 @@ void xp_init_const(xp_model *m, int t, float v) {
 /* x (T x in) . W^T (in x out) + bias -> y (T x out) */
 int xp_linear_forward(xp_ctx *ctx, int lin, const float *x, const float *w, const float *bias,
                       float *y, size_t T, size_t in, size_t out) {
-  xp_matmul(ctx, lin, 0, XP_FPROP, XP_INPUT, 0, x, XP_WEIGHT, 1, w, T, out, in, y);
+  xp_matmul(ctx, &(xp_gemm_desc){.lin = lin, .role = XP_FPROP,
+                                 .a = {.kind = XP_INPUT, .p = x},
+                                 .b = {.kind = XP_WEIGHT, .trans = 1, .p = w},
+                                 .m = T, .n = out, .k = in, .d = y});
   if (ctx->failed) return -1;
   if (bias) {
     long rows = (long)T;
@@ -130,11 +127,17 @@ int xp_linear_backward(xp_ctx *ctx, int lin, const float *dy, const float *x, co
                        size_t out) {
   if (dx) {
     float *d = scratch ? scratch : dx;
-    xp_matmul(ctx, lin, 0, XP_DGRAD, XP_GRAD, 0, dy, XP_WEIGHT, 0, w, T, in, out, d);
+    xp_matmul(ctx, &(xp_gemm_desc){.lin = lin, .role = XP_DGRAD,
+                                   .a = {.kind = XP_GRAD, .p = dy},
+                                   .b = {.kind = XP_WEIGHT, .p = w},
+                                   .m = T, .n = in, .k = out, .d = d});
     if (ctx->failed) return -1;
     if (scratch) xp_accumulate(dx, scratch, T * in);
   }
-  xp_matmul(ctx, lin, 0, XP_WGRAD, XP_GRAD, 1, dy, XP_INPUT, 0, x, out, in, T, dw);
+  xp_matmul(ctx, &(xp_gemm_desc){.lin = lin, .role = XP_WGRAD,
+                                 .a = {.kind = XP_GRAD, .trans = 1, .p = dy},
+                                 .b = {.kind = XP_INPUT, .p = x},
+                                 .m = out, .n = in, .k = T, .d = dw});
   if (ctx->failed) return -1;
   if (db) {
     long cols = (long)out;

@@ -94,8 +94,4 @@ int mlp_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss);
 int mlp_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b);
 int mlp_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out);
 
-/* Fail a step that cannot run (batch too large, out of memory): sets
- * ctx->failed and ctx->err like a failed GEMM.  Returns -1. */
-int xp_fail(xp_ctx *ctx, const char *msg);
-
 #endif

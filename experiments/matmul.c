@@ -188,8 +188,19 @@ static void nan_fill(float *d, size_t n) {
   for (size_t i = 0; i < n; i++) d[i] = NAN;
 }
 
-void xp_matmul(xp_ctx *ctx, int lin, int sub, xp_role role, xp_tkind ka, int trans_a, const float *a,
-               xp_tkind kb, int trans_b, const float *b, size_t m, size_t n, size_t k, float *d) {
+int xp_fail(xp_ctx *ctx, const char *msg) {
+  if (!ctx->failed) snprintf(ctx->err, sizeof ctx->err, "%s", msg);
+  ctx->failed = 1;
+  return -1;
+}
+
+void xp_matmul(xp_ctx *ctx, const xp_gemm_desc *g) {
+  const int lin = g->lin, sub = g->sub;
+  const xp_role role = g->role;
+  const xp_tkind ka = g->a.kind, kb = g->b.kind;
+  const float *a = g->a.p, *b = g->b.p;
+  const size_t m = g->m, n = g->n, k = g->k;
+  float *d = g->d;
   if (ctx->failed) {
     nan_fill(d, m * n);
     return;
@@ -203,27 +214,27 @@ void xp_matmul(xp_ctx *ctx, int lin, int sub, xp_role role, xp_tkind ka, int tra
   }
   operand A, B;
   const int normal = ctx->mode == XP_MODE_NORMAL;
-  if (make_operand(ctx, &p->t[ka], normal && ls ? &ls->rec[ka] : NULL, lin, sub, role, 0, a, trans_a, m, k, &A)) {
+  if (make_operand(ctx, &p->t[ka], normal && ls ? &ls->rec[ka] : NULL, lin, sub, role, 0, a, g->a.trans, m, k, &A)) {
     nan_fill(d, m * n);
     return;
   }
-  if (make_operand(ctx, &p->t[kb], normal && ls ? &ls->rec[kb] : NULL, lin, sub, role, 1, b, trans_b, n, k, &B)) {
+  if (make_operand(ctx, &p->t[kb], normal && ls ? &ls->rec[kb] : NULL, lin, sub, role, 1, b, g->b.trans, n, k, &B)) {
     free_operand(&A);
     nan_fill(d, m * n);
     return;
   }
-  exmy_gemm_args g;
-  exmy_gemm_args_init(&g);
-  g.trans_a = A.trans;
-  g.trans_b = B.trans;
-  g.a = &A.q;
-  g.b = &B.q;
-  g.d_fmt = &ctx->f32;
-  g.d = d;
-  g.accum = &p->accum[role];
-  g.threads = lin < 0 ? 1 : ctx->cfg->threads;
+  exmy_gemm_args ga;
+  exmy_gemm_args_init(&ga);
+  ga.trans_a = A.trans;
+  ga.trans_b = B.trans;
+  ga.a = &A.q;
+  ga.b = &B.q;
+  ga.d_fmt = &ctx->f32;
+  ga.d = d;
+  ga.accum = &p->accum[role];
+  ga.threads = lin < 0 ? 1 : ctx->cfg->threads;
   char e[256];
-  if (exmy_gemm(&g, e, sizeof e) < 0) {
+  if (exmy_gemm(&ga, e, sizeof e) < 0) {
     set_err(ctx, lin >= 0 ? ctx->lin_name[lin] : "attention", e);
     nan_fill(d, m * n);
   }
