@@ -109,11 +109,16 @@ void xp_config_default(xp_config *c) {
 }
 
 static int set_model(xp_config *c, const char *key, const char *value, char *err, size_t errlen) {
-  if (!strcmp(value, "gpt")) c->model.kind = XP_MODEL_GPT;
-  else if (!strcmp(value, "mlp")) c->model.kind = XP_MODEL_MLP;
-  else if (!strcmp(value, "mlp-class")) c->model.kind = XP_MODEL_MLP_CLASS;
-  else return xp_errf(err, errlen, "%s: unknown model '%s' (gpt, mlp, mlp-class)", key, value);
-  return 0;
+  const xp_model_ops *ops = xp_model_lookup(value);
+  if (ops) {
+    c->model.kind = ops->kind;
+    return 0;
+  }
+  char names[256];
+  size_t n = 0;
+  for (int i = 0; i < xp_model_count() && n < sizeof names; i++)
+    n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", xp_model_of((xp_model_kind)i)->name);
+  return xp_errf(err, errlen, "%s: unknown model '%s' (%s)", key, value, names);
 }
 
 static int set_data(xp_config *c, const char *key, const char *value, char *err, size_t errlen) {
@@ -224,8 +229,7 @@ int xp_config_load(xp_config *c, const char *path, char *err, size_t errlen) {
 }
 
 void xp_config_write(const xp_config *c, FILE *out) {
-  static const char *models[] = {"gpt", "mlp", "mlp-class"};
-  fprintf(out, "model = %s\n", models[c->model.kind]);
+  fprintf(out, "model = %s\n", xp_model_of(c->model.kind)->name);
   fprintf(out, "data = %s\n", c->data);
   xp_config_write_prec(c, out);
   fprintf(out, "master = %s\n", c->master_text);
@@ -245,7 +249,13 @@ void xp_config_write(const xp_config *c, FILE *out) {
 
 /* The keys with their help, for `exmy train --help` and docs. */
 void xp_config_help(FILE *out) {
-  fprintf(out, "  %-14s %s\n", "model", "gpt (default), mlp (teacher-student regression), mlp-class");
+  fprintf(out, "  %-14s ", "model"); /* the model table's names, with their help */
+  for (int i = 0; i < xp_model_count(); i++) {
+    const xp_model_ops *ops = xp_model_of((xp_model_kind)i);
+    fprintf(out, "%s%s", i ? ", " : "", ops->name);
+    if (ops->help) fprintf(out, " (%s)", ops->help);
+  }
+  fputc('\n', out);
   fprintf(out, "  %-14s %s\n", "data", "builtin (generated text, default) or a text file");
   xp_prec_help(out);
   fprintf(out, "  %-14s %s\n", "master", "format weights are rounded to after each update (default f32: off)");

@@ -12,7 +12,8 @@
  *
  * Shapes: B sequences of T tokens, C = d_model, NH heads of hd = C / NH,
  * BT = B T rows, V = vocab. */
-#include "layers.h"
+#include "experiments/layers.h"
+#include "experiments/model.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,8 @@ typedef struct gpt_state {
 #define PN(t) ((t) < 0 ? NULL : P(t))
 #define GN(t) ((t) < 0 ? NULL : G(t))
 
+static void gpt_free(xp_model *m);
+
 static int add_t(xp_model *m, int *bad, const char *fmt, int i, size_t rows, size_t cols, int mat) {
   char name[32];
   snprintf(name, sizeof name, fmt, i);
@@ -59,7 +62,7 @@ static int add_t(xp_model *m, int *bad, const char *fmt, int i, size_t rows, siz
   return t;
 }
 
-int gpt_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t seed, char *err, size_t errlen) {
+static int gpt_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t seed, char *err, size_t errlen) {
   int L = mc->n_layer, C = mc->d_model, NH = mc->n_head, T = mc->seq_len;
   if (L < 1) return snprintf(err, errlen, "gpt: n_layer %d must be >= 1", L), -1;
   if (C < 1) return snprintf(err, errlen, "gpt: d_model %d must be >= 1", C), -1;
@@ -105,7 +108,8 @@ int gpt_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t seed, c
   s->headw = add_t(m, &bad, "lm_head.w", 0, (size_t)vocab, c, 1);
   s->headb = add_t(m, &bad, "lm_head.b", 0, 1, (size_t)vocab, 0);
   if (bad || xp_alloc_params(m) || xp_set_lin_names(m, 4 * L + 1)) {
-    xp_model_free(m);
+    gpt_free(m);
+    xp_params_free(m);
     return snprintf(err, errlen, "gpt: out of memory"), -1;
   }
   static const char *const sub[4] = {"qkv", "proj", "fc", "fc2"};
@@ -137,7 +141,7 @@ static void act_free(gpt_state *s) {
   s->cap = 0;
 }
 
-void gpt_free(xp_model *m) {
+static void gpt_free(xp_model *m) {
   gpt_state *s = m->act;
   if (!s) return;
   act_free(s);
@@ -398,7 +402,7 @@ static int forward_logits(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
   return xp_linear_forward(ctx, 4 * L, s->lnf, P(s->headw), P(s->headb), s->logits, BT, C, V);
 }
 
-int gpt_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
+static int gpt_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
   if (forward_logits(m, ctx, b)) return -1;
   gpt_state *s = m->act;
   size_t BT = b->n * (size_t)m->mc.seq_len;
@@ -408,7 +412,7 @@ int gpt_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
   return 0;
 }
 
-int gpt_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out) {
+static int gpt_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out) {
   if (forward_logits(m, ctx, b)) return -1;
   gpt_state *s = m->act;
   memcpy(out, s->logits, b->n * (size_t)m->mc.seq_len * (size_t)m->vocab * sizeof(float));
@@ -419,7 +423,7 @@ int gpt_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out) {
 
 /* Gradients of the last forward's mean loss into m->grads (every tensor
  * overwritten).  dres carries d loss / d (residual stream), walking back. */
-int gpt_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
+static int gpt_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
   gpt_state *s = m->act;
   if (!s->cap || s->n_last != b->n) return xp_fail(ctx, "gpt: backward without a matching forward");
   int L = m->mc.n_layer, rms = m->mc.rmsnorm;
@@ -478,3 +482,14 @@ int gpt_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
   }
   return 0;
 }
+
+const xp_model_ops xp_gpt_model = {
+  .name = "gpt",
+  .kind = XP_MODEL_GPT,
+  .help = "default",
+  .init = gpt_init,
+  .free = gpt_free,
+  .forward = gpt_forward,
+  .backward = gpt_backward,
+  .predict = gpt_predict,
+};

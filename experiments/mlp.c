@@ -9,7 +9,8 @@
  * Linear layers in forward order: inp, b0.fc, ..., head.
  *
  * Shapes: N examples, I = in_dim, D = hidden, O = out_dim. */
-#include "layers.h"
+#include "experiments/layers.h"
+#include "experiments/model.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,11 @@ static int add_t(xp_model *m, int *bad, const char *fmt, int i, size_t rows, siz
   return t;
 }
 
-int mlp_init(xp_model *m, const xp_model_config *mc, uint64_t seed, char *err, size_t errlen) {
+static void mlp_free(xp_model *m);
+
+/* vocab: unused (the gpt rows need it) */
+static int mlp_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t seed, char *err, size_t errlen) {
+  (void)vocab;
   int I = mc->in_dim, D = mc->hidden, depth = mc->depth, O = mc->out_dim;
   if (I < 1) return snprintf(err, errlen, "mlp: in_dim %d must be >= 1", I), -1;
   if (D < 1) return snprintf(err, errlen, "mlp: hidden %d must be >= 1", D), -1;
@@ -75,7 +80,8 @@ int mlp_init(xp_model *m, const xp_model_config *mc, uint64_t seed, char *err, s
   s->headw = add_t(m, &bad, "head.w", 0, (size_t)O, d, 1);
   s->headb = add_t(m, &bad, "head.b", 0, 1, (size_t)O, 0);
   if (bad || xp_alloc_params(m) || xp_set_lin_names(m, depth + 2)) {
-    xp_model_free(m);
+    mlp_free(m);
+    xp_params_free(m);
     return snprintf(err, errlen, "mlp: out of memory"), -1;
   }
   snprintf(m->lin_name[0], 32, "inp");
@@ -99,7 +105,7 @@ static void act_free(mlp_state *s) {
   s->cap = 0;
 }
 
-void mlp_free(xp_model *m) {
+static void mlp_free(xp_model *m) {
   mlp_state *s = m->act;
   if (!s) return;
   act_free(s);
@@ -178,7 +184,7 @@ static int forward_out(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
   return xp_linear_forward(ctx, depth + 1, s->lnf, P(s->headw), P(s->headb), s->out, N, D, O);
 }
 
-int mlp_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
+static int mlp_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
   if (forward_out(m, ctx, b)) return -1;
   mlp_state *s = m->act;
   size_t N = b->n, O = (size_t)m->mc.out_dim;
@@ -197,7 +203,7 @@ int mlp_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
   return 0;
 }
 
-int mlp_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out) {
+static int mlp_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out) {
   if (forward_out(m, ctx, b)) return -1;
   mlp_state *s = m->act;
   memcpy(out, s->out, b->n * (size_t)m->mc.out_dim * sizeof(float));
@@ -205,7 +211,7 @@ int mlp_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out) {
 }
 
 /* Gradients of the last forward's mean loss into m->grads (overwritten). */
-int mlp_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
+static int mlp_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
   mlp_state *s = m->act;
   if (!s->cap || s->n_last != b->n) return xp_fail(ctx, "mlp: backward without a matching forward");
   int depth = m->mc.depth, rms = m->mc.rmsnorm;
@@ -239,3 +245,26 @@ int mlp_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
   /* inp: no gradient for the data */
   return xp_linear_backward(ctx, 0, s->dres, b->x, P(s->inpw), G(s->inpw), G(s->inpb), NULL, NULL, N, I, D);
 }
+
+/* Two rows, one network: the kind picks the loss (mlp_forward, mlp_backward). */
+const xp_model_ops xp_mlp_model = {
+  .name = "mlp",
+  .kind = XP_MODEL_MLP,
+  .help = "teacher-student regression",
+  .init = mlp_init,
+  .free = mlp_free,
+  .forward = mlp_forward,
+  .backward = mlp_backward,
+  .predict = mlp_predict,
+};
+
+const xp_model_ops xp_mlp_class_model = {
+  .name = "mlp-class",
+  .kind = XP_MODEL_MLP_CLASS,
+  .help = NULL,
+  .init = mlp_init,
+  .free = mlp_free,
+  .forward = mlp_forward,
+  .backward = mlp_backward,
+  .predict = mlp_predict,
+};

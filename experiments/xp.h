@@ -212,7 +212,10 @@ typedef struct xp_batch {
   const int *labels;            /* mlp-class: n labels in [0, out_dim) */
 } xp_batch;
 
+typedef struct xp_model_ops xp_model_ops;
+
 typedef struct xp_model {  /* struct tag used by xp_ctx_init */
+  const xp_model_ops *ops;      /* its row of the model table */
   xp_model_config mc;
   int vocab;                    /* gpt */
   size_t nparams;
@@ -223,6 +226,27 @@ typedef struct xp_model {  /* struct tag used by xp_ctx_init */
   char (*lin_name)[32];
   void *act;                    /* activations of the last forward (model-specific) */
 } xp_model;
+
+/* A row of the model table (models.c): what the engine calls on a model.
+ * Each model defines its rows in its own file (gpt.c, mlp.c). */
+struct xp_model_ops {
+  const char *name;             /* the `model` key's value */
+  xp_model_kind kind;
+  const char *help;             /* shown after the name in --help (NULL: none) */
+  /* Fill m (zeroed, m->ops set): tensor table, parameters from seed, the
+   * linear layers' names.  On failure frees what it built. */
+  int (*init)(xp_model *m, const xp_model_config *mc, int vocab, uint64_t seed, char *err, size_t errlen);
+  void (*free)(xp_model *m);    /* the model's own state (m->act) */
+  int (*forward)(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss);
+  int (*backward)(xp_model *m, xp_ctx *ctx, const xp_batch *b);
+  int (*predict)(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out);
+};
+
+/* The model table: by `model` name (NULL: none), by kind, and its size
+ * (kinds run 0 .. xp_model_count() - 1). */
+const xp_model_ops *xp_model_lookup(const char *name);
+const xp_model_ops *xp_model_of(xp_model_kind kind);
+int xp_model_count(void);
 
 /* Build the model and initialize its parameters from seed (GPT-2 style:
  * N(0, 0.02), residual projections 0.02/sqrt(2 n_layer), norms 1, biases 0). */
