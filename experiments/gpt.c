@@ -18,8 +18,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The linear layers of a block, in forward order.  Their ids (the index
+ * into m->lin_name and the context's per-layer state) are given out once in
+ * gpt_init: block by block, then lm_head. */
+enum gpt_lin { LIN_QKV, LIN_PROJ, LIN_FC, LIN_FC2, LIN_PER_BLOCK };
+static const char *const lin_names[LIN_PER_BLOCK] = {"qkv", "proj", "fc", "fc2"};
+
 typedef struct gpt_block_idx {  /* tensor indices of one block (-1: absent) */
   int ln1g, ln1b, qkvw, qkvb, projw, projb, ln2g, ln2b, fcw, fcb, fc2w, fc2b;
+  int lin[LIN_PER_BLOCK];       /* linear-layer ids, by enum gpt_lin */
 } gpt_block_idx;
 
 typedef struct gpt_block_act {  /* what the backward needs from one block */
@@ -35,6 +42,7 @@ typedef struct gpt_block_act {  /* what the backward needs from one block */
 typedef struct gpt_state {
   int F, H;                     /* fc output width, fc2 input width */
   int wte, wpe, lnfg, lnfb, headw, headb;
+  int lin_head;                 /* lm_head's linear-layer id */
   gpt_block_idx *blk;
   /* activations, allocated for mc.batch sequences on first use */
   size_t cap;                   /* sequences allocated (0: none yet) */
@@ -107,15 +115,18 @@ static int gpt_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t 
   s->lnfb = rms ? -1 : add_t(m, &bad, "lnf.b", 0, 1, c, 0);
   s->headw = add_t(m, &bad, "lm_head.w", 0, (size_t)vocab, c, 1);
   s->headb = add_t(m, &bad, "lm_head.b", 0, 1, (size_t)vocab, 0);
-  if (bad || xp_alloc_params(m) || xp_set_lin_names(m, 4 * L + 1)) {
+  int nlin = 0;
+  for (int i = 0; i < L; i++)
+    for (int j = 0; j < LIN_PER_BLOCK; j++) s->blk[i].lin[j] = nlin++;
+  s->lin_head = nlin++;
+  if (bad || xp_alloc_params(m) || xp_set_lin_names(m, nlin)) {
     gpt_free(m);
     xp_params_free(m);
     return snprintf(err, errlen, "gpt: out of memory"), -1;
   }
-  static const char *const sub[4] = {"qkv", "proj", "fc", "fc2"};
   for (int i = 0; i < L; i++)
-    for (int j = 0; j < 4; j++) snprintf(m->lin_name[4 * i + j], 32, "h%d.%s", i, sub[j]);
-  snprintf(m->lin_name[4 * L], 32, "lm_head");
+    for (int j = 0; j < LIN_PER_BLOCK; j++) snprintf(m->lin_name[s->blk[i].lin[j]], 32, "h%d.%s", i, lin_names[j]);
+  snprintf(m->lin_name[s->lin_head], 32, "lm_head");
 
   /* GPT-2 init: matrices N(0, 0.02), the projections into the residual
    * stream N(0, 0.02 / sqrt(2 L)), biases 0, gains 1 (calloc gave the zeros). */
@@ -385,21 +396,21 @@ static int forward_logits(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
     float *x = s->res + (size_t)(2 * l) * stride, *xa = x + stride, *xm = xa + stride;
     /* attention sublayer: xa = x + proj(attn(norm1(x))) */
     xp_norm_forward(rms, x, P(k->ln1g), PN(k->ln1b), a->ln1, a->ln1_mean, a->ln1_rstd, BT, C);
-    if (xp_linear_forward(ctx, 4 * l, a->ln1, P(k->qkvw), P(k->qkvb), a->qkv, BT, C, 3 * C)) return -1;
+    if (xp_linear_forward(ctx, k->lin[LIN_QKV], a->ln1, P(k->qkvw), P(k->qkvb), a->qkv, BT, C, 3 * C)) return -1;
     if (attention_forward(m, ctx, B, a->qkv, a->att, a->atty)) return -1;
-    if (xp_linear_forward(ctx, 4 * l + 1, a->atty, P(k->projw), P(k->projb), s->tmp, BT, C, C)) return -1;
+    if (xp_linear_forward(ctx, k->lin[LIN_PROJ], a->atty, P(k->projw), P(k->projb), s->tmp, BT, C, C)) return -1;
     xp_add(xa, x, s->tmp, BT * C);
     /* MLP sublayer: xm = xa + fc2(act(fc(norm2(xa)))) */
     xp_norm_forward(rms, xa, P(k->ln2g), PN(k->ln2b), a->ln2, a->ln2_mean, a->ln2_rstd, BT, C);
-    if (xp_linear_forward(ctx, 4 * l + 2, a->ln2, P(k->fcw), P(k->fcb), a->fch, BT, C, F)) return -1;
+    if (xp_linear_forward(ctx, k->lin[LIN_FC], a->ln2, P(k->fcw), P(k->fcb), a->fch, BT, C, F)) return -1;
     if (m->mc.swiglu) xp_swiglu_forward(a->fch, a->fcact, BT, H);
     else xp_gelu_forward(a->fch, a->fcact, BT * H);
-    if (xp_linear_forward(ctx, 4 * l + 3, a->fcact, P(k->fc2w), P(k->fc2b), s->tmp, BT, H, C)) return -1;
+    if (xp_linear_forward(ctx, k->lin[LIN_FC2], a->fcact, P(k->fc2w), P(k->fc2b), s->tmp, BT, H, C)) return -1;
     xp_add(xm, xa, s->tmp, BT * C);
   }
   float *xl = s->res + (size_t)(2 * L) * stride;
   xp_norm_forward(rms, xl, P(s->lnfg), PN(s->lnfb), s->lnf, s->lnf_mean, s->lnf_rstd, BT, C);
-  return xp_linear_forward(ctx, 4 * L, s->lnf, P(s->headw), P(s->headb), s->logits, BT, C, V);
+  return xp_linear_forward(ctx, s->lin_head, s->lnf, P(s->headw), P(s->headb), s->logits, BT, C, V);
 }
 
 static int gpt_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
@@ -432,7 +443,7 @@ static int gpt_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
 
   /* head: dlogits -> lm_head -> final norm (into dres, zeroed first) */
   xp_softmax_xent_backward(s->probs, b->targets, s->dlogits, BT, V);
-  if (xp_linear_backward(ctx, 4 * L, s->dlogits, s->lnf, P(s->headw), G(s->headw), G(s->headb),
+  if (xp_linear_backward(ctx, s->lin_head, s->dlogits, s->lnf, P(s->headw), G(s->headw), G(s->headb),
                          s->dln, NULL, BT, C, V))
     return -1;
   memset(s->dres, 0, BT * C * sizeof(float));
@@ -444,22 +455,22 @@ static int gpt_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
     gpt_block_act *a = &s->act[l];
     float *x = s->res + (size_t)(2 * l) * stride, *xa = x + stride;
     /* MLP sublayer: dres flows through the residual unchanged, plus the branch */
-    if (xp_linear_backward(ctx, 4 * l + 3, s->dres, a->fcact, P(k->fc2w), G(k->fc2w), G(k->fc2b),
+    if (xp_linear_backward(ctx, k->lin[LIN_FC2], s->dres, a->fcact, P(k->fc2w), G(k->fc2w), G(k->fc2b),
                            s->dfcact, NULL, BT, H, C))
       return -1;
     if (m->mc.swiglu) xp_swiglu_backward(s->dfcact, a->fch, s->dfch, BT, H);
     else xp_gelu_backward(s->dfcact, a->fch, s->dfch, BT * H);
-    if (xp_linear_backward(ctx, 4 * l + 2, s->dfch, a->ln2, P(k->fcw), G(k->fcw), G(k->fcb), s->dln,
+    if (xp_linear_backward(ctx, k->lin[LIN_FC], s->dfch, a->ln2, P(k->fcw), G(k->fcw), G(k->fcb), s->dln,
                            NULL, BT, C, F))
       return -1;
     xp_norm_backward(rms, s->dln, xa, P(k->ln2g), a->ln2_mean, a->ln2_rstd, s->dres, G(k->ln2g),
                      GN(k->ln2b), BT, C);
     /* attention sublayer */
-    if (xp_linear_backward(ctx, 4 * l + 1, s->dres, a->atty, P(k->projw), G(k->projw), G(k->projb),
+    if (xp_linear_backward(ctx, k->lin[LIN_PROJ], s->dres, a->atty, P(k->projw), G(k->projw), G(k->projb),
                            s->datty, NULL, BT, C, C))
       return -1;
     if (attention_backward(m, ctx, B, a->qkv, a->att, s->datty, s->dqkv)) return -1;
-    if (xp_linear_backward(ctx, 4 * l, s->dqkv, a->ln1, P(k->qkvw), G(k->qkvw), G(k->qkvb), s->dln,
+    if (xp_linear_backward(ctx, k->lin[LIN_QKV], s->dqkv, a->ln1, P(k->qkvw), G(k->qkvw), G(k->qkvb), s->dln,
                            NULL, BT, C, 3 * C))
       return -1;
     xp_norm_backward(rms, s->dln, x, P(k->ln1g), a->ln1_mean, a->ln1_rstd, s->dres, G(k->ln1g),

@@ -17,12 +17,14 @@
 
 typedef struct mlp_block {
   int lng, lnb, fcw, fcb;       /* tensor indices (lnb -1 under RMSNorm) */
+  int lin;                      /* fc's linear-layer id */
   float *ln, *mean, *rstd;      /* N x D, N, N */
   float *fch, *act;             /* N x D: fc output, gelu output */
 } mlp_block;
 
 typedef struct mlp_state {
   int inpw, inpb, lnfg, lnfb, headw, headb;
+  int lin_inp, lin_head;        /* linear-layer ids (forward order: inp, b{i}.fc, head) */
   mlp_block *blk;
   size_t cap;                   /* examples allocated (0: none yet) */
   float *mem;
@@ -79,14 +81,18 @@ static int mlp_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t 
   s->lnfb = rms ? -1 : add_t(m, &bad, "lnf.b", 0, 1, d, 0);
   s->headw = add_t(m, &bad, "head.w", 0, (size_t)O, d, 1);
   s->headb = add_t(m, &bad, "head.b", 0, 1, (size_t)O, 0);
-  if (bad || xp_alloc_params(m) || xp_set_lin_names(m, depth + 2)) {
+  int nlin = 0;
+  s->lin_inp = nlin++;
+  for (int i = 0; i < depth; i++) s->blk[i].lin = nlin++;
+  s->lin_head = nlin++;
+  if (bad || xp_alloc_params(m) || xp_set_lin_names(m, nlin)) {
     mlp_free(m);
     xp_params_free(m);
     return snprintf(err, errlen, "mlp: out of memory"), -1;
   }
-  snprintf(m->lin_name[0], 32, "inp");
-  for (int i = 0; i < depth; i++) snprintf(m->lin_name[1 + i], 32, "b%d.fc", i);
-  snprintf(m->lin_name[depth + 1], 32, "head");
+  snprintf(m->lin_name[s->lin_inp], 32, "inp");
+  for (int i = 0; i < depth; i++) snprintf(m->lin_name[s->blk[i].lin], 32, "b%d.fc", i);
+  snprintf(m->lin_name[s->lin_head], 32, "head");
 
   /* weights N(0, 1/fan_in) (variance 1/fan_in: a random teacher computes a
    * function of order one), biases 0 (calloc), gains 1. */
@@ -169,19 +175,19 @@ static int forward_out(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
   size_t N = b->n, I = (size_t)m->mc.in_dim, D = (size_t)m->mc.hidden, O = (size_t)m->mc.out_dim;
   size_t stride = s->cap * D;
   s->n_last = N;
-  if (xp_linear_forward(ctx, 0, b->x, P(s->inpw), P(s->inpb), s->res, N, I, D)) return -1;
+  if (xp_linear_forward(ctx, s->lin_inp, b->x, P(s->inpw), P(s->inpb), s->res, N, I, D)) return -1;
   for (int i = 0; i < depth; i++) {
     mlp_block *k = &s->blk[i];
     float *h = s->res + (size_t)i * stride, *hn = h + stride;
     /* hn = h + gelu(fc(norm(h))) */
     xp_norm_forward(rms, h, P(k->lng), PN(k->lnb), k->ln, k->mean, k->rstd, N, D);
-    if (xp_linear_forward(ctx, 1 + i, k->ln, P(k->fcw), P(k->fcb), k->fch, N, D, D)) return -1;
+    if (xp_linear_forward(ctx, k->lin, k->ln, P(k->fcw), P(k->fcb), k->fch, N, D, D)) return -1;
     xp_gelu_forward(k->fch, k->act, N * D);
     xp_add(hn, h, k->act, N * D);
   }
   float *hl = s->res + (size_t)depth * stride;
   xp_norm_forward(rms, hl, P(s->lnfg), PN(s->lnfb), s->lnf, s->lnf_mean, s->lnf_rstd, N, D);
-  return xp_linear_forward(ctx, depth + 1, s->lnf, P(s->headw), P(s->headb), s->out, N, D, O);
+  return xp_linear_forward(ctx, s->lin_head, s->lnf, P(s->headw), P(s->headb), s->out, N, D, O);
 }
 
 static int mlp_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
@@ -226,7 +232,7 @@ static int mlp_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
     for (size_t i = 0; i < N * O; i++) s->dout[i] = k2 * (s->out[i] - b->y[i]);
   }
   /* head and final norm (into dres, zeroed first) */
-  if (xp_linear_backward(ctx, depth + 1, s->dout, s->lnf, P(s->headw), G(s->headw), G(s->headb), s->dln,
+  if (xp_linear_backward(ctx, s->lin_head, s->dout, s->lnf, P(s->headw), G(s->headw), G(s->headb), s->dln,
                          NULL, N, D, O))
     return -1;
   memset(s->dres, 0, N * D * sizeof(float));
@@ -236,14 +242,14 @@ static int mlp_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
   for (int i = depth - 1; i >= 0; i--) {
     mlp_block *k = &s->blk[i];
     xp_gelu_backward(s->dres, k->fch, s->dfch, N * D);
-    if (xp_linear_backward(ctx, 1 + i, s->dfch, k->ln, P(k->fcw), G(k->fcw), G(k->fcb), s->dln, NULL, N,
+    if (xp_linear_backward(ctx, k->lin, s->dfch, k->ln, P(k->fcw), G(k->fcw), G(k->fcb), s->dln, NULL, N,
                            D, D))
       return -1;
     xp_norm_backward(rms, s->dln, s->res + (size_t)i * stride, P(k->lng), k->mean, k->rstd, s->dres,
                      G(k->lng), GN(k->lnb), N, D);
   }
   /* inp: no gradient for the data */
-  return xp_linear_backward(ctx, 0, s->dres, b->x, P(s->inpw), G(s->inpw), G(s->inpb), NULL, NULL, N, I, D);
+  return xp_linear_backward(ctx, s->lin_inp, s->dres, b->x, P(s->inpw), G(s->inpw), G(s->inpb), NULL, NULL, N, I, D);
 }
 
 /* Two rows, one network: the kind picks the loss (mlp_forward, mlp_backward). */
