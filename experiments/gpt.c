@@ -115,7 +115,7 @@ static int gpt_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t 
   s->lnfb = rms ? -1 : add_t(m, &bad, "lnf.b", 0, 1, c, 0);
   s->headw = add_t(m, &bad, "lm_head.w", 0, (size_t)vocab, c, 1);
   s->headb = add_t(m, &bad, "lm_head.b", 0, 1, (size_t)vocab, 0);
-  int nlin = 0;
+  int nlin = 0; /* linear-layer ids, forward order */
   for (int i = 0; i < L; i++)
     for (int j = 0; j < LIN_PER_BLOCK; j++) s->blk[i].lin[j] = nlin++;
   s->lin_head = nlin++;

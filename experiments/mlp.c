@@ -81,7 +81,7 @@ static int mlp_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t 
   s->lnfb = rms ? -1 : add_t(m, &bad, "lnf.b", 0, 1, d, 0);
   s->headw = add_t(m, &bad, "head.w", 0, (size_t)O, d, 1);
   s->headb = add_t(m, &bad, "head.b", 0, 1, (size_t)O, 0);
-  int nlin = 0;
+  int nlin = 0; /* linear-layer ids, forward order */
   s->lin_inp = nlin++;
   for (int i = 0; i < depth; i++) s->blk[i].lin = nlin++;
   s->lin_head = nlin++;

@@ -2,8 +2,10 @@
  * experiments/): the parameter table, deterministic init, and the row each
  * model defines for the model table (models.c).
  *
- * Calls go one way: train.c, data.c -> models.c -> gpt.c, mlp.c -> layers.c,
- * params.c -> matmul.c -> precision.c. */
+ * Calls go one way (each file calls only files to its right):
+ *   train.c -> config.c, data.c, ckpt.c -> models.c (the table) -> gpt.c,
+ *   mlp.c -> layers.c, params.c -> matmul.c (xp_matmul) -> precision.c
+ *   (the grammar) -> error.c. */
 #ifndef EXMY_XP_MODEL_H
 #define EXMY_XP_MODEL_H
 #include "xp.h"
