@@ -1,11 +1,12 @@
 /* config.c: a run's configuration: defaults, `key = value` setting (flags and
- * config files use the same keys), and writing it back. */
-#include "experiments/xp.h"
+ * config files use the same keys), and writing it back.  The generic keys
+ * are rows of one table; the precision keys (prec, attn, layer.NAME) are
+ * parsed in precision.c. */
+#include "experiments/precision.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,16 +68,6 @@ static const key_def keys[] = {
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
-int xp_errf(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
-
 void xp_config_default(xp_config *c) {
   memset(c, 0, sizeof *c);
   c->model.kind = XP_MODEL_GPT;
@@ -117,98 +108,64 @@ void xp_config_default(xp_config *c) {
   c->eval_batches = 8;
 }
 
-/* "PRESET;key=value;..." into p */
-static int parse_prec(const char *what, const char *text, xp_prec *p, char *err, size_t errlen) {
-  char buf[512], e[300];
-  if (strlen(text) >= sizeof buf) return xp_errf(err, errlen, "%s: '%.80s...' is too long", what, text);
-  snprintf(buf, sizeof buf, "%s", text);
-  char *save = NULL;
-  char *tok = strtok_r(buf, ";", &save);
-  while (tok && isspace((unsigned char)*tok)) tok++;
-  if (!tok || !*tok) return xp_errf(err, errlen, "%s: empty precision '%s'", what, text);
-  char *end = tok + strlen(tok);
-  while (end > tok && isspace((unsigned char)end[-1])) *--end = 0;
-  if (xp_prec_preset(p, tok, e, sizeof e))
-    return xp_errf(err, errlen, "%s: %s (presets: fp32, bf16, fp16, hybrid, or a format name)", what, e);
-  while ((tok = strtok_r(NULL, ";", &save))) {
-    while (isspace((unsigned char)*tok)) tok++;
-    end = tok + strlen(tok);
-    while (end > tok && isspace((unsigned char)end[-1])) *--end = 0;
-    if (!*tok) continue;
-    char *eq = strchr(tok, '=');
-    if (!eq) return xp_errf(err, errlen, "%s: '%s' is not key=value", what, tok);
-    *eq = 0;
-    if (xp_prec_set(p, tok, eq + 1, e, sizeof e)) return xp_errf(err, errlen, "%s: %s", what, e);
+static int set_model(xp_config *c, const char *key, const char *value, char *err, size_t errlen) {
+  const xp_model_ops *ops = xp_model_lookup(value);
+  if (ops) {
+    c->model.kind = ops->kind;
+    return 0;
   }
-  snprintf(p->name, sizeof p->name, "%.*s", (int)sizeof p->name - 1, text);
+  char names[256];
+  size_t n = 0;
+  for (int i = 0; i < xp_model_count() && n < sizeof names; i++)
+    n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", xp_model_of((xp_model_kind)i)->name);
+  return xp_errf(err, errlen, "%s: unknown model '%s' (%s)", key, value, names);
+}
+
+static int set_data(xp_config *c, const char *key, const char *value, char *err, size_t errlen) {
+  if (strlen(value) >= sizeof c->data) return xp_errf(err, errlen, "%s: path '%s' too long", key, value);
+  snprintf(c->data, sizeof c->data, "%s", value);
   return 0;
 }
 
-int xp_config_set(xp_config *c, const char *key, const char *value, char *err, size_t errlen) {
+static int set_master(xp_config *c, const char *key, const char *value, char *err, size_t errlen) {
   char e[400];
-  if (!strcmp(key, "model")) {
-    if (!strcmp(value, "gpt")) c->model.kind = XP_MODEL_GPT;
-    else if (!strcmp(value, "mlp")) c->model.kind = XP_MODEL_MLP;
-    else if (!strcmp(value, "mlp-class")) c->model.kind = XP_MODEL_MLP_CLASS;
-    else return xp_errf(err, errlen, "model: unknown model '%s' (gpt, mlp, mlp-class)", value);
-    return 0;
-  }
-  if (!strcmp(key, "data")) {
-    if (strlen(value) >= sizeof c->data) return xp_errf(err, errlen, "data: path '%s' too long", value);
-    snprintf(c->data, sizeof c->data, "%s", value);
-    return 0;
-  }
-  if (!strcmp(key, "prec")) {
-    xp_prec p;
-    if (parse_prec("prec", value, &p, e, sizeof e)) return xp_errf(err, errlen, "%s", e);
-    if (strlen(value) >= sizeof c->prec_text) return xp_errf(err, errlen, "prec: '%s' too long", value);
-    c->prec = p;
-    snprintf(c->prec_text, sizeof c->prec_text, "%s", value);
-    return 0;
-  }
-  if (!strcmp(key, "attn")) {
-    xp_prec p;
-    if (parse_prec("attn", value, &p, e, sizeof e)) return xp_errf(err, errlen, "%s", e);
-    for (int t = 0; t < XP_NKIND; t++)
-      if (!strncmp(p.t[t].recipe, "delayed", 7))
-        return xp_errf(err, errlen, "attn: delayed scaling is not offered for attention's per-head GEMMs ('%s')",
-                    value);
-    if (strlen(value) >= sizeof c->attn_text) return xp_errf(err, errlen, "attn: '%s' too long", value);
-    c->attn = p;
-    snprintf(c->attn_text, sizeof c->attn_text, "%s", value);
-    return 0;
-  }
-  if (!strncmp(key, "layer.", 6)) {
-    const char *name = key + 6;
-    if (!*name || strlen(name) >= sizeof c->override_layer[0])
-      return xp_errf(err, errlen, "'%s': give a layer (layer.first, layer.last, layer.3, layer.h0.qkv)", key);
-    int slot = c->n_override;
-    for (int o = 0; o < c->n_override; o++)
-      if (!strcmp(c->override_layer[o], name)) slot = o;
-    if (slot == XP_MAX_OVERRIDES) return xp_errf(err, errlen, "%s: more than 16 layer overrides", key);
-    xp_prec p;
-    if (parse_prec(key, value, &p, e, sizeof e)) return xp_errf(err, errlen, "%s", e);
-    if (strlen(value) >= sizeof c->override_text[0]) return xp_errf(err, errlen, "%s: '%s' too long", key, value);
-    snprintf(c->override_layer[slot], sizeof c->override_layer[slot], "%s", name);
-    snprintf(c->override_text[slot], sizeof c->override_text[slot], "%s", value);
-    c->override_prec[slot] = p;
-    if (slot == c->n_override) c->n_override++;
-    return 0;
-  }
-  if (!strcmp(key, "master")) {
-    exmy_format f;
-    if (exmy_format_parse(value, &f, e, sizeof e)) return xp_errf(err, errlen, "master: %s", e);
-    if (f.mbits > 23 || f.bits > 32) return xp_errf(err, errlen, "master: '%s' is wider than binary32", value);
-    c->master = f;
-    c->master_is_f32 = xp_format_is_f32(&f);
-    snprintf(c->master_text, sizeof c->master_text, "%s", value);
-    return 0;
-  }
-  if (!strcmp(key, "master_round")) {
-    if (exmy_round_mode_parse(value, &c->master_round))
-      return xp_errf(err, errlen, "master_round: unknown rounding '%s' (rne rna rtz rup rdn rto sr)", value);
-    return 0;
-  }
+  exmy_format f;
+  if (exmy_format_parse(value, &f, e, sizeof e)) return xp_errf(err, errlen, "%s: %s", key, e);
+  if (f.mbits > 23 || f.bits > 32) return xp_errf(err, errlen, "%s: '%s' is wider than binary32", key, value);
+  c->master = f;
+  c->master_is_f32 = xp_format_is_f32(&f);
+  snprintf(c->master_text, sizeof c->master_text, "%s", value);
+  return 0;
+}
+
+static int set_master_round(xp_config *c, const char *key, const char *value, char *err, size_t errlen) {
+  if (exmy_round_mode_parse(value, &c->master_round))
+    return xp_errf(err, errlen, "%s: unknown rounding '%s' (rne rna rtz rup rdn rto sr)", key, value);
+  return 0;
+}
+
+/* The keys with a grammar of their own (a name ending in '.' is a prefix). */
+static const struct {
+  const char *name;
+  int (*set)(xp_config *c, const char *key, const char *value, char *err, size_t errlen);
+} special_keys[] = {
+  {"model", set_model},
+  {"data", set_data},
+  {"prec", xp_config_set_prec},
+  {"attn", xp_config_set_attn},
+  {"layer.", xp_config_set_layer},
+  {"master", set_master},
+  {"master_round", set_master_round},
+};
+
+static int special_matches(const char *name, const char *key) {
+  size_t n = strlen(name);
+  return name[n - 1] == '.' ? !strncmp(key, name, n) : !strcmp(key, name);
+}
+
+int xp_config_set(xp_config *c, const char *key, const char *value, char *err, size_t errlen) {
+  for (size_t i = 0; i < sizeof special_keys / sizeof special_keys[0]; i++)
+    if (special_matches(special_keys[i].name, key)) return special_keys[i].set(c, key, value, err, errlen);
   for (size_t i = 0; i < NKEYS; i++) {
     const key_def *k = &keys[i];
     if (strcmp(k->name, key)) continue;
@@ -272,12 +229,9 @@ int xp_config_load(xp_config *c, const char *path, char *err, size_t errlen) {
 }
 
 void xp_config_write(const xp_config *c, FILE *out) {
-  static const char *models[] = {"gpt", "mlp", "mlp-class"};
-  fprintf(out, "model = %s\n", models[c->model.kind]);
+  fprintf(out, "model = %s\n", xp_model_of(c->model.kind)->name);
   fprintf(out, "data = %s\n", c->data);
-  fprintf(out, "prec = %s\n", c->prec_text);
-  fprintf(out, "attn = %s\n", c->attn_text);
-  for (int o = 0; o < c->n_override; o++) fprintf(out, "layer.%s = %s\n", c->override_layer[o], c->override_text[o]);
+  xp_config_write_prec(c, out);
   fprintf(out, "master = %s\n", c->master_text);
   fprintf(out, "master_round = %s\n", exmy_round_mode_name(c->master_round));
   for (size_t i = 0; i < NKEYS; i++) {
@@ -295,12 +249,15 @@ void xp_config_write(const xp_config *c, FILE *out) {
 
 /* The keys with their help, for `exmy train --help` and docs. */
 void xp_config_help(FILE *out) {
-  fprintf(out, "  %-14s %s\n", "model", "gpt (default), mlp (teacher-student regression), mlp-class");
+  fprintf(out, "  %-14s ", "model"); /* the model table's names, with their help */
+  for (int i = 0; i < xp_model_count(); i++) {
+    const xp_model_ops *ops = xp_model_of((xp_model_kind)i);
+    fprintf(out, "%s%s", i ? ", " : "", ops->name);
+    if (ops->help) fprintf(out, " (%s)", ops->help);
+  }
+  fputc('\n', out);
   fprintf(out, "  %-14s %s\n", "data", "builtin (generated text, default) or a text file");
-  fprintf(out, "  %-14s %s\n", "prec", "GEMM precision: PRESET[;key=value...] (fp32 bf16 fp16 hybrid FORMAT;");
-  fprintf(out, "  %-14s %s\n", "", "fmt|round|sat|recipe[.input|.weight|.grad], accum[.fprop|.dgrad|.wgrad])");
-  fprintf(out, "  %-14s %s\n", "attn", "precision of attention's GEMMs (default fp32)");
-  fprintf(out, "  %-14s %s\n", "layer.NAME", "per-layer precision (NAME: first, last, index, name or glob)");
+  xp_prec_help(out);
   fprintf(out, "  %-14s %s\n", "master", "format weights are rounded to after each update (default f32: off)");
   fprintf(out, "  %-14s %s\n", "master_round", "rounding of that (rne, sr, ...)");
   for (size_t i = 0; i < NKEYS; i++) fprintf(out, "  %-14s %s\n", keys[i].name, keys[i].help);

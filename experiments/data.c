@@ -4,7 +4,7 @@
  * spelling, word order, and sums.  Any text file works too (--data FILE).
  * The MLP tasks draw Gaussian inputs and label them with a fixed random
  * teacher network.  A batch is a pure function of (seed, step, split). */
-#include "experiments/layers.h"
+#include "experiments/model.h"
 #include "experiments/xp.h"
 
 #include <errno.h>

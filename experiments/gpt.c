@@ -12,13 +12,21 @@
  *
  * Shapes: B sequences of T tokens, C = d_model, NH heads of hd = C / NH,
  * BT = B T rows, V = vocab. */
-#include "layers.h"
+#include "experiments/layers.h"
+#include "experiments/model.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* The linear layers of a block, in forward order.  Their ids (the index
+ * into m->lin_name and the context's per-layer state) are given out once in
+ * gpt_init: block by block, then lm_head. */
+enum gpt_lin { LIN_QKV, LIN_PROJ, LIN_FC, LIN_FC2, LIN_PER_BLOCK };
+static const char *const lin_names[LIN_PER_BLOCK] = {"qkv", "proj", "fc", "fc2"};
+
 typedef struct gpt_block_idx {  /* tensor indices of one block (-1: absent) */
   int ln1g, ln1b, qkvw, qkvb, projw, projb, ln2g, ln2b, fcw, fcb, fc2w, fc2b;
+  int lin[LIN_PER_BLOCK];       /* linear-layer ids, by enum gpt_lin */
 } gpt_block_idx;
 
 typedef struct gpt_block_act {  /* what the backward needs from one block */
@@ -34,6 +42,7 @@ typedef struct gpt_block_act {  /* what the backward needs from one block */
 typedef struct gpt_state {
   int F, H;                     /* fc output width, fc2 input width */
   int wte, wpe, lnfg, lnfb, headw, headb;
+  int lin_head;                 /* lm_head's linear-layer id */
   gpt_block_idx *blk;
   /* activations, allocated for mc.batch sequences on first use */
   size_t cap;                   /* sequences allocated (0: none yet) */
@@ -51,6 +60,8 @@ typedef struct gpt_state {
 #define PN(t) ((t) < 0 ? NULL : P(t))
 #define GN(t) ((t) < 0 ? NULL : G(t))
 
+static void gpt_free(xp_model *m);
+
 static int add_t(xp_model *m, int *bad, const char *fmt, int i, size_t rows, size_t cols, int mat) {
   char name[32];
   snprintf(name, sizeof name, fmt, i);
@@ -59,7 +70,7 @@ static int add_t(xp_model *m, int *bad, const char *fmt, int i, size_t rows, siz
   return t;
 }
 
-int gpt_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t seed, char *err, size_t errlen) {
+static int gpt_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t seed, char *err, size_t errlen) {
   int L = mc->n_layer, C = mc->d_model, NH = mc->n_head, T = mc->seq_len;
   if (L < 1) return snprintf(err, errlen, "gpt: n_layer %d must be >= 1", L), -1;
   if (C < 1) return snprintf(err, errlen, "gpt: d_model %d must be >= 1", C), -1;
@@ -104,14 +115,18 @@ int gpt_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t seed, c
   s->lnfb = rms ? -1 : add_t(m, &bad, "lnf.b", 0, 1, c, 0);
   s->headw = add_t(m, &bad, "lm_head.w", 0, (size_t)vocab, c, 1);
   s->headb = add_t(m, &bad, "lm_head.b", 0, 1, (size_t)vocab, 0);
-  if (bad || xp_alloc_params(m) || xp_set_lin_names(m, 4 * L + 1)) {
-    xp_model_free(m);
+  int nlin = 0; /* linear-layer ids, forward order */
+  for (int i = 0; i < L; i++)
+    for (int j = 0; j < LIN_PER_BLOCK; j++) s->blk[i].lin[j] = nlin++;
+  s->lin_head = nlin++;
+  if (bad || xp_alloc_params(m) || xp_set_lin_names(m, nlin)) {
+    gpt_free(m);
+    xp_params_free(m);
     return snprintf(err, errlen, "gpt: out of memory"), -1;
   }
-  static const char *const sub[4] = {"qkv", "proj", "fc", "fc2"};
   for (int i = 0; i < L; i++)
-    for (int j = 0; j < 4; j++) snprintf(m->lin_name[4 * i + j], 32, "h%d.%s", i, sub[j]);
-  snprintf(m->lin_name[4 * L], 32, "lm_head");
+    for (int j = 0; j < LIN_PER_BLOCK; j++) snprintf(m->lin_name[s->blk[i].lin[j]], 32, "h%d.%s", i, lin_names[j]);
+  snprintf(m->lin_name[s->lin_head], 32, "lm_head");
 
   /* GPT-2 init: matrices N(0, 0.02), the projections into the residual
    * stream N(0, 0.02 / sqrt(2 L)), biases 0, gains 1 (calloc gave the zeros). */
@@ -137,7 +152,7 @@ static void act_free(gpt_state *s) {
   s->cap = 0;
 }
 
-void gpt_free(xp_model *m) {
+static void gpt_free(xp_model *m) {
   gpt_state *s = m->act;
   if (!s) return;
   act_free(s);
@@ -248,7 +263,11 @@ static int attention_forward(const xp_model *m, xp_ctx *ctx, size_t B, const flo
       if (!q) continue;
       size_t b = (size_t)bh / NH, h = (size_t)bh % NH;
       gather_head(qkv, T, C, hd, b, h, q, k, v);
-      xp_matmul(ctx, -1, (int)bh, XP_FPROP, XP_INPUT, 0, q, XP_INPUT, 1, k, T, T, hd, S);
+      /* S = q k^T */
+      xp_matmul(ctx, &(xp_gemm_desc){.lin = -1, .sub = (int)bh, .role = XP_FPROP,
+                                     .a = {.kind = XP_INPUT, .p = q},
+                                     .b = {.kind = XP_INPUT, .trans = 1, .p = k},
+                                     .m = T, .n = T, .k = hd, .d = S});
       float *Pm = att + (size_t)bh * T * T;
       for (size_t i = 0; i < T; i++) {
         const float *sr = S + i * T;
@@ -263,7 +282,11 @@ static int attention_forward(const xp_model *m, xp_ctx *ctx, size_t B, const flo
         for (size_t j = 0; j <= i; j++) pr[j] = (float)(pr[j] / sum);
         for (size_t j = i + 1; j < T; j++) pr[j] = 0.0f;
       }
-      xp_matmul(ctx, -1, (int)bh, XP_FPROP, XP_INPUT, 0, Pm, XP_INPUT, 0, v, T, hd, T, o);
+      /* o = P v */
+      xp_matmul(ctx, &(xp_gemm_desc){.lin = -1, .sub = (int)bh, .role = XP_FPROP,
+                                     .a = {.kind = XP_INPUT, .p = Pm},
+                                     .b = {.kind = XP_INPUT, .p = v},
+                                     .m = T, .n = hd, .k = T, .d = o});
       for (size_t t = 0; t < T; t++) memcpy(atty + (b * T + t) * C + h * hd, o + t * hd, hd * sizeof(float));
     }
     free(q);
@@ -298,8 +321,16 @@ static int attention_backward(const xp_model *m, xp_ctx *ctx, size_t B, const fl
       gather_head(qkv, T, C, hd, b, h, q, k, v);
       for (size_t t = 0; t < T; t++) memcpy(dO + t * hd, datty + (b * T + t) * C + h * hd, hd * sizeof(float));
       const float *Pm = att + (size_t)bh * T * T;
-      xp_matmul(ctx, -1, (int)bh, XP_DGRAD, XP_GRAD, 0, dO, XP_INPUT, 1, v, T, T, hd, dP);
-      xp_matmul(ctx, -1, (int)bh, XP_WGRAD, XP_INPUT, 1, Pm, XP_GRAD, 0, dO, T, hd, T, dv);
+      /* dP = dO v^T */
+      xp_matmul(ctx, &(xp_gemm_desc){.lin = -1, .sub = (int)bh, .role = XP_DGRAD,
+                                     .a = {.kind = XP_GRAD, .p = dO},
+                                     .b = {.kind = XP_INPUT, .trans = 1, .p = v},
+                                     .m = T, .n = T, .k = hd, .d = dP});
+      /* dv = P^T dO */
+      xp_matmul(ctx, &(xp_gemm_desc){.lin = -1, .sub = (int)bh, .role = XP_WGRAD,
+                                     .a = {.kind = XP_INPUT, .trans = 1, .p = Pm},
+                                     .b = {.kind = XP_GRAD, .p = dO},
+                                     .m = T, .n = hd, .k = T, .d = dv});
       for (size_t i = 0; i < T; i++) {
         const float *pr = Pm + i * T, *dpr = dP + i * T;
         float *dsr = dS + i * T;
@@ -309,8 +340,16 @@ static int attention_backward(const xp_model *m, xp_ctx *ctx, size_t B, const fl
         for (size_t j = 0; j <= i; j++) dsr[j] = pr[j] * (dpr[j] - d) * scale;
         for (size_t j = i + 1; j < T; j++) dsr[j] = 0.0f;
       }
-      xp_matmul(ctx, -1, (int)bh, XP_DGRAD, XP_GRAD, 0, dS, XP_INPUT, 0, k, T, hd, T, dq);
-      xp_matmul(ctx, -1, (int)bh, XP_WGRAD, XP_GRAD, 1, dS, XP_INPUT, 0, q, T, hd, T, dk);
+      /* dq = dS k */
+      xp_matmul(ctx, &(xp_gemm_desc){.lin = -1, .sub = (int)bh, .role = XP_DGRAD,
+                                     .a = {.kind = XP_GRAD, .p = dS},
+                                     .b = {.kind = XP_INPUT, .p = k},
+                                     .m = T, .n = hd, .k = T, .d = dq});
+      /* dk = dS^T q */
+      xp_matmul(ctx, &(xp_gemm_desc){.lin = -1, .sub = (int)bh, .role = XP_WGRAD,
+                                     .a = {.kind = XP_GRAD, .trans = 1, .p = dS},
+                                     .b = {.kind = XP_INPUT, .p = q},
+                                     .m = T, .n = hd, .k = T, .d = dk});
       for (size_t t = 0; t < T; t++) {
         float *row = dqkv + (b * T + t) * 3 * C + h * hd;
         memcpy(row, dq + t * hd, hd * sizeof(float));
@@ -357,24 +396,24 @@ static int forward_logits(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
     float *x = s->res + (size_t)(2 * l) * stride, *xa = x + stride, *xm = xa + stride;
     /* attention sublayer: xa = x + proj(attn(norm1(x))) */
     xp_norm_forward(rms, x, P(k->ln1g), PN(k->ln1b), a->ln1, a->ln1_mean, a->ln1_rstd, BT, C);
-    if (xp_linear_forward(ctx, 4 * l, a->ln1, P(k->qkvw), P(k->qkvb), a->qkv, BT, C, 3 * C)) return -1;
+    if (xp_linear_forward(ctx, k->lin[LIN_QKV], a->ln1, P(k->qkvw), P(k->qkvb), a->qkv, BT, C, 3 * C)) return -1;
     if (attention_forward(m, ctx, B, a->qkv, a->att, a->atty)) return -1;
-    if (xp_linear_forward(ctx, 4 * l + 1, a->atty, P(k->projw), P(k->projb), s->tmp, BT, C, C)) return -1;
+    if (xp_linear_forward(ctx, k->lin[LIN_PROJ], a->atty, P(k->projw), P(k->projb), s->tmp, BT, C, C)) return -1;
     xp_add(xa, x, s->tmp, BT * C);
     /* MLP sublayer: xm = xa + fc2(act(fc(norm2(xa)))) */
     xp_norm_forward(rms, xa, P(k->ln2g), PN(k->ln2b), a->ln2, a->ln2_mean, a->ln2_rstd, BT, C);
-    if (xp_linear_forward(ctx, 4 * l + 2, a->ln2, P(k->fcw), P(k->fcb), a->fch, BT, C, F)) return -1;
+    if (xp_linear_forward(ctx, k->lin[LIN_FC], a->ln2, P(k->fcw), P(k->fcb), a->fch, BT, C, F)) return -1;
     if (m->mc.swiglu) xp_swiglu_forward(a->fch, a->fcact, BT, H);
     else xp_gelu_forward(a->fch, a->fcact, BT * H);
-    if (xp_linear_forward(ctx, 4 * l + 3, a->fcact, P(k->fc2w), P(k->fc2b), s->tmp, BT, H, C)) return -1;
+    if (xp_linear_forward(ctx, k->lin[LIN_FC2], a->fcact, P(k->fc2w), P(k->fc2b), s->tmp, BT, H, C)) return -1;
     xp_add(xm, xa, s->tmp, BT * C);
   }
   float *xl = s->res + (size_t)(2 * L) * stride;
   xp_norm_forward(rms, xl, P(s->lnfg), PN(s->lnfb), s->lnf, s->lnf_mean, s->lnf_rstd, BT, C);
-  return xp_linear_forward(ctx, 4 * L, s->lnf, P(s->headw), P(s->headb), s->logits, BT, C, V);
+  return xp_linear_forward(ctx, s->lin_head, s->lnf, P(s->headw), P(s->headb), s->logits, BT, C, V);
 }
 
-int gpt_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
+static int gpt_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
   if (forward_logits(m, ctx, b)) return -1;
   gpt_state *s = m->act;
   size_t BT = b->n * (size_t)m->mc.seq_len;
@@ -384,7 +423,7 @@ int gpt_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
   return 0;
 }
 
-int gpt_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out) {
+static int gpt_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out) {
   if (forward_logits(m, ctx, b)) return -1;
   gpt_state *s = m->act;
   memcpy(out, s->logits, b->n * (size_t)m->mc.seq_len * (size_t)m->vocab * sizeof(float));
@@ -395,7 +434,7 @@ int gpt_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out) {
 
 /* Gradients of the last forward's mean loss into m->grads (every tensor
  * overwritten).  dres carries d loss / d (residual stream), walking back. */
-int gpt_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
+static int gpt_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
   gpt_state *s = m->act;
   if (!s->cap || s->n_last != b->n) return xp_fail(ctx, "gpt: backward without a matching forward");
   int L = m->mc.n_layer, rms = m->mc.rmsnorm;
@@ -404,7 +443,7 @@ int gpt_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
 
   /* head: dlogits -> lm_head -> final norm (into dres, zeroed first) */
   xp_softmax_xent_backward(s->probs, b->targets, s->dlogits, BT, V);
-  if (xp_linear_backward(ctx, 4 * L, s->dlogits, s->lnf, P(s->headw), G(s->headw), G(s->headb),
+  if (xp_linear_backward(ctx, s->lin_head, s->dlogits, s->lnf, P(s->headw), G(s->headw), G(s->headb),
                          s->dln, NULL, BT, C, V))
     return -1;
   memset(s->dres, 0, BT * C * sizeof(float));
@@ -416,22 +455,22 @@ int gpt_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
     gpt_block_act *a = &s->act[l];
     float *x = s->res + (size_t)(2 * l) * stride, *xa = x + stride;
     /* MLP sublayer: dres flows through the residual unchanged, plus the branch */
-    if (xp_linear_backward(ctx, 4 * l + 3, s->dres, a->fcact, P(k->fc2w), G(k->fc2w), G(k->fc2b),
+    if (xp_linear_backward(ctx, k->lin[LIN_FC2], s->dres, a->fcact, P(k->fc2w), G(k->fc2w), G(k->fc2b),
                            s->dfcact, NULL, BT, H, C))
       return -1;
     if (m->mc.swiglu) xp_swiglu_backward(s->dfcact, a->fch, s->dfch, BT, H);
     else xp_gelu_backward(s->dfcact, a->fch, s->dfch, BT * H);
-    if (xp_linear_backward(ctx, 4 * l + 2, s->dfch, a->ln2, P(k->fcw), G(k->fcw), G(k->fcb), s->dln,
+    if (xp_linear_backward(ctx, k->lin[LIN_FC], s->dfch, a->ln2, P(k->fcw), G(k->fcw), G(k->fcb), s->dln,
                            NULL, BT, C, F))
       return -1;
     xp_norm_backward(rms, s->dln, xa, P(k->ln2g), a->ln2_mean, a->ln2_rstd, s->dres, G(k->ln2g),
                      GN(k->ln2b), BT, C);
     /* attention sublayer */
-    if (xp_linear_backward(ctx, 4 * l + 1, s->dres, a->atty, P(k->projw), G(k->projw), G(k->projb),
+    if (xp_linear_backward(ctx, k->lin[LIN_PROJ], s->dres, a->atty, P(k->projw), G(k->projw), G(k->projb),
                            s->datty, NULL, BT, C, C))
       return -1;
     if (attention_backward(m, ctx, B, a->qkv, a->att, s->datty, s->dqkv)) return -1;
-    if (xp_linear_backward(ctx, 4 * l, s->dqkv, a->ln1, P(k->qkvw), G(k->qkvw), G(k->qkvb), s->dln,
+    if (xp_linear_backward(ctx, k->lin[LIN_QKV], s->dqkv, a->ln1, P(k->qkvw), G(k->qkvw), G(k->qkvb), s->dln,
                            NULL, BT, C, 3 * C))
       return -1;
     xp_norm_backward(rms, s->dln, x, P(k->ln1g), a->ln1_mean, a->ln1_rstd, s->dres, G(k->ln1g),
@@ -454,3 +493,14 @@ int gpt_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
   }
   return 0;
 }
+
+const xp_model_ops xp_gpt_model = {
+  .name = "gpt",
+  .kind = XP_MODEL_GPT,
+  .help = "default",
+  .init = gpt_init,
+  .free = gpt_free,
+  .forward = gpt_forward,
+  .backward = gpt_backward,
+  .predict = gpt_predict,
+};

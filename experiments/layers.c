@@ -1,5 +1,5 @@
-/* layers.c: the models' building blocks (layers.h) and the xp_model_*
- * dispatch on the model kind (xp.h).
+/* layers.c: the models' building blocks (layers.h): linear layers through
+ * xp_matmul, norms, activations, losses.  It calls no model.
  *
  * Determinism: every parallel loop owns its outputs (a row, or a channel of
  * a reduction over rows) and sums in index order, in double where a sum runs
@@ -10,107 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- dispatch ------------------------------------------------------------ */
-
-int xp_model_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t seed, char *err,
-                  size_t errlen) {
-  memset(m, 0, sizeof *m);
-  switch (mc->kind) {
-  case XP_MODEL_GPT: return gpt_init(m, mc, vocab, seed, err, errlen);
-  case XP_MODEL_MLP:
-  case XP_MODEL_MLP_CLASS: return mlp_init(m, mc, seed, err, errlen);
-  }
-  snprintf(err, errlen, "model: unknown kind %d", (int)mc->kind);
-  return -1;
-}
-
-void xp_model_free(xp_model *m) {
-  if (!m) return;
-  if (m->mc.kind == XP_MODEL_GPT) gpt_free(m);
-  else mlp_free(m);
-  free(m->params);
-  free(m->grads);
-  free(m->tensors);
-  free(m->lin_name);
-  memset(m, 0, sizeof *m);
-}
-
-int xp_model_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
-  return m->mc.kind == XP_MODEL_GPT ? gpt_forward(m, ctx, b, loss) : mlp_forward(m, ctx, b, loss);
-}
-
-int xp_model_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
-  return m->mc.kind == XP_MODEL_GPT ? gpt_backward(m, ctx, b) : mlp_backward(m, ctx, b);
-}
-
-int xp_model_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out) {
-  return m->mc.kind == XP_MODEL_GPT ? gpt_predict(m, ctx, b, out) : mlp_predict(m, ctx, b, out);
-}
-
-int xp_fail(xp_ctx *ctx, const char *msg) {
-  if (!ctx->failed) snprintf(ctx->err, sizeof ctx->err, "%s", msg);
-  ctx->failed = 1;
-  return -1;
-}
-
-/* ---- parameter table ----------------------------------------------------- */
-
-int xp_add_tensor(xp_model *m, const char *name, size_t rows, size_t cols, int is_matrix) {
-  xp_param *t = realloc(m->tensors, (size_t)(m->ntensors + 1) * sizeof *t);
-  if (!t) return -1;
-  m->tensors = t;
-  t += m->ntensors;
-  memset(t, 0, sizeof *t);
-  snprintf(t->name, sizeof t->name, "%s", name);
-  t->off = m->nparams;
-  t->rows = rows;
-  t->cols = cols;
-  t->n = rows * cols;
-  t->is_matrix = is_matrix;
-  m->nparams += t->n;
-  return m->ntensors++;
-}
-
-int xp_alloc_params(xp_model *m) {
-  m->params = calloc(m->nparams ? m->nparams : 1, sizeof(float));
-  m->grads = calloc(m->nparams ? m->nparams : 1, sizeof(float));
-  return m->params && m->grads ? 0 : -1;
-}
-
-int xp_set_lin_names(xp_model *m, int nlin) {
-  m->lin_name = calloc((size_t)nlin, sizeof *m->lin_name);
-  m->nlin = nlin;
-  return m->lin_name ? 0 : -1;
-}
-
-/* ---- init ---------------------------------------------------------------- */
-
-double xp_randn(uint64_t seed, uint64_t stream, uint64_t index) {
-  /* u1 in (0, 1] (log finite), u2 in [0, 1): 53-bit uniforms. */
-  double u1 = ((double)(exmy_random64(seed, stream, 2 * index) >> 11) + 1.0) * 0x1p-53;
-  double u2 = (double)(exmy_random64(seed, stream, 2 * index + 1) >> 11) * 0x1p-53;
-  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
-void xp_init_normal(xp_model *m, int t, uint64_t seed, double std) {
-  const xp_param *p = &m->tensors[t];
-  float *w = m->params + p->off;
-  long n = (long)p->n;
-#pragma omp parallel for schedule(static)
-  for (long i = 0; i < n; i++) w[i] = (float)(std * xp_randn(seed, (uint64_t)t + 1, (uint64_t)i));
-}
-
-void xp_init_const(xp_model *m, int t, float v) {
-  const xp_param *p = &m->tensors[t];
-  for (size_t i = 0; i < p->n; i++) m->params[p->off + i] = v;
-}
-
 /* ---- linear ---------------------------------------------------------------- */
 
 /* x (T x in) . W^T (in x out) + bias -> y (T x out) */
 int xp_linear_forward(xp_ctx *ctx, int lin, const float *x, const float *w, const float *bias,
                       float *y, size_t T, size_t in, size_t out) {
-  xp_matmul(ctx, lin, 0, XP_FPROP, XP_INPUT, 0, x, XP_WEIGHT, 1, w, T, out, in, y);
+  xp_matmul(ctx, &(xp_gemm_desc){.lin = lin, .role = XP_FPROP,
+                                 .a = {.kind = XP_INPUT, .p = x},
+                                 .b = {.kind = XP_WEIGHT, .trans = 1, .p = w},
+                                 .m = T, .n = out, .k = in, .d = y});
   if (ctx->failed) return -1;
   if (bias) {
     long rows = (long)T;
@@ -130,11 +38,17 @@ int xp_linear_backward(xp_ctx *ctx, int lin, const float *dy, const float *x, co
                        size_t out) {
   if (dx) {
     float *d = scratch ? scratch : dx;
-    xp_matmul(ctx, lin, 0, XP_DGRAD, XP_GRAD, 0, dy, XP_WEIGHT, 0, w, T, in, out, d);
+    xp_matmul(ctx, &(xp_gemm_desc){.lin = lin, .role = XP_DGRAD,
+                                   .a = {.kind = XP_GRAD, .p = dy},
+                                   .b = {.kind = XP_WEIGHT, .p = w},
+                                   .m = T, .n = in, .k = out, .d = d});
     if (ctx->failed) return -1;
     if (scratch) xp_accumulate(dx, scratch, T * in);
   }
-  xp_matmul(ctx, lin, 0, XP_WGRAD, XP_GRAD, 1, dy, XP_INPUT, 0, x, out, in, T, dw);
+  xp_matmul(ctx, &(xp_gemm_desc){.lin = lin, .role = XP_WGRAD,
+                                 .a = {.kind = XP_GRAD, .trans = 1, .p = dy},
+                                 .b = {.kind = XP_INPUT, .p = x},
+                                 .m = out, .n = in, .k = T, .d = dw});
   if (ctx->failed) return -1;
   if (db) {
     long cols = (long)out;

@@ -1,6 +1,6 @@
 /* layers.h: the building blocks of the engine's models (internal to
- * experiments/): parameter tables, deterministic init, linear layers through
- * xp_matmul, norms, activations, softmax cross-entropy.
+ * experiments/): linear layers through xp_matmul, norms, activations,
+ * softmax cross-entropy.  Layers call xp_matmul, never a model.
  *
  * Shapes follow llm.c: T rows (tokens or examples) of C channels, row-major.
  * Every parallel loop gives each output element to one iteration and sums in
@@ -10,26 +10,6 @@
 #include "xp.h"
 
 #define XP_NORM_EPS 1e-5f
-
-/* ---- parameter table ---------------------------------------------------- */
-
-/* Append a tensor (rows x cols) to m->tensors and grow m->nparams; offsets
- * only (m->params is allocated once the table is complete).  Returns its
- * index, or -1 when out of memory. */
-int xp_add_tensor(xp_model *m, const char *name, size_t rows, size_t cols, int is_matrix);
-/* Allocate params and grads (zeroed) after the table is complete.  0 / -1. */
-int xp_alloc_params(xp_model *m);
-/* Set the linear-layer name table (nlin names, forward order).  0 / -1. */
-int xp_set_lin_names(xp_model *m, int nlin);
-
-/* ---- init ---------------------------------------------------------------- */
-
-/* A standard normal that is a pure function of (seed, stream, index):
- * Box-Muller in double on two draws of exmy_random64 (indices 2i, 2i+1). */
-double xp_randn(uint64_t seed, uint64_t stream, uint64_t index);
-/* Tensor t of m: N(0, std^2) with stream t + 1, element index i. */
-void xp_init_normal(xp_model *m, int t, uint64_t seed, double std);
-void xp_init_const(xp_model *m, int t, float v);
 
 /* ---- linear layers (y = x W^T + b, W out x in) -------------------------- */
 
@@ -79,23 +59,5 @@ double xp_softmax_xent_forward(const float *logits, const int *targets, float *p
 /* dlogits = (probs - onehot(target)) / T (overwritten). */
 void xp_softmax_xent_backward(const float *probs, const int *targets, float *dlogits, size_t T,
                               size_t V);
-
-/* ---- the two families (gpt.c, mlp.c); layers.c dispatches on mc.kind ---- */
-
-int gpt_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t seed, char *err, size_t errlen);
-void gpt_free(xp_model *m);
-int gpt_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss);
-int gpt_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b);
-int gpt_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out);
-
-int mlp_init(xp_model *m, const xp_model_config *mc, uint64_t seed, char *err, size_t errlen);
-void mlp_free(xp_model *m);
-int mlp_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss);
-int mlp_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b);
-int mlp_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out);
-
-/* Fail a step that cannot run (batch too large, out of memory): sets
- * ctx->failed and ctx->err like a failed GEMM.  Returns -1. */
-int xp_fail(xp_ctx *ctx, const char *msg);
 
 #endif

@@ -9,19 +9,22 @@
  * Linear layers in forward order: inp, b0.fc, ..., head.
  *
  * Shapes: N examples, I = in_dim, D = hidden, O = out_dim. */
-#include "layers.h"
+#include "experiments/layers.h"
+#include "experiments/model.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct mlp_block {
   int lng, lnb, fcw, fcb;       /* tensor indices (lnb -1 under RMSNorm) */
+  int lin;                      /* fc's linear-layer id */
   float *ln, *mean, *rstd;      /* N x D, N, N */
   float *fch, *act;             /* N x D: fc output, gelu output */
 } mlp_block;
 
 typedef struct mlp_state {
   int inpw, inpb, lnfg, lnfb, headw, headb;
+  int lin_inp, lin_head;        /* linear-layer ids (forward order: inp, b{i}.fc, head) */
   mlp_block *blk;
   size_t cap;                   /* examples allocated (0: none yet) */
   float *mem;
@@ -44,7 +47,11 @@ static int add_t(xp_model *m, int *bad, const char *fmt, int i, size_t rows, siz
   return t;
 }
 
-int mlp_init(xp_model *m, const xp_model_config *mc, uint64_t seed, char *err, size_t errlen) {
+static void mlp_free(xp_model *m);
+
+/* vocab: unused (the gpt rows need it) */
+static int mlp_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t seed, char *err, size_t errlen) {
+  (void)vocab;
   int I = mc->in_dim, D = mc->hidden, depth = mc->depth, O = mc->out_dim;
   if (I < 1) return snprintf(err, errlen, "mlp: in_dim %d must be >= 1", I), -1;
   if (D < 1) return snprintf(err, errlen, "mlp: hidden %d must be >= 1", D), -1;
@@ -74,13 +81,18 @@ int mlp_init(xp_model *m, const xp_model_config *mc, uint64_t seed, char *err, s
   s->lnfb = rms ? -1 : add_t(m, &bad, "lnf.b", 0, 1, d, 0);
   s->headw = add_t(m, &bad, "head.w", 0, (size_t)O, d, 1);
   s->headb = add_t(m, &bad, "head.b", 0, 1, (size_t)O, 0);
-  if (bad || xp_alloc_params(m) || xp_set_lin_names(m, depth + 2)) {
-    xp_model_free(m);
+  int nlin = 0; /* linear-layer ids, forward order */
+  s->lin_inp = nlin++;
+  for (int i = 0; i < depth; i++) s->blk[i].lin = nlin++;
+  s->lin_head = nlin++;
+  if (bad || xp_alloc_params(m) || xp_set_lin_names(m, nlin)) {
+    mlp_free(m);
+    xp_params_free(m);
     return snprintf(err, errlen, "mlp: out of memory"), -1;
   }
-  snprintf(m->lin_name[0], 32, "inp");
-  for (int i = 0; i < depth; i++) snprintf(m->lin_name[1 + i], 32, "b%d.fc", i);
-  snprintf(m->lin_name[depth + 1], 32, "head");
+  snprintf(m->lin_name[s->lin_inp], 32, "inp");
+  for (int i = 0; i < depth; i++) snprintf(m->lin_name[s->blk[i].lin], 32, "b%d.fc", i);
+  snprintf(m->lin_name[s->lin_head], 32, "head");
 
   /* weights N(0, 1/fan_in) (variance 1/fan_in: a random teacher computes a
    * function of order one), biases 0 (calloc), gains 1. */
@@ -99,7 +111,7 @@ static void act_free(mlp_state *s) {
   s->cap = 0;
 }
 
-void mlp_free(xp_model *m) {
+static void mlp_free(xp_model *m) {
   mlp_state *s = m->act;
   if (!s) return;
   act_free(s);
@@ -163,22 +175,22 @@ static int forward_out(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
   size_t N = b->n, I = (size_t)m->mc.in_dim, D = (size_t)m->mc.hidden, O = (size_t)m->mc.out_dim;
   size_t stride = s->cap * D;
   s->n_last = N;
-  if (xp_linear_forward(ctx, 0, b->x, P(s->inpw), P(s->inpb), s->res, N, I, D)) return -1;
+  if (xp_linear_forward(ctx, s->lin_inp, b->x, P(s->inpw), P(s->inpb), s->res, N, I, D)) return -1;
   for (int i = 0; i < depth; i++) {
     mlp_block *k = &s->blk[i];
     float *h = s->res + (size_t)i * stride, *hn = h + stride;
     /* hn = h + gelu(fc(norm(h))) */
     xp_norm_forward(rms, h, P(k->lng), PN(k->lnb), k->ln, k->mean, k->rstd, N, D);
-    if (xp_linear_forward(ctx, 1 + i, k->ln, P(k->fcw), P(k->fcb), k->fch, N, D, D)) return -1;
+    if (xp_linear_forward(ctx, k->lin, k->ln, P(k->fcw), P(k->fcb), k->fch, N, D, D)) return -1;
     xp_gelu_forward(k->fch, k->act, N * D);
     xp_add(hn, h, k->act, N * D);
   }
   float *hl = s->res + (size_t)depth * stride;
   xp_norm_forward(rms, hl, P(s->lnfg), PN(s->lnfb), s->lnf, s->lnf_mean, s->lnf_rstd, N, D);
-  return xp_linear_forward(ctx, depth + 1, s->lnf, P(s->headw), P(s->headb), s->out, N, D, O);
+  return xp_linear_forward(ctx, s->lin_head, s->lnf, P(s->headw), P(s->headb), s->out, N, D, O);
 }
 
-int mlp_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
+static int mlp_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
   if (forward_out(m, ctx, b)) return -1;
   mlp_state *s = m->act;
   size_t N = b->n, O = (size_t)m->mc.out_dim;
@@ -197,7 +209,7 @@ int mlp_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
   return 0;
 }
 
-int mlp_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out) {
+static int mlp_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out) {
   if (forward_out(m, ctx, b)) return -1;
   mlp_state *s = m->act;
   memcpy(out, s->out, b->n * (size_t)m->mc.out_dim * sizeof(float));
@@ -205,7 +217,7 @@ int mlp_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out) {
 }
 
 /* Gradients of the last forward's mean loss into m->grads (overwritten). */
-int mlp_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
+static int mlp_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
   mlp_state *s = m->act;
   if (!s->cap || s->n_last != b->n) return xp_fail(ctx, "mlp: backward without a matching forward");
   int depth = m->mc.depth, rms = m->mc.rmsnorm;
@@ -220,7 +232,7 @@ int mlp_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
     for (size_t i = 0; i < N * O; i++) s->dout[i] = k2 * (s->out[i] - b->y[i]);
   }
   /* head and final norm (into dres, zeroed first) */
-  if (xp_linear_backward(ctx, depth + 1, s->dout, s->lnf, P(s->headw), G(s->headw), G(s->headb), s->dln,
+  if (xp_linear_backward(ctx, s->lin_head, s->dout, s->lnf, P(s->headw), G(s->headw), G(s->headb), s->dln,
                          NULL, N, D, O))
     return -1;
   memset(s->dres, 0, N * D * sizeof(float));
@@ -230,12 +242,35 @@ int mlp_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
   for (int i = depth - 1; i >= 0; i--) {
     mlp_block *k = &s->blk[i];
     xp_gelu_backward(s->dres, k->fch, s->dfch, N * D);
-    if (xp_linear_backward(ctx, 1 + i, s->dfch, k->ln, P(k->fcw), G(k->fcw), G(k->fcb), s->dln, NULL, N,
+    if (xp_linear_backward(ctx, k->lin, s->dfch, k->ln, P(k->fcw), G(k->fcw), G(k->fcb), s->dln, NULL, N,
                            D, D))
       return -1;
     xp_norm_backward(rms, s->dln, s->res + (size_t)i * stride, P(k->lng), k->mean, k->rstd, s->dres,
                      G(k->lng), GN(k->lnb), N, D);
   }
   /* inp: no gradient for the data */
-  return xp_linear_backward(ctx, 0, s->dres, b->x, P(s->inpw), G(s->inpw), G(s->inpb), NULL, NULL, N, I, D);
+  return xp_linear_backward(ctx, s->lin_inp, s->dres, b->x, P(s->inpw), G(s->inpw), G(s->inpb), NULL, NULL, N, I, D);
 }
+
+/* Two rows, one network: the kind picks the loss (mlp_forward, mlp_backward). */
+const xp_model_ops xp_mlp_model = {
+  .name = "mlp",
+  .kind = XP_MODEL_MLP,
+  .help = "teacher-student regression",
+  .init = mlp_init,
+  .free = mlp_free,
+  .forward = mlp_forward,
+  .backward = mlp_backward,
+  .predict = mlp_predict,
+};
+
+const xp_model_ops xp_mlp_class_model = {
+  .name = "mlp-class",
+  .kind = XP_MODEL_MLP_CLASS,
+  .help = NULL,
+  .init = mlp_init,
+  .free = mlp_free,
+  .forward = mlp_forward,
+  .backward = mlp_backward,
+  .predict = mlp_predict,
+};

@@ -8,7 +8,7 @@
  *   4. AdamW (clipping, MS-AMP, master rounding);
  *   5. delayed scaling: roll the amax histories, new scales;
  *   6. detector, logs, statistics, checkpoint. */
-#include "experiments/xp.h"
+#include "experiments/precision.h"
 
 #include <errno.h>
 #include <math.h>
@@ -23,14 +23,6 @@ static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* The precision settings as one string: a checkpoint's scaling state carries
- * over only into the same settings. */
-static void prec_key(const xp_config *c, char *buf, size_t len) {
-  size_t n = (size_t)snprintf(buf, len, "prec=%s|attn=%s", c->prec_text, c->attn_text);
-  for (int o = 0; o < c->n_override && n < len; o++)
-    n += (size_t)snprintf(buf + n, len - n, "|layer.%s=%s", c->override_layer[o], c->override_text[o]);
 }
 
 static void json_double(FILE *f, const char *key, double v, int comma) {
@@ -183,7 +175,7 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
   }
 
   char key[2048];
-  prec_key(c, key, sizeof key);
+  xp_prec_key(c, key, sizeof key);
   xp_ckpt_state cs = {key, 0, &r.model, &r.opt, &r.ctx, &r.det, 0, 0, 0, NULL, 0};
   long start = 0;
   if (c->resume[0]) {

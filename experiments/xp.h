@@ -158,17 +158,34 @@ enum {
 int xp_ctx_init(xp_ctx *ctx, const xp_config *cfg, const struct xp_model *m, char *err, size_t errlen);
 void xp_ctx_free(xp_ctx *ctx);
 
-/* d (m x n, row-major) = op(A) op(B) through exmy_gemm with the precision of
- * linear layer `lin` (or attention when lin < 0) in `role`.  op(A) is m x k:
- * A stored m x k, or k x m when trans_a; op(B) is k x n: B stored k x n, or
- * n x k when trans_b.  ka, kb: which tensor kind each operand is.  `sub`
- * tells apart the calls of one layer and role within a step (attention: the
- * (sequence, head) index; else 0): it keys stochastic rounding.  Calls with
- * lin < 0 may run concurrently (OpenMP) with distinct sub; calls with
- * lin >= 0 must not.  On error sets ctx->failed and ctx->err and fills d
+/* One operand of a described GEMM. */
+typedef struct xp_operand {
+  xp_tkind kind;                /* which tensor it is (its format, rounding, recipe) */
+  int trans;                    /* stored transposed (see xp_gemm_desc) */
+  const float *p;
+} xp_operand;
+
+/* A GEMM d (m x n, row-major) = op(A) op(B), described by name at the call
+ * site.  op(A) is m x k: A stored m x k, or k x m when a.trans; op(B) is
+ * k x n: B stored k x n, or n x k when b.trans. */
+typedef struct xp_gemm_desc {
+  int lin;                      /* linear layer whose precision applies (< 0: attention) */
+  int sub;                      /* tells apart the calls of one layer and role within a step
+                                   (attention: the (sequence, head) index; else 0): keys SR */
+  xp_role role;                 /* fprop, dgrad or wgrad: the accumulation model */
+  xp_operand a, b;
+  size_t m, n, k;
+  float *d;                     /* m x n output */
+} xp_gemm_desc;
+
+/* Run g through exmy_gemm with the precision of its layer and role.  Calls
+ * with lin < 0 may run concurrently (OpenMP) with distinct sub; calls with
+ * lin >= 0 must not.  On error sets ctx->failed and ctx->err and fills g->d
  * with NaN. */
-void xp_matmul(xp_ctx *ctx, int lin, int sub, xp_role role, xp_tkind ka, int trans_a, const float *a,
-               xp_tkind kb, int trans_b, const float *b, size_t m, size_t n, size_t k, float *d);
+void xp_matmul(xp_ctx *ctx, const xp_gemm_desc *g);
+/* Fail a step that cannot run (batch too large, out of memory): sets
+ * ctx->failed and ctx->err like a failed GEMM.  Returns -1. */
+int xp_fail(xp_ctx *ctx, const char *msg);
 
 /* End of a step: delayed recipes roll their histories (TE's amax/scale update). */
 void xp_ctx_step_end(xp_ctx *ctx);
@@ -195,7 +212,10 @@ typedef struct xp_batch {
   const int *labels;            /* mlp-class: n labels in [0, out_dim) */
 } xp_batch;
 
+typedef struct xp_model_ops xp_model_ops;
+
 typedef struct xp_model {  /* struct tag used by xp_ctx_init */
+  const xp_model_ops *ops;      /* its row of the model table */
   xp_model_config mc;
   int vocab;                    /* gpt */
   size_t nparams;
@@ -206,6 +226,27 @@ typedef struct xp_model {  /* struct tag used by xp_ctx_init */
   char (*lin_name)[32];
   void *act;                    /* activations of the last forward (model-specific) */
 } xp_model;
+
+/* A row of the model table (models.c): what the engine calls on a model.
+ * Each model defines its rows in its own file (gpt.c, mlp.c). */
+struct xp_model_ops {
+  const char *name;             /* the `model` key's value */
+  xp_model_kind kind;
+  const char *help;             /* shown after the name in --help (NULL: none) */
+  /* Fill m (zeroed, m->ops set): tensor table, parameters from seed, the
+   * linear layers' names.  On failure frees what it built. */
+  int (*init)(xp_model *m, const xp_model_config *mc, int vocab, uint64_t seed, char *err, size_t errlen);
+  void (*free)(xp_model *m);    /* the model's own state (m->act) */
+  int (*forward)(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss);
+  int (*backward)(xp_model *m, xp_ctx *ctx, const xp_batch *b);
+  int (*predict)(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out);
+};
+
+/* The model table: by `model` name (NULL: none), by kind, and its size
+ * (kinds run 0 .. xp_model_count() - 1). */
+const xp_model_ops *xp_model_lookup(const char *name);
+const xp_model_ops *xp_model_of(xp_model_kind kind);
+int xp_model_count(void);
 
 /* Build the model and initialize its parameters from seed (GPT-2 style:
  * N(0, 0.02), residual projections 0.02/sqrt(2 n_layer), norms 1, biases 0). */

@@ -1,18 +1,15 @@
-/* prec.c: the precision of every GEMM of a run and the one place that runs
- * them (xp_matmul): quantize each operand with its tensor kind's format,
+/* matmul.c: the GEMM context of a run and the one place that runs the GEMMs
+ * (xp_matmul): quantize each operand with its tensor kind's format,
  * rounding and recipe, then exmy_gemm with the role's accumulation model.
  * Per-layer state: the recipes (delayed scaling's amax histories) and the
- * FP8 statistics of the last collected step. */
-#include "experiments/xp.h"
+ * FP8 statistics of the last collected step.  The precisions themselves
+ * (presets, keys, overrides) are parsed in precision.c. */
+#include "experiments/precision.h"
 
-#include <fnmatch.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-const char *const xp_tkind_names[XP_NKIND] = {"input", "weight", "grad"};
-const char *const xp_role_names[XP_NROLE] = {"fprop", "dgrad", "wgrad"};
 
 struct xp_layer_state {
   exmy_recipe rec[XP_NKIND];    /* the recipe state of each tensor kind */
@@ -23,115 +20,7 @@ struct xp_layer_state {
   int have_st[XP_NROLE][2];
 };
 
-int xp_format_is_f32(const exmy_format *f) {
-  return f->ebits == 8 && f->mbits == 23 && f->bias == 127 && f->is_signed && f->has_zero &&
-         f->inf == EXMY_INF_IEEE && f->nan == EXMY_NAN_IEEE;
-}
-
-static int tprec_format(xp_tprec *t, const char *text, char *err, size_t errlen) {
-  char e[200];
-  if (exmy_format_parse(text, &t->fmt, e, sizeof e)) return xp_errf(err, errlen, "precision: %s", e);
-  if (t->fmt.mbits > 23)
-    return xp_errf(err, errlen, "precision: format '%s' has more than 23 mantissa bits (GEMM operands)", text);
-  t->is_f32 = xp_format_is_f32(&t->fmt);
-  return 0;
-}
-
-/* A narrow-range element format wants a scale; e8mY covers fp32's range. */
-static int wants_scaling(const exmy_format *f) { return f->emax < 64; }
-
-int xp_prec_preset(xp_prec *p, const char *name, char *err, size_t errlen) {
-  memset(p, 0, sizeof *p);
-  snprintf(p->name, sizeof p->name, "%s", name);
-  const char *fmts[XP_NKIND] = {name, name, name};
-  if (!strcmp(name, "fp32")) fmts[0] = fmts[1] = fmts[2] = "f32";
-  else if (!strcmp(name, "fp16")) fmts[0] = fmts[1] = fmts[2] = "f16";
-  else if (!strcmp(name, "hybrid")) fmts[0] = fmts[1] = "e4m3fn", fmts[2] = "e5m2";
-  for (int t = 0; t < XP_NKIND; t++) {
-    if (tprec_format(&p->t[t], fmts[t], err, errlen)) return -1;
-    p->t[t].rnd = exmy_rounding_default();
-    /* cuda_fp8.h's casts saturate; the 16-bit formats behave as IEEE */
-    if (p->t[t].fmt.bits <= 8) p->t[t].rnd.sat = EXMY_SAT_FINITE;
-    snprintf(p->t[t].recipe, sizeof p->t[t].recipe, "%s",
-             !p->t[t].is_f32 && p->t[t].fmt.bits <= 8 && wants_scaling(&p->t[t].fmt) ? "current" : "none");
-  }
-  for (int r = 0; r < XP_NROLE; r++) exmy_accum_parse("fp32", &p->accum[r], NULL, 0);
-  return 0;
-}
-
-/* "fmt" -> all kinds; "fmt.grad" -> one.  Returns a mask of kinds or roles. */
-static int key_targets(const char *key, const char *base, const char *const *names, int count, int *mask) {
-  size_t bl = strlen(base);
-  if (strncmp(key, base, bl)) return 0;
-  if (!key[bl]) { *mask = (1 << count) - 1; return 1; }
-  if (key[bl] != '.') return 0;
-  for (int i = 0; i < count; i++)
-    if (!strcmp(key + bl + 1, names[i])) { *mask = 1 << i; return 1; }
-  return -1;
-}
-
-int xp_prec_set(xp_prec *p, const char *key, const char *value, char *err, size_t errlen) {
-  int mask = 0, r;
-  char e[200];
-  if ((r = key_targets(key, "fmt", xp_tkind_names, XP_NKIND, &mask))) {
-    if (r < 0) return xp_errf(err, errlen, "precision: unknown tensor in '%s' (input, weight, grad)", key);
-    for (int t = 0; t < XP_NKIND; t++)
-      if (mask >> t & 1) {
-        if (tprec_format(&p->t[t], value, err, errlen)) return -1;
-        if (p->t[t].is_f32) snprintf(p->t[t].recipe, sizeof p->t[t].recipe, "none");
-      }
-    return 0;
-  }
-  if ((r = key_targets(key, "round", xp_tkind_names, XP_NKIND, &mask))) {
-    exmy_round_mode mode;
-    if (r < 0) return xp_errf(err, errlen, "precision: unknown tensor in '%s' (input, weight, grad)", key);
-    if (exmy_round_mode_parse(value, &mode))
-      return xp_errf(err, errlen, "precision: unknown rounding '%s' (rne rna rtz rup rdn rto sr)", value);
-    for (int t = 0; t < XP_NKIND; t++)
-      if (mask >> t & 1) p->t[t].rnd.mode = mode;
-    return 0;
-  }
-  if ((r = key_targets(key, "sat", xp_tkind_names, XP_NKIND, &mask))) {
-    if (r < 0) return xp_errf(err, errlen, "precision: unknown tensor in '%s' (input, weight, grad)", key);
-    exmy_saturation s;
-    if (!strcmp(value, "none")) s = EXMY_SAT_NONE;
-    else if (!strcmp(value, "finite")) s = EXMY_SAT_FINITE;
-    else return xp_errf(err, errlen, "precision: saturation '%s' is not none or finite", value);
-    for (int t = 0; t < XP_NKIND; t++)
-      if (mask >> t & 1) p->t[t].rnd.sat = s;
-    return 0;
-  }
-  if ((r = key_targets(key, "recipe", xp_tkind_names, XP_NKIND, &mask))) {
-    if (r < 0) return xp_errf(err, errlen, "precision: unknown tensor in '%s' (input, weight, grad)", key);
-    exmy_recipe rec;
-    if (exmy_recipe_parse(value, &rec, e, sizeof e)) return xp_errf(err, errlen, "precision: %s", e);
-    exmy_recipe_free(&rec);
-    if (strlen(value) >= sizeof p->t[0].recipe) return xp_errf(err, errlen, "precision: recipe '%s' too long", value);
-    for (int t = 0; t < XP_NKIND; t++)
-      if (mask >> t & 1) snprintf(p->t[t].recipe, sizeof p->t[t].recipe, "%s", value);
-    return 0;
-  }
-  if ((r = key_targets(key, "accum", xp_role_names, XP_NROLE, &mask))) {
-    if (r < 0) return xp_errf(err, errlen, "precision: unknown GEMM in '%s' (fprop, dgrad, wgrad)", key);
-    exmy_accum acc;
-    if (exmy_accum_parse(value, &acc, e, sizeof e)) return xp_errf(err, errlen, "precision: %s", e);
-    for (int q = 0; q < XP_NROLE; q++)
-      if (mask >> q & 1) p->accum[q] = acc;
-    return 0;
-  }
-  return xp_errf(err, errlen, "precision: unknown key '%s' (fmt, round, sat, recipe, accum[.KIND])", key);
-}
-
 /* ---- the context ---------------------------------------------------------- */
-
-static int layer_matches(const char *pat, int i, int nlin, const char *name) {
-  if (!strcmp(pat, "first")) return i == 0;
-  if (!strcmp(pat, "last")) return i == nlin - 1;
-  char *end;
-  long v = strtol(pat, &end, 10);
-  if (*pat && !*end) return v == i;
-  return fnmatch(pat, name, 0) == 0;
-}
 
 int xp_ctx_init(xp_ctx *ctx, const xp_config *cfg, const struct xp_model *m, char *err, size_t errlen) {
   memset(ctx, 0, sizeof *ctx);
@@ -144,19 +33,12 @@ int xp_ctx_init(xp_ctx *ctx, const xp_config *cfg, const struct xp_model *m, cha
   ctx->lin_prec = calloc(m->nlin ? m->nlin : 1, sizeof *ctx->lin_prec);
   ctx->ls = calloc(m->nlin ? m->nlin : 1, sizeof *ctx->ls);
   if (!ctx->lin_prec || !ctx->ls) return xp_errf(err, errlen, "out of memory");
-  for (int o = 0; o < cfg->n_override; o++) {
-    int hit = 0;
-    for (int i = 0; i < m->nlin; i++) hit |= layer_matches(cfg->override_layer[o], i, m->nlin, m->lin_name[i]);
-    if (!hit) {
-      xp_ctx_free(ctx);
-      return xp_errf(err, errlen, "layer.%s: no linear layer matches '%s' (first, last, an index, or a name like h0.qkv)",
-                  cfg->override_layer[o], cfg->override_layer[o]);
-    }
+  if (xp_prec_check_overrides(cfg, m->nlin, m->lin_name, err, errlen)) {
+    xp_ctx_free(ctx);
+    return -1;
   }
   for (int i = 0; i < m->nlin; i++) {
-    const xp_prec *p = &cfg->prec;
-    for (int o = 0; o < cfg->n_override; o++)
-      if (layer_matches(cfg->override_layer[o], i, m->nlin, m->lin_name[i])) p = &cfg->override_prec[o];
+    const xp_prec *p = xp_prec_of_layer(cfg, i, m->nlin, m->lin_name[i]);
     ctx->lin_prec[i] = p;
     for (int t = 0; t < XP_NKIND; t++) {
       char e[200];
@@ -298,7 +180,7 @@ static int dump_wanted(const xp_ctx *ctx, int lin) {
   char list[256], *save = NULL;
   snprintf(list, sizeof list, "%s", ctx->cfg->dump_layers);
   for (char *s = strtok_r(list, ",", &save); s; s = strtok_r(NULL, ",", &save))
-    if (layer_matches(s, lin, ctx->nlin, ctx->lin_name[lin])) return 1;
+    if (xp_layer_matches(s, lin, ctx->nlin, ctx->lin_name[lin])) return 1;
   return 0;
 }
 
@@ -306,8 +188,19 @@ static void nan_fill(float *d, size_t n) {
   for (size_t i = 0; i < n; i++) d[i] = NAN;
 }
 
-void xp_matmul(xp_ctx *ctx, int lin, int sub, xp_role role, xp_tkind ka, int trans_a, const float *a,
-               xp_tkind kb, int trans_b, const float *b, size_t m, size_t n, size_t k, float *d) {
+int xp_fail(xp_ctx *ctx, const char *msg) {
+  if (!ctx->failed) snprintf(ctx->err, sizeof ctx->err, "%s", msg);
+  ctx->failed = 1;
+  return -1;
+}
+
+void xp_matmul(xp_ctx *ctx, const xp_gemm_desc *g) {
+  const int lin = g->lin, sub = g->sub;
+  const xp_role role = g->role;
+  const xp_tkind ka = g->a.kind, kb = g->b.kind;
+  const float *a = g->a.p, *b = g->b.p;
+  const size_t m = g->m, n = g->n, k = g->k;
+  float *d = g->d;
   if (ctx->failed) {
     nan_fill(d, m * n);
     return;
@@ -321,27 +214,27 @@ void xp_matmul(xp_ctx *ctx, int lin, int sub, xp_role role, xp_tkind ka, int tra
   }
   operand A, B;
   const int normal = ctx->mode == XP_MODE_NORMAL;
-  if (make_operand(ctx, &p->t[ka], normal && ls ? &ls->rec[ka] : NULL, lin, sub, role, 0, a, trans_a, m, k, &A)) {
+  if (make_operand(ctx, &p->t[ka], normal && ls ? &ls->rec[ka] : NULL, lin, sub, role, 0, a, g->a.trans, m, k, &A)) {
     nan_fill(d, m * n);
     return;
   }
-  if (make_operand(ctx, &p->t[kb], normal && ls ? &ls->rec[kb] : NULL, lin, sub, role, 1, b, trans_b, n, k, &B)) {
+  if (make_operand(ctx, &p->t[kb], normal && ls ? &ls->rec[kb] : NULL, lin, sub, role, 1, b, g->b.trans, n, k, &B)) {
     free_operand(&A);
     nan_fill(d, m * n);
     return;
   }
-  exmy_gemm_args g;
-  exmy_gemm_args_init(&g);
-  g.trans_a = A.trans;
-  g.trans_b = B.trans;
-  g.a = &A.q;
-  g.b = &B.q;
-  g.d_fmt = &ctx->f32;
-  g.d = d;
-  g.accum = &p->accum[role];
-  g.threads = lin < 0 ? 1 : ctx->cfg->threads;
+  exmy_gemm_args ga;
+  exmy_gemm_args_init(&ga);
+  ga.trans_a = A.trans;
+  ga.trans_b = B.trans;
+  ga.a = &A.q;
+  ga.b = &B.q;
+  ga.d_fmt = &ctx->f32;
+  ga.d = d;
+  ga.accum = &p->accum[role];
+  ga.threads = lin < 0 ? 1 : ctx->cfg->threads;
   char e[256];
-  if (exmy_gemm(&g, e, sizeof e) < 0) {
+  if (exmy_gemm(&ga, e, sizeof e) < 0) {
     set_err(ctx, lin >= 0 ? ctx->lin_name[lin] : "attention", e);
     nan_fill(d, m * n);
   }

@@ -1,0 +1,53 @@
+/* models.c: the model table (like cli/'s command table) and the xp_model_*
+ * entry points of the engine, which look the model up in it.  Each model
+ * defines its row (xp_model_ops) in its own file; this is the only place
+ * that knows them all. */
+#include "experiments/model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Indexed by xp_model_kind (designated: row models[k] has kind k). */
+static const xp_model_ops *const models[] = {
+  [XP_MODEL_GPT] = &xp_gpt_model,
+  [XP_MODEL_MLP] = &xp_mlp_model,
+  [XP_MODEL_MLP_CLASS] = &xp_mlp_class_model,
+};
+#define NMODELS (int)(sizeof models / sizeof models[0])
+
+const xp_model_ops *xp_model_lookup(const char *name) {
+  for (int i = 0; i < NMODELS; i++)
+    if (!strcmp(models[i]->name, name)) return models[i];
+  return NULL;
+}
+
+const xp_model_ops *xp_model_of(xp_model_kind kind) {
+  return (int)kind >= 0 && (int)kind < NMODELS ? models[kind] : NULL;
+}
+
+int xp_model_count(void) { return NMODELS; }
+
+int xp_model_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t seed, char *err, size_t errlen) {
+  memset(m, 0, sizeof *m);
+  const xp_model_ops *ops = xp_model_of(mc->kind);
+  if (!ops) return xp_errf(err, errlen, "model: unknown kind %d", (int)mc->kind);
+  m->ops = ops;
+  return ops->init(m, mc, vocab, seed, err, errlen);
+}
+
+void xp_model_free(xp_model *m) {
+  if (!m) return;
+  if (m->ops) m->ops->free(m);
+  xp_params_free(m);
+  memset(m, 0, sizeof *m);
+}
+
+int xp_model_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
+  return m->ops->forward(m, ctx, b, loss);
+}
+
+int xp_model_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) { return m->ops->backward(m, ctx, b); }
+
+int xp_model_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out) {
+  return m->ops->predict(m, ctx, b, out);
+}
