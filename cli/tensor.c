@@ -107,7 +107,6 @@ int cmd_quantize_tensor(int argc, char **argv) {
     exmy_recipe rc;
     char err[400];
     if (exmy_recipe_parse(recipe, &rc, err, sizeof err)) cli_die("quantize-tensor: %s", err);
-    exmy_recipe_free(&rc);
   }
   if (!out && !scales && !dq && !stats) cli_die("quantize-tensor: nothing to write: give --out, --scales, --dequant or --stats");
   size_t rows, cols;
@@ -224,7 +223,6 @@ int cmd_whatif(int argc, char **argv) {
     exmy_recipe rc;
     char err[400];
     if (exmy_recipe_parse(rl[j], &rc, err, sizeof err)) cli_die("whatif: %s", err);
-    exmy_recipe_free(&rc);
   }
   size_t rows, cols;
   float *x = cli_read_f32_matrix("whatif", in, &rows, &cols);

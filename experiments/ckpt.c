@@ -41,11 +41,12 @@ int xp_ckpt_save(const char *path, const xp_ckpt_state *s, char *err, size_t err
   const int32_t nlin = s->ctx->nlin;
   bad |= W(nlin);
   for (int i = 0; i < nlin; i++) {
-    exmy_recipe *rec[XP_NKIND];
-    xp_ctx_recipes(s->ctx, i, rec);
+    const exmy_recipe *rec[XP_NKIND];
+    exmy_recipe_state *st[XP_NKIND];
+    xp_ctx_recipes(s->ctx, i, rec, st);
     for (int t = 0; t < XP_NKIND; t++) {
-      const exmy_recipe *r = rec[t];
-      const int32_t kind = r->kind, len = r->history ? r->history_len : 0;
+      const exmy_recipe_state *r = st[t];
+      const int32_t kind = rec[t]->kind, len = r->history ? r->history_len : 0;
       bad |= W(kind) | W(len) | W(r->scale) | W(r->scale_inv) | W(r->fmax) | W(r->steps);
       if (len) bad |= wr(f, r->history, (size_t)len * sizeof(float));
     }
@@ -118,18 +119,19 @@ int xp_ckpt_load(const char *path, xp_ckpt_state *s, int *same_prec, char *err, 
     return xp_errf(err, errlen, "resume: '%s' is truncated or has other layers", path);
   }
   for (int i = 0; i < nlin && !bad; i++) {
-    exmy_recipe *rec[XP_NKIND];
-    xp_ctx_recipes(s->ctx, i, rec);
+    const exmy_recipe *rec[XP_NKIND];
+    exmy_recipe_state *st[XP_NKIND];
+    xp_ctx_recipes(s->ctx, i, rec, st);
     for (int t = 0; t < XP_NKIND && !bad; t++) {
-      exmy_recipe tmp;
+      exmy_recipe_state tmp;
       int32_t kind, len;
       bad |= R(kind) | R(len) | R(tmp.scale) | R(tmp.scale_inv) | R(tmp.fmax) | R(tmp.steps);
       if (bad || len < 0 || len > (1 << 24)) { bad = 1; break; }
       float *hist = malloc((size_t)len * sizeof(float) + 1);
       bad |= !hist || (len && rd(f, hist, (size_t)len * sizeof(float)));
       /* the scaling state carries over only into the same precision */
-      exmy_recipe *r = rec[t];
-      if (!bad && *same_prec && (int32_t)r->kind == kind && (r->history ? r->history_len : 0) == len) {
+      exmy_recipe_state *r = st[t];
+      if (!bad && *same_prec && (int32_t)rec[t]->kind == kind && (r->history ? r->history_len : 0) == len) {
         r->scale = tmp.scale;
         r->scale_inv = tmp.scale_inv;
         r->fmax = tmp.fmax;

@@ -139,7 +139,7 @@ static int set_master(xp_config *c, const char *key, const char *value, char *er
 }
 
 static int set_master_round(xp_config *c, const char *key, const char *value, char *err, size_t errlen) {
-  if (exmy_round_mode_parse(value, &c->master_round))
+  if (exmy_round_mode_parse(value, &c->master_round, NULL, 0))
     return xp_errf(err, errlen, "%s: unknown rounding '%s' (rne rna rtz rup rdn rto sr)", key, value);
   return 0;
 }

@@ -12,7 +12,8 @@
 #include <sys/stat.h>
 
 struct xp_layer_state {
-  exmy_recipe rec[XP_NKIND];    /* the recipe state of each tensor kind */
+  exmy_recipe rec[XP_NKIND];    /* the recipe of each tensor kind ... */
+  exmy_recipe_state st_rec[XP_NKIND]; /* ... and what it remembers across steps */
   int have_rec[XP_NKIND];
   /* statistics of the operands (A, B) of each role, from the last collected step */
   exmy_qstats st[XP_NROLE][2];
@@ -42,7 +43,8 @@ int xp_ctx_init(xp_ctx *ctx, const xp_config *cfg, const struct xp_model *m, cha
     ctx->lin_prec[i] = p;
     for (int t = 0; t < XP_NKIND; t++) {
       char e[200];
-      if (exmy_recipe_parse(p->t[t].recipe, &ctx->ls[i].rec[t], e, sizeof e)) {
+      if (exmy_recipe_parse(p->t[t].recipe, &ctx->ls[i].rec[t], e, sizeof e) ||
+          exmy_recipe_state_init(&ctx->ls[i].rec[t], &ctx->ls[i].st_rec[t], e, sizeof e)) {
         xp_ctx_free(ctx);
         return xp_errf(err, errlen, "layer %s: %s", m->lin_name[i], e);
       }
@@ -56,7 +58,7 @@ void xp_ctx_free(xp_ctx *ctx) {
   if (ctx->ls)
     for (int i = 0; i < ctx->nlin; i++)
       for (int t = 0; t < XP_NKIND; t++)
-        if (ctx->ls[i].have_rec[t]) exmy_recipe_free(&ctx->ls[i].rec[t]);
+        if (ctx->ls[i].have_rec[t]) exmy_recipe_state_free(&ctx->ls[i].st_rec[t]);
   free(ctx->ls);
   free(ctx->lin_prec);
   ctx->ls = NULL;
@@ -106,8 +108,9 @@ typedef struct operand {
  * rows x cols = (trans ? k x m : m x k) for A, (trans ? n x k : k x n) for B.
  * Grouped recipes (blocks, rows, MX) need the reduction dimension along the
  * rows of storage: A as m x k and B as n x k (the TN layout of cuBLASLt). */
-static int make_operand(xp_ctx *ctx, const xp_tprec *t, exmy_recipe *state, int lin, int sub, xp_role role,
-                        int which, const float *x, int trans, size_t outer, size_t k, operand *op) {
+static int make_operand(xp_ctx *ctx, const xp_tprec *t, const exmy_recipe *recipe, exmy_recipe_state *state,
+                        int lin, int sub, xp_role role, int which, const float *x, int trans, size_t outer, size_t k,
+                        operand *op) {
   memset(op, 0, sizeof *op);
   size_t rows, cols;
   if (which == 0) rows = trans ? k : outer, cols = trans ? outer : k;
@@ -115,15 +118,18 @@ static int make_operand(xp_ctx *ctx, const xp_tprec *t, exmy_recipe *state, int 
   op->trans = trans;
   op->src = x;
   if (t->is_f32) {
-    exmy_qtensor_view(&op->q, &t->fmt, x, rows, cols, NULL);
+    exmy_qtensor_view(&t->fmt, x, rows, cols, NULL, &op->q);
     return 0;
   }
   exmy_recipe local;
-  exmy_recipe *rec = state;
+  exmy_recipe_state local_st;
+  const exmy_recipe *rec = recipe;
   char e[200];
   if (!rec) { /* attention or the high-precision modes: a fresh recipe per call (no delayed state) */
-    if (exmy_recipe_parse(t->recipe, &local, e, sizeof e)) return set_err(ctx, "recipe", e), -1;
+    if (exmy_recipe_parse(t->recipe, &local, e, sizeof e) || exmy_recipe_state_init(&local, &local_st, e, sizeof e))
+      return set_err(ctx, "recipe", e), -1;
     rec = &local;
+    state = &local_st;
   }
   const int canon_trans = which == 0 ? 0 : 1;
   if ((rec->block_rows || rec->block_cols) && trans != canon_trans) {
@@ -140,8 +146,8 @@ static int make_operand(xp_ctx *ctx, const xp_tprec *t, exmy_recipe *state, int 
   rnd.seed = ctx->cfg->seed;
   rnd.stream = mix64((uint64_t)ctx->step) ^ mix64(((uint64_t)(lin + 1) << 40) ^ ((uint64_t)sub << 8) ^
                                                   (uint64_t)(role * 2 + which));
-  int rc = exmy_recipe_quantize(rec, &t->fmt, &rnd, op->src, rows, cols, &op->q, e, sizeof e);
-  if (rec == &local) exmy_recipe_free(&local);
+  int rc = exmy_recipe_quantize(rec, &t->fmt, &rnd, op->src, rows, cols, state, &op->q, NULL, e, sizeof e);
+  if (rec == &local) exmy_recipe_state_free(&local_st);
   if (rc) return set_err(ctx, "quantize", e), -1;
   op->quantized = 1;
   return 0;
@@ -162,13 +168,13 @@ static void dump_operand(xp_ctx *ctx, int lin, xp_role role, int which, const op
   a.shape[0] = op->q.rows;
   a.shape[1] = op->q.cols;
   a.count = op->q.rows * op->q.cols;
-  a.dtype = EXMY_DT_F32;
+  a.dtype = EXMY_DTYPE_F32;
   a.data = (void *)op->src;
   snprintf(path, sizeof path, "%s/step%ld.%s.%s.%c.npy", dir, ctx->step, base, xp_role_names[role], "AB"[which]);
   if (exmy_npy_write(path, &a, e, sizeof e)) set_err(ctx, "dump", e);
   if (op->quantized) {
     const int bytes = exmy_code_bytes(&op->q.fmt);
-    a.dtype = bytes == 1 ? EXMY_DT_U8 : bytes == 2 ? EXMY_DT_U16 : EXMY_DT_U32;
+    a.dtype = bytes == 1 ? EXMY_DTYPE_U8 : bytes == 2 ? EXMY_DTYPE_U16 : EXMY_DTYPE_U32;
     a.data = op->q.codes;
     snprintf(path, sizeof path, "%s/step%ld.%s.%s.%c.codes.npy", dir, ctx->step, base, xp_role_names[role],
              "AB"[which]);
@@ -209,16 +215,19 @@ void xp_matmul(xp_ctx *ctx, const xp_gemm_desc *g) {
   xp_layer_state *ls = lin >= 0 ? &ctx->ls[lin] : NULL;
   if (ctx->mode == XP_MODE_CALIBRATE && ls) { /* TE's calibration: record amaxes, compute high */
     const xp_prec *lp = ctx->lin_prec[lin];
-    exmy_recipe_calibrate(&ls->rec[ka], &lp->t[ka].fmt, a, m * k);
-    exmy_recipe_calibrate(&ls->rec[kb], &lp->t[kb].fmt, b, k * n);
+    exmy_recipe_calibrate(&ls->rec[ka], &lp->t[ka].fmt, a, m * k, &ls->st_rec[ka]);
+    exmy_recipe_calibrate(&ls->rec[kb], &lp->t[kb].fmt, b, k * n, &ls->st_rec[kb]);
   }
   operand A, B;
   const int normal = ctx->mode == XP_MODE_NORMAL;
-  if (make_operand(ctx, &p->t[ka], normal && ls ? &ls->rec[ka] : NULL, lin, sub, role, 0, a, g->a.trans, m, k, &A)) {
+  const int own = normal && ls; /* the layer's recipes and their state, else a fresh one per call */
+  if (make_operand(ctx, &p->t[ka], own ? &ls->rec[ka] : NULL, own ? &ls->st_rec[ka] : NULL, lin, sub, role, 0, a,
+                   g->a.trans, m, k, &A)) {
     nan_fill(d, m * n);
     return;
   }
-  if (make_operand(ctx, &p->t[kb], normal && ls ? &ls->rec[kb] : NULL, lin, sub, role, 1, b, g->b.trans, n, k, &B)) {
+  if (make_operand(ctx, &p->t[kb], own ? &ls->rec[kb] : NULL, own ? &ls->st_rec[kb] : NULL, lin, sub, role, 1, b,
+                   g->b.trans, n, k, &B)) {
     free_operand(&A);
     nan_fill(d, m * n);
     return;
@@ -230,11 +239,10 @@ void xp_matmul(xp_ctx *ctx, const xp_gemm_desc *g) {
   ga.a = &A.q;
   ga.b = &B.q;
   ga.d_fmt = &ctx->f32;
-  ga.d = d;
   ga.accum = &p->accum[role];
   ga.threads = lin < 0 ? 1 : ctx->cfg->threads;
   char e[256];
-  if (exmy_gemm(&ga, e, sizeof e) < 0) {
+  if (exmy_gemm(&ga, d, NULL, NULL, e, sizeof e)) {
     set_err(ctx, lin >= 0 ? ctx->lin_name[lin] : "attention", e);
     nan_fill(d, m * n);
   }
@@ -260,7 +268,7 @@ void xp_matmul(xp_ctx *ctx, const xp_gemm_desc *g) {
 void xp_ctx_step_end(xp_ctx *ctx) {
   if (ctx->mode != XP_MODE_NORMAL && ctx->mode != XP_MODE_CALIBRATE) return; /* nothing recorded */
   for (int i = 0; i < ctx->nlin; i++)
-    for (int t = 0; t < XP_NKIND; t++) exmy_recipe_step(&ctx->ls[i].rec[t]);
+    for (int t = 0; t < XP_NKIND; t++) exmy_recipe_step(&ctx->ls[i].rec[t], &ctx->ls[i].st_rec[t]);
 }
 
 static const xp_tkind role_kinds[XP_NROLE][2] = {
@@ -304,8 +312,11 @@ void xp_ctx_stats_write(xp_ctx *ctx, long step, FILE *csv, FILE *jsonl) {
 }
 
 /* Delayed-scaling state for checkpoints: each layer's recipes in order. */
-int xp_ctx_recipes(xp_ctx *ctx, int lin, exmy_recipe **out) {
+int xp_ctx_recipes(xp_ctx *ctx, int lin, const exmy_recipe **rec, exmy_recipe_state **state) {
   if (lin < 0 || lin >= ctx->nlin) return 0;
-  for (int t = 0; t < XP_NKIND; t++) out[t] = &ctx->ls[lin].rec[t];
+  for (int t = 0; t < XP_NKIND; t++) {
+    rec[t] = &ctx->ls[lin].rec[t];
+    state[t] = &ctx->ls[lin].st_rec[t];
+  }
   return XP_NKIND;
 }

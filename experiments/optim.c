@@ -67,18 +67,20 @@ static void fake_quant(const char *fmt_name, const char *recipe_text, float *x, 
                        uint64_t stream) {
   exmy_format f;
   exmy_recipe r;
+  exmy_recipe_state st; /* a fresh state each call: no delayed history across steps */
   exmy_qtensor q;
   exmy_format_parse(fmt_name, &f, NULL, 0);
   exmy_recipe_parse(recipe_text, &r, NULL, 0);
+  exmy_recipe_state_init(&r, &st, NULL, 0);
   exmy_rounding rnd = exmy_rounding_default();
   rnd.sat = EXMY_SAT_FINITE;
   rnd.seed = seed;
   rnd.stream = stream;
-  if (exmy_recipe_quantize(&r, &f, &rnd, x, 1, n, &q, NULL, 0) == 0) {
+  if (exmy_recipe_quantize(&r, &f, &rnd, x, 1, n, &st, &q, NULL, NULL, 0) == 0) {
     exmy_qtensor_dequant_f32(&q, x);
     exmy_qtensor_free(&q);
   }
-  exmy_recipe_free(&r);
+  exmy_recipe_state_free(&st);
 }
 
 /* p <- round(p) to the master format (exmy_quantize, SR counter = element index), decoded back */
@@ -88,7 +90,7 @@ static void round_master(xp_optim *o, const xp_config *c, float *p, size_t n, ui
   rnd.sat = EXMY_SAT_FINITE;
   rnd.seed = c->seed;
   rnd.stream = stream;
-  exmy_quantize(&c->master, &rnd, EXMY_SRC_F32, p, n, 0, o->codes);
+  exmy_quantize(&c->master, &rnd, EXMY_DTYPE_F32, p, n, 0, o->codes, NULL, NULL, 0); /* f32 source: cannot fail */
   exmy_decode_f32(&c->master, o->codes, n, p);
 }
 

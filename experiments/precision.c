@@ -89,7 +89,7 @@ static int set_fmt(xp_prec *p, int mask, const char *value, char *err, size_t er
 
 static int set_round(xp_prec *p, int mask, const char *value, char *err, size_t errlen) {
   exmy_round_mode mode;
-  if (exmy_round_mode_parse(value, &mode))
+  if (exmy_round_mode_parse(value, &mode, NULL, 0))
     return xp_errf(err, errlen, "precision: unknown rounding '%s' (rne rna rtz rup rdn rto sr)", value);
   for (int t = 0; t < XP_NKIND; t++)
     if (mask >> t & 1) p->t[t].rnd.mode = mode;
@@ -110,7 +110,6 @@ static int set_recipe(xp_prec *p, int mask, const char *value, char *err, size_t
   exmy_recipe rec;
   char e[200];
   if (exmy_recipe_parse(value, &rec, e, sizeof e)) return xp_errf(err, errlen, "precision: %s", e);
-  exmy_recipe_free(&rec);
   if (strlen(value) >= sizeof p->t[0].recipe) return xp_errf(err, errlen, "precision: recipe '%s' too long", value);
   for (int t = 0; t < XP_NKIND; t++)
     if (mask >> t & 1) snprintf(p->t[t].recipe, sizeof p->t[t].recipe, "%s", value);

@@ -1954,9 +1954,8 @@ static void gemm_experiment(study *st, acc_result *ar) {
       exmy_recipe rc;
       exmy_qtensor qa, qb;
       exmy_recipe_parse("none", &rc, err, sizeof err);
-      exmy_recipe_quantize(&rc, &e4, &rnd, a, m, k, &qa, err, sizeof err);
-      exmy_recipe_quantize(&rc, &e4, &rnd, b, k, n, &qb, err, sizeof err);
-      exmy_recipe_free(&rc);
+      exmy_recipe_quantize(&rc, &e4, &rnd, a, m, k, NULL, &qa, NULL, err, sizeof err);
+      exmy_recipe_quantize(&rc, &e4, &rnd, b, k, n, NULL, &qb, NULL, err, sizeof err);
       exmy_gemm_args g;
       exmy_gemm_args_init(&g);
       g.a = &qa;
@@ -1964,12 +1963,10 @@ static void gemm_experiment(study *st, acc_result *ar) {
       g.d_fmt = &f32;
       g.threads = st->threads;
       g.accum = &ex;
-      g.d = dex;
-      if (exmy_gemm(&g, err, sizeof err) < 0) snprintf(ar->failed, sizeof ar->failed, "exact: %s", err);
+      if (exmy_gemm(&g, dex, NULL, NULL, err, sizeof err)) snprintf(ar->failed, sizeof ar->failed, "exact: %s", err);
       for (int mi = 0; mi < ACC_NMODEL; mi++) {
         g.accum = &models[mi];
-        g.d = d;
-        if (exmy_gemm(&g, err, sizeof err) < 0) {
+        if (exmy_gemm(&g, d, NULL, NULL, err, sizeof err)) {
           snprintf(ar->failed, sizeof ar->failed, "%s: %s", ACC_MODELS[mi], err);
           ar->err[data][ki][mi] = NAN;
           continue;

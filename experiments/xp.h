@@ -193,7 +193,7 @@ void xp_ctx_step_end(xp_ctx *ctx);
 void xp_ctx_stats_header(FILE *csv);
 void xp_ctx_stats_write(xp_ctx *ctx, long step, FILE *csv, FILE *jsonl);
 /* The recipe states of linear layer lin (XP_NKIND pointers into out): checkpoints. */
-int xp_ctx_recipes(xp_ctx *ctx, int lin, exmy_recipe **out);
+int xp_ctx_recipes(xp_ctx *ctx, int lin, const exmy_recipe **rec, exmy_recipe_state **state);
 
 /* ---- models ------------------------------------------------------------- */
 
