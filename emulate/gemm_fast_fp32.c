@@ -20,13 +20,14 @@ static void promote_all(const gemm_plan *p, size_t l0, const float *P, float *F,
 }
 
 /* Packed operands: A in panels of GEMM_MR rows ([panel][l][GEMM_MR]), B in
- * panels of nr columns ([panel][l][nr]), zero padded. */
+ * panels of nr columns ([panel][l][nr]), zero padded; on the caller's nt
+ * threads, so a small GEMM (one thread, parallel.h) starts no team here. */
 static float *pack_f32(const gemm_plan *p, const double *src, const float *scales, size_t rows, size_t w,
-                       size_t *np) {
+                       size_t *np, int nt) {
   const size_t k = p->k, npan = (rows + w - 1) / w;
   float *X = calloc(npan * k * w + 1, sizeof *X);
   if (!X) return NULL;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(nt) schedule(static)
   for (size_t i = 0; i < rows; i++)
     for (size_t l = 0; l < k; l++) {
       const double x = src[i * k + l];
@@ -42,7 +43,8 @@ int exmy__gemm_fast_fp32(const gemm_plan *p, int nt, unsigned *flags, float *ama
   size_t nr;
   if (!exmy__gemm_micro(0, &micro, &nr)) return 0;
   size_t apan = 0, bpan = 0;
-  float *A = pack_f32(p, p->ad, p->as, p->m, GEMM_MR, &apan), *B = pack_f32(p, p->bd, p->bs, p->n, nr, &bpan);
+  float *A = pack_f32(p, p->ad, p->as, p->m, GEMM_MR, &apan, nt);
+  float *B = pack_f32(p, p->bd, p->bs, p->n, nr, &bpan, nt);
   const size_t ldp = bpan * nr, rows = apan * GEMM_MR;
   const int promoted = p->acc.chunk || p->style == GEMM_PROMOTE;
   float *P = calloc(rows * ldp + 1, sizeof *P);

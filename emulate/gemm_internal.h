@@ -1,10 +1,12 @@
 /* gemm_internal.h: the lowest layer of the emulated GEMM, shared by the
  * reference (gemm_ref*.c) and the fast kernels (gemm_fast*.c): the prepared
- * problem (gemm_plan.c), the rounding of a sum (gemm_round.c) and the
- * epilogue (gemm_epilogue.c).  Calls go one way:
- *   gemm.c -> gemm_fast.c -> gemm_fast_*.c -> gemm_block.c
+ * problem (gemm_plan.c) with the inline pieces of the semantics that read
+ * it, the rounding of a sum (gemm_round.c) and the epilogue
+ * (gemm_epilogue.c).  Calls go one way, never back up:
+ *   gemm.c -> gemm_plan.c (build, free)
+ *          -> gemm_fast.c -> gemm_fast_{fp32,exact,tc,format}.c -> gemm_block.c
  *          -> gemm_ref.c -> gemm_ref_exact.c
- *   all of them -> gemm_epilogue.c, gemm_round.c -> gemm_plan.c
+ *   kernels and reference -> gemm_epilogue.c, gemm_round.c
  * Semantics: docs/gemm.md. */
 #ifndef EXMY_GEMM_INTERNAL_H
 #define EXMY_GEMM_INTERNAL_H
