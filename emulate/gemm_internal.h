@@ -1,5 +1,13 @@
-/* gemm_internal.h: the prepared GEMM problem shared by the reference
- * (gemm.c) and the fast kernels (gemm_fast.c).  Semantics: docs/gemm.md. */
+/* gemm_internal.h: the lowest layer of the emulated GEMM, shared by the
+ * reference (gemm_ref*.c) and the fast kernels (gemm_fast*.c): the prepared
+ * problem (gemm_plan.c) with the inline pieces of the semantics that read
+ * it, the rounding of a sum (gemm_round.c) and the epilogue
+ * (gemm_epilogue.c).  Calls go one way, never back up:
+ *   gemm.c -> gemm_plan.c (build, free)
+ *          -> gemm_fast.c -> gemm_fast_{fp32,exact,tc,format}.c -> gemm_block.c
+ *          -> gemm_ref.c -> gemm_ref_exact.c
+ *   kernels and reference -> gemm_epilogue.c, gemm_round.c
+ * Semantics: docs/gemm.md. */
 #ifndef EXMY_GEMM_INTERNAL_H
 #define EXMY_GEMM_INTERNAL_H
 #include "exmy.h"
@@ -7,6 +15,10 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+typedef unsigned __int128 u128;
+typedef __int128 i128;
 
 enum { GEMM_OUTER = 0, GEMM_PROMOTE, GEMM_INNER };
 
@@ -54,7 +66,6 @@ static inline float exmy__gemm_promote_w(const gemm_plan *p, size_t i, size_t j,
   return p->as[i * p->nseg + s] * p->bs[j * p->nseg + s];
 }
 
-/* The epilogue's multiplier s of output (i, j). */
 /* The product a_il b_jl in double (exact for M <= 23 operands; INNER scales inside). */
 static inline double exmy__gemm_prod(const gemm_plan *p, size_t i, size_t j, size_t l) {
   const double ab = p->ad[i * p->k + l] * p->bd[j * p->k + l];
@@ -63,6 +74,7 @@ static inline double exmy__gemm_prod(const gemm_plan *p, size_t i, size_t j, siz
   return ab * ((double)p->as[i * p->nseg + s] * (double)p->bs[j * p->nseg + s]);
 }
 
+/* The epilogue's multiplier s of output (i, j). */
 static inline float exmy__gemm_out_scale(const gemm_plan *p, size_t i, size_t j) {
   if (p->style == GEMM_OUTER) return (p->alpha * p->as[i]) * p->bs[j];
   if (p->style == GEMM_INNER) return (p->alpha * p->tA) * p->tB;
@@ -93,22 +105,48 @@ static inline uint64_t exmy__float_parts(float x, int *q) {
   return (uint64_t)ldexp(f, 24);
 }
 
+/* |x| = mant * 2^ex with a 53-bit integer mant (x finite, nonzero). */
+static inline uint64_t exmy__split_double(double x, int *ex) {
+  int e;
+  const double f = frexp(fabs(x), &e);
+  *ex = e - 53;
+  return (uint64_t)ldexp(f, 53);
+}
+
+/* Bit length of x (0 for 0). */
+static inline int exmy__bitlen128(u128 x) {
+  const uint64_t hi = (uint64_t)(x >> 64);
+  if (hi) return 128 - __builtin_clzll(hi);
+  const uint64_t lo = (uint64_t)x;
+  return lo ? 64 - __builtin_clzll(lo) : 0;
+}
+
+static inline float exmy__f32_from_bits(uint32_t b) {
+  float f;
+  memcpy(&f, &b, sizeof f);
+  return f;
+}
+
+/* ---- gemm_plan.c ---- */
+
 /* Build the plan (validates; decodes operands unless decode is 0). */
 int exmy__gemm_plan(const exmy_gemm_args *args, gemm_plan *p, int decode, char *err, size_t errlen);
 void exmy__gemm_plan_free(gemm_plan *p);
 
-/* Reference results of one output element. */
-float exmy__gemm_ref_p(const gemm_plan *p, size_t i, size_t j);   /* the model's fp32 P (non-exact models) */
-/* Epilogue of a non-exact model: writes D[i,j] and returns |z| for amax (NaN: 0). */
-float exmy__gemm_epilogue(const gemm_plan *p, size_t i, size_t j, float P, unsigned *flags);
-/* The exact model for one element, D written; returns |V| as fp32 (NaN: 0). */
-float exmy__gemm_exact_elem(const gemm_plan *p, size_t i, size_t j, unsigned *flags);
-
-/* The fast kernels: return 1 when they handled the problem (D and flags and
- * amax written), 0 when the generic path must run. */
-int exmy__gemm_fast(const gemm_plan *p, int threads, unsigned *flags, float *amax);
+/* ---- gemm_round.c ---- */
 
 /* x + y rounded once into fmt (exact sum; 64 leading bits + sticky for sr). */
 uint64_t exmy__round_sum2(const exmy_format *fmt, const exmy_rounding *rnd, double x, double y, uint64_t index,
                           unsigned *flags);
+
+/* ---- gemm_epilogue.c ---- */
+
+/* C[i,j] decoded (the plan must use C). */
+double exmy__gemm_c_value(const gemm_plan *p, size_t i, size_t j);
+/* Epilogue of a non-exact model for one element: writes D[i,j] and returns
+ * |z| for amax (NaN: 0). */
+float exmy__gemm_epilogue(const gemm_plan *p, size_t i, size_t j, float P, unsigned *flags);
+/* The same for all of D from the m x n matrix P (row-major), rows in
+ * parallel on nt threads; returns the flags, amax raised to max |z|. */
+unsigned exmy__gemm_epilogue_all(const gemm_plan *p, const float *P, int nt, float *amax);
 #endif

@@ -1,0 +1,125 @@
+/* gemm_fast_exact.c: the fast kernel of acc=exact (OUTER scaling, no C):
+ * the block engine (gemm_block.c) in double on integer-valued operands
+ * (a * 2^-lsb), so every product and partial sum is an integer below 2^53
+ * and the double sums are exact; then one exact rescale by alpha and the
+ * outer scales and one rounding per output, as the reference. */
+#include "emulate/gemm_kernels.h"
+#include "formats/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+
+/* Integer bits of a format's values scaled by 2^-lsb, lsb = emin - mbits. */
+static int int_bits(const exmy_format *f) { return (f->emax + 1) - (f->emin - f->mbits); }
+
+/* 64 leading bits (sticky folded in) of the 192-bit x * y, x < 2^128. */
+static uint64_t top64_mul(u128 x, uint64_t y, int *shift) {
+  const u128 lo = (u128)(uint64_t)x * y, hi = (u128)(uint64_t)(x >> 64) * y;
+  uint64_t w[3];
+  w[0] = (uint64_t)lo;
+  const u128 mid = (lo >> 64) + (u128)(uint64_t)hi;
+  w[1] = (uint64_t)mid;
+  w[2] = (uint64_t)((mid >> 64) + (hi >> 64));
+  int top = 2;
+  while (top > 0 && !w[top]) top--;
+  const int L = top * 64 + (w[top] ? 64 - __builtin_clzll(w[top]) : 0);
+  if (L <= 64) {
+    *shift = 0;
+    return w[0];
+  }
+  const int sh = L - 64, li = sh / 64, bi = sh % 64;
+  uint64_t sig = bi ? (w[li] >> bi) | (w[li + 1] << (64 - bi)) : w[li];
+  int sticky = bi ? (w[li] & (((uint64_t)1 << bi) - 1)) != 0 : 0;
+  for (int t = 0; t < li; t++) sticky |= w[t] != 0;
+  *shift = sh;
+  return sig | (uint64_t)sticky;
+}
+
+static void exact_epilogue_rows(const gemm_plan *p, const double *S, size_t lds, int lsb, size_t i0, size_t i1,
+                                unsigned *flags, float *amax) {
+  const exmy_rounding rne = exmy_rounding_default();
+  unsigned fl = 0;
+  float am = 0.0f;
+  int q1, q4;
+  const uint64_t m1 = exmy__float_parts(p->alpha, &q1), m4 = exmy__float_parts(p->scale_d, &q4);
+  for (size_t i = i0; i < i1; i++) {
+    int q2;
+    const uint64_t m2 = exmy__float_parts(p->as[i], &q2);
+    for (size_t j = 0; j < p->n; j++) {
+      const uint64_t index = (uint64_t)i * p->n + j;
+      const double sd = S ? S[i * lds + j] : 0.0;
+      int q3;
+      const uint64_t m3 = exmy__float_parts(p->bs[j], &q3);
+      const int sneg = sd < 0 && m2 && m3; /* the reference's scales sit inside its terms */
+      const u128 mag = (u128)(uint64_t)fabs(sd) * m1 * m2; /* < 2^53 * 2^48 */
+      if (mag == 0 || m3 == 0) {
+        /* exact zero: the sum (+0 when zero) times alpha, as the reference */
+        const int zneg = (p->alpha < 0) != sneg;
+        const uint64_t code = exmy_round_pack(p->d_fmt, &p->d_rnd, (p->scale_d < 0) != zneg, 0, 0, index, &fl);
+        exmy_code_set(p->d_fmt, p->d, index, code);
+        continue;
+      }
+      const int neg = sneg != (p->alpha < 0);
+      int sh;
+      uint64_t top = top64_mul(mag, m3, &sh); /* |V| before scale_d: top * 2^(lsb + q1 + q2 + q3 + sh) */
+      const uint32_t ab = (uint32_t)exmy_round_pack(&p->f32, &rne, 0, top, lsb + q1 + q2 + q3 + sh, 0, NULL);
+      float af;
+      memcpy(&af, &ab, sizeof af);
+      am = fmaxf(am, af);
+      uint64_t code;
+      if (m4 == 0) {
+        code = exmy_round_pack(p->d_fmt, &p->d_rnd, 0, 0, 0, index, &fl);
+      } else {
+        top = top64_mul(mag, m3 * m4, &sh); /* one exact product, then 64 bits + sticky */
+        code = exmy_round_pack(p->d_fmt, &p->d_rnd, neg != (p->scale_d < 0), top, lsb + q1 + q2 + q3 + q4 + sh, index,
+                               &fl);
+      }
+      exmy_code_set(p->d_fmt, p->d, index, code);
+    }
+  }
+  *flags |= fl;
+  *amax = fmaxf(*amax, am);
+}
+
+int exmy__gemm_fast_exact(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
+  if (p->style != GEMM_OUTER || p->use_c) return 0;
+  const exmy_format *fa = &p->A->fmt, *fb = &p->B->fmt;
+  int lk = 0;
+  while (((size_t)1 << lk) < p->k + 1) lk++;
+  if (int_bits(fa) + int_bits(fb) + lk > 53) return 0; /* sums would not stay exact in double */
+  micro_fn micro;
+  size_t nr;
+  if (!exmy__gemm_micro(1, &micro, &nr)) return 0;
+  const int la = fa->emin - fa->mbits, lb = fb->emin - fb->mbits;
+  const size_t k = p->k, apan = (p->m + GEMM_MR - 1) / GEMM_MR, bpan = (p->n + nr - 1) / nr;
+  double *A = calloc(apan * k * GEMM_MR + 1, sizeof *A), *B = calloc(bpan * k * nr + 1, sizeof *B);
+  const size_t ldp = bpan * nr;
+  double *P = calloc(apan * GEMM_MR * ldp + 1, sizeof *P);
+  if (!A || !B || !P) {
+    free(A), free(B), free(P);
+    return 0;
+  }
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (size_t i = 0; i < p->m; i++)
+    for (size_t l = 0; l < k; l++)
+      A[(i / GEMM_MR) * k * GEMM_MR + l * GEMM_MR + i % GEMM_MR] = ldexp(p->ad[i * k + l], -la);
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (size_t j = 0; j < p->n; j++)
+    for (size_t l = 0; l < k; l++) B[(j / nr) * k * nr + l * nr + j % nr] = ldexp(p->bd[j * k + l], -lb);
+  for (size_t k0 = 0; k0 < k; k0 += GEMM_KC)
+    exmy__gemm_block_run(micro, sizeof(double), nr, A, apan, B, bpan, k, k0, k0 + GEMM_KC < k ? k0 + GEMM_KC : k, P,
+                         ldp, k0 == 0, nt);
+  free(A), free(B);
+  unsigned fl = 0;
+  float am = 0.0f;
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : fl) reduction(max : am)
+  for (size_t i = 0; i < p->m; i++) exact_epilogue_rows(p, k ? P : NULL, ldp, la + lb, i, i + 1, &fl, &am);
+  free(P);
+  *flags |= fl;
+  *amax = fmaxf(*amax, am);
+  return 1;
+}
+#endif /* __x86_64__ */
