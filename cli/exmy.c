@@ -275,7 +275,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(cmd, "--version")) {
-    puts("exmy " EXMY_VERSION);
+    printf("exmy %s\n", exmy_version()); /* the library's, not only the header's */
     return 0;
   }
   struct { const char *name; int (*fn)(int, char **); const char *usage; void (*more)(FILE *); } cmds[] = {

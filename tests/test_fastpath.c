@@ -38,13 +38,15 @@ static float *make_f32_inputs(const exmy_format *f, uint64_t *st, size_t *n_out)
   return x;
 }
 
-static void compare(const exmy_format *f, const exmy_rounding *r, exmy_src_type t, const void *src, size_t n,
+static void compare(const exmy_format *f, const exmy_rounding *r, exmy_dtype t, const void *src, size_t n,
                     const char *what) {
   size_t cb = (size_t)exmy_code_bytes(f);
   void *a = malloc(n * cb), *b = malloc(n * cb);
-  unsigned fr = exmy_quantize_ref(f, r, t, src, n, 7, a);
+  char err[200] = "";
+  unsigned fr = 0;
+  int rcr = exmy_quantize_ref(f, r, t, src, n, 7, a, &fr, err, sizeof err);
   unsigned *efl = NULL; /* per-element reference flags, for the slices below */
-  if (t == EXMY_SRC_F32) {
+  if (t == EXMY_DTYPE_F32) {
     efl = malloc(n * sizeof *efl);
     for (size_t i = 0; i < n; i++) {
       efl[i] = 0;
@@ -54,15 +56,16 @@ static void compare(const exmy_format *f, const exmy_rounding *r, exmy_src_type 
   for (int threads = 1; threads <= 2; threads++) {
     omp_set_num_threads(threads);
     memset(b, 0xa5, n * cb);
-    unsigned ff = exmy_quantize(f, r, t, src, n, 7, b);
-    CHECK(ff == fr, "%s %s %s sat=%d ftz=%d daz=%d threads=%d: flags fast %u ref %u", f->name, what,
-          exmy_round_mode_name(r->mode), r->sat, r->ftz, r->daz, threads, ff, fr);
+    unsigned ff = 0;
+    int rcf = exmy_quantize(f, r, t, src, n, 7, b, &ff, err, sizeof err);
+    CHECK(rcr == 0 && rcf == 0 && ff == fr, "%s %s %s sat=%d ftz=%d daz=%d threads=%d: flags fast %u ref %u (rc %d %d %s)",
+          f->name, what, exmy_round_mode_name(r->mode), r->sat, r->ftz, r->daz, threads, ff, fr, rcf, rcr, err);
     if (memcmp(a, b, n * cb)) {
       for (size_t i = 0; i < n; i++) {
         uint64_t ca = exmy_code_get(f, a, i), cbv = exmy_code_get(f, b, i);
         if (ca != cbv) {
-          uint64_t in = t == EXMY_SRC_F32 ? tu_bits32(((const float *)src)[i])
-                      : t == EXMY_SRC_F64 ? tu_bits64(((const double *)src)[i])
+          uint64_t in = t == EXMY_DTYPE_F32 ? tu_bits32(((const float *)src)[i])
+                      : t == EXMY_DTYPE_F64 ? tu_bits64(((const double *)src)[i])
                       : ((const uint16_t *)src)[i];
           CHECK(0, "%s %s %s sat=%d ftz=%d daz=%d threads=%d: input 0x%" PRIx64 " fast 0x%" PRIx64 " ref 0x%" PRIx64,
                 f->name, what, exmy_round_mode_name(r->mode), r->sat, r->ftz, r->daz, threads, in, cbv, ca);
@@ -74,13 +77,14 @@ static void compare(const exmy_format *f, const exmy_rounding *r, exmy_src_type 
     }
   }
   /* flags of slices, so a block's flags are not hidden by another block's */
-  if (t == EXMY_SRC_F32) {
+  if (t == EXMY_DTYPE_F32) {
     for (size_t lo = 0; lo < n; lo += 5000) {
       size_t m = n - lo < 5000 ? n - lo : 5000;
       unsigned f1 = 0;
       for (size_t i = lo; i < lo + m; i++) f1 |= efl[i];
-      unsigned f2 = exmy_quantize(f, r, t, (const float *)src + lo, m, 7 + lo, b);
-      CHECK(f1 == f2, "%s %s %s sat=%d ftz=%d daz=%d: slice at %zu: flags fast %u ref %u", f->name, what,
+      unsigned f2 = 0;
+      int rc2 = exmy_quantize(f, r, t, (const float *)src + lo, m, 7 + lo, b, &f2, err, sizeof err);
+      CHECK(rc2 == 0 && f1 == f2, "%s %s %s sat=%d ftz=%d daz=%d: slice at %zu: flags fast %u ref %u", f->name, what,
             exmy_round_mode_name(r->mode), r->sat, r->ftz, r->daz, lo, f2, f1);
     }
   }
@@ -105,11 +109,11 @@ static void check_format(const exmy_format *f, uint64_t *st, int full) {
       r.sat = variant == 1 ? EXMY_SAT_FINITE : variant == 4 ? EXMY_SAT_PROPAGATE : EXMY_SAT_NONE;
       r.ftz = variant == 2;
       r.daz = variant == 3;
-      compare(f, &r, EXMY_SRC_F32, x, n, "f32");
+      compare(f, &r, EXMY_DTYPE_F32, x, n, "f32");
       if (variant < 2) {
-        compare(f, &r, EXMY_SRC_F64, xd, n / 4, "f64");
-        compare(f, &r, EXMY_SRC_BF16, h, 65536, "bf16");
-        compare(f, &r, EXMY_SRC_F16, h, 65536, "f16");
+        compare(f, &r, EXMY_DTYPE_F64, xd, n / 4, "f64");
+        compare(f, &r, EXMY_DTYPE_BF16, h, 65536, "bf16");
+        compare(f, &r, EXMY_DTYPE_F16, h, 65536, "f16");
       }
     }
   }

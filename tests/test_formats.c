@@ -41,7 +41,7 @@ int main(void) {
     const exmy_named_format *nf = exmy_named_format_get(i);
     exmy_format a = tu_format(nf->name), b = tu_format(nf->longform);
     char lf[160];
-    exmy_format_longform(&a, lf, sizeof lf);
+    exmy_format_to_string(&a, lf, sizeof lf);
     CHECK(!memcmp(&a, &b, sizeof a), "%s and its long form %s differ", nf->name, nf->longform);
     CHECK(!strcmp(lf, nf->longform), "%s prints long form %s, table says %s", nf->name, lf, nf->longform);
     CHECK(!strcmp(b.name, nf->name), "long form %s names itself %s, expected %s", nf->longform, b.name, nf->name);

@@ -736,7 +736,8 @@ static int g_failcase_lines = 40;
 enum { V_GEMM1 = 0, V_GEMM2, V_REF, NVAR };
 static const char *var_name[] = {"exmy_gemm(threads=1)", "exmy_gemm(threads=2)", "exmy_gemm_ref"};
 
-static void args_of(const gcase *g, exmy_gemm_args *a, void *d, float *amax) {
+/* D and amax_d are exmy_gemm's outputs, passed at the call. */
+static void args_of(const gcase *g, exmy_gemm_args *a) {
   exmy_gemm_args_init(a);
   a->trans_a = g->ta;
   a->trans_b = g->tb;
@@ -748,10 +749,8 @@ static void args_of(const gcase *g, exmy_gemm_args *a, void *d, float *amax) {
   a->c = g->has_c ? g->c : NULL;
   a->scale_c = g->scale_c;
   a->d_fmt = &g->df;
-  a->d = d;
   a->scale_d = g->scale_d;
   a->d_rnd = g->drnd;
-  a->amax_d = amax;
   a->accum = &g->acc;
 }
 
@@ -772,10 +771,16 @@ static int run_case(gcase *g) {
     void *d = malloc(mn * cb + 8);
     memset(d, 0xA5, mn * cb + 8);
     float amax = tu_f32(0x7fc0dead);
-    args_of(g, &a, d, g->want_amax ? &amax : NULL);
+    args_of(g, &a);
     a.threads = v == V_GEMM2 ? 2 : 1;
     char err[512] = "";
-    int ret = v == V_REF ? exmy_gemm_ref(&a, err, sizeof err) : exmy_gemm(&a, err, sizeof err);
+    float *amax_p = g->want_amax ? &amax : NULL;
+    unsigned fl = 0;
+    int grc = v == V_REF ? exmy_gemm_ref(&a, d, amax_p, &fl, err, sizeof err)
+                         : exmy_gemm(&a, d, amax_p, &fl, err, sizeof err);
+    /* ret: the flags on success (what exmy_gemm returned before 1.0), else
+     * the return code (-1; anything else fails the checks below) */
+    int ret = grc == 0 ? (int)fl : grc;
     int vbad = 0;
     if (v == V_GEMM1) {
       size_t cm = 99, cn = 99, ck = 99;
@@ -933,15 +938,23 @@ static void make_operand(gcase *g, int isB, const char *fmtname, const exmy_form
       put_op(x, isB, trans, ext, k, xi, l, v);
     }
   exmy_recipe rec;
+  exmy_recipe_state rs;
   char err[300];
-  if (exmy_recipe_parse(recipe, &rec, err, sizeof err)) { printf("cannot parse recipe '%s': %s\n", recipe, err); exit(1); }
+  if (exmy_recipe_parse(recipe, &rec, err, sizeof err) || exmy_recipe_state_init(&rec, &rs, err, sizeof err)) {
+    printf("cannot parse recipe '%s': %s\n", recipe, err);
+    exit(1);
+  }
   exmy_format f = fmtp ? *fmtp : tu_format(fmtname);
   exmy_qtensor *q = isB ? &g->B : &g->A;
-  if (exmy_recipe_quantize(&rec, &f, NULL, x, rows, cols, q, err, sizeof err)) {
+  /* cuda_fp8.h's cast (rnd NULL before 1.0): rne, EXMY_SAT_FINITE */
+  exmy_rounding cuda = exmy_rounding_default();
+  cuda.mode = EXMY_RNE;
+  cuda.sat = EXMY_SAT_FINITE;
+  if (exmy_recipe_quantize(&rec, &f, &cuda, x, rows, cols, &rs, q, NULL, err, sizeof err)) {
     printf("cannot quantize %zux%zu to %s with %s: %s\n", rows, cols, f.name, recipe, err);
     exit(1);
   }
-  exmy_recipe_free(&rec);
+  exmy_recipe_state_free(&rs);
   free(x);
   snprintf(isB ? g->fb : g->fa, 64, "%s", f.name);
   snprintf(isB ? g->rb : g->ra, 64, "%s", recipe);
@@ -1084,7 +1097,7 @@ static void part_parse(void) {
           tab[t].g, tab[t].f, tab[t].out, tab[t].align_rne, tab[t].norm_rne, tab[t].promote);
     /* the canonical name reads back to the same model */
     char name[256];
-    exmy_accum_name(&a, name, sizeof name);
+    exmy_accum_to_string(&a, name, sizeof name);
     exmy_accum b;
     rc = exmy_accum_parse(name, &b, err, sizeof err);
     CHECK(rc == 0 && b.kind == a.kind && b.tc_group == a.tc_group && b.tc_frac == a.tc_frac &&
@@ -1555,11 +1568,11 @@ static void part_triple_loop(void) {
     op_free(&B);
     uint32_t *d = malloc((m * n + 1) * 4);
     exmy_gemm_args a;
-    args_of(&g, &a, d, NULL);
+    args_of(&g, &a);
     char err[300];
-    int rc = exmy_gemm(&a, err, sizeof err);
-    CHECK(rc >= 0, "triple loop case: exmy_gemm failed: %s", err);
-    if (rc >= 0)
+    int rc = exmy_gemm(&a, d, NULL, NULL, err, sizeof err);
+    CHECK(rc == 0, "triple loop case: exmy_gemm failed: %s", err);
+    if (rc == 0)
       for (size_t t2 = 0; t2 < m * n; t2++)
         CHECK(d[t2] == tu_bits32(ref[t2]), "fp32 vs triple loop: D[%zu][%zu] = 0x%08x, loop 0x%08x (A %s, B %s, k=%zu, ta=%d tb=%d)",
               t2 / n, t2 % n, d[t2], tu_bits32(ref[t2]), g.fa, g.fb, k, g.ta, g.tb);
@@ -1607,9 +1620,10 @@ static void expect_reject(gcase *g, const char *why, const char *const *words) {
   for (int v = 0; v < 2; v++) {
     exmy_gemm_args a;
     void *d = calloc(g->m * g->n + 1, 8);
-    args_of(g, &a, d, NULL);
+    args_of(g, &a);
     char err[512] = "";
-    int rc = v ? exmy_gemm_ref(&a, err, sizeof err) : exmy_gemm(&a, err, sizeof err);
+    unsigned fl = 0;
+    int rc = v ? exmy_gemm_ref(&a, d, NULL, &fl, err, sizeof err) : exmy_gemm(&a, d, NULL, &fl, err, sizeof err);
     CHECK(rc == -1, "%s: %s accepted it (returned %d)", why, v ? "exmy_gemm_ref" : "exmy_gemm", rc);
     int named = words == NULL;
     for (int w = 0; words && words[w]; w++)
@@ -1701,17 +1715,19 @@ static void part_threads(void) {
     void *d[3];
     float am[3];
     int rc[3];
+    unsigned fl[3];
     for (int v = 0; v < 3; v++) {
       exmy_gemm_args a;
       d[v] = calloc(mn, cb);
-      args_of(&g, &a, d[v], &am[v]);
+      args_of(&g, &a);
       a.threads = v == 0 ? 1 : v == 1 ? 2 : 0;
       char err[300];
-      rc[v] = exmy_gemm(&a, err, sizeof err);
-      CHECK(rc[v] >= 0, "threads case %s: %s", models[t], err);
+      fl[v] = 0;
+      rc[v] = exmy_gemm(&a, d[v], &am[v], &fl[v], err, sizeof err);
+      CHECK(rc[v] == 0, "threads case %s: %s", models[t], err);
     }
     for (int v = 1; v < 3; v++)
-      CHECK(rc[v] == rc[0] && memcmp(d[v], d[0], mn * cb) == 0 && tu_bits32(am[v]) == tu_bits32(am[0]),
+      CHECK(rc[v] == rc[0] && fl[v] == fl[0] && memcmp(d[v], d[0], mn * cb) == 0 && tu_bits32(am[v]) == tu_bits32(am[0]),
             "model %s: threads=%d differs from threads=1", models[t], v == 1 ? 2 : 0);
     for (int v = 0; v < 3; v++) free(d[v]);
     run_case(&g);

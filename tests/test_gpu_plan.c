@@ -22,11 +22,33 @@ static void check_model(int sm, int fast, const char *want) {
   }
 }
 
-static void expect_error(const exmy_gpu_gemm_args *x, int sm, int status, const char *needle) {
+/* Bad arguments (EXMY_GPU_INVALID before 1.0): -1 with an error naming
+ * needle, for this sm and, being an argument error rather than a device
+ * limit, with sm = 0 too. */
+static void expect_error(const exmy_gpu_gemm_args *x, int sm, const char *needle) {
   exmy_gpu_gemm_plan p;
   char err[300] = "";
   int rc = exmy_gpu_gemm_plan_make(x, sm, &p, err, sizeof err);
-  CHECK(rc == status && strstr(err, needle), "plan: status %d (want %d), error '%s' should name '%s'", rc, status, err,
+  CHECK(rc == -1 && strstr(err, needle), "plan sm %d: status %d (want -1), error '%s' should name '%s'", sm, rc, err,
+        needle);
+  if (sm != 0) {
+    err[0] = 0;
+    rc = exmy_gpu_gemm_plan_make(x, 0, &p, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, needle), "plan sm 0: status %d (want -1), error '%s' should name '%s'", rc, err,
+          needle);
+  }
+}
+
+/* Valid arguments this device cannot do (EXMY_GPU_UNSUPPORTED before 1.0):
+ * the argument check (sm = 0) passes, the plan for sm fails naming needle. */
+static void expect_unsupported(const exmy_gpu_gemm_args *x, int sm, const char *needle) {
+  exmy_gpu_gemm_plan p;
+  char err[300] = "";
+  int rc0 = exmy_gpu_gemm_plan_make(x, 0, &p, err, sizeof err);
+  CHECK(rc0 == 0, "plan sm 0: valid arguments rejected: '%s'", err);
+  err[0] = 0;
+  int rc = exmy_gpu_gemm_plan_make(x, sm, &p, err, sizeof err);
+  CHECK(rc == -1 && strstr(err, needle), "plan sm %d: status %d (want -1), error '%s' should name '%s'", sm, rc, err,
         needle);
 }
 
@@ -52,7 +74,7 @@ static void check_layout(size_t m, size_t n, size_t k, int b_nk, uint64_t *st) {
   x.a = x.b = x.d = dummy;
   exmy_gpu_gemm_plan p;
   char err[300];
-  CHECK(exmy_gpu_gemm_plan_make(&x, 90, &p, err, sizeof err) == EXMY_GPU_OK, "plan %zux%zux%zu: %s", m, n, k, err);
+  CHECK(exmy_gpu_gemm_plan_make(&x, 90, &p, err, sizeof err) == 0, "plan %zux%zux%zu: %s", m, n, k, err);
   CHECK(p.transpose_b == !b_nk && p.lt_a_type == x.b_type && p.lt_b_type == x.a_type, "plan operands");
   /* what the wrapper hands cuBLASLt: B as n x k (transposed unless b_nk), A as stored */
   for (size_t l = 0; l < k; l++)
@@ -85,17 +107,17 @@ int main(void) {
   exmy_format e4 = tu_format("e4m3fn"), e5 = tu_format("e5m2"), e3 = tu_format("e3m4"), bf = tu_format("bf16");
   exmy_rounding r = exmy_rounding_default();
   char err[300];
-  CHECK(exmy_gpu_hw_quant_check(&e4, &r, EXMY_SRC_F32, err, sizeof err) == 0, "e4m3fn rne: %s", err);
+  CHECK(exmy_gpu_hw_quant_check(&e4, &r, EXMY_DTYPE_F32, err, sizeof err) == 0, "e4m3fn rne: %s", err);
   r.sat = EXMY_SAT_FINITE;
-  CHECK(exmy_gpu_hw_quant_check(&e5, &r, EXMY_SRC_BF16, err, sizeof err) == 0, "e5m2 satfinite bf16: %s", err);
-  CHECK(exmy_gpu_hw_quant_check(&e3, &r, EXMY_SRC_F32, err, sizeof err) && strstr(err, "e3m4"), "e3m4: '%s'", err);
-  CHECK(exmy_gpu_hw_quant_check(&bf, &r, EXMY_SRC_F32, err, sizeof err) && strstr(err, "bf16"), "bf16: '%s'", err);
+  CHECK(exmy_gpu_hw_quant_check(&e5, &r, EXMY_DTYPE_BF16, err, sizeof err) == 0, "e5m2 satfinite bf16: %s", err);
+  CHECK(exmy_gpu_hw_quant_check(&e3, &r, EXMY_DTYPE_F32, err, sizeof err) && strstr(err, "e3m4"), "e3m4: '%s'", err);
+  CHECK(exmy_gpu_hw_quant_check(&bf, &r, EXMY_DTYPE_F32, err, sizeof err) && strstr(err, "bf16"), "bf16: '%s'", err);
   r.mode = EXMY_SR;
-  CHECK(exmy_gpu_hw_quant_check(&e4, &r, EXMY_SRC_F32, err, sizeof err) && strstr(err, "sr"), "sr: '%s'", err);
+  CHECK(exmy_gpu_hw_quant_check(&e4, &r, EXMY_DTYPE_F32, err, sizeof err) && strstr(err, "sr"), "sr: '%s'", err);
   r.mode = EXMY_RNE; r.sat = EXMY_SAT_PROPAGATE;
-  CHECK(exmy_gpu_hw_quant_check(&e4, &r, EXMY_SRC_F32, err, sizeof err) && strstr(err, "propagate"), "propagate: '%s'", err);
+  CHECK(exmy_gpu_hw_quant_check(&e4, &r, EXMY_DTYPE_F32, err, sizeof err) && strstr(err, "propagate"), "propagate: '%s'", err);
   r.sat = EXMY_SAT_NONE; r.ftz = 1;
-  CHECK(exmy_gpu_hw_quant_check(&e4, &r, EXMY_SRC_F32, err, sizeof err) && strstr(err, "ftz"), "ftz: '%s'", err);
+  CHECK(exmy_gpu_hw_quant_check(&e4, &r, EXMY_DTYPE_F32, err, sizeof err) && strstr(err, "ftz"), "ftz: '%s'", err);
 
   /* argument checks: each names the bad value */
   static uint8_t buf[64];
@@ -104,29 +126,29 @@ int main(void) {
   x0.m = 32; x0.n = 48; x0.k = 64;
   x0.a = x0.b = x0.d = buf;
   exmy_gpu_gemm_plan p;
-  CHECK(exmy_gpu_gemm_plan_make(&x0, 0, &p, err, sizeof err) == EXMY_GPU_OK, "valid args rejected: %s", err);
+  CHECK(exmy_gpu_gemm_plan_make(&x0, 0, &p, err, sizeof err) == 0, "valid args rejected: %s", err);
   CHECK(p.lt_m == 48 && p.lt_n == 32 && p.lt_k == 64 && p.lda == 64 && p.ldb == 64 && p.ldd == 48, "plan sizes");
-  x = x0; x.k = 40; expect_error(&x, 0, EXMY_GPU_INVALID, "k = 40");
-  x = x0; x.n = 20; expect_error(&x, 0, EXMY_GPU_INVALID, "n = 20");
-  x = x0; x.m = 0; expect_error(&x, 0, EXMY_GPU_INVALID, "m = 0");
-  x = x0; x.a_type = x.b_type = EXMY_GPU_E5M2; expect_error(&x, 0, EXMY_GPU_INVALID, "both e5m2");
-  x = x0; x.a_type = EXMY_GPU_E5M2; CHECK(exmy_gpu_gemm_plan_make(&x, 90, &p, err, sizeof err) == 0, "e5m2 x e4m3: %s", err);
-  x = x0; x.b_type = EXMY_GPU_E5M2; CHECK(exmy_gpu_gemm_plan_make(&x, 90, &p, err, sizeof err) == 0, "e4m3 x e5m2: %s", err);
-  x = x0; x.a_type = EXMY_GPU_BF16; expect_error(&x, 0, EXMY_GPU_INVALID, "bf16");
-  x = x0; x.d_type = EXMY_GPU_E5M2; expect_error(&x, 0, EXMY_GPU_INVALID, "e5m2");
-  x = x0; x.scale_d = 2; expect_error(&x, 0, EXMY_GPU_INVALID, "scale_d");
-  x = x0; float am; x.amax_d = &am; expect_error(&x, 0, EXMY_GPU_INVALID, "amax_d");
-  x = x0; x.d_type = EXMY_GPU_E4M3; x.scale_d = 2; x.amax_d = &am;
+  x = x0; x.k = 40; expect_error(&x, 0, "k = 40");
+  x = x0; x.n = 20; expect_error(&x, 0, "n = 20");
+  x = x0; x.m = 0; expect_error(&x, 0, "m = 0");
+  x = x0; x.a_type = x.b_type = EXMY_DTYPE_E5M2; expect_error(&x, 0, "both e5m2");
+  x = x0; x.a_type = EXMY_DTYPE_E5M2; CHECK(exmy_gpu_gemm_plan_make(&x, 90, &p, err, sizeof err) == 0, "e5m2 x e4m3: %s", err);
+  x = x0; x.b_type = EXMY_DTYPE_E5M2; CHECK(exmy_gpu_gemm_plan_make(&x, 90, &p, err, sizeof err) == 0, "e4m3 x e5m2: %s", err);
+  x = x0; x.a_type = EXMY_DTYPE_BF16; expect_error(&x, 0, "bf16");
+  x = x0; x.d_type = EXMY_DTYPE_E5M2; expect_error(&x, 0, "e5m2");
+  x = x0; x.scale_d = 2; expect_error(&x, 0, "scale_d");
+  x = x0; float am; x.amax_d = &am; expect_error(&x, 0, "amax_d");
+  x = x0; x.d_type = EXMY_DTYPE_E4M3FN; x.scale_d = 2; x.amax_d = &am;
   CHECK(exmy_gpu_gemm_plan_make(&x, 90, &p, err, sizeof err) == 0 && p.d_elem_bytes == 1, "e4m3 D: %s", err);
-  x = x0; x.alpha = NAN; expect_error(&x, 0, EXMY_GPU_INVALID, "alpha nan");
-  x = x0; x.device_ptrs = 1; x.a = buf + 1; expect_error(&x, 0, EXMY_GPU_INVALID, "a = ");
-  x = x0; x.device_ptrs = 1; x.d = buf + 8; expect_error(&x, 0, EXMY_GPU_INVALID, "d = ");
+  x = x0; x.alpha = NAN; expect_error(&x, 0, "alpha nan");
+  x = x0; x.device_ptrs = 1; x.a = buf + 1; expect_error(&x, 0, "a = ");
+  x = x0; x.device_ptrs = 1; x.d = buf + 8; expect_error(&x, 0, "d = ");
   x = x0; x.a = buf + 1; CHECK(exmy_gpu_gemm_plan_make(&x, 90, &p, err, sizeof err) == 0, "host pointers need no alignment");
-  x = x0; expect_error(&x, 80, EXMY_GPU_UNSUPPORTED, "sm_80");
-  x = x0; x.block_scaled = 1; x.a_scales = x.b_scales = buf; expect_error(&x, 90, EXMY_GPU_UNSUPPORTED, "sm_90");
-  x = x0; x.block_scaled = 1; x.a_scales = x.b_scales = buf; x.k = 48; expect_error(&x, 100, EXMY_GPU_INVALID, "k = 48");
-  x = x0; x.block_scaled = 1; x.a_scales = buf; expect_error(&x, 100, EXMY_GPU_INVALID, "b_scales");
-  x = x0; x.block_scaled = 1; x.a_scales = x.b_scales = buf; x.scale_a = 2; expect_error(&x, 100, EXMY_GPU_INVALID, "scale_a = 2");
+  x = x0; expect_unsupported(&x, 80, "sm_80");
+  x = x0; x.block_scaled = 1; x.a_scales = x.b_scales = buf; expect_unsupported(&x, 90, "sm_90");
+  x = x0; x.block_scaled = 1; x.a_scales = x.b_scales = buf; x.k = 48; expect_error(&x, 100, "k = 48");
+  x = x0; x.block_scaled = 1; x.a_scales = buf; expect_error(&x, 100, "b_scales");
+  x = x0; x.block_scaled = 1; x.a_scales = x.b_scales = buf; x.scale_a = 2; expect_error(&x, 100, "scale_a = 2");
   x = x0; x.block_scaled = 1; x.a_scales = x.b_scales = buf;
   CHECK(exmy_gpu_gemm_plan_make(&x, 100, &p, err, sizeof err) == 0 && p.scale_cols == 2 && p.a_scale_bytes == 128 * 4 &&
         p.b_scale_bytes == 128 * 4, "MXFP8 plan: %s", err);

@@ -22,7 +22,7 @@ static void run_one(const char *text, const exmy_format *fa, const exmy_format *
   exmy_probe_engine eng = {"cpu-model", exmy_probe_model_dot, &acc, 16384};
   exmy_probe_result r;
   FILE *log = getenv("EXMY_PROBE_LOG") ? stdout : NULL;
-  if (exmy_probe_run(&eng, fa, fb, &r, log, err, sizeof err)) {
+  if (exmy_probe_run(&eng, fa, fb, log, &r, err, sizeof err)) {
     CHECK(0, "%s: probe failed: %s", text, err);
     return;
   }
@@ -86,7 +86,7 @@ int main(void) {
     exmy_probe_result r;
     if (exmy_accum_parse(plain[i], &acc, err, sizeof err)) { CHECK(0, "%s: %s", plain[i], err); continue; }
     exmy_probe_engine eng = {plain[i], exmy_probe_model_dot, &acc, 16384};
-    CHECK(exmy_probe_run(&eng, &e4, &e4, &r, NULL, err, sizeof err) == 0, "%s: %s", plain[i], err);
+    CHECK(exmy_probe_run(&eng, &e4, &e4, NULL, &r, err, sizeof err) == 0, "%s: %s", plain[i], err);
     CHECK(!r.complete && r.notes[0], "%s passed for a tensor core: %s", plain[i], r.accum);
   }
   return tu_finish("test_gpu_probe");

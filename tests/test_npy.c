@@ -361,32 +361,32 @@ typedef struct {
 } vector;
 
 static const vector vectors[] = {
-  {"f4_scalar", f4_scalar_bytes, f4_scalar_LEN, EXMY_DT_F32, 0, {0}, 1, f4_scalar_vals, NULL, 1},
-  {"f4_scalar_neg", f4_scalar_neg_bytes, f4_scalar_neg_LEN, EXMY_DT_F32, 0, {0}, 1, f4_scalar_neg_vals, NULL, 1},
-  {"u1_3", u1_3_bytes, u1_3_LEN, EXMY_DT_U8, 1, {3}, 3, NULL, u1_3_vals, 1},
-  {"f8_2x3", f8_2x3_bytes, f8_2x3_LEN, EXMY_DT_F64, 2, {2, 3}, 6, f8_2x3_vals, NULL, 1},
-  {"u2_0x4", u2_0x4_bytes, u2_0x4_LEN, EXMY_DT_U16, 2, {0, 4}, 0, NULL, u2_0x4_vals, 1},
-  {"u2_3x0", u2_3x0_bytes, u2_3x0_LEN, EXMY_DT_U16, 2, {3, 0}, 0, NULL, u2_3x0_vals, 1},
-  {"f4_0", f4_0_bytes, f4_0_LEN, EXMY_DT_F32, 1, {0}, 0, f4_0_vals, NULL, 1},
-  {"u4_5", u4_5_bytes, u4_5_LEN, EXMY_DT_U32, 1, {5}, 5, NULL, u4_5_vals, 1},
-  {"u8_1", u8_1_bytes, u8_1_LEN, EXMY_DT_U64, 1, {1}, 1, NULL, u8_1_vals, 1},
-  {"u8_2", u8_2_bytes, u8_2_LEN, EXMY_DT_U64, 1, {2}, 2, NULL, u8_2_vals, 1},
-  {"f4_2x1x3", f4_2x1x3_bytes, f4_2x1x3_LEN, EXMY_DT_F32, 3, {2, 1, 3}, 6, f4_2x1x3_vals, NULL, 1},
-  {"u1_8d", u1_8d_bytes, u1_8d_LEN, EXMY_DT_U8, 8, {1, 2, 1, 2, 1, 1, 1, 2}, 8, NULL, u1_8d_vals, 1},
-  {"u2_12x10", u2_12x10_bytes, u2_12x10_LEN, EXMY_DT_U16, 2, {12, 10}, 120, NULL, u2_12x10_vals, 1},
-  {"f4_v2", f4_v2_bytes, f4_v2_LEN, EXMY_DT_F32, 1, {2}, 2, f4_v2_vals, NULL, 0},
-  {"u1_v3", u1_v3_bytes, u1_v3_LEN, EXMY_DT_U8, 1, {2}, 2, NULL, u1_v3_vals, 0},
-  {"f4_be", f4_be_bytes, f4_be_LEN, EXMY_DT_F32, 1, {3}, 3, f4_be_vals, NULL, 0},
-  {"u2_be", u2_be_bytes, u2_be_LEN, EXMY_DT_U16, 1, {2}, 2, NULL, u2_be_vals, 0},
-  {"f8_be", f8_be_bytes, f8_be_LEN, EXMY_DT_F64, 1, {1}, 1, f8_be_vals, NULL, 0},
-  {"u8_be", u8_be_bytes, u8_be_LEN, EXMY_DT_U64, 1, {1}, 1, NULL, u8_be_vals, 0},
-  {"u4_be", u4_be_bytes, u4_be_LEN, EXMY_DT_U32, 2, {1, 1}, 1, NULL, u4_be_vals, 0},
+  {"f4_scalar", f4_scalar_bytes, f4_scalar_LEN, EXMY_DTYPE_F32, 0, {0}, 1, f4_scalar_vals, NULL, 1},
+  {"f4_scalar_neg", f4_scalar_neg_bytes, f4_scalar_neg_LEN, EXMY_DTYPE_F32, 0, {0}, 1, f4_scalar_neg_vals, NULL, 1},
+  {"u1_3", u1_3_bytes, u1_3_LEN, EXMY_DTYPE_U8, 1, {3}, 3, NULL, u1_3_vals, 1},
+  {"f8_2x3", f8_2x3_bytes, f8_2x3_LEN, EXMY_DTYPE_F64, 2, {2, 3}, 6, f8_2x3_vals, NULL, 1},
+  {"u2_0x4", u2_0x4_bytes, u2_0x4_LEN, EXMY_DTYPE_U16, 2, {0, 4}, 0, NULL, u2_0x4_vals, 1},
+  {"u2_3x0", u2_3x0_bytes, u2_3x0_LEN, EXMY_DTYPE_U16, 2, {3, 0}, 0, NULL, u2_3x0_vals, 1},
+  {"f4_0", f4_0_bytes, f4_0_LEN, EXMY_DTYPE_F32, 1, {0}, 0, f4_0_vals, NULL, 1},
+  {"u4_5", u4_5_bytes, u4_5_LEN, EXMY_DTYPE_U32, 1, {5}, 5, NULL, u4_5_vals, 1},
+  {"u8_1", u8_1_bytes, u8_1_LEN, EXMY_DTYPE_U64, 1, {1}, 1, NULL, u8_1_vals, 1},
+  {"u8_2", u8_2_bytes, u8_2_LEN, EXMY_DTYPE_U64, 1, {2}, 2, NULL, u8_2_vals, 1},
+  {"f4_2x1x3", f4_2x1x3_bytes, f4_2x1x3_LEN, EXMY_DTYPE_F32, 3, {2, 1, 3}, 6, f4_2x1x3_vals, NULL, 1},
+  {"u1_8d", u1_8d_bytes, u1_8d_LEN, EXMY_DTYPE_U8, 8, {1, 2, 1, 2, 1, 1, 1, 2}, 8, NULL, u1_8d_vals, 1},
+  {"u2_12x10", u2_12x10_bytes, u2_12x10_LEN, EXMY_DTYPE_U16, 2, {12, 10}, 120, NULL, u2_12x10_vals, 1},
+  {"f4_v2", f4_v2_bytes, f4_v2_LEN, EXMY_DTYPE_F32, 1, {2}, 2, f4_v2_vals, NULL, 0},
+  {"u1_v3", u1_v3_bytes, u1_v3_LEN, EXMY_DTYPE_U8, 1, {2}, 2, NULL, u1_v3_vals, 0},
+  {"f4_be", f4_be_bytes, f4_be_LEN, EXMY_DTYPE_F32, 1, {3}, 3, f4_be_vals, NULL, 0},
+  {"u2_be", u2_be_bytes, u2_be_LEN, EXMY_DTYPE_U16, 1, {2}, 2, NULL, u2_be_vals, 0},
+  {"f8_be", f8_be_bytes, f8_be_LEN, EXMY_DTYPE_F64, 1, {1}, 1, f8_be_vals, NULL, 0},
+  {"u8_be", u8_be_bytes, u8_be_LEN, EXMY_DTYPE_U64, 1, {1}, 1, NULL, u8_be_vals, 0},
+  {"u4_be", u4_be_bytes, u4_be_LEN, EXMY_DTYPE_U32, 2, {1, 1}, 1, NULL, u4_be_vals, 0},
 };
 #define N_VECTORS (sizeof vectors / sizeof vectors[0])
 
 /* Element i of an array as double (floats) or uint64 (unsigned). */
 static double elem_f(const exmy_array *a, size_t i) {
-  if (a->dtype == EXMY_DT_F32) {
+  if (a->dtype == EXMY_DTYPE_F32) {
     float f;
     memcpy(&f, (const char *)a->data + 4 * i, 4);
     return f;
@@ -509,8 +509,8 @@ static void test_round_trips(void) {
     {3, {2, 3, 4}},    {3, {4, 0, 2}},    {8, {2, 1, 2, 1, 2, 1, 1, 3}},
     {1, {12345678901ULL % 1000 + 1000}},
   };
-  static const exmy_dtype dts[] = {EXMY_DT_F32, EXMY_DT_F64, EXMY_DT_U8,
-                                   EXMY_DT_U16, EXMY_DT_U32, EXMY_DT_U64};
+  static const exmy_dtype dts[] = {EXMY_DTYPE_F32, EXMY_DTYPE_F64, EXMY_DTYPE_U8,
+                                   EXMY_DTYPE_U16, EXMY_DTYPE_U32, EXMY_DTYPE_U64};
   for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
       exmy_array a;
@@ -566,7 +566,7 @@ static void test_round_trips(void) {
     char path[1024], err[512] = "";
     tpath(path, sizeof path, "overwrite.npy");
     uint32_t d1[3] = {1, 2, 3}, d2[2] = {7, 8};
-    exmy_array a = {EXMY_DT_U32, 1, {3}, 3, d1};
+    exmy_array a = {EXMY_DTYPE_U32, 1, {3}, 3, d1};
     int rc = exmy_npy_write(path, &a, err, sizeof err);
     a.shape[0] = 2;
     a.count = 2;
@@ -585,7 +585,7 @@ static void test_round_trips(void) {
 static void test_special_files(void) {
   char err[512] = "";
   uint16_t d[3] = {1, 2, 0xffff};
-  exmy_array a = {EXMY_DT_U16, 1, {3}, 3, d};
+  exmy_array a = {EXMY_DTYPE_U16, 1, {3}, 3, d};
   /* Writing through a symbolic link updates its target and keeps the link. */
   char target[1024], link[1024];
   tpath(target, sizeof target, "link_target.npy");
@@ -638,7 +638,7 @@ static void test_special_files(void) {
       if (trunc) {
         CHECK(rc == -1 && strstr(err, "truncated data"), "truncated pipe: rc %d %s", rc, err);
       } else {
-        CHECK(rc == 0 && b.count == 6 && b.dtype == EXMY_DT_F64, "read from a pipe: %s", err);
+        CHECK(rc == 0 && b.count == 6 && b.dtype == EXMY_DTYPE_F64, "read from a pipe: %s", err);
       }
       if (rc == 0) exmy_array_free(&b);
     }
@@ -664,7 +664,7 @@ static void test_write_errors(void) {
   uint8_t d[4] = {1, 2, 3, 4};
   char path[1024], bad[1100];
   tpath(path, sizeof path, "werr.npy");
-  exmy_array a = {EXMY_DT_U8, 1, {4}, 4, d};
+  exmy_array a = {EXMY_DTYPE_U8, 1, {4}, 4, d};
   snprintf(bad, sizeof bad, "%s/no/such/dir/x.npy", tmpdir);
   expect_write_error("missing directory", bad, &a);
   CHECK(!file_exists(bad), "file appeared in a missing directory");
@@ -805,7 +805,7 @@ static void test_bad_files(void) {
     size_t shp[2] = {0, (size_t)1 << 40};
     expect_dict_ok("zero_times_huge.npy",
                    "{'descr': '<f8', 'fortran_order': False, 'shape': (0, 1099511627776), }", 0,
-                   EXMY_DT_F64, 2, shp);
+                   EXMY_DTYPE_F64, 2, shp);
   }
   /* Dimensions. */
   expect_dict_error("9d.npy",
@@ -882,9 +882,9 @@ static void test_bad_files(void) {
                       "fortran_order");
     size_t s1[1] = {3}, s2[3] = {1, 4, 1};
     expect_dict_ok("fortran_1d.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (3,), }", 12,
-                   EXMY_DT_F32, 1, s1);
+                   EXMY_DTYPE_F32, 1, s1);
     expect_dict_ok("fortran_trivial.npy",
-                   "{'descr': '<u1', 'fortran_order': True, 'shape': (1, 4, 1), }", 4, EXMY_DT_U8, 3,
+                   "{'descr': '<u1', 'fortran_order': True, 'shape': (1, 4, 1), }", 4, EXMY_DTYPE_U8, 3,
                    s2);
     expect_dict_error("fortran_yes.npy", "{'descr': '<f4', 'fortran_order': 'yes', 'shape': (1,), }",
                       4, "fortran_order");
@@ -933,20 +933,20 @@ static void test_bad_files(void) {
   {
     size_t s3[1] = {3}, s23[2] = {2, 3}, s0[1] = {0};
     expect_dict_ok("ok_py2_long.npy", "{'descr': '<u2', 'fortran_order': False, 'shape': (3L,), }", 6,
-                   EXMY_DT_U16, 1, s3);
+                   EXMY_DTYPE_U16, 1, s3);
     expect_dict_ok("ok_dquote.npy", "{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (2, 3)}",
-                   24, EXMY_DT_F32, 2, s23);
+                   24, EXMY_DTYPE_F32, 2, s23);
     expect_dict_ok("ok_order.npy", "{'shape': (3,), 'fortran_order': False, 'descr': '|u1'}", 3,
-                   EXMY_DT_U8, 1, s3);
+                   EXMY_DTYPE_U8, 1, s3);
     expect_dict_ok("ok_spaces.npy",
                    " {\n 'descr' :'<u4' ,\t'fortran_order':False,'shape':( 2 ,3 , ) } \n\n", 24,
-                   EXMY_DT_U32, 2, s23);
+                   EXMY_DTYPE_U32, 2, s23);
     expect_dict_ok("ok_lt_u1.npy", "{'descr': '<u1', 'fortran_order': False, 'shape': (3,), }", 3,
-                   EXMY_DT_U8, 1, s3);
+                   EXMY_DTYPE_U8, 1, s3);
     expect_dict_ok("ok_eq_f8.npy", "{'descr': '=f8', 'fortran_order': False, 'shape': (3,), }", 24,
-                   EXMY_DT_F64, 1, s3);
+                   EXMY_DTYPE_F64, 1, s3);
     expect_dict_ok("ok_be_u1.npy", "{'descr': '>u1', 'fortran_order': False, 'shape': (0,), }", 0,
-                   EXMY_DT_U8, 1, s0);
+                   EXMY_DTYPE_U8, 1, s0);
   }
   /* A message that does not fit is cut, never overflowed; no err is fine. */
   {
@@ -1021,8 +1021,8 @@ static void test_dtype_api(void) {
     exmy_dtype dt;
     size_t size;
     const char *name;
-  } t[] = {{EXMY_DT_F32, 4, "float32"}, {EXMY_DT_F64, 8, "float64"}, {EXMY_DT_U8, 1, "uint8"},
-           {EXMY_DT_U16, 2, "uint16"},  {EXMY_DT_U32, 4, "uint32"},  {EXMY_DT_U64, 8, "uint64"}};
+  } t[] = {{EXMY_DTYPE_F32, 4, "float32"}, {EXMY_DTYPE_F64, 8, "float64"}, {EXMY_DTYPE_U8, 1, "uint8"},
+           {EXMY_DTYPE_U16, 2, "uint16"},  {EXMY_DTYPE_U32, 4, "uint32"},  {EXMY_DTYPE_U64, 8, "uint64"}};
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     CHECK(exmy_dtype_size(t[i].dt) == t[i].size, "exmy_dtype_size(%d) = %zu", (int)t[i].dt,
           exmy_dtype_size(t[i].dt));
@@ -1038,8 +1038,8 @@ static void test_dtype_api(void) {
 
 static void test_numpy_dir(const char *dir) {
   static const char *types[] = {"f4", "f8", "u1", "u2", "u4", "u8"};
-  static const exmy_dtype dts[] = {EXMY_DT_F32, EXMY_DT_F64, EXMY_DT_U8,
-                                   EXMY_DT_U16, EXMY_DT_U32, EXMY_DT_U64};
+  static const exmy_dtype dts[] = {EXMY_DTYPE_F32, EXMY_DTYPE_F64, EXMY_DTYPE_U8,
+                                   EXMY_DTYPE_U16, EXMY_DTYPE_U32, EXMY_DTYPE_U64};
   static const struct {
     const char *tag;
     int ndim;
@@ -1067,7 +1067,7 @@ static void test_numpy_dir(const char *dir) {
         }
         CHECK(ok && a.count == count, "%s: wrong dtype or shape", path);
         for (size_t i = 0; ok && i < a.count; i++) {
-          if (dts[ti] == EXMY_DT_F32 || dts[ti] == EXMY_DT_F64)
+          if (dts[ti] == EXMY_DTYPE_F32 || dts[ti] == EXMY_DTYPE_F64)
             CHECK(elem_f(&a, i) == (double)(i % 251), "%s: element %zu is %a", path, i, elem_f(&a, i));
           else
             CHECK(elem_u(&a, i) == i % 251, "%s: element %zu is %llu", path, i,

@@ -264,7 +264,10 @@ static rmode make_mode(const char *name, int null_rnd, exmy_round_mode m, exmy_s
   md.r.seed = seed;
   md.r.stream = seed ? 5 : 0;
   md.r.sr_bits = sr_bits;
-  if (null_rnd) md.r.sat = EXMY_SAT_FINITE; /* what NULL means */
+  /* null_rnd: the mode that passed rnd = NULL, which meant cuda_fp8.h's rne
+   * with EXMY_SAT_FINITE; NULL is now an error (run_one checks that), and
+   * the mode passes that rounding explicitly. */
+  if (null_rnd) md.r.sat = EXMY_SAT_FINITE;
   return md;
 }
 
@@ -286,7 +289,13 @@ static void run_one(const char *text, size_t br, size_t bc, int exact, const exm
            f->name, md->name, rows, cols, data);
   exmy_qtensor q;
   memset(&q, 0, sizeof q);
-  int rc = exmy_recipe_quantize(&rec, f, md->null_rnd ? NULL : &md->r, x, rows, cols, &q, err, sizeof err);
+  if (md->null_rnd) {
+    err[0] = 0;
+    int rn = exmy_recipe_quantize(&rec, f, NULL, x, rows, cols, NULL, &q, NULL, err, sizeof err);
+    CHECK(rn == -1 && err[0], "%s: NULL rnd not rejected (rc %d, err '%s')", what, rn, err);
+    if (rn == 0) exmy_qtensor_free(&q);
+  }
+  int rc = exmy_recipe_quantize(&rec, f, &md->r, x, rows, cols, NULL, &q, NULL, err, sizeof err);
   CHECK(rc == 0, "%s: quantize failed: %s", what, err);
   if (rc == 0) {
     nref e;
@@ -295,7 +304,6 @@ static void run_one(const char *text, size_t br, size_t bc, int exact, const exm
     nref_free(&e);
     exmy_qtensor_free(&q);
   }
-  exmy_recipe_free(&rec);
 }
 
 /* ---- inputs ----------------------------------------------------------------- */
@@ -473,7 +481,8 @@ static void test_edges(uint64_t *st) {
 
 /* ---- test 3: hand-computed values ------------------------------------------- */
 
-/* Quantize x (1 x n or rows x cols) with NULL rounding into q; 0 on success. */
+/* Quantize x (1 x n or rows x cols) with cuda_fp8.h's rounding (rne,
+ * satfinite: what NULL meant before 1.0) into q; 0 on success. */
 static int hand_q(const char *text, const float *x, size_t rows, size_t cols, exmy_qtensor *q) {
   exmy_format f = tu_format("e2m1fn");
   exmy_recipe rec;
@@ -482,8 +491,10 @@ static int hand_q(const char *text, const float *x, size_t rows, size_t cols, ex
     CHECK(0, "cannot parse '%s': %s", text, err);
     return -1;
   }
-  int rc = exmy_recipe_quantize(&rec, &f, NULL, x, rows, cols, q, err, sizeof err);
-  exmy_recipe_free(&rec);
+  exmy_rounding cuda = exmy_rounding_default();
+  cuda.mode = EXMY_RNE;
+  cuda.sat = EXMY_SAT_FINITE;
+  int rc = exmy_recipe_quantize(&rec, &f, &cuda, x, rows, cols, NULL, q, NULL, err, sizeof err);
   CHECK(rc == 0, "hand '%s' %zux%zu: quantize failed: %s", text, rows, cols, err);
   return rc;
 }
@@ -754,9 +765,8 @@ static void test_threads(uint64_t *st) {
           char err[300];
           ok[th] = 0;
           if (exmy_recipe_parse(rcases[ci].text, &rec, err, sizeof err)) continue;
-          ok[th] = exmy_recipe_quantize(&rec, &f, modes[mi].null_rnd ? NULL : &modes[mi].r, x, rows, cols, &q[th], err,
+          ok[th] = exmy_recipe_quantize(&rec, &f, &modes[mi].r, x, rows, cols, NULL, &q[th], NULL, err,
                                         sizeof err) == 0;
-          exmy_recipe_free(&rec);
         }
         omp_set_num_threads(2);
         CHECK(ok[0] && ok[1], "threads '%s' %s: quantize failed", rcases[ci].text, modes[mi].name);
@@ -827,17 +837,15 @@ static void test_parse(void) {
           rcases[ci].text, a.block_rows, a.block_cols, rcases[ci].br, rcases[ci].bc);
     CHECK(!!a.exact_product == rcases[ci].exact, "'%s': exact_product %d, expected %d", rcases[ci].text,
           a.exact_product, rcases[ci].exact);
-    exmy_recipe_name(&a, n1, sizeof n1);
+    exmy_recipe_to_string(&a, n1, sizeof n1);
     if (exmy_recipe_parse(n1, &b, err, sizeof err)) {
       CHECK(0, "'%s' names itself '%s', which does not parse: %s", rcases[ci].text, n1, err);
     } else {
-      exmy_recipe_name(&b, n2, sizeof n2);
+      exmy_recipe_to_string(&b, n2, sizeof n2);
       CHECK(b.kind == a.kind && b.block_rows == a.block_rows && b.block_cols == a.block_cols &&
                 b.exact_product == a.exact_product && !strcmp(n1, n2),
             "recipe '%s' -> name '%s' -> '%s' is not the same recipe", rcases[ci].text, n1, n2);
-      exmy_recipe_free(&b);
     }
-    exmy_recipe_free(&a);
   }
 }
 

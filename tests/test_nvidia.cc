@@ -246,34 +246,34 @@ void report(const char *fmt, ...) {
 // Count and print a failure (serial code only).
 #define fail_line(...) (++g_failures, report(__VA_ARGS__))
 
-const char *src_name(exmy_src_type t) {
+const char *src_name(exmy_dtype t) {
   switch (t) {
-  case EXMY_SRC_F32: return "f32"; case EXMY_SRC_F64: return "f64";
-  case EXMY_SRC_BF16: return "bf16"; default: return "f16";
+  case EXMY_DTYPE_F32: return "f32"; case EXMY_DTYPE_F64: return "f64";
+  case EXMY_DTYPE_BF16: return "bf16"; default: return "f16";
   }
 }
 
 // Input element i as (bits, exact double value).
 struct InputView {
-  exmy_src_type type;
+  exmy_dtype type;
   const void *data;
   uint64_t bits(size_t i) const {
     switch (type) {
-    case EXMY_SRC_F32: return ((const uint32_t *)data)[i];
-    case EXMY_SRC_F64: return ((const uint64_t *)data)[i];
+    case EXMY_DTYPE_F32: return ((const uint32_t *)data)[i];
+    case EXMY_DTYPE_F64: return ((const uint64_t *)data)[i];
     default: return ((const uint16_t *)data)[i];
     }
   }
   double value(size_t i) const {
     switch (type) {
-    case EXMY_SRC_F32: return (double)((const float *)data)[i];
-    case EXMY_SRC_F64: return ((const double *)data)[i];
-    case EXMY_SRC_BF16: return (double)nv_bf16_to_float(((const uint16_t *)data)[i]);
+    case EXMY_DTYPE_F32: return (double)((const float *)data)[i];
+    case EXMY_DTYPE_F64: return ((const double *)data)[i];
+    case EXMY_DTYPE_BF16: return (double)nv_bf16_to_float(((const uint16_t *)data)[i]);
     default: return (double)nv_f16_to_float(((const uint16_t *)data)[i]);
     }
   }
   int hexw() const {
-    return type == EXMY_SRC_F32 ? 8 : type == EXMY_SRC_F64 ? 16 : 4;
+    return type == EXMY_DTYPE_F32 ? 8 : type == EXMY_DTYPE_F64 ? 16 : 4;
   }
 };
 
@@ -374,18 +374,18 @@ unsigned check_one(const Oracle &o, const InputView &in, size_t i, unsigned nv, 
 
 uint64_t exmy_scalar(const Oracle &o, const InputView &in, size_t i, unsigned *flags) {
   switch (in.type) {
-  case EXMY_SRC_F32: return exmy_from_float(&o.fmt, &o.rnd, ((const float *)in.data)[i], i, flags);
-  case EXMY_SRC_F64: return exmy_from_double(&o.fmt, &o.rnd, ((const double *)in.data)[i], i, flags);
-  case EXMY_SRC_BF16: return exmy_from_bf16(&o.fmt, &o.rnd, ((const uint16_t *)in.data)[i], i, flags);
+  case EXMY_DTYPE_F32: return exmy_from_float(&o.fmt, &o.rnd, ((const float *)in.data)[i], i, flags);
+  case EXMY_DTYPE_F64: return exmy_from_double(&o.fmt, &o.rnd, ((const double *)in.data)[i], i, flags);
+  case EXMY_DTYPE_BF16: return exmy_from_bf16(&o.fmt, &o.rnd, ((const uint16_t *)in.data)[i], i, flags);
   default: return exmy_from_f16(&o.fmt, &o.rnd, ((const uint16_t *)in.data)[i], i, flags);
   }
 }
 
 unsigned nv_elem(const Oracle &o, const InputView &in, size_t i) {
   switch (in.type) {
-  case EXMY_SRC_F32: return nv_from_float(o, ((const float *)in.data)[i]);
-  case EXMY_SRC_F64: return nv_from_double(o, ((const double *)in.data)[i]);
-  case EXMY_SRC_BF16: return nv_from_bf16(o, ((const uint16_t *)in.data)[i]);
+  case EXMY_DTYPE_F32: return nv_from_float(o, ((const float *)in.data)[i]);
+  case EXMY_DTYPE_F64: return nv_from_double(o, ((const double *)in.data)[i]);
+  case EXMY_DTYPE_BF16: return nv_from_bf16(o, ((const uint16_t *)in.data)[i]);
   default: return nv_from_f16(o, ((const uint16_t *)in.data)[i]);
   }
 }
@@ -405,7 +405,11 @@ void run_batch(const Oracle &o, const InputView &in, size_t n, size_t scalar_str
 OMP_FOR
   for (long long i = 0; i < nn; ++i) nvbuf[i] = (uint8_t)nv_elem(o, in, (size_t)i);
   std::fill(exbuf.begin(), exbuf.end(), (uint8_t)0xA5); // poison: exmy must write all
-  exmy_quantize(&o.fmt, &o.rnd, in.type, in.data, n, 0, exbuf.data());
+  char qerr[256] = "";
+  if (exmy_quantize(&o.fmt, &o.rnd, in.type, in.data, n, 0, exbuf.data(), nullptr, qerr, sizeof qerr)) {
+    ++g_failures; // a failed call is a failure even if the poisoned codes happened to match
+    if (g_printed++ < kMaxPrinted) std::printf("FAIL exmy_quantize returned -1: %s\n", qerr);
+  }
   if (scalar_stride) {
 OMP_FOR
     for (long long i = 0; i < nn; ++i) {
@@ -730,7 +734,7 @@ void run_long(const std::vector<Oracle> &oracles) {
     const long long cn = (long long)chunk;
 OMP_FOR
     for (long long i = 0; i < cn; ++i) in[i] = (uint32_t)(k * chunk + (size_t)i);
-    InputView iv{EXMY_SRC_F32, in.data()};
+    InputView iv{EXMY_DTYPE_F32, in.data()};
     for (const Oracle *o : fp8) run_batch(*o, iv, chunk, 1, nvb, exb, scb, flb, bad);
     if ((k + 1) % 8 == 0 || k + 1 == nchunks) {
       std::printf("%s: --long: %zu/%zu chunks (inputs up to 0x%08zx), %" PRIu64 " checks, %" PRIu64
@@ -767,21 +771,21 @@ int main(int argc, char **argv) {
   std::vector<uint16_t> all16(65536);
   for (unsigned i = 0; i < 65536; ++i) all16[i] = (uint16_t)i;
   for (const Oracle &o : oracles) {
-    run_batch(o, InputView{EXMY_SRC_F16, all16.data()}, 65536, 1, nvb, exb, scb, flb, bad);
-    run_batch(o, InputView{EXMY_SRC_BF16, all16.data()}, 65536, 1, nvb, exb, scb, flb, bad);
+    run_batch(o, InputView{EXMY_DTYPE_F16, all16.data()}, 65536, 1, nvb, exb, scb, flb, bad);
+    run_batch(o, InputView{EXMY_DTYPE_BF16, all16.data()}, 65536, 1, nvb, exb, scb, flb, bad);
   }
 
   // 3. float32 pool (>= 10^7), array and scalar paths on all
   {
     std::vector<float> pool = make_float_pool(seed, 10000000);
-    InputView iv{EXMY_SRC_F32, pool.data()};
+    InputView iv{EXMY_DTYPE_F32, pool.data()};
     for (const Oracle &o : oracles) run_batch(o, iv, pool.size(), 1, nvb, exb, scb, flb, bad);
   }
 
   // 4. double pool (10^6), both paths on all
   {
     std::vector<double> pool = make_double_pool(seed, 1000000);
-    InputView iv{EXMY_SRC_F64, pool.data()};
+    InputView iv{EXMY_DTYPE_F64, pool.data()};
     for (const Oracle &o : oracles) run_batch(o, iv, pool.size(), 1, nvb, exb, scb, flb, bad);
   }
 

@@ -315,13 +315,13 @@ static void check_table(const char *dir, const char *file) {
         (unsigned long long)(nnan ? nan_codes[0] : 0));
   FILE *sink = tmpfile();
   if (sink) {
-    exmy_info_print(&fmt, sink);
+    exmy_format_info_print(&fmt, sink);
     fclose(sink);
   }
 
   /* The long form reads back to the same format. */
   char lf[200];
-  int ll = exmy_format_longform(&fmt, lf, sizeof lf);
+  int ll = exmy_format_to_string(&fmt, lf, sizeof lf);
   exmy_format back;
   CHECK(ll > 0 && (size_t)ll < sizeof lf && exmy_format_parse(lf, &back, err, sizeof err) == 0 &&
             back.ebits == fmt.ebits && back.mbits == fmt.mbits && back.bias == fmt.bias &&

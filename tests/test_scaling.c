@@ -60,6 +60,14 @@ static float divf(float a, float b) {
   return q;
 }
 
+/* cuda_fp8.h's casts (what rnd = NULL meant before 1.0): rne, EXMY_SAT_FINITE. */
+static exmy_rounding cuda_rnd(void) {
+  exmy_rounding r = exmy_rounding_default();
+  r.mode = EXMY_RNE;
+  r.sat = EXMY_SAT_FINITE;
+  return r;
+}
+
 /* ---- reference ---------------------------------------------------------- */
 
 typedef struct rspec {
@@ -359,19 +367,22 @@ static int parse_case(const rcase *rc, exmy_recipe *rec) {
   return 0;
 }
 
-/* The parsed fields are what the reference assumes. */
-static void check_fields(const char *text, const exmy_recipe *rec, const rspec *s) {
+/* The parsed fields are what the reference assumes; st is a fresh
+ * exmy_recipe_state_init state of rec (a delayed recipe's state starts with
+ * an empty history of history_len entries and scale 1). */
+static void check_fields(const char *text, const exmy_recipe *rec, const exmy_recipe_state *st, const rspec *s) {
   CHECK(rec->kind == s->kind, "'%s': kind %d, expected %d", text, rec->kind, s->kind);
   CHECK(rec->exact_product == 0, "'%s': exact_product %d by default", text, rec->exact_product);
   if (s->kind == EXMY_RECIPE_DELAYED) {
     CHECK(rec->history_len == s->L && rec->most_recent == s->most_recent && rec->margin == s->margin,
           "'%s': len %d algo %d margin %d, expected %d %d %d", text, rec->history_len, rec->most_recent, rec->margin,
           s->L, s->most_recent, s->margin);
-    CHECK(rec->history != NULL, "'%s': no history", text);
-    CHECK(rec->scale == 1.0f && rec->scale_inv == 1.0f, "'%s': initial scale %a scale_inv %a, expected 1 1", text,
-          rec->scale, rec->scale_inv);
+    CHECK(st->history != NULL && st->history_len == rec->history_len, "'%s': no history (state len %d)", text,
+          st->history_len);
+    CHECK(st->scale == 1.0f && st->scale_inv == 1.0f, "'%s': initial scale %a scale_inv %a, expected 1 1", text,
+          st->scale, st->scale_inv);
     int nz = 0;
-    for (int j = 0; rec->history && j < rec->history_len; j++) nz += rec->history[j] != 0.0f;
+    for (int j = 0; st->history && j < st->history_len; j++) nz += st->history[j] != 0.0f;
     CHECK(nz == 0, "'%s': %d nonzero history entries after parse", text, nz);
     return;
   }
@@ -428,6 +439,9 @@ static rmode make_mode(const char *name, int null_rnd, exmy_round_mode m, exmy_s
   md.r.sat = sat;
   md.r.seed = seed;
   md.r.stream = seed ? 3 : 0;
+  /* null_rnd: the mode that used to pass rnd = NULL (cuda_fp8.h's default,
+   * rne with EXMY_SAT_FINITE); md.r is that rounding, passed explicitly, and
+   * run_one checks that NULL itself is now rejected. */
   return md;
 }
 
@@ -439,12 +453,18 @@ static rmode modes[8];
 static void run_one(const rcase *rc, const exmy_format *f, const rmode *md, int exact, const float *x, size_t rows,
                     size_t cols, float dscale) {
   exmy_recipe rec;
+  exmy_recipe_state rst;
+  char err[300];
   if (parse_case(rc, &rec)) return;
   rec.exact_product = exact;
+  if (exmy_recipe_state_init(&rec, &rst, err, sizeof err)) {
+    CHECK(0, "recipe '%s': state init failed: %s", rc->text, err);
+    return;
+  }
   float dsi = divf(1.0f, dscale);
   if (rc->s.kind == EXMY_RECIPE_DELAYED) {
-    rec.scale = dscale;
-    rec.scale_inv = dsi;
+    rst.scale = dscale;
+    rst.scale_inv = dsi;
   }
   char what[256];
   snprintf(what, sizeof what, "recipe '%s'%s%s fmt %s rnd %s shape %zux%zu", rc->text,
@@ -455,8 +475,15 @@ static void run_one(const rcase *rc, const exmy_format *f, const rmode *md, int 
   }
   exmy_qtensor q;
   memset(&q, 0, sizeof q);
-  char err[300];
-  int rcode = exmy_recipe_quantize(&rec, f, md->null_rnd ? NULL : &md->r, x, rows, cols, &q, err, sizeof err);
+  if (md->null_rnd) {
+    /* rnd NULL used to mean cuda_fp8.h's rne,satfinite; now it is an error.  The
+     * mode passes that rounding explicitly (md->r) below. */
+    err[0] = 0;
+    int rn = exmy_recipe_quantize(&rec, f, NULL, x, rows, cols, &rst, &q, NULL, err, sizeof err);
+    CHECK(rn == -1 && err[0], "%s: NULL rnd not rejected (rc %d, err '%s')", what, rn, err);
+    if (rn == 0) exmy_qtensor_free(&q);
+  }
+  int rcode = exmy_recipe_quantize(&rec, f, &md->r, x, rows, cols, &rst, &q, NULL, err, sizeof err);
   CHECK(rcode == 0, "%s: quantize failed: %s", what, err);
   if (rcode == 0) {
     exmy_rounding rr = md->r;
@@ -468,14 +495,14 @@ static void run_one(const rcase *rc, const exmy_format *f, const rmode *md, int 
     ref_quantize(&rc->s, dscale, dsi, f, &rr, exact, x, rows, cols, &e);
     compare(what, &rc->s, &e, &q, x, f);
     if (rc->s.kind == EXMY_RECIPE_DELAYED) {
-      CHECK(rec.history && same_f(rec.history[0], e.amax[0]), "%s: history[0] %a after quantize, expected %a", what,
-            rec.history ? rec.history[0] : NAN, e.amax[0]);
-      CHECK(same_f(rec.scale, dscale), "%s: quantize changed the delayed scale", what);
+      CHECK(rst.history && same_f(rst.history[0], e.amax[0]), "%s: history[0] %a after quantize, expected %a", what,
+            rst.history ? rst.history[0] : NAN, e.amax[0]);
+      CHECK(same_f(rst.scale, dscale), "%s: quantize changed the delayed scale", what);
     }
     rq_free(&e);
     exmy_qtensor_free(&q);
   }
-  exmy_recipe_free(&rec);
+  exmy_recipe_state_free(&rst);
 }
 
 static void test_random(uint64_t *st) {
@@ -664,7 +691,7 @@ static void ref_step(dstate *d) {
   d->scale_inv = divf(1.0f, d->scale);
 }
 
-static void check_state(const char *what, const exmy_recipe *rec, const dstate *d) {
+static void check_state(const char *what, const exmy_recipe_state *rec, const dstate *d) {
   CHECK(same_f(rec->scale, d->scale) && same_f(rec->scale_inv, d->scale_inv),
         "%s: scale 0x%08x (%a) scale_inv 0x%08x, expected 0x%08x (%a) 0x%08x", what, tu_bits32(rec->scale), rec->scale,
         tu_bits32(rec->scale_inv), tu_bits32(d->scale), d->scale, tu_bits32(d->scale_inv));
@@ -749,14 +776,20 @@ static void test_delayed(uint64_t *st) {
         const rmode *md = variant ? &modes[3] : &modes[0];
         int exact = variant;
         rcase rc = {dc[ci].text, {EXMY_RECIPE_DELAYED, 0, 0, 0, 0, 0, dc[ci].L, dc[ci].mr, dc[ci].margin}, 0, 0};
-        exmy_recipe rec[2];
-        if (parse_case(&rc, &rec[0])) continue;
-        check_fields(rc.text, &rec[0], &rc.s);
-        if (!rec[0].history || rec[0].history_len != dc[ci].L) {
-          exmy_recipe_free(&rec[0]);
+        exmy_recipe rec0;
+        exmy_recipe_state rst[2];
+        char ierr[300];
+        if (parse_case(&rc, &rec0)) continue;
+        if (exmy_recipe_state_init(&rec0, &rst[0], ierr, sizeof ierr)) {
+          CHECK(0, "'%s': state init failed: %s", rc.text, ierr);
           continue;
         }
-        rec[0].exact_product = exact;
+        check_fields(rc.text, &rec0, &rst[0], &rc.s);
+        if (!rst[0].history || rst[0].history_len != dc[ci].L) {
+          exmy_recipe_state_free(&rst[0]);
+          continue;
+        }
+        rec0.exact_product = exact;
         int nrec = 1;
         dstate d;
         memset(&d, 0, sizeof d);
@@ -789,14 +822,14 @@ static void test_delayed(uint64_t *st) {
               exmy_qtensor q;
               char err[300];
               memset(&q, 0, sizeof q);
-              int rcode = exmy_recipe_quantize(&rec[ri], &f, md->null_rnd ? NULL : &md->r, x, rows, cols, &q, err,
+              int rcode = exmy_recipe_quantize(&rec0, &f, &md->r, x, rows, cols, &rst[ri], &q, NULL, err,
                                                sizeof err);
               CHECK(rcode == 0, "%s: quantize failed: %s", what, err);
               if (rcode == 0) {
                 compare(what, &rc.s, &e, &q, x, &f);
                 exmy_qtensor_free(&q);
               }
-              CHECK(same_f(rec[ri].fmax, d.fmax), "%s: recipe fmax %a after quantize, expected %a", what, rec[ri].fmax,
+              CHECK(same_f(rst[ri].fmax, d.fmax), "%s: recipe fmax %a after quantize, expected %a", what, rst[ri].fmax,
                     d.fmax);
             }
             if (isnan(d.h[0]) || e.amax[0] > d.h[0]) d.h[0] = e.amax[0];
@@ -804,35 +837,36 @@ static void test_delayed(uint64_t *st) {
             break;
           }
           case OP_STEP:
-            for (int ri = 0; ri < nrec; ri++) exmy_recipe_step(&rec[ri]);
+            for (int ri = 0; ri < nrec; ri++) exmy_recipe_step(&rec0, &rst[ri]);
             ref_step(&d);
             break;
           case OP_CAL:
           case OP_CAL_NAN:
             tensor_with_amax(st, x, rows * cols + 1, script[k].a, script[k].op == OP_CAL_NAN);
-            for (int ri = 0; ri < nrec; ri++) exmy_recipe_calibrate(&rec[ri], &f, x, rows * cols + 1);
+            for (int ri = 0; ri < nrec; ri++) exmy_recipe_calibrate(&rec0, &f, x, rows * cols + 1, &rst[ri]);
             d.h[0] = script[k].a;
             break;
           case OP_SET_NAN:
-            for (int ri = 0; ri < nrec; ri++) rec[ri].history[0] = NAN;
+            for (int ri = 0; ri < nrec; ri++) rst[ri].history[0] = NAN;
             d.h[0] = NAN;
             break;
           case OP_COPY:
-            memset(&rec[1], 0, sizeof rec[1]);
-            CHECK(exmy_recipe_copy(&rec[1], &rec[0]) == 0, "%s: exmy_recipe_copy failed", what);
-            CHECK(rec[1].history && rec[1].history != rec[0].history, "%s: copy shares the history array", what);
-            if (rec[1].history && rec[1].history != rec[0].history) nrec = 2;
+            memset(&rst[1], 0, sizeof rst[1]);
+            CHECK(exmy_recipe_state_copy(&rst[0], &rst[1], ierr, sizeof ierr) == 0, "%s: exmy_recipe_state_copy failed: %s",
+                  what, ierr);
+            CHECK(rst[1].history && rst[1].history != rst[0].history, "%s: copy shares the history array", what);
+            if (rst[1].history && rst[1].history != rst[0].history) nrec = 2;
             break;
           }
           free(x);
           for (int ri = 0; ri < nrec; ri++) {
             char w2[240];
             snprintf(w2, sizeof w2, "%s%s", what, ri ? " [copy]" : "");
-            check_state(w2, &rec[ri], &d);
+            check_state(w2, &rst[ri], &d);
           }
         }
         CHECK(nrec == 2, "recipe '%s': the copy was not made", dc[ci].text);
-        for (int ri = 0; ri < nrec; ri++) exmy_recipe_free(&rec[ri]);
+        for (int ri = 0; ri < nrec; ri++) exmy_recipe_state_free(&rst[ri]);
       }
   /* hand-computed sequence, independent of ref_step: L = 3, max, margin 0, e4m3fn, amaxes
    * 2, 8, 0, 1, 4, 0.5.  Each step: a_0 = h[1], a_1 = h[2], a_2 = last; max over all three;
@@ -846,8 +880,12 @@ static void test_delayed(uint64_t *st) {
   {
     exmy_format f = tu_format("e4m3fn");
     exmy_recipe rec;
+    exmy_recipe_state rs;
+    memset(&rs, 0, sizeof rs);
     rcase rc = {"delayed:len=3", {EXMY_RECIPE_DELAYED, 0, 0, 0, 0, 0, 3, 0, 0}, 0, 0};
-    if (parse_case(&rc, &rec) == 0 && rec.history && rec.history_len == 3) {
+    if (parse_case(&rc, &rec) == 0 && exmy_recipe_state_init(&rec, &rs, NULL, 0) == 0 && rs.history &&
+        rs.history_len == 3) {
+      const exmy_rounding cuda = cuda_rnd();
       const float am[6] = {2, 8, 0, 1, 4, 0.5f};
       const float want[6] = {224, 56, 56, 56, 56, 112};
       const float wh[6][3] = {{0, 0, 2}, {0, 2, 8}, {0, 2, 8}, {0, 8, 1}, {0, 1, 4}, {0, 4, 0.5f}};
@@ -856,21 +894,21 @@ static void test_delayed(uint64_t *st) {
         x[0] = am[t]; x[1] = -am[t] / 2; x[2] = 0; x[3] = am[t] / 4;
         exmy_qtensor q;
         char err[300];
-        if (exmy_recipe_quantize(&rec, &f, NULL, x, 1, 4, &q, err, sizeof err) == 0) {
+        if (exmy_recipe_quantize(&rec, &f, &cuda, x, 1, 4, &rs, &q, NULL, err, sizeof err) == 0) {
           float s_before = t == 0 ? 1.0f : want[t - 1];
           CHECK(q.scale[0] == s_before, "hand delayed step %d: quantized with scale %a, expected %a", t, q.scale[0],
                 s_before);
           exmy_qtensor_free(&q);
         }
-        exmy_recipe_step(&rec);
-        CHECK(rec.scale == want[t] && rec.scale_inv == 1.0f / want[t], "hand delayed step %d: scale %a inv %a, expected %a",
-              t, rec.scale, rec.scale_inv, want[t]);
-        CHECK(rec.history[0] == wh[t][0] && rec.history[1] == wh[t][1] && rec.history[2] == wh[t][2],
-              "hand delayed step %d: history [%g %g %g], expected [%g %g %g]", t, rec.history[0], rec.history[1],
-              rec.history[2], wh[t][0], wh[t][1], wh[t][2]);
+        exmy_recipe_step(&rec, &rs);
+        CHECK(rs.scale == want[t] && rs.scale_inv == 1.0f / want[t], "hand delayed step %d: scale %a inv %a, expected %a",
+              t, rs.scale, rs.scale_inv, want[t]);
+        CHECK(rs.history[0] == wh[t][0] && rs.history[1] == wh[t][1] && rs.history[2] == wh[t][2],
+              "hand delayed step %d: history [%g %g %g], expected [%g %g %g]", t, rs.history[0], rs.history[1],
+              rs.history[2], wh[t][0], wh[t][1], wh[t][2]);
       }
-      exmy_recipe_free(&rec);
     }
+    exmy_recipe_state_free(&rs);
   }
 }
 
@@ -890,9 +928,9 @@ static void mx_hand(const char *recipe, const char *fmt, float amax, unsigned co
   x[5] = amax;
   x[7] = elem;
   exmy_qtensor q;
-  if (exmy_recipe_quantize(&rec, &f, NULL, x, 1, 32, &q, err, sizeof err)) {
+  const exmy_rounding cuda = cuda_rnd();
+  if (exmy_recipe_quantize(&rec, &f, &cuda, x, 1, 32, NULL, &q, NULL, err, sizeof err)) {
     CHECK(0, "'%s' %s: quantize failed: %s", recipe, fmt, err);
-    exmy_recipe_free(&rec);
     return;
   }
   CHECK(q.scale_codes && q.scale_codes[0] == code, "'%s' %s amax %a (%s): E8M0 code 0x%02x, expected 0x%02x", recipe, fmt,
@@ -912,7 +950,6 @@ static void mx_hand(const char *recipe, const char *fmt, float amax, unsigned co
           "reference mx %s amax %a: code 0x%02x scale %a, hand 0x%02x %a", fmt, amax, rcode, rscale, code, scale);
   }
   exmy_qtensor_free(&q);
-  exmy_recipe_free(&rec);
 }
 
 static void test_mx_hand(void) {
@@ -1004,12 +1041,17 @@ static void test_threads(uint64_t *st) {
             CHECK(0, "cannot parse '%s': %s", texts[t], err);
             continue;
           }
-          rec.scale = 3.0f;
-          rec.scale_inv = divf(1.0f, 3.0f);
+          exmy_recipe_state rs;
+          if (exmy_recipe_state_init(&rec, &rs, err, sizeof err)) {
+            CHECK(0, "'%s': state init failed: %s", texts[t], err);
+            continue;
+          }
+          rs.scale = 3.0f;
+          rs.scale_inv = divf(1.0f, 3.0f);
           rec.exact_product = mi == 3;
-          ok[th] = exmy_recipe_quantize(&rec, &f, modes[mi].null_rnd ? NULL : &modes[mi].r, x, rows, cols, &q[th], err,
+          ok[th] = exmy_recipe_quantize(&rec, &f, &modes[mi].r, x, rows, cols, &rs, &q[th], NULL, err,
                                         sizeof err) == 0;
-          exmy_recipe_free(&rec);
+          exmy_recipe_state_free(&rs);
         }
         omp_set_num_threads(2);
         CHECK(ok[0] && ok[1], "'%s' %s: quantize failed", texts[t], f.name);
@@ -1043,35 +1085,37 @@ static void test_names(void) {
       CHECK(0, "cannot parse '%s': %s", texts[i], err);
       continue;
     }
-    exmy_recipe_name(&a, n1, sizeof n1);
+    exmy_recipe_to_string(&a, n1, sizeof n1);
     if (exmy_recipe_parse(n1, &b, err, sizeof err)) {
       CHECK(0, "'%s' names itself '%s', which does not parse: %s", texts[i], n1, err);
-      exmy_recipe_free(&a);
       continue;
     }
-    exmy_recipe_name(&b, n2, sizeof n2);
+    exmy_recipe_to_string(&b, n2, sizeof n2);
     int eq = a.kind == b.kind && a.block_rows == b.block_rows && a.block_cols == b.block_cols &&
              same_f(a.epsilon, b.epsilon) && a.pow2 == b.pow2 && a.deepgemm == b.deepgemm &&
              a.history_len == b.history_len && a.most_recent == b.most_recent && a.margin == b.margin &&
              a.exact_product == b.exact_product && !strcmp(n1, n2);
     CHECK(eq, "recipe '%s' -> name '%s' -> '%s' is not the same recipe", texts[i], n1, n2);
-    exmy_recipe_free(&a);
-    exmy_recipe_free(&b);
   }
   /* the fields of each recipe the reference relies on */
   for (size_t ci = 0; ci < NCASES; ci++) {
     if (cases[ci].set_br) continue;
     exmy_recipe rec;
+    exmy_recipe_state rs;
+    char serr[300];
     if (parse_case(&cases[ci], &rec)) continue;
-    check_fields(cases[ci].text, &rec, &cases[ci].s);
-    exmy_recipe_free(&rec);
+    if (exmy_recipe_state_init(&rec, &rs, serr, sizeof serr)) {
+      CHECK(0, "'%s': state init failed: %s", cases[ci].text, serr);
+      continue;
+    }
+    check_fields(cases[ci].text, &rec, &rs, &cases[ci].s);
+    exmy_recipe_state_free(&rs);
   }
   {
     exmy_recipe r;
     char err[300];
     if (exmy_recipe_parse("current:exact", &r, err, sizeof err) == 0) {
       CHECK(r.exact_product == 1, "'current:exact': exact_product %d", r.exact_product);
-      exmy_recipe_free(&r);
     }
   }
   exmy_recipe r;
@@ -1086,29 +1130,34 @@ static void test_names(void) {
 static void test_interval(void) {
   exmy_format f = tu_format("e4m3fn");
   exmy_recipe r;
+  exmy_recipe_state rs;
+  const exmy_rounding cuda = cuda_rnd();
   char err[200];
-  CHECK(exmy_recipe_parse("delayed:len=1,interval=2", &r, err, sizeof err) == 0, "interval parse: %s", err);
+  CHECK(exmy_recipe_parse("delayed:len=1,interval=2", &r, err, sizeof err) == 0 &&
+            exmy_recipe_state_init(&r, &rs, err, sizeof err) == 0,
+        "interval parse: %s", err);
   const float amax[4] = {100, 50, 200, 25};
   const float want[4] = {1.0f, 448.0f / 50.0f, 448.0f / 50.0f, 448.0f / 25.0f};
   for (int t = 0; t < 4; t++) {
     float x[2] = {amax[t], -amax[t] / 3};
     exmy_qtensor q;
-    CHECK(exmy_recipe_quantize(&r, &f, NULL, x, 1, 2, &q, err, sizeof err) == 0, "interval quantize: %s", err);
+    CHECK(exmy_recipe_quantize(&r, &f, &cuda, x, 1, 2, &rs, &q, NULL, err, sizeof err) == 0, "interval quantize: %s", err);
     exmy_qtensor_free(&q);
-    exmy_recipe_step(&r);
-    CHECK(r.scale == want[t], "interval=2 step %d: scale %a, expected %a", t + 1, (double)r.scale, (double)want[t]);
+    exmy_recipe_step(&r, &rs);
+    CHECK(rs.scale == want[t], "interval=2 step %d: scale %a, expected %a", t + 1, (double)rs.scale, (double)want[t]);
   }
   char name[100];
-  exmy_recipe_name(&r, name, sizeof name);
+  exmy_recipe_to_string(&r, name, sizeof name);
   CHECK(strstr(name, "interval=2") != NULL, "interval missing from the name '%s'", name);
-  exmy_recipe_free(&r);
+  exmy_recipe_state_free(&rs);
   /* TE's flow: a calibration step before any FP8 step sets the first scale */
-  CHECK(exmy_recipe_parse("delayed", &r, err, sizeof err) == 0, "delayed parse: %s", err);
+  CHECK(exmy_recipe_parse("delayed", &r, err, sizeof err) == 0 && exmy_recipe_state_init(&r, &rs, err, sizeof err) == 0,
+        "delayed parse: %s", err);
   const float xc[4] = {1, -100, 3, 0.5f};
-  exmy_recipe_calibrate(&r, &f, xc, 4);
-  exmy_recipe_step(&r);
-  CHECK(r.scale == 448.0f / 100.0f, "calibrate then step: scale %a, expected %a", (double)r.scale, (double)(448.0f / 100.0f));
-  exmy_recipe_free(&r);
+  exmy_recipe_calibrate(&r, &f, xc, 4, &rs);
+  exmy_recipe_step(&r, &rs);
+  CHECK(rs.scale == 448.0f / 100.0f, "calibrate then step: scale %a, expected %a", (double)rs.scale, (double)(448.0f / 100.0f));
+  exmy_recipe_state_free(&rs);
 }
 
 int main(void) {

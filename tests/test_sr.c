@@ -85,26 +85,27 @@ int main(void) {
     exmy_rounding r = exmy_rounding_default();
     r.mode = EXMY_SR;
     r.seed = 42;
+    int rc = 0; /* OR of the return codes: every call must succeed */
     omp_set_num_threads(1);
-    exmy_quantize(&f, &r, EXMY_SRC_F32, x, n, 0, a);
+    rc |= exmy_quantize(&f, &r, EXMY_DTYPE_F32, x, n, 0, a, NULL, NULL, 0);
     omp_set_num_threads(2);
-    exmy_quantize(&f, &r, EXMY_SRC_F32, x, n, 0, b);
+    rc |= exmy_quantize(&f, &r, EXMY_DTYPE_F32, x, n, 0, b, NULL, NULL, 0);
     CHECK(!memcmp(a, b, n), "%s", "sr: 1 thread and 2 threads differ");
-    exmy_quantize_ref(&f, &r, EXMY_SRC_F32, x, n, 0, c);
+    rc |= exmy_quantize_ref(&f, &r, EXMY_DTYPE_F32, x, n, 0, c, NULL, NULL, 0);
     CHECK(!memcmp(a, c, n), "%s", "sr: array and reference differ");
-    exmy_quantize(&f, &r, EXMY_SRC_F32, x, n, 0, c);
+    rc |= exmy_quantize(&f, &r, EXMY_DTYPE_F32, x, n, 0, c, NULL, NULL, 0);
     CHECK(!memcmp(a, c, n), "%s", "sr: same seed twice differs");
     r.seed = 43;
-    exmy_quantize(&f, &r, EXMY_SRC_F32, x, n, 0, c);
+    rc |= exmy_quantize(&f, &r, EXMY_DTYPE_F32, x, n, 0, c, NULL, NULL, 0);
     CHECK(memcmp(a, c, n) != 0, "%s", "sr: seeds 42 and 43 give identical output");
     r.seed = 42;
     r.stream = 1;
-    exmy_quantize(&f, &r, EXMY_SRC_F32, x, n, 0, c);
+    rc |= exmy_quantize(&f, &r, EXMY_DTYPE_F32, x, n, 0, c, NULL, NULL, 0);
     CHECK(memcmp(a, c, n) != 0, "%s", "sr: streams 0 and 1 give identical output");
     /* an offset index0 continues the same stream: element i of a sub-array */
     r.stream = 0;
-    exmy_quantize(&f, &r, EXMY_SRC_F32, x + 1000, n - 1000, 1000, c);
-    CHECK(!memcmp(a + 1000, c, n - 1000), "%s", "sr: index0 offset does not reproduce the same elements");
+    rc |= exmy_quantize(&f, &r, EXMY_DTYPE_F32, x + 1000, n - 1000, 1000, c, NULL, NULL, 0);
+    CHECK(rc == 0 && !memcmp(a + 1000, c, n - 1000), "%s", "sr: index0 offset does not reproduce the same elements (or a call failed)");
     free(x); free(a); free(b); free(c);
   }
   /* the generator: each output bit is set about half the time */

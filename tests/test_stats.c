@@ -320,28 +320,28 @@ static void run_case(const tensor *t, const spec *sp, const char *fmtname,
            sp->recipe, sp->calibrate ? "(calibrated) " : "", fmtname, rname);
   exmy_format f = tu_format(fmtname);
   exmy_recipe rec;
-  if (exmy_recipe_parse(sp->recipe, &rec, err, sizeof err)) {
+  exmy_recipe_state rs;
+  if (exmy_recipe_parse(sp->recipe, &rec, err, sizeof err) || exmy_recipe_state_init(&rec, &rs, err, sizeof err)) {
     CHECK(0, "%s: recipe does not parse: %s", what, err);
     return;
   }
   exmy_qtensor q;
   memset(&q, 0, sizeof q);
   if (sp->calibrate) {
-    /* exmy_recipe_step needs rec.fmax, which only a quantize sets: a
-     * calibration step before any quantize leaves the scale at 1. */
-    if (exmy_recipe_quantize(&rec, &f, rnd, t->x, t->rows, t->cols, &q, err, sizeof err)) {
+    /* a first FP8 step (as in TE), then a calibration step on the tensor. */
+    if (exmy_recipe_quantize(&rec, &f, rnd, t->x, t->rows, t->cols, &rs, &q, NULL, err, sizeof err)) {
       CHECK(0, "%s: first quantize failed: %s", what, err);
-      exmy_recipe_free(&rec);
+      exmy_recipe_state_free(&rs);
       return;
     }
     exmy_qtensor_free(&q);
     memset(&q, 0, sizeof q);
-    exmy_recipe_calibrate(&rec, &f, t->x, t->rows * t->cols);
-    exmy_recipe_step(&rec);
+    exmy_recipe_calibrate(&rec, &f, t->x, t->rows * t->cols, &rs);
+    exmy_recipe_step(&rec, &rs);
   }
-  if (exmy_recipe_quantize(&rec, &f, rnd, t->x, t->rows, t->cols, &q, err, sizeof err)) {
+  if (exmy_recipe_quantize(&rec, &f, rnd, t->x, t->rows, t->cols, &rs, &q, NULL, err, sizeof err)) {
     CHECK(0, "%s: quantize failed: %s", what, err);
-    exmy_recipe_free(&rec);
+    exmy_recipe_state_free(&rs);
     return;
   }
   n_cases++;
@@ -388,7 +388,15 @@ static void run_case(const tensor *t, const spec *sp, const char *fmtname,
   (void)threads_too;
 #endif
   exmy_qtensor_free(&q);
-  exmy_recipe_free(&rec);
+  exmy_recipe_state_free(&rs);
+}
+
+/* cuda_fp8.h's cast (what rnd = NULL meant before 1.0): rne, EXMY_SAT_FINITE. */
+static exmy_rounding cuda_rnd(void) {
+  exmy_rounding r = exmy_rounding_default();
+  r.mode = EXMY_RNE;
+  r.sat = EXMY_SAT_FINITE;
+  return r;
 }
 
 /* Double rounding at the overflow threshold: delayed scaling with a scale
@@ -432,20 +440,22 @@ static void double_rounding_case(uint64_t *st) {
       const char *rt = ex ? "delayed:exact" : "delayed";
       snprintf(what, sizeof what, "double-rounding %s e4m3fn %s", rt, sat ? "rne,satnone" : "default");
       exmy_recipe rec;
+      exmy_recipe_state rs;
       exmy_qtensor q;
       memset(&q, 0, sizeof q);
       over[ex][sat] = -1;
-      if (exmy_recipe_parse(rt, &rec, err, sizeof err)) {
+      if (exmy_recipe_parse(rt, &rec, err, sizeof err) || exmy_recipe_state_init(&rec, &rs, err, sizeof err)) {
         CHECK(0, "%s: recipe does not parse: %s", what, err);
         continue;
       }
-      const exmy_rounding *rnd = sat ? &none : NULL;
-      if (exmy_recipe_quantize(&rec, &f, rnd, calib, 1, 1, &q, err, sizeof err) == 0) {
+      const exmy_rounding cuda = cuda_rnd();
+      const exmy_rounding *rnd = sat ? &none : &cuda;
+      if (exmy_recipe_quantize(&rec, &f, rnd, calib, 1, 1, &rs, &q, NULL, err, sizeof err) == 0) {
         exmy_qtensor_free(&q);
         memset(&q, 0, sizeof q);
-        exmy_recipe_calibrate(&rec, &f, calib, 1);
-        exmy_recipe_step(&rec);
-        if (exmy_recipe_quantize(&rec, &f, rnd, x, rows, cols, &q, err, sizeof err) == 0) {
+        exmy_recipe_calibrate(&rec, &f, calib, 1, &rs);
+        exmy_recipe_step(&rec, &rs);
+        if (exmy_recipe_quantize(&rec, &f, rnd, x, rows, cols, &rs, &q, NULL, err, sizeof err) == 0) {
           n_cases++;
           CHECK(q.scale[0] == s && q.exact_product == ex,
                 "%s: scale %a (want %a), exact_product %d (want %d)", what, (double)q.scale[0],
@@ -462,7 +472,7 @@ static void double_rounding_case(uint64_t *st) {
       } else {
         CHECK(0, "%s: first quantize failed: %s", what, err);
       }
-      exmy_recipe_free(&rec);
+      exmy_recipe_state_free(&rs);
     }
   }
   for (int sat = 0; sat < 2; sat++)
@@ -492,7 +502,7 @@ static void sweep(const tensor *t, const exmy_rounding *rnd, const char *rname, 
 
 int main(void) {
   uint64_t st = tu_seed(20240611);
-  /* rnd NULL: the default saturating rne cast; and a non-saturating
+  /* cuda: cuda_fp8.h's saturating rne cast ("default", rnd NULL before 1.0); and a non-saturating
    * stochastic cast, where overflow gives inf/NaN codes and the element
    * index k matters. */
   exmy_rounding sr = exmy_rounding_default();
@@ -501,6 +511,7 @@ int main(void) {
   sr.seed = st ^ 0x1234;
   sr.stream = 7;
   exmy_rounding rne_none = exmy_rounding_default();
+  const exmy_rounding cuda = cuda_rnd();
 
   /* 300 x 260: 78000 elements (two 65536-element chunks); rows not a
    * multiple of 128 and cols not a multiple of 128, 32 or 16. */
@@ -520,26 +531,26 @@ int main(void) {
   tensor onesub = gen_scalar("1x1-subnormal", tu_f32(0x00000003));
   tensor onebig = gen_scalar("1x1-huge", 3.0e38f);
 
-  sweep(&wide, NULL, "default", 0);
+  sweep(&wide, &cuda, "default", 0);
   sweep(&wide, &sr, "sr,satnone", 0);
   sweep(&wide, &rne_none, "rne,satnone", 0);
-  sweep(&act, NULL, "default", 0);
-  sweep(&big, NULL, "default", 1);
+  sweep(&act, &cuda, "default", 0);
+  sweep(&big, &cuda, "default", 1);
   sweep(&big, &sr, "sr,satnone", 1);
-  sweep(&ragged, NULL, "default", 0);
-  sweep(&vec, NULL, "default", 0);
-  sweep(&vchunk, NULL, "default", 1);
-  sweep(&zeros, NULL, "default", 1);
-  sweep(&special, NULL, "default", 1);
+  sweep(&ragged, &cuda, "default", 0);
+  sweep(&vec, &cuda, "default", 0);
+  sweep(&vchunk, &cuda, "default", 1);
+  sweep(&zeros, &cuda, "default", 1);
+  sweep(&special, &cuda, "default", 1);
   sweep(&special, &rne_none, "rne,satnone", 0);
-  sweep(&sub, NULL, "default", 0);
+  sweep(&sub, &cuda, "default", 0);
   sweep(&sub, &sr, "sr,satnone", 0);
-  sweep(&one, NULL, "default", 0);
-  sweep(&one0, NULL, "default", 0);
-  sweep(&onenan, NULL, "default", 0);
-  sweep(&oneinf, NULL, "default", 0);
-  sweep(&onesub, NULL, "default", 0);
-  sweep(&onebig, NULL, "default", 0);
+  sweep(&one, &cuda, "default", 0);
+  sweep(&one0, &cuda, "default", 0);
+  sweep(&onenan, &cuda, "default", 0);
+  sweep(&oneinf, &cuda, "default", 0);
+  sweep(&onesub, &cuda, "default", 0);
+  sweep(&onebig, &cuda, "default", 0);
   sweep(&onebig, &rne_none, "rne,satnone", 0);
 
   double_rounding_case(&st);
@@ -555,7 +566,7 @@ int main(void) {
     exmy_qtensor q;
     memset(&q, 0, sizeof q);
     if (exmy_recipe_parse("none", &rec, err, sizeof err) == 0 &&
-        exmy_recipe_quantize(&rec, &f, NULL, x, 1, 4, &q, err, sizeof err) == 0) {
+        exmy_recipe_quantize(&rec, &f, &cuda, x, 1, 4, NULL, &q, NULL, err, sizeof err) == 0) {
       exmy_qstats s;
       exmy_qtensor_stats(&q, x, &s);
       CHECK(s.n == 4 && s.n_nonzero == 3, "hand: n %zu n_nonzero %zu (want 4, 3)", s.n, s.n_nonzero);
@@ -571,7 +582,6 @@ int main(void) {
       CHECK(s.fmt_log2_min == -9 && s.fmt_log2_max == 8, "hand: fmt_log2 %d..%d (want -9..8)",
             s.fmt_log2_min, s.fmt_log2_max);
       exmy_qtensor_free(&q);
-      exmy_recipe_free(&rec);
     } else {
       CHECK(0, "hand: recipe none failed: %s", err);
     }
