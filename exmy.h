@@ -55,9 +55,10 @@ typedef enum exmy_dtype {
   EXMY_DTYPE_E5M2
 } exmy_dtype;
 
-/* Bytes of one element (1, 2, 4 or 8). */
+/* Bytes of one element (1, 2, 4 or 8); 0 for a value outside the enum. */
 EXMY_API size_t exmy_dtype_size(exmy_dtype dtype);
-/* numpy's name: "float32", "uint8", "bfloat16", "float8_e4m3fn", ... */
+/* numpy's name: "float32", "uint8", "bfloat16", "float8_e4m3fn", ...;
+ * "unknown" for a value outside the enum. */
 EXMY_API const char *exmy_dtype_name(exmy_dtype dtype);
 
 /* ---- formats ---------------------------------------------------------- */
@@ -199,7 +200,7 @@ typedef struct exmy_rounding {
 EXMY_API exmy_rounding exmy_rounding_default(void);
 
 /* "rne", "rna", "rtz", "rup", "rdn", "rto", "sr": 0, or -1 with err naming
- * the bad text and the accepted names. */
+ * the bad text and the accepted names (*mode is then left as it was). */
 EXMY_API int exmy_round_mode_parse(const char *text, exmy_round_mode *mode, char *err, size_t errlen);
 EXMY_API const char *exmy_round_mode_name(exmy_round_mode mode);
 
@@ -369,7 +370,8 @@ EXMY_API int exmy_recipe_quantize(const exmy_recipe *recipe, const exmy_format *
                          const float *x, size_t rows, size_t cols, exmy_recipe_state *state,
                          exmy_qtensor *out, unsigned *flags, char *err, size_t errlen);
 /* Delayed scaling: end of step (TE's fused update): roll the history and
- * compute the next scale.  No-op for other recipes (and a NULL state). */
+ * compute the next scale.  No-op for other recipes (and a NULL state).  The
+ * state is the one exmy_recipe_state_init made for this recipe. */
 EXMY_API void exmy_recipe_step(const exmy_recipe *recipe, exmy_recipe_state *state);
 /* Delayed scaling calibration step (TE's calibrating autocast): history[0] =
  * amax of x (overwritten); fmt is the element format the scale is for (its
