@@ -1,11 +1,13 @@
 /* test_gpu_round.c: the rounding core the device kernels compile
- * (emulate/round_core.h, compiled here by the host C compiler) against the library's reference conversions
- * (exmy_from_bf16/_float/_f16/_double, exmy_random64), bit for bit, codes and
- * flags: every bf16 input (all 2^16) and random float32, f16 and double
- * inputs, for every named format and random formats, every rounding mode
- * (stochastic rounding with several seeds, streams and sr_bits), every
- * saturation, ftz and daz.  What it proves: a kernel calling these functions
- * gives exmy_quantize's codes, whatever the device. */
+ * (emulate/round_core.h, compiled here by the host C compiler) against the
+ * library's reference conversions (exmy_from_bf16/_float/_f16/_double,
+ * exmy_random64), bit for bit, codes and flags: every bf16 input (all 2^16)
+ * and random float32, f16 and double inputs, for every named format and
+ * random formats, every rounding mode (stochastic rounding with several
+ * seeds, streams and sr_bits), every saturation, ftz and daz.  The library
+ * wraps the same header, so this guards the build (flags, host vs device
+ * compilation of one source) rather than a hand-kept copy.  What it proves: a
+ * kernel calling these functions gives exmy_quantize's codes. */
 #include "emulate/round_core.h"
 #include "tests/testutil.h"
 
