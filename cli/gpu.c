@@ -4,6 +4,7 @@
  * included).  Exit 77 with one line when there is no CUDA build or device.
  * docs/gpu-crosscheck.md. */
 #include "cli/cli.h"
+#include "emulate/round_core.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -122,13 +123,6 @@ int cmd_gpu_probe(int argc, char **argv) {
 
 /* ---- gpu-check: GEMMs ---------------------------------------------------- */
 
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 typedef enum { PAT_NORMAL, PAT_WIDE, PAT_STALL, PAT_CANCEL, PAT_TINY, PAT_NAN } pattern;
 static const char *pat_name[] = {"normal", "wide", "stall", "cancel", "tiny", "nan"};
 
@@ -143,13 +137,13 @@ static void fill(const exmy_format *f, pattern pat, uint8_t *c, size_t rows, siz
   for (size_t i = 0; i < rows; i++)
     for (size_t j = 0; j < cols; j++) {
       size_t kk = along_k_is_cols ? j : i;
-      uint64_t z = rng_next(s);
+      uint64_t z = exmy__splitmix64(s);
       uint8_t v;
       switch (pat) {
       case PAT_STALL: v = sixteenth; break;
       case PAT_TINY: v = (uint8_t)((z & 0x80) | ((z >> 8) % (2u << f->mbits))); break;
       case PAT_WIDE:
-        do { v = (uint8_t)z; z = rng_next(s); } while (exmy_classify(f, v) >= EXMY_CLASS_INF);
+        do { v = (uint8_t)z; z = exmy__splitmix64(s); } while (exmy_classify(f, v) >= EXMY_CLASS_INF);
         break;
       default: {
         int e = (int)((z >> 8) % 7) - 3;
@@ -221,7 +215,7 @@ static int run_case(const gcase *c, int fast, const exmy_accum *model, const cha
   fill(&fb, c->pat == PAT_CANCEL ? PAT_NORMAL : c->pat, B, k, n, 0, s);
   if (c->pat == PAT_CANCEL) /* B pairs equal along k so the pairs of products cancel */
     for (size_t l = 1; l < k; l += 2) memcpy(B + l * n, B + (l - 1) * n, n);
-  float sa = ldexpf(1, (int)(rng_next(s) % 5) - 2), sb = ldexpf(1, (int)(rng_next(s) % 5) - 2);
+  float sa = ldexpf(1, (int)(exmy__splitmix64(s) % 5) - 2), sb = ldexpf(1, (int)(exmy__splitmix64(s) % 5) - 2);
   float scale_d = c->dt == EXMY_DTYPE_E4M3FN ? 0.5f : 1.0f, amax_dev = 0;
   exmy_gpu_gemm_args g;
   exmy_gpu_gemm_args_init(&g);
@@ -244,8 +238,8 @@ static int run_case(const gcase *c, int fast, const exmy_accum *model, const cha
   /* sample: every row and column up to 64, else 16 random ones */
   size_t R = m <= 64 ? m : 16, C = n <= 64 ? n : 16;
   size_t *ri = malloc(R * sizeof *ri), *cj = malloc(C * sizeof *cj);
-  for (size_t i = 0; i < R; i++) ri[i] = R == m ? i : rng_next(s) % m;
-  for (size_t j = 0; j < C; j++) cj[j] = C == n ? j : rng_next(s) % n;
+  for (size_t i = 0; i < R; i++) ri[i] = R == m ? i : exmy__splitmix64(s) % m;
+  for (size_t j = 0; j < C; j++) cj[j] = C == n ? j : exmy__splitmix64(s) % n;
   uint8_t *As = malloc(R * k), *Bs = malloc(k * C);
   void *Ds = malloc(R * C * cb), *Ws = malloc(R * C * cb);
   for (size_t i = 0; i < R; i++) memcpy(As + i * k, A + ri[i] * k, k);

@@ -8,16 +8,12 @@
 #include "exmy.h"
 #include "formats/internal.h"
 #include "emulate/parallel.h"
+#include "emulate/round_core.h"
 
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Round-and-pack internals shared with round.c. */
-uint64_t exmy_round_overflow(const exmy_format *f, const exmy_rounding *r, int neg, unsigned *fl);
-uint64_t exmy_round_inf(const exmy_format *f, const exmy_rounding *r, int neg, unsigned *fl);
-uint64_t exmy_round_nan(const exmy_format *f, int neg, unsigned *fl);
 
 uint64_t exmy_code_get(const exmy_format *f, const void *codes, size_t i) {
   switch (exmy_code_bytes(f)) {
@@ -84,17 +80,18 @@ static void fast_setup(const exmy_format *f, const exmy_rounding *r, fast_params
   p->sign_shift = f->is_signed ? (uint32_t)(f->bits - 1) : 0;
   p->emin = f->emin;
   p->is_signed = (uint32_t)f->is_signed;
-  p->keep_neg_zero = f->is_signed && f->nan != EXMY_NAN_NEGZERO;
+  p->keep_neg_zero = exmy__zero_code(f, 1) != 0;
   p->daz = (uint32_t)(r->daz != 0);
   p->ftz = (uint32_t)(r->ftz != 0);
+  /* the special results and their flags, from the core's policy */
   for (int s = 0; s < 2; s++) {
     unsigned fl = 0;
-    p->ovf_code[s] = (uint32_t)exmy_round_overflow(f, r, s, &fl); p->ovf_fl[s] = fl; fl = 0;
-    p->inf_code[s] = (uint32_t)exmy_round_inf(f, r, s, &fl); p->inf_fl[s] = fl; fl = 0;
-    p->nan_code[s] = (uint32_t)exmy_round_nan(f, s, &fl); p->nan_fl[s] = fl;
+    p->ovf_code[s] = (uint32_t)exmy__overflow_result(f, r, s, &fl); p->ovf_fl[s] = fl; fl = 0;
+    p->inf_code[s] = (uint32_t)exmy__inf_result(f, r, s, &fl); p->inf_fl[s] = fl; fl = 0;
+    p->nan_code[s] = (uint32_t)exmy__nan_result(f, s, &fl); p->nan_fl[s] = fl;
   }
   unsigned fl = 0;
-  p->negu_code = (uint32_t)exmy_round_nan(f, 1, &fl);
+  p->negu_code = (uint32_t)exmy__neg_unsigned_result(f, &fl);
   p->negu_fl = fl;
   p->emin127 = f->emin + 127;
   p->ovf_mag0 = p->ovf_code[0] & (uint32_t)f->mag_mask;
@@ -126,15 +123,8 @@ static inline __attribute__((always_inline)) uint32_t fast_one(const fast_params
   const uint32_t rem = sig & ((1u << sh) - 1u);
   const uint32_t half = (1u << sh) >> 1;
   const uint32_t inexact = rem != 0;
-  uint32_t inc = 0;
-  switch (mode) {
-  case EXMY_RNE: inc = (rem > half) | ((rem == half) & kept & inexact); break;
-  case EXMY_RNA: inc = (rem >= half) & inexact; break;
-  case EXMY_RUP: inc = inexact & (s ^ 1u); break;
-  case EXMY_RDN: inc = inexact & s; break;
-  case EXMY_RTO: kept |= inexact; break;
-  default: break;
-  }
+  const uint32_t inc = exmy__round_inc(mode, rem > half, (rem == half) & inexact, inexact, kept & 1u, s);
+  kept |= exmy__round_jam(mode, inexact);
   uint32_t mag = ((uint32_t)(te - p->emin) << p->M) + kept + inc;
   uint32_t fl = inexact * EXMY_FLAG_INEXACT | ((a < p->tiny_thr) & inexact) * EXMY_FLAG_UNDERFLOW;
   const uint32_t flush = p->ftz & (mag != 0) & (mag < p->sub_limit);
@@ -184,15 +174,10 @@ static inline __attribute__((always_inline)) uint32_t fast_hot(const fast_params
   const uint32_t p2 = 1u << sh;
   const uint32_t rem = sig & (p2 - 1u);
   const int32_t half = (int32_t)(p2 >> 1);
-  uint32_t inc = 0;
-  switch (mode) {
-  case EXMY_RNE: inc = (((int32_t)rem > half) | (((int32_t)rem == half) & kept)) & (rem != 0); break;
-  case EXMY_RNA: inc = ((int32_t)rem >= half) & (rem != 0); break;
-  case EXMY_RUP: inc = (rem != 0) & ~smask & 1u; break;
-  case EXMY_RDN: inc = (rem != 0) & smask & 1u; break;
-  case EXMY_RTO: kept |= rem != 0; break;
-  default: break;
-  }
+  const uint32_t inexact = rem != 0;
+  const uint32_t inc = exmy__round_inc(mode, (int32_t)rem > half, ((int32_t)rem == half) & inexact, inexact,
+                                       kept & 1u, smask & 1u);
+  kept |= exmy__round_jam(mode, inexact);
   const int32_t up = efc - p->emin127;                               /* te - emin when above emin */
   uint32_t mag = ((uint32_t)(up > 0 ? up : 0) << p->M) + kept + inc;
   const uint32_t ovf = (int32_t)mag > (int32_t)p->max_mag;

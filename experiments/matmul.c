@@ -5,6 +5,7 @@
  * FP8 statistics of the last collected step.  The precisions themselves
  * (presets, keys, overrides) are parsed in precision.c. */
 #include "experiments/precision.h"
+#include "emulate/round_core.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -75,12 +76,9 @@ static const xp_prec *prec_of(const xp_ctx *ctx, int lin) {
 
 /* ---- xp_matmul ------------------------------------------------------------- */
 
-static uint64_t mix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+/* A stochastic-rounding stream id from a key: one step of the library's
+ * SplitMix64 from the key as state. */
+static uint64_t mix64(uint64_t z) { return exmy__splitmix64(&z); }
 
 static void set_err(xp_ctx *ctx, const char *where, const char *e) {
 #pragma omp critical(xp_err)

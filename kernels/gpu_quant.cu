@@ -1,9 +1,10 @@
 // gpu_quant.cu: device selection and query, and device quantization: the
 // hardware conversions of cuda_fp8.h and the generic kernel built on
-// kernels/round_dev.h (any exmy_format, every rounding mode including
-// stochastic rounding with exmy_random64's counter stream).
+// the library's rounding core, emulate/round_core.h (any exmy_format, every
+// rounding mode including stochastic rounding with exmy_random64's counter
+// stream): the same source as the host conversions, so the same bits.
 #include "kernels/gpu_internal.h"
-#include "kernels/round_dev.h"
+#include "emulate/round_core.h"
 
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -75,11 +76,11 @@ __global__ void k_generic(exmy_format f, exmy_rounding r, int src_type, const vo
     size_t i = i0 + threadIdx.x;
     if (i < n) {
       uint64_t c;
-      if (range) c = exmy_dev_from_f32(&f, &r, lo + (uint32_t)i, (uint64_t)(lo + (uint32_t)i), &fl);
-      else if (src_type == EXMY_DTYPE_F32) c = exmy_dev_from_f32(&f, &r, ((const uint32_t *)src)[i], index0 + i, &fl);
-      else if (src_type == EXMY_DTYPE_F64) c = exmy_dev_from_f64(&f, &r, ((const uint64_t *)src)[i], index0 + i, &fl);
-      else if (src_type == EXMY_DTYPE_BF16) c = exmy_dev_from_bf16(&f, &r, ((const uint16_t *)src)[i], index0 + i, &fl);
-      else c = exmy_dev_from_f16(&f, &r, ((const uint16_t *)src)[i], index0 + i, &fl);
+      if (range) c = exmy__from_f32(&f, &r, lo + (uint32_t)i, (uint64_t)(lo + (uint32_t)i), &fl);
+      else if (src_type == EXMY_DTYPE_F32) c = exmy__from_f32(&f, &r, ((const uint32_t *)src)[i], index0 + i, &fl);
+      else if (src_type == EXMY_DTYPE_F64) c = exmy__from_f64(&f, &r, ((const uint64_t *)src)[i], index0 + i, &fl);
+      else if (src_type == EXMY_DTYPE_BF16) c = exmy__from_bf16(&f, &r, ((const uint16_t *)src)[i], index0 + i, &fl);
+      else c = exmy__from_f16(&f, &r, ((const uint16_t *)src)[i], index0 + i, &fl);
       store_code(codes, cb, i, c);
     }
   }

@@ -1,12 +1,14 @@
-/* test_gpu_round.c: the device rounding code (kernels/round_dev.h, compiled
- * here by the host C compiler) against the library's reference conversions
- * (exmy_from_bf16/_float/_f16/_double, exmy_random64), bit for bit, codes and
- * flags: every bf16 input (all 2^16) and random float32, f16 and double
- * inputs, for every named format and random formats, every rounding mode
- * (stochastic rounding with several seeds, streams and sr_bits), every
- * saturation, ftz and daz.  What it proves: a kernel calling these functions
- * gives exmy_quantize's codes, whatever the device. */
-#include "kernels/round_dev.h"
+/* test_gpu_round.c: the rounding core the device kernels compile
+ * (emulate/round_core.h, compiled here by the host C compiler) against the
+ * library's reference conversions (exmy_from_bf16/_float/_f16/_double,
+ * exmy_random64), bit for bit, codes and flags: every bf16 input (all 2^16)
+ * and random float32, f16 and double inputs, for every named format and
+ * random formats, every rounding mode (stochastic rounding with several
+ * seeds, streams and sr_bits), every saturation, ftz and daz.  The library
+ * wraps the same header, so this guards the build (flags, host vs device
+ * compilation of one source) rather than a hand-kept copy.  What it proves: a
+ * kernel calling these functions gives exmy_quantize's codes. */
+#include "emulate/round_core.h"
 #include "tests/testutil.h"
 
 static long n_conv;
@@ -30,7 +32,7 @@ static void check_format(const exmy_format *f, uint64_t *st, int n_random) {
         for (uint32_t x = 0; x < 65536; x++) {
           unsigned fl1 = 0, fl2 = 0;
           uint64_t c1 = exmy_from_bf16(f, &r, (uint16_t)x, index0 + x, &fl1);
-          uint64_t c2 = exmy_dev_from_bf16(f, &r, (uint16_t)x, index0 + x, &fl2);
+          uint64_t c2 = exmy__from_bf16(f, &r, (uint16_t)x, index0 + x, &fl2);
           CHECK(c1 == c2 && fl1 == fl2, "%s %s sat %d ftz %d daz %d bf16 0x%04x: ref 0x%llx/%x dev 0x%llx/%x", f->name,
                 exmy_round_mode_name(r.mode), sat, r.ftz, r.daz, (unsigned)x, (unsigned long long)c1, fl1,
                 (unsigned long long)c2, fl2);
@@ -41,14 +43,14 @@ static void check_format(const exmy_format *f, uint64_t *st, int n_random) {
           if (i & 1) x = (x & 0x807fffffu) | ((uint32_t)(127 + (int)((z >> 32) % 60) - 30 + f->emin / 2) & 0xff) << 23;
           unsigned fl1 = 0, fl2 = 0;
           uint64_t c1 = exmy_from_float(f, &r, tu_f32(x), index0 + (uint64_t)i, &fl1);
-          uint64_t c2 = exmy_dev_from_f32(f, &r, x, index0 + (uint64_t)i, &fl2);
+          uint64_t c2 = exmy__from_f32(f, &r, x, index0 + (uint64_t)i, &fl2);
           CHECK(c1 == c2 && fl1 == fl2, "%s %s sat %d ftz %d daz %d f32 0x%08x: ref 0x%llx/%x dev 0x%llx/%x", f->name,
                 exmy_round_mode_name(r.mode), sat, r.ftz, r.daz, x, (unsigned long long)c1, fl1,
                 (unsigned long long)c2, fl2);
           uint16_t h = (uint16_t)(z >> 40);
           fl1 = fl2 = 0;
           c1 = exmy_from_f16(f, &r, h, index0 + (uint64_t)i, &fl1);
-          c2 = exmy_dev_from_f16(f, &r, h, index0 + (uint64_t)i, &fl2);
+          c2 = exmy__from_f16(f, &r, h, index0 + (uint64_t)i, &fl2);
           CHECK(c1 == c2 && fl1 == fl2, "%s %s f16 0x%04x: ref 0x%llx/%x dev 0x%llx/%x", f->name,
                 exmy_round_mode_name(r.mode), h, (unsigned long long)c1, fl1, (unsigned long long)c2, fl2);
           uint64_t dbits = tu_next(st);
@@ -57,7 +59,7 @@ static void check_format(const exmy_format *f, uint64_t *st, int n_random) {
           memcpy(&d, &dbits, 8);
           fl1 = fl2 = 0;
           c1 = exmy_from_double(f, &r, d, index0 + (uint64_t)i, &fl1);
-          c2 = exmy_dev_from_f64(f, &r, dbits, index0 + (uint64_t)i, &fl2);
+          c2 = exmy__from_f64(f, &r, dbits, index0 + (uint64_t)i, &fl2);
           CHECK(c1 == c2 && fl1 == fl2, "%s %s f64 0x%016llx: ref 0x%llx/%x dev 0x%llx/%x", f->name,
                 exmy_round_mode_name(r.mode), (unsigned long long)dbits, (unsigned long long)c1, fl1,
                 (unsigned long long)c2, fl2);
@@ -70,7 +72,7 @@ int main(void) {
   uint64_t st = tu_seed(20261123);
   for (int i = 0; i < 100000; i++) {
     uint64_t s = tu_next(&st), t = tu_next(&st) % 8, x = i < 1000 ? (uint64_t)i : tu_next(&st);
-    CHECK(exmy_random64(s, t, x) == exmy_dev_random64(s, t, x), "random64(0x%llx, %llu, 0x%llx)",
+    CHECK(exmy_random64(s, t, x) == exmy__random64(s, t, x), "random64(0x%llx, %llu, 0x%llx)",
           (unsigned long long)s, (unsigned long long)t, (unsigned long long)x);
   }
   for (size_t i = 0; i < exmy_named_format_count(); i++) {

@@ -27,6 +27,7 @@
  * Exit 0 pass, 1 fail. */
 #include "exmy.h"
 #include "oracle_mpfr.h"
+#include "tests/testutil.h"
 
 #include <float.h>
 #include <stdarg.h>
@@ -120,19 +121,13 @@ static int cmp_rec(const void *a, const void *b) {
 }
 
 /* ---- small helpers ------------------------------------------------------ */
-static uint64_t splitmix(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 static uint64_t rng_seed(uint64_t a, uint64_t b, uint64_t c) {
   uint64_t s = g_seed ^ (a * 0x100000001b3ull) ^ (b << 20) ^ (c << 40);
-  splitmix(&s);
+  tu_next(&s);
   return s;
 }
-static double urand(uint64_t *s) { return (double)(splitmix(s) >> 11) * 0x1p-53; }
-static uint64_t rbelow(uint64_t *s, uint64_t n) { return n ? splitmix(s) % n : 0; }
+static double urand(uint64_t *s) { return (double)(tu_next(s) >> 11) * 0x1p-53; }
+static uint64_t rbelow(uint64_t *s, uint64_t n) { return n ? tu_next(s) % n : 0; }
 
 static uint64_t dbits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
 static double bitsd(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
@@ -362,7 +357,7 @@ static double rand_in_range(const oracle_fmt *o, uint64_t *s) {
     if (t == 1) x = nextafter(x, 0);
     else if (t == 2) x = nextafter(x, INFINITY);
   }
-  return (splitmix(s) & 1) ? -x : x;
+  return (tu_next(s) & 1) ? -x : x;
 }
 
 /* nd double inputs and nf float inputs: boundary first (at most 70%), then random */
@@ -392,15 +387,15 @@ static void gen_inputs(const oracle_fmt *o, uint64_t seed, size_t nd, size_t nf,
   shuffle_trunc(dv, nd * 7 / 10, &s);
   shuffle_trunc(fv, nf * 7 / 10, &s);
   while (dv->n < nd) {
-    if (rbelow(&s, 4) == 0) vpush(dv, splitmix(&s));
+    if (rbelow(&s, 4) == 0) vpush(dv, tu_next(&s));
     else vpush(dv, dbits(rand_in_range(o, &s)));
   }
   while (fv->n < nf) {
-    if (rbelow(&s, 4) == 0) vpush(fv, splitmix(&s) & 0xffffffffu);
+    if (rbelow(&s, 4) == 0) vpush(fv, tu_next(&s) & 0xffffffffu);
     else {
       double d = rand_in_range(o, &s);
       float f = (float)d;
-      if (rbelow(&s, 4) == 0) f = nextafterf(f, (splitmix(&s) & 1) ? INFINITY : -INFINITY);
+      if (rbelow(&s, 4) == 0) f = nextafterf(f, (tu_next(&s) & 1) ? INFINITY : -INFINITY);
       vpush(fv, fbits(f));
     }
   }
@@ -441,7 +436,7 @@ static void check_format_fields(const fctx *c) {
     else if (j < 1024) code = j;
     else if (j < 2048) code = (o->sign_mask | o->top_mag) - (j - 1024);
     else if (j < 3072) code = o->sign_mask + (j - 2048);
-    else code = splitmix(&s) & (o->sign_mask | o->top_mag);
+    else code = tu_next(&s) & (o->sign_mask | o->top_mag);
     double v;
     int cls = oracle_classify(o, code, &v);
     int gcls = (int)exmy_classify(f, code);
@@ -711,7 +706,7 @@ static void part3(int nformats, size_t nper) {
     run_set(&c, SRC_F32, fv.v, fv.n, ALLMODES, SATS3, 3, FD0, 1, 8);
     hv.n = 0;
     uint64_t hs = rng_seed(3, (uint64_t)k, 2);
-    for (size_t j = 0; j < nper / 4; j++) vpush(&hv, splitmix(&hs) & 0xffff);
+    for (size_t j = 0; j < nper / 4; j++) vpush(&hv, tu_next(&hs) & 0xffff);
     run_set(&c, (k & 1) ? SRC_F16 : SRC_BF16, hv.v, hv.n, ALLMODES, SATS2, 2, FD0, 1, 0);
   }
   printf("  random formats: %d accepted, %d rejected by exmy_format_init, %d not covered by the oracle\n",
@@ -740,8 +735,8 @@ static void part4(size_t nper) {
     /* add input-type subnormals */
     uint64_t s = rng_seed(4, k, 1);
     for (size_t j = 0; j < nper / 8; j++) {
-      vpush(&dv, (splitmix(&s) & 0x800fffffffffffffull));
-      vpush(&fv, (splitmix(&s) & 0x807fffffu));
+      vpush(&dv, (tu_next(&s) & 0x800fffffffffffffull));
+      vpush(&fv, (tu_next(&s) & 0x807fffffu));
     }
     run_set(&c, SRC_F64, dv.v, dv.n, ALLMODES, SATS2, 2, FDX, 3, 0);
     run_set(&c, SRC_F32, fv.v, fv.n, ALLMODES, SATS2, 2, FDX, 3, 0);
@@ -788,8 +783,8 @@ static void part5(size_t n) {
     for (size_t i = 0; i < n; i++) {
       f32[i] = bitsf((uint32_t)fv.v[i]);
       f64[i] = bitsd(dv.v[i]);
-      h16[i] = (uint16_t)splitmix(&s);
-      b16[i] = (uint16_t)splitmix(&s);
+      h16[i] = (uint16_t)tu_next(&s);
+      b16[i] = (uint16_t)tu_next(&s);
     }
     for (int src = 0; src < 4; src++) {
       const void *sp = src == SRC_F32 ? (const void *)f32 : src == SRC_F64 ? (const void *)f64

@@ -98,6 +98,7 @@ int main(void) {
 #endif
 
 #include "exmy.h"
+#include "tests/testutil.h" // tu_next: the tests' one input generator
 
 namespace {
 
@@ -105,13 +106,6 @@ const char *const kTestName = "test_nvidia";
 const uint64_t kDefaultSeed = 0x6e76696469613031ULL; // "nvidia01"
 
 // ---------------------------------------------------------------- helpers
-
-uint64_t splitmix64(uint64_t &s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
 
 float f32_from_bits(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
 uint32_t f32_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
@@ -559,7 +553,7 @@ std::vector<float> make_float_pool(uint64_t seed, size_t n) {
   uint64_t s = seed;
   size_t kind_rr = 0;
   while (pool.size() < n) {
-    uint64_t r = splitmix64(s);
+    uint64_t r = tu_next(&s);
     uint32_t sign = (uint32_t)(r >> 63) << 31;
     switch (pool.size() % 4) {
     case 0: // random bit pattern
@@ -615,7 +609,7 @@ std::vector<double> make_double_pool(uint64_t seed, size_t n) {
   uint64_t s = seed ^ 0xD0B1E5D0B1E5ULL;
   size_t kind_rr = 0;
   while (pool.size() < n) {
-    uint64_t r = splitmix64(s), r2 = splitmix64(s);
+    uint64_t r = tu_next(&s), r2 = tu_next(&s);
     uint64_t sign = (r >> 63) << 63;
     switch (pool.size() % 4) {
     case 0:

@@ -31,7 +31,10 @@ static inline uint64_t tu_seed(uint64_t dflt) {
   return seed;
 }
 
-/* xorshift-multiply generator (splitmix64), for test inputs only. */
+/* The tests' one input generator (SplitMix64, sequential), C and C++.  Kept
+ * apart from the library's copy (emulate/round_core.h) on purpose: the
+ * oracle tests share no code with emulate/, and an edit there must not move
+ * the tests' inputs. */
 static inline uint64_t tu_next(uint64_t *state) {
   uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
