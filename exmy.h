@@ -40,6 +40,11 @@ extern "C" {
 #define EXMY_API
 #endif
 
+/* The size of error buffer every caller in this project uses: enough for
+ * any message the library writes (quoted user text longer than that is cut,
+ * never overrun: messages are written snprintf-style). */
+#define EXMY_ERRLEN 512
+
 /* The library's version string ("1.0.0"): compare with EXMY_VERSION to catch
  * a header that does not match the library linked. */
 EXMY_API const char *exmy_version(void);

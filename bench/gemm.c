@@ -44,7 +44,7 @@ typedef struct em_ctx {
 
 static double run_emu(void *v) {
   em_ctx *c = v;
-  char err[300];
+  char err[EXMY_ERRLEN];
   const double t0 = bench_now();
   if (exmy_gemm(c->g, c->d, NULL, NULL, err, sizeof err)) {
     fprintf(stderr, "bench/gemm: %s\n", err);
@@ -84,7 +84,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < nn; i++) b[i] *= 0.5f;
     exmy_recipe r;
     exmy_qtensor qa, qb;
-    char err[300];
+    char err[EXMY_ERRLEN];
     exmy_recipe_parse("current", &r, err, sizeof err);
     exmy_rounding sat = exmy_rounding_default(); /* cuda_fp8.h's cast: rne, satfinite */
     sat.sat = EXMY_SAT_FINITE;

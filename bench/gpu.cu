@@ -32,7 +32,7 @@ struct qarg { exmy_format f; exmy_rounding r; int hw; const float *src; void *ds
 static void run_copy(void *p) { qarg *q = (qarg *)p; CK(cudaMemcpy(q->dst, q->src, q->n * 4, cudaMemcpyDeviceToDevice)); }
 static void run_quant(void *p) {
   qarg *q = (qarg *)p;
-  char err[300];
+  char err[EXMY_ERRLEN];
   if (exmy_gpu_quantize_dev(&q->f, &q->r, q->hw, EXMY_DTYPE_F32, q->src, q->n, 0, q->dst, NULL, err, sizeof err)) {
     fprintf(stderr, "bench/gpu: %s\n", err);
     exit(1);
@@ -83,7 +83,7 @@ static double gemm_tflops(cublasLtHandle_t lt, size_t n, cudaDataType_t ab, cuda
 
 int main(void) {
   exmy_gpu_info info;
-  char err[400];
+  char err[EXMY_ERRLEN];
   if (exmy_gpu_query(0, &info, err, sizeof err)) { printf("bench/gpu: skipped: %s\n", err); return 77; }
   printf("device: %s (sm_%d, %d SMs)\n", info.name, info.sm, info.multiprocessors);
 

@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
   if (!x || !y || !q) { fprintf(stderr, "bench/scaling: out of memory\n"); return 1; }
   bench_fill(x, n);
   exmy_format f;
-  char err[256];
+  char err[EXMY_ERRLEN];
   if (exmy_format_parse("e4m3fn", &f, err, sizeof err)) { fprintf(stderr, "bench/scaling: %s\n", err); return 1; }
   exmy_rounding r = exmy_rounding_default();
   r.sat = EXMY_SAT_FINITE;

@@ -23,7 +23,7 @@ int main(int argc, char **argv) {
     for (int rep = 0; rep < 2; rep++) {
       xp_config c;
       xp_config_default(&c);
-      char err[600];
+      char err[EXMY_ERRLEN];
       c.steps = steps;
       c.progress = 0;
       c.eval_batches = 0;

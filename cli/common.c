@@ -20,7 +20,7 @@ void cli_die(const char *fmt, ...) {
 }
 
 void cli_parse_format(const char *text, exmy_format *f) {
-  char err[400];
+  char err[EXMY_ERRLEN];
   if (exmy_format_parse(text, f, err, sizeof err)) cli_die("%s", err);
 }
 
@@ -43,7 +43,7 @@ void cli_print_exact(FILE *out, double v) {
 
 float *cli_read_f32_matrix(const char *cmd, const char *path, size_t *rows, size_t *cols) {
   exmy_array a;
-  char err[400];
+  char err[EXMY_ERRLEN];
   if (exmy_npy_read(path, &a, err, sizeof err)) cli_die("%s: %s", cmd, err);
   if (a.dtype != EXMY_DTYPE_F32 && a.dtype != EXMY_DTYPE_F64) {
     const char *dt = exmy_dtype_name(a.dtype);
@@ -102,7 +102,7 @@ int cli_rounding_option(cli_opts *o, exmy_rounding *r) {
   const char *k = o->key;
   if (!strcmp(k, "--round")) {
     const char *v = cli_value(o);
-    char e[128];
+    char e[EXMY_ERRLEN];
     if (exmy_round_mode_parse(v, &r->mode, e, sizeof e)) cli_die("%s: %s", o->cmd, e);
   } else if (!strcmp(k, "--saturate")) {
     const char *v = o->val;
@@ -130,7 +130,7 @@ int cli_rounding_option(cli_opts *o, exmy_rounding *r) {
 
 void cli_write_npy(const char *cmd, const char *path, exmy_dtype dt, size_t rows, size_t cols, void *data) {
   exmy_array a;
-  char err[400];
+  char err[EXMY_ERRLEN];
   memset(&a, 0, sizeof a);
   a.dtype = dt;
   a.ndim = 2;
@@ -149,7 +149,7 @@ exmy_dtype cli_code_dtype(const exmy_format *f) {
 void cli_quantize(const char *cmd, const char *recipe_text, const exmy_format *f, const exmy_rounding *r,
                   const float *x, size_t rows, size_t cols, exmy_qtensor *q) {
   exmy_recipe rc;
-  char err[400];
+  char err[EXMY_ERRLEN];
   if (exmy_recipe_parse(recipe_text, &rc, err, sizeof err)) cli_die("%s: %s", cmd, err);
   exmy_recipe_state st; /* one tensor: a delayed recipe starts from scale 1 */
   if (exmy_recipe_state_init(&rc, &st, err, sizeof err) ||

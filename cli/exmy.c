@@ -205,7 +205,7 @@ static int quantize_stream(const exmy_format *f, const exmy_rounding *r, int sho
 static int quantize_npy(const exmy_format *f, const exmy_rounding *r, const char *in, const char *out,
                         const char *dq) {
   exmy_array x, q, d;
-  char err[400];
+  char err[EXMY_ERRLEN];
   if (exmy_npy_read(in, &x, err, sizeof err)) cli_die("quantize: %s", err);
   if (x.dtype != EXMY_DTYPE_F32 && x.dtype != EXMY_DTYPE_F64) {
     const char *dt = exmy_dtype_name(x.dtype);

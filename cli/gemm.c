@@ -62,7 +62,7 @@ static double code_ordinal(const exmy_format *f, uint64_t code) {
 
 static void run_model(exmy_gemm_args *g, const exmy_accum *acc, const char *text, void *d, float *amax_d,
                       double *secs) {
-  char err[400];
+  char err[EXMY_ERRLEN];
   g->accum = acc;
   const double t0 = now();
   if (exmy_gemm(g, d, amax_d, NULL, err, sizeof err)) cli_die("gemm: %s: %s", text, err);
@@ -105,7 +105,7 @@ int cmd_gemm(int argc, char **argv) {
     else if (!strcmp(k, "--threads")) g.threads = (int)cli_parse_u64("--threads", cli_value(&o), 1, 1024);
     else if (!strcmp(k, "--out-round")) {
       const char *v = cli_value(&o);
-      char e[128];
+      char e[EXMY_ERRLEN];
       if (exmy_round_mode_parse(v, &g.d_rnd.mode, e, sizeof e)) cli_die("gemm: %s", e);
     } else if (!strcmp(k, "--out-saturate")) {
       const char *v = o.val;
@@ -123,7 +123,7 @@ int cmd_gemm(int argc, char **argv) {
   cli_parse_format(fb_text, &fb);
   cli_parse_format(dfmt_text, &fd);
   cli_parse_format("f32", &f32);
-  char err[400];
+  char err[EXMY_ERRLEN];
   exmy_accum acc;
   if (exmy_accum_parse(accum_text, &acc, err, sizeof err)) cli_die("gemm: %s", err);
   /* Parse the compare list before the (possibly long) run. */

@@ -94,7 +94,7 @@ int cmd_gpu_probe(int argc, char **argv) {
   exmy_format fa, fb;
   cli_parse_format(fa_text, &fa);
   cli_parse_format(fb_text, &fb);
-  char err[400];
+  char err[EXMY_ERRLEN];
   exmy_probe_engine eng;
   exmy_accum acc;
   exmy_gpu_probe_ctx ctx = {device, EXMY_GPU_ENGINE_LT};
@@ -222,7 +222,7 @@ static int run_case(const gcase *c, int fast, const exmy_accum *model, const cha
   g.m = m; g.n = n; g.k = k; g.a_type = c->at; g.b_type = c->bt; g.d_type = c->dt;
   g.a = A; g.b = B; g.d = D; g.scale_a = sa; g.scale_b = sb; g.fast_accum = fast; g.device = device;
   if (c->dt == EXMY_DTYPE_E4M3FN) { g.scale_d = scale_d; g.amax_d = &amax_dev; }
-  char err[400];
+  char err[EXMY_ERRLEN];
   /* valid arguments (sm 0) that this device cannot run: not a failure */
   exmy_gpu_gemm_plan plan;
   const int unsupported = !exmy_gpu_gemm_plan_make(&g, 0, &plan, err, sizeof err) &&
@@ -293,7 +293,7 @@ static int check_gemms(int quick, const char *model_text, int sm, int device, ui
   int bad = 0;
   for (int fast = 0; fast < 2; fast++) {
     exmy_accum acc;
-    char err[400];
+    char err[EXMY_ERRLEN];
     const char *mt = model_text ? model_text : exmy_gpu_model_for_sm(sm, fast);
     if (!mt) { printf("sm_%d has no FP8 tensor cores: no model\n", sm); return 1; }
     if (exmy_accum_parse(mt, &acc, err, sizeof err)) cli_die("gpu-check: --model: %s", err);
@@ -314,7 +314,7 @@ static int check_probe(const char *model_text, int sm, int device) {
     exmy_gpu_probe_ctx ctx = {device, engines[i]};
     exmy_probe_engine eng = {0};
     exmy_probe_result r;
-    char err[400];
+    char err[EXMY_ERRLEN];
     int rc = exmy_gpu_probe_engine(&ctx, &eng, err, sizeof err);
     if (rc) { printf("probe %-18s: %s\n", eng.name ? eng.name : "?", err); continue; }
     if (exmy_probe_run(&eng, &e4, &e4, NULL, &r, err, sizeof err)) {
@@ -372,7 +372,7 @@ static int check_quant(int quick, uint64_t seed) {
     r.seed = seed;
     long diff = 0;
     uint64_t total = 0;
-    char err[400];
+    char err[EXMY_ERRLEN];
     for (uint64_t lo = 0; lo < ((uint64_t)1 << 32); lo += step) {
       for (size_t i = 0; i < chunk; i++) {
         uint32_t b = (uint32_t)(lo + i);
@@ -416,7 +416,7 @@ int cmd_gpu_check(int argc, char **argv) {
     else if (o.positional) cli_die("gpu-check: unexpected argument '%s'", argv[o.i]);
     else cli_die("gpu-check: unknown option '%s' (see exmy gpu-check --help)", argv[o.i]);
   }
-  char err[400];
+  char err[EXMY_ERRLEN];
   if (model) {
     exmy_accum acc;
     if (exmy_accum_parse(model, &acc, err, sizeof err)) cli_die("gpu-check: --model: %s", err);

@@ -87,7 +87,7 @@ int cmd_study(int argc, char **argv) {
   }
   so.command = cmd;
   so.log = stdout;
-  char err[600];
+  char err[EXMY_ERRLEN];
   const int rc = study_main(name, &so, err, sizeof err);
   if (rc == 2) cli_die("%s", err);
   if (rc) {

@@ -105,7 +105,7 @@ int cmd_quantize_tensor(int argc, char **argv) {
   cli_parse_format(fmt_text, &f);
   {
     exmy_recipe rc;
-    char err[400];
+    char err[EXMY_ERRLEN];
     if (exmy_recipe_parse(recipe, &rc, err, sizeof err)) cli_die("quantize-tensor: %s", err);
   }
   if (!out && !scales && !dq && !stats) cli_die("quantize-tensor: nothing to write: give --out, --scales, --dequant or --stats");
@@ -221,7 +221,7 @@ int cmd_whatif(int argc, char **argv) {
   for (int i = 0; i < nf; i++) cli_parse_format(fl[i], &fmts[i]);
   for (int j = 0; j < nr; j++) { /* validate recipes before the work */
     exmy_recipe rc;
-    char err[400];
+    char err[EXMY_ERRLEN];
     if (exmy_recipe_parse(rl[j], &rc, err, sizeof err)) cli_die("whatif: %s", err);
   }
   size_t rows, cols;

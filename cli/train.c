@@ -47,7 +47,7 @@ static void print_result(const xp_config *c, const xp_result *r) {
 int cmd_train(int argc, char **argv) {
   xp_config c;
   xp_config_default(&c);
-  char err[600];
+  char err[EXMY_ERRLEN];
   int print_config = 0;
   int i = 1;
   if (i < argc && argv[i][0] != '-') {

@@ -72,7 +72,7 @@ static int parse_acc(const char *text, exmy_accum *a, char *err, size_t errlen) 
     v = v ? v + 1 : "";
     size_t x;
     if (!strncmp(tok, "round=", 6)) {
-      char e[128];
+      char e[EXMY_ERRLEN];
       if (exmy_round_mode_parse(v, &a->acc_rnd.mode, e, sizeof e))
         return exmy__fail(err, errlen, "accumulation model: %s", e);
     } else if (!strncmp(tok, "sat=", 4)) {
@@ -95,7 +95,7 @@ static int parse_acc(const char *text, exmy_accum *a, char *err, size_t errlen) 
       a->acc_rnd.daz = 1;
     }
   }
-  char ferr[256];
+  char ferr[EXMY_ERRLEN];
   if (exmy_format_parse(fmt_text, &a->acc_fmt, ferr, sizeof ferr))
     return exmy__fail(err, errlen, "accumulation model acc=%s: %s", fmt_text, ferr);
   if (!a->acc_fmt.has_zero || !a->acc_fmt.is_signed)

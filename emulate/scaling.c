@@ -36,176 +36,6 @@ float exmy_scale_from_amax(float amax, float fmax, int pow2, float epsilon, floa
   return scale;
 }
 
-/* ---- recipe text ------------------------------------------------------- */
-
-static void recipe_defaults(exmy_recipe *r, exmy_recipe_kind kind) {
-  memset(r, 0, sizeof *r);
-  r->kind = kind;
-  switch (kind) {
-  case EXMY_RECIPE_DELAYED: r->history_len = 1024; r->interval = 1; break;
-  case EXMY_RECIPE_BLOCK: r->block_rows = 1; r->block_cols = 128; r->pow2 = 1; break;
-  case EXMY_RECIPE_MX: case EXMY_RECIPE_MX_OCP: r->block_rows = 1; r->block_cols = 32; break;
-  case EXMY_RECIPE_NVFP4: r->block_rows = 1; r->block_cols = 16; break;
-  default: break;
-  }
-}
-
-static int parse_float(const char *v, float *out) {
-  char *end;
-  float f = strtof(v, &end);
-  if (!*v || *end || !(f >= 0) || isinf(f)) return -1;
-  *out = f;
-  return 0;
-}
-
-static int parse_long(const char *v, long lo, long hi, long *out) {
-  char *end;
-  long x = strtol(v, &end, 10);
-  if (!*v || *end || x < lo || x > hi) return -1;
-  *out = x;
-  return 0;
-}
-
-int exmy_recipe_parse(const char *text, exmy_recipe *r, char *err, size_t errlen) {
-  char buf[256];
-  if (!text || !*text) return fail(err, errlen, "empty scaling recipe");
-  if (strlen(text) >= sizeof buf) return fail(err, errlen, "scaling recipe too long");
-  strcpy(buf, text);
-  char *colon = strchr(buf, ':');
-  char *opts = NULL;
-  if (colon) { *colon = 0; opts = colon + 1; }
-  const char *name = buf;
-  if (!strcmp(name, "none")) recipe_defaults(r, EXMY_RECIPE_NONE);
-  else if (!strcmp(name, "current")) recipe_defaults(r, EXMY_RECIPE_CURRENT);
-  else if (!strcmp(name, "delayed")) recipe_defaults(r, EXMY_RECIPE_DELAYED);
-  else if (!strcmp(name, "block")) recipe_defaults(r, EXMY_RECIPE_BLOCK);
-  else if (!strcmp(name, "mx")) recipe_defaults(r, EXMY_RECIPE_MX);
-  else if (!strcmp(name, "nvfp4")) recipe_defaults(r, EXMY_RECIPE_NVFP4);
-  else return fail(err, errlen, "unknown scaling recipe '%s' (accepted: none, current, delayed, block:1xB, block:BxB, mx, mx:ocp, nvfp4)", text);
-  /* options, comma-separated */
-  int first = 1;
-  for (char *o = opts; o && *o;) {
-    char *next = strchr(o, ',');
-    if (next) *next++ = 0;
-    char *eq = strchr(o, '=');
-    const char *val = eq ? eq + 1 : NULL;
-    if (eq) *eq = 0;
-    long lv;
-    float fv;
-    size_t br, bc;
-    char tail;
-    if (r->kind == EXMY_RECIPE_MX && first && !val && !strcmp(o, "ocp")) {
-      r->kind = EXMY_RECIPE_MX_OCP;
-    } else if ((r->kind == EXMY_RECIPE_MX || r->kind == EXMY_RECIPE_MX_OCP) && !val && !strcmp(o, "col")) {
-      r->block_rows = 32; /* blocks of 32 down a column */
-      r->block_cols = 1;
-    } else if (r->kind == EXMY_RECIPE_NVFP4 && first && !val && !strcmp(o, "16x16")) {
-      r->block_rows = 16;
-      r->block_cols = 16;
-    } else if (r->kind == EXMY_RECIPE_BLOCK && first && !val && sscanf(o, "%zux%zu%c", &br, &bc, &tail) == 2 &&
-               br >= 1 && bc >= 1 && br <= (1u << 20) && bc <= (1u << 20)) {
-      r->block_rows = br;
-      r->block_cols = bc;
-    } else if ((r->kind == EXMY_RECIPE_CURRENT || r->kind == EXMY_RECIPE_BLOCK) && !val && !strcmp(o, "pow2")) {
-      r->pow2 = 1;
-    } else if (r->kind == EXMY_RECIPE_BLOCK && !val && !strcmp(o, "fp32")) {
-      r->pow2 = 0;
-    } else if (r->kind == EXMY_RECIPE_BLOCK && !val && !strcmp(o, "deepgemm")) {
-      r->deepgemm = 1;
-      r->pow2 = 0;
-    } else if (r->kind == EXMY_RECIPE_CURRENT && !val && !strcmp(o, "row")) {
-      r->block_rows = 1;
-      r->block_cols = 0;
-    } else if (r->kind == EXMY_RECIPE_CURRENT && !val && !strcmp(o, "col")) {
-      r->block_rows = 0;
-      r->block_cols = 1;
-    } else if ((r->kind == EXMY_RECIPE_CURRENT || r->kind == EXMY_RECIPE_BLOCK) && val && !strcmp(o, "eps")) {
-      if (parse_float(val, &fv)) return fail(err, errlen, "scaling recipe '%s': bad eps '%s' (accepted: a finite number >= 0)", text, val);
-      r->epsilon = fv;
-    } else if (r->kind == EXMY_RECIPE_DELAYED && val && !strcmp(o, "len")) {
-      if (parse_long(val, 1, 1 << 20, &lv)) return fail(err, errlen, "scaling recipe '%s': bad len '%s' (accepted: 1..1048576)", text, val);
-      r->history_len = (int)lv;
-    } else if (r->kind == EXMY_RECIPE_DELAYED && val && !strcmp(o, "algo")) {
-      if (!strcmp(val, "max")) r->most_recent = 0;
-      else if (!strcmp(val, "most_recent")) r->most_recent = 1;
-      else return fail(err, errlen, "scaling recipe '%s': bad algo '%s' (accepted: max, most_recent)", text, val);
-    } else if (r->kind == EXMY_RECIPE_DELAYED && val && !strcmp(o, "margin")) {
-      if (parse_long(val, 0, 126, &lv)) return fail(err, errlen, "scaling recipe '%s': bad margin '%s' (accepted: 0..126)", text, val);
-      r->margin = (int)lv;
-    } else if (r->kind == EXMY_RECIPE_DELAYED && val && !strcmp(o, "interval")) {
-      if (parse_long(val, 1, 1 << 20, &lv)) return fail(err, errlen, "scaling recipe '%s': bad interval '%s' (accepted: 1..1048576)", text, val);
-      r->interval = (int)lv;
-    } else if (r->kind != EXMY_RECIPE_NONE && !val && !strcmp(o, "exact")) {
-      r->exact_product = 1;
-    } else {
-      return fail(err, errlen, "scaling recipe '%s': unknown option '%s%s%s'", text, o, val ? "=" : "", val ? val : "");
-    }
-    first = 0;
-    o = next;
-  }
-  return 0;
-}
-
-/* ---- recipe state ------------------------------------------------------- */
-
-int exmy_recipe_has_state(const exmy_recipe *r) { return r->kind == EXMY_RECIPE_DELAYED; }
-
-int exmy_recipe_state_init(const exmy_recipe *r, exmy_recipe_state *st, char *err, size_t errlen) {
-  memset(st, 0, sizeof *st);
-  st->scale = st->scale_inv = 1.0f;
-  if (!exmy_recipe_has_state(r)) return 0;
-  st->history_len = r->history_len;
-  st->history = calloc((size_t)r->history_len, sizeof *st->history);
-  if (!st->history) return fail(err, errlen, "out of memory for an amax history of %d", r->history_len);
-  return 0;
-}
-
-void exmy_recipe_state_free(exmy_recipe_state *st) {
-  free(st->history);
-  memset(st, 0, sizeof *st);
-}
-
-int exmy_recipe_state_copy(const exmy_recipe_state *src, exmy_recipe_state *dst, char *err, size_t errlen) {
-  *dst = *src;
-  dst->history = NULL;
-  if (src->history) {
-    dst->history = malloc((size_t)src->history_len * sizeof *dst->history);
-    if (!dst->history) return fail(err, errlen, "out of memory for an amax history of %d", src->history_len);
-    memcpy(dst->history, src->history, (size_t)src->history_len * sizeof *dst->history);
-  }
-  return 0;
-}
-
-int exmy_recipe_to_string(const exmy_recipe *r, char *buf, size_t len) {
-  char t[200];
-  int n = 0;
-  switch (r->kind) {
-  case EXMY_RECIPE_NONE: n = snprintf(t, sizeof t, "none"); break;
-  case EXMY_RECIPE_CURRENT:
-    n = snprintf(t, sizeof t, "current");
-    if (r->block_rows == 1 && r->block_cols == 0) n += snprintf(t + n, sizeof t - n, ":row");
-    else if (r->block_rows == 0 && r->block_cols == 1) n += snprintf(t + n, sizeof t - n, ":col");
-    if (r->pow2) n += snprintf(t + n, sizeof t - n, "%spow2", strchr(t, ':') ? "," : ":");
-    if (r->epsilon > 0) n += snprintf(t + n, sizeof t - n, "%seps=%.9g", strchr(t, ':') ? "," : ":", r->epsilon);
-    break;
-  case EXMY_RECIPE_DELAYED:
-    n = snprintf(t, sizeof t, "delayed:len=%d,algo=%s,margin=%d", r->history_len, r->most_recent ? "most_recent" : "max", r->margin);
-    if (r->interval > 1) n += snprintf(t + n, sizeof t - n, ",interval=%d", r->interval);
-    break;
-  case EXMY_RECIPE_BLOCK:
-    n = snprintf(t, sizeof t, "block:%zux%zu", r->block_rows, r->block_cols);
-    if (r->deepgemm) n += snprintf(t + n, sizeof t - n, ",deepgemm");
-    else if (!r->pow2) n += snprintf(t + n, sizeof t - n, ",fp32");
-    if (r->epsilon > 0) n += snprintf(t + n, sizeof t - n, ",eps=%.9g", r->epsilon);
-    break;
-  case EXMY_RECIPE_MX: n = snprintf(t, sizeof t, r->block_cols == 1 ? "mx:col" : "mx"); break;
-  case EXMY_RECIPE_MX_OCP: n = snprintf(t, sizeof t, r->block_cols == 1 ? "mx:ocp,col" : "mx:ocp"); break;
-  case EXMY_RECIPE_NVFP4: n = snprintf(t, sizeof t, r->block_rows == 16 ? "nvfp4:16x16" : "nvfp4"); break;
-  }
-  if (r->exact_product) n += snprintf(t + n, sizeof t - n, "%sexact", strchr(t, ':') ? "," : ":");
-  return snprintf(buf, len, "%s", t);
-}
-
 /* ---- per-group scales ------------------------------------------------ */
 
 /* TE ptx.cuh float_to_e8m0 (software path): round the fp32 v up to a power of two. */
@@ -229,7 +59,7 @@ static float e8m0_value(uint8_t code) {
 }
 
 /* Largest finite value of the element format, as a float (saturating). */
-static float fmax_of(const exmy_format *f) {
+float exmy__fmax_f32(const exmy_format *f) {
   exmy_info in;
   exmy_format_info(f, &in);
   return in.max_finite > FLT_MAX ? FLT_MAX : (float)in.max_finite;
@@ -370,7 +200,7 @@ int exmy_recipe_quantize(const exmy_recipe *r, const exmy_format *f, const exmy_
     exmy_qtensor_free(q);
     return fail(err, errlen, "out of memory for a %zu x %zu tensor", rows, cols);
   }
-  const float fmax = fmax_of(f);
+  const float fmax = exmy__fmax_f32(f);
   const int ocp = r->kind == EXMY_RECIPE_MX_OCP;
   exmy_format e4m3;
   exmy_format_parse("e4m3fn", &e4m3, NULL, 0);
@@ -505,7 +335,7 @@ void exmy_recipe_step(const exmy_recipe *r, exmy_recipe_state *st) {
 void exmy_recipe_calibrate(const exmy_recipe *r, const exmy_format *f, const float *x, size_t n,
                            exmy_recipe_state *st) {
   if (!exmy_recipe_has_state(r) || !st || !st->history) return;
-  st->fmax = fmax_of(f);
+  st->fmax = exmy__fmax_f32(f);
   st->history[0] = exmy_amax_f32(x, n);
 }
 
@@ -539,131 +369,4 @@ void exmy_qtensor_free(exmy_qtensor *q) {
   free(q->scale_codes);
   free(q->amax);
   memset(q, 0, sizeof *q);
-}
-
-/* ---- statistics ------------------------------------------------------------ */
-
-/* Partial sums of one fixed chunk; chunks are combined in order, so the
- * result is the same for any thread count. */
-typedef struct stat_part {
-  size_t nonzero, under, over;
-  double amin, amax, sxx, syy, sxy, see, maxrel;
-  size_t finite_pairs;
-} stat_part;
-
-#define STAT_CHUNK 65536
-
-void exmy_qtensor_stats(const exmy_qtensor *q, const float *x, exmy_qstats *st) {
-  memset(st, 0, sizeof *st);
-  const size_t n = q->rows * q->cols;
-  st->n = n;
-  const float fmax = fmax_of(&q->fmt);
-  exmy_info in;
-  exmy_format_info(&q->fmt, &in);
-  int e;
-  (void)frexp(in.min_subnormal, &e);
-  st->fmt_log2_min = e - 1;
-  (void)frexp(in.max_finite, &e);
-  st->fmt_log2_max = e - 1;
-  const size_t nchunks = (n + STAT_CHUNK - 1) / STAT_CHUNK;
-  stat_part *parts = calloc(nchunks ? nchunks : 1, sizeof *parts);
-  uint64_t *hists = calloc((nchunks ? nchunks : 1) * EXMY_HIST_BINS, sizeof *hists);
-  if (!parts || !hists) { free(parts); free(hists); return; }
-#pragma omp parallel for schedule(static) if(nchunks > 1)
-  for (size_t c = 0; c < nchunks; c++) {
-    stat_part p = {0};
-    p.amin = INFINITY;
-    uint64_t *h = hists + c * EXMY_HIST_BINS;
-    const size_t lo = c * STAT_CHUNK, hi = lo + STAT_CHUNK < n ? lo + STAT_CHUNK : n;
-    for (size_t k = lo; k < hi; k++) {
-      const size_t i = k / q->cols, j = k % q->cols;
-      const size_t g = (i / q->block_rows) * q->scols + j / q->block_cols;
-      const double xv = (double)x[k];
-      const uint64_t code = exmy_code_get(&q->fmt, q->codes, k);
-      const double d = exmy_decode(&q->fmt, code) * (double)q->scale_inv[g] * (double)q->tensor_scale_inv;
-      if (xv != 0.0) { /* NaN counts as nonzero, as torch.count_nonzero */
-        p.nonzero++;
-        if (exmy_classify(&q->fmt, code) == EXMY_CLASS_ZERO) p.under++;
-      }
-      if (!isnan(xv)) { /* the cast's own overflow flag, recomputed (same counter: same SR draw) */
-        unsigned fl = 0;
-        const float sc = q->scale[g];
-        if (q->exact_product) (void)exmy_from_double(&q->fmt, &q->rnd, xv * (double)sc, k, &fl);
-        else (void)exmy_from_float(&q->fmt, &q->rnd, x[k] * sc, k, &fl);
-        if (isinf(xv) || (fl & EXMY_FLAG_OVERFLOW)) p.over++;
-      }
-      if (isfinite(xv) && xv != 0.0) {
-        double a = fabs(xv);
-        if (a < p.amin) p.amin = a;
-        if (a > p.amax) p.amax = a;
-        int b;
-        (void)frexp(a, &b);
-        b -= 1;
-        if (b < EXMY_HIST_LO) b = EXMY_HIST_LO;
-        if (b > EXMY_HIST_LO + EXMY_HIST_BINS - 1) b = EXMY_HIST_LO + EXMY_HIST_BINS - 1;
-        h[b - EXMY_HIST_LO]++;
-        if (isfinite(d)) {
-          double rel = fabs(xv - d) / a;
-          if (rel > p.maxrel) p.maxrel = rel;
-        } else {
-          p.maxrel = INFINITY;
-        }
-      }
-      if (isfinite(xv) && isfinite(d)) {
-        p.finite_pairs++;
-        p.sxx += xv * xv;
-        p.syy += d * d;
-        p.sxy += xv * d;
-        p.see += (xv - d) * (xv - d);
-      }
-    }
-    parts[c] = p;
-  }
-  double amin = INFINITY, amax = 0, sxx = 0, syy = 0, sxy = 0, see = 0, maxrel = 0;
-  size_t nonzero = 0, under = 0, over = 0, pairs = 0;
-  for (size_t c = 0; c < nchunks; c++) {
-    const stat_part *p = &parts[c];
-    nonzero += p->nonzero; under += p->under; over += p->over; pairs += p->finite_pairs;
-    if (p->amin < amin) amin = p->amin;
-    if (p->amax > amax) amax = p->amax;
-    if (p->maxrel > maxrel) maxrel = p->maxrel;
-    sxx += p->sxx; syy += p->syy; sxy += p->sxy; see += p->see;
-    for (int b = 0; b < EXMY_HIST_BINS; b++) st->hist[b] += hists[c * EXMY_HIST_BINS + b];
-  }
-  free(parts);
-  free(hists);
-  st->n_nonzero = nonzero;
-  st->amin = isinf(amin) ? 0 : amin;
-  st->amax = amax;
-  st->underflow_frac = n ? (double)under / (double)n : 0;
-  st->overflow_frac = n ? (double)over / (double)n : 0;
-  st->mse = pairs ? see / (double)pairs : 0;
-  st->cosine = (sxx > 0 && syy > 0) ? sxy / sqrt(sxx * syy) : (sxx == 0 && syy == 0 ? 1.0 : 0.0);
-  st->snr_db = see > 0 ? 10.0 * log10(sxx / see) : INFINITY;
-  st->max_rel_err = maxrel;
-  /* delayed vs current: the group-0 scale over what current scaling would use */
-  float tensor_amax = exmy_amax_f32(x, n);
-  float cur = exmy_scale_from_amax(tensor_amax, fmax, 0, 0.0f, FLT_MAX);
-  st->scale_ratio = (q->srows != 0 && q->scols != 0 ? (double)q->scale[0] : 1.0) / (double)cur;
-}
-
-void exmy_qtensor_view(const exmy_format *fmt, const void *codes, size_t rows, size_t cols,
-                       const float *scale_inv, exmy_qtensor *q) {
-  static const float one = 1.0f, zero = 0.0f;
-  memset(q, 0, sizeof *q);
-  q->fmt = *fmt;
-  q->rows = rows;
-  q->cols = cols;
-  q->codes = (void *)codes; /* a view: read only, never freed */
-  q->block_rows = rows ? rows : 1;
-  q->block_cols = cols ? cols : 1;
-  q->srows = rows ? 1 : 0;
-  q->scols = cols ? 1 : 0;
-  q->scale_inv = (float *)(scale_inv ? scale_inv : &one);
-  q->scale = (float *)&one; /* not 1/scale_inv: a view only feeds the GEMM, which reads scale_inv */
-  q->amax = (float *)&zero;
-  q->tensor_scale = q->tensor_scale_inv = 1.0f;
-  q->recipe = EXMY_RECIPE_NONE;
-  q->rnd = exmy_rounding_default();
-  q->is_view = 1;
 }

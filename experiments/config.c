@@ -128,7 +128,7 @@ static int set_data(xp_config *c, const char *key, const char *value, char *err,
 }
 
 static int set_master(xp_config *c, const char *key, const char *value, char *err, size_t errlen) {
-  char e[400];
+  char e[EXMY_ERRLEN];
   exmy_format f;
   if (exmy_format_parse(value, &f, e, sizeof e)) return xp_errf(err, errlen, "%s: %s", key, e);
   if (f.mbits > 23 || f.bits > 32) return xp_errf(err, errlen, "%s: '%s' is wider than binary32", key, value);

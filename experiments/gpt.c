@@ -207,7 +207,7 @@ static size_t act_layout(const xp_model *m, gpt_state *s, size_t cap, float *mem
 /* Make sure activations for b->n sequences exist (allocated for mc.batch). */
 static int act_ensure(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
   gpt_state *s = m->act;
-  char msg[128];
+  char msg[EXMY_ERRLEN];
   if (b->n < 1 || b->n > (size_t)m->mc.batch) {
     snprintf(msg, sizeof msg, "gpt: batch of %zu sequences (1..%d allowed)", b->n, m->mc.batch);
     return xp_fail(ctx, msg);

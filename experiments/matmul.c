@@ -43,7 +43,7 @@ int xp_ctx_init(xp_ctx *ctx, const xp_config *cfg, const struct xp_model *m, cha
     const xp_prec *p = xp_prec_of_layer(cfg, i, m->nlin, m->lin_name[i]);
     ctx->lin_prec[i] = p;
     for (int t = 0; t < XP_NKIND; t++) {
-      char e[200];
+      char e[EXMY_ERRLEN];
       if (exmy_recipe_parse(p->t[t].recipe, &ctx->ls[i].rec[t], e, sizeof e) ||
           exmy_recipe_state_init(&ctx->ls[i].rec[t], &ctx->ls[i].st_rec[t], e, sizeof e)) {
         xp_ctx_free(ctx);
@@ -122,7 +122,7 @@ static int make_operand(xp_ctx *ctx, const xp_tprec *t, const exmy_recipe *recip
   exmy_recipe local;
   exmy_recipe_state local_st;
   const exmy_recipe *rec = recipe;
-  char e[200];
+  char e[EXMY_ERRLEN];
   if (!rec) { /* attention or the high-precision modes: a fresh recipe per call (no delayed state) */
     if (exmy_recipe_parse(t->recipe, &local, e, sizeof e) || exmy_recipe_state_init(&local, &local_st, e, sizeof e))
       return set_err(ctx, "recipe", e), -1;
@@ -239,7 +239,7 @@ void xp_matmul(xp_ctx *ctx, const xp_gemm_desc *g) {
   ga.d_fmt = &ctx->f32;
   ga.accum = &p->accum[role];
   ga.threads = lin < 0 ? 1 : ctx->cfg->threads;
-  char e[256];
+  char e[EXMY_ERRLEN];
   if (exmy_gemm(&ga, d, NULL, NULL, e, sizeof e)) {
     set_err(ctx, lin >= 0 ? ctx->lin_name[lin] : "attention", e);
     nan_fill(d, m * n);

@@ -25,7 +25,7 @@ int xp_format_is_f32(const exmy_format *f) {
 }
 
 static int tprec_format(xp_tprec *t, const char *text, char *err, size_t errlen) {
-  char e[200];
+  char e[EXMY_ERRLEN];
   if (exmy_format_parse(text, &t->fmt, e, sizeof e)) return xp_errf(err, errlen, "precision: %s", e);
   if (t->fmt.mbits > 23)
     return xp_errf(err, errlen, "precision: format '%s' has more than 23 mantissa bits (GEMM operands)", text);
@@ -108,7 +108,7 @@ static int set_sat(xp_prec *p, int mask, const char *value, char *err, size_t er
 
 static int set_recipe(xp_prec *p, int mask, const char *value, char *err, size_t errlen) {
   exmy_recipe rec;
-  char e[200];
+  char e[EXMY_ERRLEN];
   if (exmy_recipe_parse(value, &rec, e, sizeof e)) return xp_errf(err, errlen, "precision: %s", e);
   if (strlen(value) >= sizeof p->t[0].recipe) return xp_errf(err, errlen, "precision: recipe '%s' too long", value);
   for (int t = 0; t < XP_NKIND; t++)
@@ -118,7 +118,7 @@ static int set_recipe(xp_prec *p, int mask, const char *value, char *err, size_t
 
 static int set_accum(xp_prec *p, int mask, const char *value, char *err, size_t errlen) {
   exmy_accum acc;
-  char e[200];
+  char e[EXMY_ERRLEN];
   if (exmy_accum_parse(value, &acc, e, sizeof e)) return xp_errf(err, errlen, "precision: %s", e);
   for (int q = 0; q < XP_NROLE; q++)
     if (mask >> q & 1) p->accum[q] = acc;
@@ -184,7 +184,7 @@ static int parse_prec(const char *what, const char *text, xp_prec *p, char *err,
 /* ---- the run's precision keys: prec, attn, layer.NAME --------------------- */
 
 int xp_config_set_prec(xp_config *c, const char *key, const char *value, char *err, size_t errlen) {
-  char e[400];
+  char e[EXMY_ERRLEN];
   xp_prec p;
   if (parse_prec("prec", value, &p, e, sizeof e)) return xp_errf(err, errlen, "%s", e);
   if (strlen(value) >= sizeof c->prec_text) return xp_errf(err, errlen, "%s: '%s' too long", key, value);
@@ -194,7 +194,7 @@ int xp_config_set_prec(xp_config *c, const char *key, const char *value, char *e
 }
 
 int xp_config_set_attn(xp_config *c, const char *key, const char *value, char *err, size_t errlen) {
-  char e[400];
+  char e[EXMY_ERRLEN];
   xp_prec p;
   if (parse_prec("attn", value, &p, e, sizeof e)) return xp_errf(err, errlen, "%s", e);
   for (int t = 0; t < XP_NKIND; t++)
@@ -209,7 +209,7 @@ int xp_config_set_attn(xp_config *c, const char *key, const char *value, char *e
 
 /* key: "layer.NAME"; setting NAME again replaces its override. */
 int xp_config_set_layer(xp_config *c, const char *key, const char *value, char *err, size_t errlen) {
-  char e[400];
+  char e[EXMY_ERRLEN];
   const char *name = key + strlen("layer.");
   if (!*name || strlen(name) >= sizeof c->override_layer[0])
     return xp_errf(err, errlen, "'%s': give a layer (layer.first, layer.last, layer.3, layer.h0.qkv)", key);

@@ -45,7 +45,7 @@ typedef struct srun {
   xp_config cfg;
   xp_result res;
   int done, failed;
-  char err[300];
+  char err[EXMY_ERRLEN];
 } srun;
 
 typedef struct finding {
@@ -337,7 +337,7 @@ static void add_cfg(study *st, const char *name, const char *group, double x, co
 
 /* Build every run's config; 2 with err on a rejected key or value. */
 static int build_configs(study *st, char *err, size_t errlen) {
-  char e[400];
+  char e[EXMY_ERRLEN];
   for (int i = 0; i < st->nrun; i++) {
     srun *r = &st->run[i];
     xp_config *c = &r->cfg;
@@ -460,7 +460,7 @@ static void run_all(study *st) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(st->threads)
     for (int j = 0; j < n; j++) {
       srun *r = &st->run[idx[j]];
-      char e[300] = "";
+      char e[EXMY_ERRLEN] = "";
       mkdir_p(r->cfg.out_dir);
       memset(&r->res, 0, sizeof r->res);
       if (xp_train(&r->cfg, &r->res, e, sizeof e)) {
@@ -1925,7 +1925,7 @@ static void gemm_experiment(study *st, acc_result *ar) {
   ar->m = ar->n = st->size == STUDY_TINY ? 4 : st->size == STUDY_FULL ? 64 : 16;
   for (size_t k = 256; k <= kmax && ar->nk < 16; k *= 2) ar->k[ar->nk++] = k;
   exmy_format e4, f32;
-  char err[400];
+  char err[EXMY_ERRLEN];
   exmy_format_parse("e4m3fn", &e4, err, sizeof err);
   exmy_format_parse("f32", &f32, err, sizeof err);
   exmy_accum models[ACC_NMODEL], ex;

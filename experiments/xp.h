@@ -140,7 +140,7 @@ typedef struct xp_ctx {
   int mode;                     /* XP_MODE_* below */
   int collect_stats;            /* this step: record exmy_qtensor_stats of every operand */
   int dump;                     /* this step: dump the operands of cfg->dump_layers */
-  char err[256];                /* the first GEMM error */
+  char err[EXMY_ERRLEN];        /* the first GEMM error */
   int failed;
   xp_prec fp32, bf16;           /* the precisions of XP_MODE_FP32 and XP_MODE_HIGH */
   exmy_format f32;              /* every GEMM's output format */

@@ -333,7 +333,7 @@ int exmy__parse_longform(const char *text, exmy_format *f, char *err, size_t err
 }
 
 int exmy_format_parse(const char *text, exmy_format *f, char *err, size_t errlen) {
-  char why[200];
+  char why[EXMY_ERRLEN];
   if (!text) return fail(err, errlen, "no format given");
   if (exmy__parse_longform(text, f, err, errlen)) return -1;
   if (exmy_format_init(f, why, sizeof why)) return fail(err, errlen, "format '%s': %s", text, why);

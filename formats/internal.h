@@ -39,6 +39,10 @@ unsigned exmy__f32q_run(const exmy__f32q *q, const float *x, size_t n, float sca
 /* The same with a scale per element (codes[i] = cast(fp32(x[i] * scales[i]))). */
 unsigned exmy__f32q_run_v(const exmy__f32q *q, const float *x, size_t n, const float *scales, uint64_t index0,
                           void *codes);
+/* Largest finite value of a format as a float (FLT_MAX when larger): the
+ * fmax of the scaling recipes and statistics (emulate/scaling.c). */
+float exmy__fmax_f32(const exmy_format *fmt);
+
 /* The array quantizers behind exmy_quantize / exmy_quantize_ref (arguments
  * already checked: src_type is a float type): the OR of the flags. */
 unsigned exmy__quantize(const exmy_format *fmt, const exmy_rounding *rnd, exmy_dtype src_type, const void *src,

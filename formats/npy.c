@@ -422,7 +422,7 @@ int exmy_npy_read(const char *path, exmy_array *arr, char *err, size_t errlen) {
   char *hdr = NULL;
   unsigned char *data = NULL;
   int rc = -1;
-  char msg[400];
+  char msg[EXMY_ERRLEN];
   char shp[300];
 
   if (err && errlen) err[0] = 0;

@@ -12,7 +12,7 @@
   do {                                                                                              \
     cublasStatus_t s_ = (call);                                                                     \
     if (s_ != CUBLAS_STATUS_SUCCESS) {                                                              \
-      rc = exmy__gpu_fail(err, errlen, "%s: cuBLAS status %d (%s)", #call, (int)s_,              \
+      rc = exmy__fail(err, errlen, "%s: cuBLAS status %d (%s)", #call, (int)s_,              \
                           cublasLtGetStatusString(s_));                                             \
       goto done;                                                                                    \
     }                                                                                               \
@@ -140,7 +140,7 @@ extern "C" int exmy_gpu_gemm(const exmy_gpu_gemm_args *x, char *err, size_t errl
   LT_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
   LT_TRY(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, ld, pref, 1, &heur, &found));
   if (!found) {
-    rc = exmy__gpu_fail(err, errlen, "cuBLASLt has no algorithm for this FP8 GEMM (m %zu, n %zu, k %zu)", m, n, k);
+    rc = exmy__fail(err, errlen, "cuBLASLt has no algorithm for this FP8 GEMM (m %zu, n %zu, k %zu)", m, n, k);
     goto done;
   }
   LT_TRY(cublasLtMatmul(lt, op, &x->alpha, Bt, la, A, lb, &beta, dC ? (const void *)dC : D, lc, D, ld, &heur.algo, ws,

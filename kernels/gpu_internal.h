@@ -7,24 +7,15 @@
 #include <cstdarg>
 #include <cstdio>
 
-/* Write a one-line error into err and return -1. */
-static inline int exmy__gpu_fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static inline int exmy__gpu_fail(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
+/* The library's one-line error (formats/format.c; formats/internal.h is C
+ * only): writes err, returns -1. */
+extern "C" int exmy__fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #define CUDA_TRY(call)                                                                              \
   do {                                                                                              \
     cudaError_t e_ = (call);                                                                        \
     if (e_ != cudaSuccess) {                                                                        \
-      rc = exmy__gpu_fail(err, errlen, "%s: %s", #call, cudaGetErrorString(e_));    \
+      rc = exmy__fail(err, errlen, "%s: %s", #call, cudaGetErrorString(e_));    \
       goto done;                                                                                    \
     }                                                                                               \
   } while (0)

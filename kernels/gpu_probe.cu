@@ -111,9 +111,9 @@ extern "C" int exmy_gpu_probe_engine(exmy_gpu_probe_ctx *ctx, exmy_probe_engine 
   eng->dot = exmy_gpu_probe_dot;
   eng->ctx = ctx;
   eng->k_max = 16384;
-  if (sm < 89) return exmy__gpu_fail(err, errlen, "%s: FP8 needs sm_89 or newer (device is sm_%d)", eng->name, sm);
+  if (sm < 89) return exmy__fail(err, errlen, "%s: FP8 needs sm_89 or newer (device is sm_%d)", eng->name, sm);
   if (ctx->engine == EXMY_GPU_ENGINE_WGMMA && sm != 90)
-    return exmy__gpu_fail(err, errlen, "%s needs sm_90a (device is sm_%d)", eng->name, sm);
+    return exmy__fail(err, errlen, "%s needs sm_90a (device is sm_%d)", eng->name, sm);
   return 0;
 }
 
@@ -122,11 +122,11 @@ extern "C" int exmy_gpu_probe_dot(void *vctx, const exmy_format *fa, const exmy_
   const exmy_gpu_probe_ctx *ctx = (const exmy_gpu_probe_ctx *)vctx;
   int ta = exmy__gpu_fp8_type(fa), tb = exmy__gpu_fp8_type(fb), rc = 0;
   if (ta < 0 || tb < 0) {
-    exmy__gpu_fail(err, errlen, "probe: %s is not e4m3fn or e5m2", ta < 0 ? fa->name : fb->name);
+    exmy__fail(err, errlen, "probe: %s is not e4m3fn or e5m2", ta < 0 ? fa->name : fb->name);
     return -1;
   }
   if (k % 32) {
-    exmy__gpu_fail(err, errlen, "probe: k = %zu is not a multiple of 32", k);
+    exmy__fail(err, errlen, "probe: k = %zu is not a multiple of 32", k);
     return -1;
   }
   if (count == 0) return 0;

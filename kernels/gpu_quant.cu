@@ -19,17 +19,17 @@ int exmy__gpu_select(int device, int *sm, char *err, size_t errlen) {
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
     cudaGetLastError();
-    return exmy__gpu_fail(err, errlen, "no usable CUDA device (cudaGetDeviceCount: %s)",
+    return exmy__fail(err, errlen, "no usable CUDA device (cudaGetDeviceCount: %s)",
                           cudaGetErrorString(e));
   }
-  if (n == 0) return exmy__gpu_fail(err, errlen, "no CUDA device");
+  if (n == 0) return exmy__fail(err, errlen, "no CUDA device");
   if (device < 0 && cudaGetDevice(&device) != cudaSuccess) device = 0;
   if (device >= n)
-    return exmy__gpu_fail(err, errlen, "device %d does not exist (devices 0..%d)", device, n - 1);
+    return exmy__fail(err, errlen, "device %d does not exist (devices 0..%d)", device, n - 1);
   if ((e = cudaSetDevice(device)) != cudaSuccess ||
       (e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) != cudaSuccess ||
       (e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device)) != cudaSuccess)
-    return exmy__gpu_fail(err, errlen, "device %d: %s", device, cudaGetErrorString(e));
+    return exmy__fail(err, errlen, "device %d: %s", device, cudaGetErrorString(e));
   if (sm) *sm = major * 10 + minor;
   return 0;
 }
@@ -138,9 +138,9 @@ static int launch(const exmy_format *fmt, const exmy_rounding *rnd, int hw, exmy
   size_t want = (n + 255) / 256, cap = (size_t)(sms > 0 ? sms : 16) * 32;
   unsigned blocks = (unsigned)(want < cap ? want : cap);
   if (hw) {
-    char why[200];
+    char why[EXMY_ERRLEN];
     if (exmy_gpu_hw_quant_check(fmt, rnd, range ? EXMY_DTYPE_F32 : src_type, why, sizeof why))
-      return exmy__gpu_fail(err, errlen, "%s", why);
+      return exmy__fail(err, errlen, "%s", why);
     __nv_saturation_t sat = rnd->sat == EXMY_SAT_FINITE ? __NV_SATFINITE : __NV_NOSAT;
     __nv_fp8_interpretation_t it = strcmp(fmt->name, "e4m3fn") ? __NV_E5M2 : __NV_E4M3;
     if (!range && src_type == EXMY_DTYPE_F32 && n % 4 == 0 && ((uintptr_t)d_src & 15) == 0 && ((uintptr_t)d_codes & 3) == 0) {
@@ -207,7 +207,7 @@ extern "C" int exmy_gpu_quantize_f32_range(const exmy_format *fmt, const exmy_ro
   void *d_codes = NULL;
   size_t cb = (size_t)exmy_code_bytes(fmt);
   if (n > ((size_t)1 << 32) - lo)
-    return exmy__gpu_fail(err, errlen, "range 0x%08x + %zu passes 2^32", (unsigned)lo, n);
+    return exmy__fail(err, errlen, "range 0x%08x + %zu passes 2^32", (unsigned)lo, n);
   CUDA_TRY(cudaMalloc(&d_codes, n * cb + 16));
   rc = launch(fmt, rnd, hw, EXMY_DTYPE_F32, NULL, n, lo, d_codes, NULL, 1, lo, err, errlen);
   if (rc) goto done;

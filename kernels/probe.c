@@ -456,7 +456,7 @@ int exmy_probe_run(const exmy_probe_engine *eng, const exmy_format *fa, const ex
     snprintf(res->accum, sizeof res->accum, "tc:g=%d,f=%d,align=%s,out=%d,norm=%s,promote=%zu", res->g, res->f,
              res->align_rne ? "rne" : "trunc", res->out, res->norm_rne ? "rne" : "trunc", res->promote);
     exmy_accum acc;
-    char perr[300];
+    char perr[EXMY_ERRLEN];
     if (res->out > 23 || exmy_accum_parse(res->accum, &acc, perr, sizeof perr)) {
       note(&P, "the inferred model does not parse: %s", perr);
     } else if (step_confirm(&P, &acc)) {

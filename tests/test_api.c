@@ -51,7 +51,7 @@ static void test_dtypes(void) {
 static void test_round_mode_parse(void) {
   for (int m = EXMY_RNE; m <= EXMY_SR; m++) {
     exmy_round_mode got = (exmy_round_mode)-1;
-    char err[200] = "";
+    char err[EXMY_ERRLEN] = "";
     const char *name = exmy_round_mode_name((exmy_round_mode)m);
     CHECK(exmy_round_mode_parse(name, &got, err, sizeof err) == 0 && got == (exmy_round_mode)m,
           "'%s' does not parse back to mode %d: %s", name, m, err);
@@ -59,7 +59,7 @@ static void test_round_mode_parse(void) {
   static const char *bad[] = {"rnx", "RNE", "", "sr2"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     exmy_round_mode got = EXMY_RNE;
-    char err[200] = "";
+    char err[EXMY_ERRLEN] = "";
     int rc = exmy_round_mode_parse(bad[i], &got, err, sizeof err);
     char quoted[32];
     snprintf(quoted, sizeof quoted, "'%s'", bad[i]);
@@ -83,7 +83,7 @@ static void test_quantize_contract(void) {
     /* a source type that is not a float type */
     static const exmy_dtype notfloat[] = {EXMY_DTYPE_U8, EXMY_DTYPE_U32, EXMY_DTYPE_E4M3FN, EXMY_DTYPE_E5M2};
     for (size_t i = 0; i < sizeof notfloat / sizeof notfloat[0]; i++) {
-      char err[200] = "";
+      char err[EXMY_ERRLEN] = "";
       unsigned fl = 0;
       int rc = q(&f, &r, notfloat[i], x, 4, 0, codes, &fl, err, sizeof err);
       CHECK(rc == -1 && strstr(err, exmy_dtype_name(notfloat[i])) && fl == 0,
@@ -92,7 +92,7 @@ static void test_quantize_contract(void) {
     }
     /* rnd NULL is an error, never a default */
     {
-      char err[200] = "";
+      char err[EXMY_ERRLEN] = "";
       unsigned fl = 0;
       int rc = q(&f, NULL, EXMY_DTYPE_F32, x, 4, 0, codes, &fl, err, sizeof err);
       CHECK(rc == -1 && strlen(err) > 5 && fl == 0, "%s with rnd NULL: rc %d, flags %u, err '%s'", fn, rc, fl, err);
@@ -105,7 +105,7 @@ static void test_quantize_contract(void) {
       for (size_t i = 0; i < 4; i++) (void)exmy_from_float(&f, &r, x[i], i, &want);
       CHECK((want & EXMY_FLAG_OVERFLOW) && (want & EXMY_FLAG_INEXACT) && !(want & EXMY_FLAG_INVALID),
             "self-check: scalar flags %u", want);
-      char err[200] = "";
+      char err[EXMY_ERRLEN] = "";
       unsigned fl = EXMY_FLAG_INVALID | 0x100u; /* set by the caller before the call */
       int rc = q(&f, &r, EXMY_DTYPE_F32, x, 4, 0, codes, &fl, err, sizeof err);
       CHECK(rc == 0 && fl == (want | EXMY_FLAG_INVALID | 0x100u),
@@ -121,7 +121,7 @@ static void test_quantize_contract(void) {
 static void test_state_copy(void) {
   exmy_recipe rec;
   exmy_recipe_state a, b;
-  char err[200] = "";
+  char err[EXMY_ERRLEN] = "";
   exmy_format f = tu_format("e4m3fn");
   exmy_rounding r = cuda_rnd();
   if (exmy_recipe_parse("delayed:len=4", &rec, err, sizeof err) || exmy_recipe_state_init(&rec, &a, err, sizeof err)) {
@@ -213,7 +213,7 @@ static void test_recipe_flags(void) {
   for (size_t i = 0; i < 4; i++) (void)exmy_from_float(&f, &r, x[i], i, &want);
   CHECK(want == EXMY_FLAG_OVERFLOW + EXMY_FLAG_INEXACT, "self-check: the scalar cast raised 0x%x", want);
   exmy_recipe rec;
-  char err[200] = "";
+  char err[EXMY_ERRLEN] = "";
   if (exmy_recipe_parse("none", &rec, err, sizeof err)) {
     CHECK(0, "none: %s", err);
     return;

@@ -42,7 +42,7 @@ static void compare(const exmy_format *f, const exmy_rounding *r, exmy_dtype t, 
                     const char *what) {
   size_t cb = (size_t)exmy_code_bytes(f);
   void *a = malloc(n * cb), *b = malloc(n * cb);
-  char err[200] = "";
+  char err[EXMY_ERRLEN] = "";
   unsigned fr = 0;
   int rcr = exmy_quantize_ref(f, r, t, src, n, 7, a, &fr, err, sizeof err);
   unsigned *efl = NULL; /* per-element reference flags, for the slices below */

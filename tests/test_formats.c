@@ -26,7 +26,7 @@ static void expect_code(const char *name, double x, exmy_round_mode mode, exmy_s
 
 static void expect_error(const char *text, const char *must_contain) {
   exmy_format f;
-  char err[400] = "";
+  char err[EXMY_ERRLEN] = "";
   int rc = exmy_format_parse(text, &f, err, sizeof err);
   CHECK(rc == -1, "'%s' parsed but should be rejected", text);
   CHECK(strstr(err, must_contain) != NULL, "'%s': error '%s' does not mention '%s'", text, err, must_contain);

@@ -621,7 +621,7 @@ static int reference(const gcase *g, gres *r) {
             /* second opinion: the MPFR oracle on a round-to-odd double */
             if (g->drnd.mode != EXMY_SR && !g->drnd.ftz) {
               oracle_fmt of;
-              char why[200];
+              char why[EXMY_ERRLEN];
               double xo = mx_odd_double(mx_acc);
               if (oracle_fmt_init(&of, &g->df, why, sizeof why) == 0 && isfinite(xo) && fabs(xo) >= DBL_MIN) {
                 unsigned ofl, omask;
@@ -773,7 +773,7 @@ static int run_case(gcase *g) {
     float amax = tu_f32(0x7fc0dead);
     args_of(g, &a);
     a.threads = v == V_GEMM2 ? 2 : 1;
-    char err[512] = "";
+    char err[EXMY_ERRLEN] = "";
     float *amax_p = g->want_amax ? &amax : NULL;
     unsigned fl = 0;
     int grc = v == V_REF ? exmy_gemm_ref(&a, d, amax_p, &fl, err, sizeof err)
@@ -784,7 +784,7 @@ static int run_case(gcase *g) {
     int vbad = 0;
     if (v == V_GEMM1) {
       size_t cm = 99, cn = 99, ck = 99;
-      char cerr[512] = "";
+      char cerr[EXMY_ERRLEN] = "";
       int crc = exmy_gemm_check(&a, &cm, &cn, &ck, cerr, sizeof cerr);
       CHECK(r.err ? crc == -1 : (crc == 0 && cm == g->m && cn == g->n && ck == g->k),
             "exmy_gemm_check returned %d (%zu x %zu x %zu, '%s') for a case the spec %s", crc, cm, cn, ck, cerr,
@@ -871,7 +871,7 @@ static int run_case(gcase *g) {
  * Building cases
  * ====================================================================== */
 static void set_model(gcase *g, const char *text) {
-  char err[300];
+  char err[EXMY_ERRLEN];
   snprintf(g->model, sizeof g->model, "%s", text);
   if (exmy_accum_parse(text, &g->acc, err, sizeof err)) {
     printf("cannot parse model '%s': %s\n", text, err);
@@ -939,7 +939,7 @@ static void make_operand(gcase *g, int isB, const char *fmtname, const exmy_form
     }
   exmy_recipe rec;
   exmy_recipe_state rs;
-  char err[300];
+  char err[EXMY_ERRLEN];
   if (exmy_recipe_parse(recipe, &rec, err, sizeof err) || exmy_recipe_state_init(&rec, &rs, err, sizeof err)) {
     printf("cannot parse recipe '%s': %s\n", recipe, err);
     exit(1);
@@ -1086,7 +1086,7 @@ static void part_parse(void) {
   };
   for (size_t t = 0; t < sizeof tab / sizeof *tab; t++) {
     exmy_accum a;
-    char err[300];
+    char err[EXMY_ERRLEN];
     int rc = exmy_accum_parse(tab[t].text, &a, err, sizeof err);
     CHECK(rc == 0, "accum '%s' does not parse: %s", tab[t].text, err);
     if (rc) continue;
@@ -1115,7 +1115,7 @@ static void part_parse(void) {
   };
   for (size_t t = 0; t < sizeof tab2 / sizeof *tab2; t++) {
     exmy_accum a;
-    char err[300];
+    char err[EXMY_ERRLEN];
     int rc = exmy_accum_parse(tab2[t].text, &a, err, sizeof err);
     CHECK(rc == 0, "accum '%s' does not parse: %s", tab2[t].text, err);
     if (rc) continue;
@@ -1129,7 +1129,7 @@ static void part_parse(void) {
   static const char *bad[] = {"", "tc:volta", "acc=", "chunk=0,inner=fp32x", "fp33", "tc:g=0", "acc=e8m0fnu"};
   for (size_t t = 0; t < sizeof bad / sizeof *bad; t++) {
     exmy_accum a;
-    char err[300] = "";
+    char err[EXMY_ERRLEN] = "";
     int rc = exmy_accum_parse(bad[t], &a, err, sizeof err);
     CHECK(rc == -1 && strlen(err) > 5, "bad model '%s' accepted (or no message)", bad[t]);
     if (g_verbose) printf("  '%s' -> %s\n", bad[t], err);
@@ -1569,7 +1569,7 @@ static void part_triple_loop(void) {
     uint32_t *d = malloc((m * n + 1) * 4);
     exmy_gemm_args a;
     args_of(&g, &a);
-    char err[300];
+    char err[EXMY_ERRLEN];
     int rc = exmy_gemm(&a, d, NULL, NULL, err, sizeof err);
     CHECK(rc == 0, "triple loop case: exmy_gemm failed: %s", err);
     if (rc == 0)
@@ -1621,7 +1621,7 @@ static void expect_reject(gcase *g, const char *why, const char *const *words) {
     exmy_gemm_args a;
     void *d = calloc(g->m * g->n + 1, 8);
     args_of(g, &a);
-    char err[512] = "";
+    char err[EXMY_ERRLEN] = "";
     unsigned fl = 0;
     int rc = v ? exmy_gemm_ref(&a, d, NULL, &fl, err, sizeof err) : exmy_gemm(&a, d, NULL, &fl, err, sizeof err);
     CHECK(rc == -1, "%s: %s accepted it (returned %d)", why, v ? "exmy_gemm_ref" : "exmy_gemm", rc);
@@ -1721,7 +1721,7 @@ static void part_threads(void) {
       d[v] = calloc(mn, cb);
       args_of(&g, &a);
       a.threads = v == 0 ? 1 : v == 1 ? 2 : 0;
-      char err[300];
+      char err[EXMY_ERRLEN];
       fl[v] = 0;
       rc[v] = exmy_gemm(&a, d[v], &am[v], &fl[v], err, sizeof err);
       CHECK(rc[v] == 0, "threads case %s: %s", models[t], err);

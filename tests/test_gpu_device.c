@@ -16,7 +16,7 @@ static int same_code(const exmy_format *f, uint64_t a, uint64_t b, int nan_class
 
 int main(void) {
   exmy_gpu_info info;
-  char err[400];
+  char err[EXMY_ERRLEN];
   /* no usable device (or no CUDA build): exmy_gpu_query fails saying why */
   int rc = exmy_gpu_query(0, &info, err, sizeof err);
   if (rc == -1) {

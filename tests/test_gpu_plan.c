@@ -17,7 +17,7 @@ static void check_model(int sm, int fast, const char *want) {
         got ? got : "NULL", want ? want : "NULL");
   if (got) {
     exmy_accum acc;
-    char err[300];
+    char err[EXMY_ERRLEN];
     CHECK(exmy_accum_parse(got, &acc, err, sizeof err) == 0 && acc.kind == EXMY_ACCUM_TC, "%s does not parse: %s", got, err);
   }
 }
@@ -27,7 +27,7 @@ static void check_model(int sm, int fast, const char *want) {
  * limit, with sm = 0 too. */
 static void expect_error(const exmy_gpu_gemm_args *x, int sm, const char *needle) {
   exmy_gpu_gemm_plan p;
-  char err[300] = "";
+  char err[EXMY_ERRLEN] = "";
   int rc = exmy_gpu_gemm_plan_make(x, sm, &p, err, sizeof err);
   CHECK(rc == -1 && strstr(err, needle), "plan sm %d: status %d (want -1), error '%s' should name '%s'", sm, rc, err,
         needle);
@@ -43,7 +43,7 @@ static void expect_error(const exmy_gpu_gemm_args *x, int sm, const char *needle
  * the argument check (sm = 0) passes, the plan for sm fails naming needle. */
 static void expect_unsupported(const exmy_gpu_gemm_args *x, int sm, const char *needle) {
   exmy_gpu_gemm_plan p;
-  char err[300] = "";
+  char err[EXMY_ERRLEN] = "";
   int rc0 = exmy_gpu_gemm_plan_make(x, 0, &p, err, sizeof err);
   CHECK(rc0 == 0, "plan sm 0: valid arguments rejected: '%s'", err);
   err[0] = 0;
@@ -73,7 +73,7 @@ static void check_layout(size_t m, size_t n, size_t k, int b_nk, uint64_t *st) {
   x.m = m; x.n = n; x.k = k; x.b_nk = b_nk;
   x.a = x.b = x.d = dummy;
   exmy_gpu_gemm_plan p;
-  char err[300];
+  char err[EXMY_ERRLEN];
   CHECK(exmy_gpu_gemm_plan_make(&x, 90, &p, err, sizeof err) == 0, "plan %zux%zux%zu: %s", m, n, k, err);
   CHECK(p.transpose_b == !b_nk && p.lt_a_type == x.b_type && p.lt_b_type == x.a_type, "plan operands");
   /* what the wrapper hands cuBLASLt: B as n x k (transposed unless b_nk), A as stored */
@@ -106,7 +106,7 @@ int main(void) {
   /* hardware conversions */
   exmy_format e4 = tu_format("e4m3fn"), e5 = tu_format("e5m2"), e3 = tu_format("e3m4"), bf = tu_format("bf16");
   exmy_rounding r = exmy_rounding_default();
-  char err[300];
+  char err[EXMY_ERRLEN];
   CHECK(exmy_gpu_hw_quant_check(&e4, &r, EXMY_DTYPE_F32, err, sizeof err) == 0, "e4m3fn rne: %s", err);
   r.sat = EXMY_SAT_FINITE;
   CHECK(exmy_gpu_hw_quant_check(&e5, &r, EXMY_DTYPE_BF16, err, sizeof err) == 0, "e5m2 satfinite bf16: %s", err);

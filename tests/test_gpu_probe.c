@@ -14,7 +14,7 @@ static int lg(int g) { int r = 0; while ((2 << r) <= g - 1) r++; return r; } /* 
 
 static void run_one(const char *text, const exmy_format *fa, const exmy_format *fb) {
   exmy_accum acc;
-  char err[300];
+  char err[EXMY_ERRLEN];
   if (exmy_accum_parse(text, &acc, err, sizeof err)) {
     CHECK(0, "model '%s' does not parse: %s", text, err);
     return;
@@ -82,7 +82,7 @@ int main(void) {
   const char *plain[] = {"fp32", "exact"};
   for (int i = 0; i < 2; i++) {
     exmy_accum acc;
-    char err[300];
+    char err[EXMY_ERRLEN];
     exmy_probe_result r;
     if (exmy_accum_parse(plain[i], &acc, err, sizeof err)) { CHECK(0, "%s: %s", plain[i], err); continue; }
     exmy_probe_engine eng = {plain[i], exmy_probe_model_dot, &acc, 16384};

@@ -59,7 +59,7 @@ static long long g_checks, g_fails;
 
 /* ---- failures: keep the 20 with the smallest deterministic key ---------- */
 #define MAXREC 20
-typedef struct { uint64_t key; char msg[512]; } failrec;
+typedef struct { uint64_t key; char msg[EXMY_ERRLEN]; } failrec;
 static failrec g_rec[MAXREC];
 static int g_nrec;
 
@@ -87,7 +87,7 @@ static void record(uint64_t key, const char *fmt, ...) {
 /* failure summary by category (part, format, mode, what differs), with the
  * first example (smallest key) of each */
 #define NCAT 4096
-typedef struct { int used; uint64_t cat; long long n; uint64_t key; char msg[512]; } catrec;
+typedef struct { int used; uint64_t cat; long long n; uint64_t key; char msg[EXMY_ERRLEN]; } catrec;
 static catrec *g_cat;
 static int g_ncat_over;
 
@@ -210,7 +210,7 @@ static uint64_t mkkey(const fctx *c, int mode, int combo, int sat, int src, uint
 static void report(const fctx *c, int mode, int sat, int ftz, int daz, int src, uint64_t bits, uint64_t idx,
                    int combo, uint64_t ec, unsigned ef, unsigned em, uint64_t gc, unsigned gf) {
   int hd = (c->o->bits + 3) / 4;
-  char msg[512];
+  char msg[EXMY_ERRLEN];
   snprintf(msg, sizeof msg,
          "part%d fmt=%s mode=%s sat=%s ftz=%d daz=%d src=%s in=0x%0*" PRIx64 " (%a): expected 0x%0*" PRIx64
          " flags 0x%x, got 0x%0*" PRIx64 " flags 0x%x (flags compared: 0x%x)",
@@ -516,7 +516,7 @@ static const anchor ANCHORS[] = {
 };
 
 static const exmy_format *find_format_any(const char *name, exmy_format *tmp) {
-  char err[256];
+  char err[EXMY_ERRLEN];
   return exmy_format_parse(name, tmp, err, sizeof err) == 0 ? tmp : NULL;
 }
 
@@ -527,7 +527,7 @@ static void check_anchors(void) {
     const anchor *a = &ANCHORS[i];
     exmy_format f;
     oracle_fmt o;
-    char why[256];
+    char why[EXMY_ERRLEN];
     g_checks += 2;
     if (!find_format_any(a->fmt, &f) || oracle_fmt_init(&o, &f, why, sizeof why) != 0) {
       g_fails++;
@@ -564,7 +564,7 @@ static void load_named(void) {
   g_named = calloc(g_nnamed ? g_nnamed : 1, sizeof *g_named);
   for (size_t i = 0; i < g_nnamed; i++) {
     const exmy_named_format *nf = exmy_named_format_get(i);
-    char err[256], why[256];
+    char err[EXMY_ERRLEN], why[EXMY_ERRLEN];
     snprintf(g_named[i].name, sizeof g_named[i].name, "%s", nf->name);
     if (exmy_format_parse(nf->name, &g_named[i].f, err, sizeof err) != 0) {
       g_fails++;
@@ -683,7 +683,7 @@ static void part3(int nformats, size_t nper) {
     if (r < 4) f.bias = db;
     else if (r < 8) f.bias = db + (int)rbelow(&s, 9) - 4;
     else f.bias = db + (int)rbelow(&s, (uint64_t)(4 << f.ebits) + 1) - (2 << f.ebits);
-    char err[256], why[256], name[128];
+    char err[EXMY_ERRLEN], why[EXMY_ERRLEN], name[128];
     if (exmy_format_init(&f, err, sizeof err) != 0) {
       if (rejected++ < 5)
         printf("note: random format E=%d M=%d bias=%d signed=%d zero=%d inf=%d nan=%d rejected: %s\n", f.ebits,

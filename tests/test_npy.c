@@ -108,7 +108,7 @@ static int file_exists(const char *path) {
  * contains want (if not NULL). */
 static void expect_read_error(const char *path, const char *what, const char *want) {
   exmy_array a;
-  char err[512];
+  char err[EXMY_ERRLEN];
   memset(&a, 0xAB, sizeof a);
   strcpy(err, "(untouched)");
   int rc = exmy_npy_read(path, &a, err, sizeof err);
@@ -184,7 +184,7 @@ static void expect_dict_ok(const char *name, const char *dict, size_t dlen, exmy
   write_raw(path, b, n);
   free(b);
   exmy_array a;
-  char err[512] = "";
+  char err[EXMY_ERRLEN] = "";
   int rc = exmy_npy_read(path, &a, err, sizeof err);
   CHECK(rc == 0, "%s: valid header rejected: %s", name, err);
   if (rc) return;
@@ -418,7 +418,7 @@ static void test_vectors(void) {
       continue;
     }
     exmy_array a;
-    char err[512] = "";
+    char err[EXMY_ERRLEN] = "";
     int rc = exmy_npy_read(path, &a, err, sizeof err);
     CHECK(rc == 0, "%s: numpy file rejected: %s", t->name, err);
     if (rc) continue;
@@ -583,7 +583,7 @@ static void test_round_trips(void) {
 /* ---- special destinations and sources ----------------------------------- */
 
 static void test_special_files(void) {
-  char err[512] = "";
+  char err[EXMY_ERRLEN] = "";
   uint16_t d[3] = {1, 2, 0xffff};
   exmy_array a = {EXMY_DTYPE_U16, 1, {3}, 3, d};
   /* Writing through a symbolic link updates its target and keeps the link. */
@@ -650,7 +650,7 @@ static void test_special_files(void) {
 /* ---- write errors --------------------------------------------------------- */
 
 static void expect_write_error(const char *what, const char *path, const exmy_array *a) {
-  char err[512] = "";
+  char err[EXMY_ERRLEN] = "";
   int rc = exmy_npy_write(path, a, err, sizeof err);
   CHECK(rc == -1, "write '%s' to %s succeeded", what, path);
   if (rc == -1) {
@@ -991,7 +991,7 @@ static void test_corruption(void) {
     write_raw(path, b, n);
     free(b);
     exmy_array a;
-    char err[512] = "";
+    char err[EXMY_ERRLEN] = "";
     int rc = exmy_npy_read(path, &a, err, sizeof err);
     if (rc == 0) {
       accepted++;

@@ -278,7 +278,7 @@ static rmode modes[8];
 static void run_one(const char *text, size_t br, size_t bc, int exact, const exmy_format *f, const rmode *md,
                     const float *x, size_t rows, size_t cols, const char *data) {
   exmy_recipe rec;
-  char err[300];
+  char err[EXMY_ERRLEN];
   if (exmy_recipe_parse(text, &rec, err, sizeof err)) {
     CHECK(0, "cannot parse recipe '%s': %s", text, err);
     return;
@@ -486,7 +486,7 @@ static void test_edges(uint64_t *st) {
 static int hand_q(const char *text, const float *x, size_t rows, size_t cols, exmy_qtensor *q) {
   exmy_format f = tu_format("e2m1fn");
   exmy_recipe rec;
-  char err[300];
+  char err[EXMY_ERRLEN];
   if (exmy_recipe_parse(text, &rec, err, sizeof err)) {
     CHECK(0, "cannot parse '%s': %s", text, err);
     return -1;
@@ -762,7 +762,7 @@ static void test_threads(uint64_t *st) {
         for (int th = 0; th < 2; th++) {
           omp_set_num_threads(th + 1);
           exmy_recipe rec;
-          char err[300];
+          char err[EXMY_ERRLEN];
           ok[th] = 0;
           if (exmy_recipe_parse(rcases[ci].text, &rec, err, sizeof err)) continue;
           ok[th] = exmy_recipe_quantize(&rec, &f, &modes[mi].r, x, rows, cols, NULL, &q[th], NULL, err,
@@ -827,7 +827,7 @@ static void test_threads(uint64_t *st) {
 static void test_parse(void) {
   for (size_t ci = 0; ci < NRCASES; ci++) {
     exmy_recipe a, b;
-    char err[300], n1[256], n2[256];
+    char err[EXMY_ERRLEN], n1[256], n2[256];
     if (exmy_recipe_parse(rcases[ci].text, &a, err, sizeof err)) {
       CHECK(0, "cannot parse '%s': %s", rcases[ci].text, err);
       continue;

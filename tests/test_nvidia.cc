@@ -399,7 +399,7 @@ void run_batch(const Oracle &o, const InputView &in, size_t n, size_t scalar_str
 OMP_FOR
   for (long long i = 0; i < nn; ++i) nvbuf[i] = (uint8_t)nv_elem(o, in, (size_t)i);
   std::fill(exbuf.begin(), exbuf.end(), (uint8_t)0xA5); // poison: exmy must write all
-  char qerr[256] = "";
+  char qerr[EXMY_ERRLEN] = "";
   if (exmy_quantize(&o.fmt, &o.rnd, in.type, in.data, n, 0, exbuf.data(), nullptr, qerr, sizeof qerr)) {
     ++g_failures; // a failed call is a failure even if the poisoned codes happened to match
     if (g_printed++ < kMaxPrinted) std::printf("FAIL exmy_quantize returned -1: %s\n", qerr);
@@ -441,7 +441,7 @@ OMP_FOR_SUM
 
 exmy_format must_parse(const char *name) {
   exmy_format f;
-  char err[256];
+  char err[EXMY_ERRLEN];
   if (exmy_format_parse(name, &f, err, sizeof err) != 0) {
     std::printf("FAIL cannot parse format %s: %s\n", name, err);
     std::printf("%s: 1 checks, 1 failures\n", kTestName);

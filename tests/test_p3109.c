@@ -169,7 +169,7 @@ static void check_table(const char *dir, const char *file) {
   int is_signed = sg == 's', extended = dom == 'e';
 
   exmy_format fmt;
-  char err[400];
+  char err[EXMY_ERRLEN];
   if (exmy_format_parse(name, &fmt, err, sizeof err)) {
     CHECK(0, "%s: exmy_format_parse(\"%s\") failed: %s", file, name, err);
     return;

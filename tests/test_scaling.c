@@ -354,7 +354,7 @@ static const rcase cases[] = {
 #define NCASES (sizeof cases / sizeof cases[0])
 
 static int parse_case(const rcase *rc, exmy_recipe *rec) {
-  char err[300];
+  char err[EXMY_ERRLEN];
   memset(rec, 0, sizeof *rec);
   if (exmy_recipe_parse(rc->text, rec, err, sizeof err)) {
     CHECK(0, "cannot parse recipe '%s': %s", rc->text, err);
@@ -454,7 +454,7 @@ static void run_one(const rcase *rc, const exmy_format *f, const rmode *md, int 
                     size_t cols, float dscale) {
   exmy_recipe rec;
   exmy_recipe_state rst;
-  char err[300];
+  char err[EXMY_ERRLEN];
   if (parse_case(rc, &rec)) return;
   rec.exact_product = exact;
   if (exmy_recipe_state_init(&rec, &rst, err, sizeof err)) {
@@ -778,7 +778,7 @@ static void test_delayed(uint64_t *st) {
         rcase rc = {dc[ci].text, {EXMY_RECIPE_DELAYED, 0, 0, 0, 0, 0, dc[ci].L, dc[ci].mr, dc[ci].margin}, 0, 0};
         exmy_recipe rec0;
         exmy_recipe_state rst[2];
-        char ierr[300];
+        char ierr[EXMY_ERRLEN];
         if (parse_case(&rc, &rec0)) continue;
         if (exmy_recipe_state_init(&rec0, &rst[0], ierr, sizeof ierr)) {
           CHECK(0, "'%s': state init failed: %s", rc.text, ierr);
@@ -820,7 +820,7 @@ static void test_delayed(uint64_t *st) {
             CHECK(same_f(e.amax[0], script[k].a), "self-check: tensor amax %a, wanted %a", e.amax[0], script[k].a);
             for (int ri = 0; ri < nrec; ri++) {
               exmy_qtensor q;
-              char err[300];
+              char err[EXMY_ERRLEN];
               memset(&q, 0, sizeof q);
               int rcode = exmy_recipe_quantize(&rec0, &f, &md->r, x, rows, cols, &rst[ri], &q, NULL, err,
                                                sizeof err);
@@ -893,7 +893,7 @@ static void test_delayed(uint64_t *st) {
       for (int t = 0; t < 6; t++) {
         x[0] = am[t]; x[1] = -am[t] / 2; x[2] = 0; x[3] = am[t] / 4;
         exmy_qtensor q;
-        char err[300];
+        char err[EXMY_ERRLEN];
         if (exmy_recipe_quantize(&rec, &f, &cuda, x, 1, 4, &rs, &q, NULL, err, sizeof err) == 0) {
           float s_before = t == 0 ? 1.0f : want[t - 1];
           CHECK(q.scale[0] == s_before, "hand delayed step %d: quantized with scale %a, expected %a", t, q.scale[0],
@@ -918,7 +918,7 @@ static void mx_hand(const char *recipe, const char *fmt, float amax, unsigned co
                     float elem, uint64_t elem_code, const char *why) {
   exmy_format f = tu_format(fmt);
   exmy_recipe rec;
-  char err[300];
+  char err[EXMY_ERRLEN];
   if (exmy_recipe_parse(recipe, &rec, err, sizeof err)) {
     CHECK(0, "cannot parse '%s': %s", recipe, err);
     return;
@@ -1035,7 +1035,7 @@ static void test_threads(uint64_t *st) {
         for (int th = 0; th < 2; th++) {
           omp_set_num_threads(th + 1);
           exmy_recipe rec;
-          char err[300];
+          char err[EXMY_ERRLEN];
           ok[th] = 0;
           if (exmy_recipe_parse(texts[t], &rec, err, sizeof err)) {
             CHECK(0, "cannot parse '%s': %s", texts[t], err);
@@ -1080,7 +1080,7 @@ static void test_names(void) {
                          "mx:ocp,exact", "block:128x128,fp32,eps=0.25"};
   for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
     exmy_recipe a, b;
-    char err[300], n1[256], n2[256];
+    char err[EXMY_ERRLEN], n1[256], n2[256];
     if (exmy_recipe_parse(texts[i], &a, err, sizeof err)) {
       CHECK(0, "cannot parse '%s': %s", texts[i], err);
       continue;
@@ -1102,7 +1102,7 @@ static void test_names(void) {
     if (cases[ci].set_br) continue;
     exmy_recipe rec;
     exmy_recipe_state rs;
-    char serr[300];
+    char serr[EXMY_ERRLEN];
     if (parse_case(&cases[ci], &rec)) continue;
     if (exmy_recipe_state_init(&rec, &rs, serr, sizeof serr)) {
       CHECK(0, "'%s': state init failed: %s", cases[ci].text, serr);
@@ -1113,13 +1113,13 @@ static void test_names(void) {
   }
   {
     exmy_recipe r;
-    char err[300];
+    char err[EXMY_ERRLEN];
     if (exmy_recipe_parse("current:exact", &r, err, sizeof err) == 0) {
       CHECK(r.exact_product == 1, "'current:exact': exact_product %d", r.exact_product);
     }
   }
   exmy_recipe r;
-  char err[300] = "";
+  char err[EXMY_ERRLEN] = "";
   CHECK(exmy_recipe_parse("bogus:1x2", &r, err, sizeof err) != 0 && err[0], "'bogus:1x2' parsed");
 }
 
@@ -1132,7 +1132,7 @@ static void test_interval(void) {
   exmy_recipe r;
   exmy_recipe_state rs;
   const exmy_rounding cuda = cuda_rnd();
-  char err[200];
+  char err[EXMY_ERRLEN];
   CHECK(exmy_recipe_parse("delayed:len=1,interval=2", &r, err, sizeof err) == 0 &&
             exmy_recipe_state_init(&r, &rs, err, sizeof err) == 0,
         "interval parse: %s", err);

@@ -436,7 +436,7 @@ static void double_rounding_case(uint64_t *st) {
   double over[2][2];
   for (int ex = 0; ex < 2; ex++) {
     for (int sat = 0; sat < 2; sat++) {
-      char err[300], what[128];
+      char err[EXMY_ERRLEN], what[128];
       const char *rt = ex ? "delayed:exact" : "delayed";
       snprintf(what, sizeof what, "double-rounding %s e4m3fn %s", rt, sat ? "rne,satnone" : "default");
       exmy_recipe rec;
@@ -561,7 +561,7 @@ int main(void) {
   {
     float x[4] = {0.0f, 1.0f, -2.0f, NAN};
     exmy_recipe rec;
-    char err[300];
+    char err[EXMY_ERRLEN];
     exmy_format f = tu_format("e4m3fn");
     exmy_qtensor q;
     memset(&q, 0, sizeof q);

@@ -20,7 +20,7 @@ static char dir[256];
 
 static void base(xp_config *c, uint64_t seed) {
   xp_config_default(c);
-  char err[400];
+  char err[EXMY_ERRLEN];
   const char *kv[][2] = {{"n_layer", "2"}, {"d_model", "16"}, {"n_head", "2"}, {"seq_len", "8"}, {"batch", "4"},
                          {"steps", "12"}, {"progress", "0"}, {"eval_batches", "1"}, {"warmup_frac", "0.25"}};
   for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
@@ -29,12 +29,12 @@ static void base(xp_config *c, uint64_t seed) {
 }
 
 static void set(xp_config *c, const char *k, const char *v) {
-  char err[400];
+  char err[EXMY_ERRLEN];
   if (xp_config_set(c, k, v, err, sizeof err)) printf("config %s=%s: %s\n", k, v, err), exit(1);
 }
 
 static int run(const xp_config *c, xp_result *r) {
-  char err[600];
+  char err[EXMY_ERRLEN];
   if (xp_train(c, r, err, sizeof err)) {
     printf("FAIL xp_train: %s\n", err);
     tu_fails++;
@@ -255,7 +255,7 @@ static void test_variants(uint64_t seed) {
 static void test_errors(void) {
   xp_config c;
   xp_config_default(&c);
-  char err[400];
+  char err[EXMY_ERRLEN];
   struct { const char *k, *v, *want; } bad[] = {
     {"lr", "fast", "'fast'"},
     {"n_layer", "0", "n_layer"},

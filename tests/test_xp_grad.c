@@ -185,7 +185,7 @@ static int run_step(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
 
 static void check_case(const char *label, const xp_model_config *mc, int vocab, double wscale, uint64_t seed) {
   uint64_t st = seed ^ 0x5eed;
-  char err[256];
+  char err[EXMY_ERRLEN];
   xp_model m;
   if (xp_model_init(&m, mc, vocab, seed, err, sizeof err)) {
     CHECK(0, "%s: init: %s", label, err);

@@ -54,7 +54,7 @@ static inline int tu_finish(const char *name) {
 
 static inline exmy_format tu_format(const char *name) {
   exmy_format f;
-  char err[300];
+  char err[EXMY_ERRLEN];
   if (exmy_format_parse(name, &f, err, sizeof err)) {
     printf("cannot parse format '%s': %s\n", name, err);
     exit(1);
