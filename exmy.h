@@ -63,7 +63,7 @@ typedef enum exmy_dtype {
 /* Bytes of one element (1, 2, 4 or 8); 0 for a value outside the enum. */
 EXMY_API size_t exmy_dtype_size(exmy_dtype dtype);
 /* numpy's name: "float32", "uint8", "bfloat16", "float8_e4m3fn", ...;
- * "unknown" for a value outside the enum. */
+ * "?" for a value outside the enum, as every _name function. */
 EXMY_API const char *exmy_dtype_name(exmy_dtype dtype);
 
 /* ---- formats ---------------------------------------------------------- */
@@ -125,6 +125,7 @@ typedef struct exmy_named_format {
   const char *note;
 } exmy_named_format;
 
+/* The table's rows; NULL for an index past the end. */
 EXMY_API size_t exmy_named_format_count(void);
 EXMY_API const exmy_named_format *exmy_named_format_get(size_t index);
 
@@ -141,6 +142,7 @@ typedef enum exmy_class {
 /* Class of a code; bits above fmt->bits must be zero (else NAN class and
  * never a crash). */
 EXMY_API exmy_class exmy_classify(const exmy_format *fmt, uint64_t code);
+/* "zero", "subnormal", "normal", "inf", "nan"; "?" outside the enum. */
 EXMY_API const char *exmy_class_name(exmy_class cls);
 /* Sign of a code (1 negative); 0 for unsigned formats. */
 EXMY_API int exmy_code_sign(const exmy_format *fmt, uint64_t code);
@@ -370,7 +372,9 @@ EXMY_API float exmy_scale_from_amax(float amax, float fmax, int pow2, float epsi
  * delayed, else may be NULL); delayed quantizes with the state's scale and
  * records this tensor's amax into history[0] (max with what is there); call
  * exmy_recipe_step after the step.  The casts' flags are OR-ed into *flags.
- * Returns 0 or -1 with err. */
+ * *out is overwritten, not freed first.  Returns 0, or -1 with err (rnd NULL,
+ * a delayed recipe without state, out of memory); on -1 *out is zeroed and
+ * safe to free. */
 EXMY_API int exmy_recipe_quantize(const exmy_recipe *recipe, const exmy_format *fmt, const exmy_rounding *rnd,
                          const float *x, size_t rows, size_t cols, exmy_recipe_state *state,
                          exmy_qtensor *out, unsigned *flags, char *err, size_t errlen);
@@ -380,7 +384,8 @@ EXMY_API int exmy_recipe_quantize(const exmy_recipe *recipe, const exmy_format *
 EXMY_API void exmy_recipe_step(const exmy_recipe *recipe, exmy_recipe_state *state);
 /* Delayed scaling calibration step (TE's calibrating autocast): history[0] =
  * amax of x (overwritten); fmt is the element format the scale is for (its
- * largest value sets the next scale at exmy_recipe_step). */
+ * largest value sets the next scale at exmy_recipe_step).  No-op for other
+ * recipes (and a NULL state). */
 EXMY_API void exmy_recipe_calibrate(const exmy_recipe *recipe, const exmy_format *fmt, const float *x, size_t n,
                            exmy_recipe_state *state);
 
@@ -418,7 +423,9 @@ typedef struct exmy_qstats {
   int fmt_log2_min;          /* floor(log2) of the format's smallest positive value */
   int fmt_log2_max;          /* floor(log2) of its largest finite value */
 } exmy_qstats;
-EXMY_API void exmy_qtensor_stats(const exmy_qtensor *q, const float *x, exmy_qstats *st);
+/* x is the float32 source q was made from by exmy_recipe_quantize (not a
+ * view).  0, or -1 with err (a view, out of memory); st is zeroed on -1. */
+EXMY_API int exmy_qtensor_stats(const exmy_qtensor *q, const float *x, exmy_qstats *st, char *err, size_t errlen);
 
 
 /* ---- emulated GEMM (docs/gemm.md) -------------------------------------- */
@@ -545,15 +552,19 @@ EXMY_API int exmy_gpu_quantize_dev(const exmy_format *fmt, const exmy_rounding *
                           char *err, size_t errlen);
 /* Quantize the float32 inputs with bit patterns lo, lo+1, ..., lo+n-1, made on
  * the device (counter = bit pattern), into codes (host): exhaustive sweeps
- * without copying inputs. */
+ * without copying inputs.  Flags as exmy_gpu_quantize. */
 EXMY_API int exmy_gpu_quantize_f32_range(const exmy_format *fmt, const exmy_rounding *rnd, int hw, uint32_t lo,
-                                size_t n, void *codes, char *err, size_t errlen);
+                                         size_t n, void *codes, unsigned *flags, char *err, size_t errlen);
 
 /* ---- cuBLASLt FP8 GEMM ---- */
 /* D (m x n, row-major) = scale_d * (alpha * scale_a * scale_b * A B), A m x k
  * row-major, B k x n row-major (or n x k with b_nk).  cuBLASLt is
  * column-major and wants FP8 as "TN"; the wrapper passes B^T as its A
- * (transposed) and A as its B, so the caller never sees that. */
+ * (transposed) and A as its B, so the caller never sees that.
+ * The one exception to "inputs only" in an args struct: like cuBLASLt's
+ * matmul descriptor, this one carries D's pointers (d, amax_d, marked out),
+ * because the plan checks them (device alignment, amax only with FP8 D)
+ * before any device work. */
 typedef struct exmy_gpu_gemm_args {
   size_t m, n, k;
   exmy_dtype a_type, b_type; /* EXMY_DTYPE_E4M3FN or _E5M2, not both E5M2 */
@@ -566,9 +577,9 @@ typedef struct exmy_gpu_gemm_args {
   const uint8_t *a_scales;  /* block_scaled: E8M0 codes, m x k/32 row-major */
   const uint8_t *b_scales;  /* block_scaled: E8M0 codes, n x k/32 row-major */
   exmy_dtype d_type;        /* EXMY_DTYPE_F32, _BF16 or _E4M3FN */
-  void *d;                  /* m x n, row-major: float, bf16 bits or E4M3 codes */
+  void *d;                  /* out: m x n, row-major: float, bf16 bits or E4M3 codes */
   float scale_d;            /* E4M3 D only: multiplier before the cast (D_SCALE_POINTER) */
-  float *amax_d;            /* E4M3 D only, may be NULL: max |D| before scale_d (AMAX_D_POINTER) */
+  float *amax_d;            /* out, E4M3 D only, may be NULL: max |D| before scale_d (AMAX_D_POINTER) */
   int fast_accum;           /* CUBLASLT_MATMUL_DESC_FAST_ACCUM */
   int device_ptrs;          /* 1: a, b, d, the scales and amax_d are device pointers */
   int device;

@@ -109,9 +109,11 @@ int cmd_gpu_probe(int argc, char **argv) {
       cli_die("gpu-probe: bad engine '%s' (accepted: mma, wgmma, lt, lt-fastacc, model:MODEL)", engine);
     if (!strcmp(fa.name, "e5m2") && !strcmp(fb.name, "e5m2") && ctx.engine >= EXMY_GPU_ENGINE_LT)
       cli_die("gpu-probe: e5m2 x e5m2: cuBLASLt has no e5m2 x e5m2 FP8 GEMM (make one operand e4m3fn)");
-    /* no device, or a device without the engine's instruction: skip */
+    /* no GPU at all, or a device without the engine's instruction: skip; a
+     * device that does not exist or fails: an error */
     exmy_gpu_info info;
-    if (exmy_gpu_query(ctx.device, &info, err, sizeof err)) skip("gpu-probe", err);
+    if (exmy_gpu_query(0, &info, err, sizeof err)) skip("gpu-probe", err);
+    if (exmy_gpu_query(ctx.device, &info, err, sizeof err)) cli_die("gpu-probe: %s", err);
     if (exmy_gpu_probe_engine(&ctx, &eng, err, sizeof err)) skip("gpu-probe", err);
   }
   exmy_probe_result r;
@@ -378,10 +380,14 @@ static int check_quant(int quick, uint64_t seed) {
         uint32_t b = (uint32_t)(lo + i);
         memcpy(&x[i], &b, 4);
       }
-      if (exmy_quantize(&f, &r, EXMY_DTYPE_F32, x, chunk, lo, host, NULL, err, sizeof err))
+      unsigned hfl = 0, dfl = 0;
+      if (exmy_quantize(&f, &r, EXMY_DTYPE_F32, x, chunk, lo, host, &hfl, err, sizeof err))
         cli_die("gpu-check: quantize %s: %s", f.name, err);
-      if (exmy_gpu_quantize_f32_range(&f, &r, cfg[c].hw, (uint32_t)lo, chunk, dev, err, sizeof err))
+      if (exmy_gpu_quantize_f32_range(&f, &r, cfg[c].hw, (uint32_t)lo, chunk, dev, &dfl, err, sizeof err))
         cli_die("gpu-check: quantize %s: %s", f.name, err);
+      /* the generic kernel raises the same flags (the hardware conversions raise none) */
+      if (!cfg[c].hw && hfl != dfl && diff++ < 3)
+        printf("  %s: chunk at 0x%08x: flags host 0x%x device 0x%x\n", f.name, (unsigned)lo, hfl, dfl);
       for (size_t i = 0; i < chunk; i++) {
         uint64_t a = exmy_code_get(&f, host, i), b = exmy_code_get(&f, dev, i);
         if (a == b) continue;
@@ -428,7 +434,9 @@ int cmd_gpu_check(int argc, char **argv) {
     p += len + (p[len] == ',');
   }
   exmy_gpu_info info;
-  if (exmy_gpu_query(device, &info, err, sizeof err)) skip("gpu-check", err);
+  /* no GPU at all: skip; a device that does not exist or fails: an error */
+  if (exmy_gpu_query(0, &info, err, sizeof err)) skip("gpu-check", err);
+  if (exmy_gpu_query(device, &info, err, sizeof err)) cli_die("gpu-check: %s", err);
   printf("device %d: %s, sm_%d, %d SMs, CUDA runtime %d, driver %d, cuBLASLt %zu\n", info.device, info.name, info.sm,
          info.multiprocessors, info.runtime_version, info.driver_version, info.cublaslt_version);
   if (!model && !exmy_gpu_model_for_sm(info.sm, 0)) skip("gpu-check", "this GPU has no FP8 tensor cores (sm_89 or newer)");

@@ -132,7 +132,8 @@ int cmd_quantize_tensor(int argc, char **argv) {
   printf("\n");
   if (stats) {
     exmy_qstats st;
-    exmy_qtensor_stats(&q, x, &st);
+    char err[EXMY_ERRLEN];
+    if (exmy_qtensor_stats(&q, x, &st, err, sizeof err)) cli_die("quantize-tensor: %s", err);
     print_stats(stdout, &st);
   }
   exmy_qtensor_free(&q);
@@ -233,7 +234,8 @@ int cmd_whatif(int argc, char **argv) {
       exmy_qtensor q;
       if (isatty(2)) fprintf(stderr, "\rwhatif: %d/%d %s %s ...        ", n + 1, nf * nr, fmts[i].name, rl[j]);
       cli_quantize("whatif", rl[j], &fmts[i], &r, x, rows, cols, &q);
-      exmy_qtensor_stats(&q, x, &out[n].st);
+      char err[EXMY_ERRLEN];
+      if (exmy_qtensor_stats(&q, x, &out[n].st, err, sizeof err)) cli_die("whatif: %s", err);
       snprintf(out[n].format, sizeof out[n].format, "%s", fmts[i].name);
       snprintf(out[n].recipe, sizeof out[n].recipe, "%s", rl[j]);
       exmy_qtensor_free(&q);

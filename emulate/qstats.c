@@ -19,8 +19,11 @@ typedef struct stat_part {
 
 #define STAT_CHUNK 65536
 
-void exmy_qtensor_stats(const exmy_qtensor *q, const float *x, exmy_qstats *st) {
+int exmy_qtensor_stats(const exmy_qtensor *q, const float *x, exmy_qstats *st, char *err, size_t errlen) {
   memset(st, 0, sizeof *st);
+  /* the statistics redo each element's cast with its group's scale: a view
+   * has no scale of its own (only the GEMM's scale_inv) */
+  if (q->is_view) return exmy__fail(err, errlen, "statistics need a tensor made by exmy_recipe_quantize, not a view");
   const size_t n = q->rows * q->cols;
   st->n = n;
   const float fmax = exmy__fmax_f32(&q->fmt);
@@ -34,7 +37,12 @@ void exmy_qtensor_stats(const exmy_qtensor *q, const float *x, exmy_qstats *st) 
   const size_t nchunks = (n + STAT_CHUNK - 1) / STAT_CHUNK;
   stat_part *parts = calloc(nchunks ? nchunks : 1, sizeof *parts);
   uint64_t *hists = calloc((nchunks ? nchunks : 1) * EXMY_HIST_BINS, sizeof *hists);
-  if (!parts || !hists) { free(parts); free(hists); return; }
+  if (!parts || !hists) {
+    free(parts);
+    free(hists);
+    memset(st, 0, sizeof *st);
+    return exmy__fail(err, errlen, "statistics: out of memory for %zu chunks", nchunks);
+  }
 #pragma omp parallel for schedule(static) if(nchunks > 1)
   for (size_t c = 0; c < nchunks; c++) {
     stat_part p = {0};
@@ -111,25 +119,5 @@ void exmy_qtensor_stats(const exmy_qtensor *q, const float *x, exmy_qstats *st) 
   float tensor_amax = exmy_amax_f32(x, n);
   float cur = exmy_scale_from_amax(tensor_amax, fmax, 0, 0.0f, FLT_MAX);
   st->scale_ratio = (q->srows != 0 && q->scols != 0 ? (double)q->scale[0] : 1.0) / (double)cur;
-}
-
-void exmy_qtensor_view(const exmy_format *fmt, const void *codes, size_t rows, size_t cols,
-                       const float *scale_inv, exmy_qtensor *q) {
-  static const float one = 1.0f, zero = 0.0f;
-  memset(q, 0, sizeof *q);
-  q->fmt = *fmt;
-  q->rows = rows;
-  q->cols = cols;
-  q->codes = (void *)codes; /* a view: read only, never freed */
-  q->block_rows = rows ? rows : 1;
-  q->block_cols = cols ? cols : 1;
-  q->srows = rows ? 1 : 0;
-  q->scols = cols ? 1 : 0;
-  q->scale_inv = (float *)(scale_inv ? scale_inv : &one);
-  q->scale = (float *)&one; /* not 1/scale_inv: a view only feeds the GEMM, which reads scale_inv */
-  q->amax = (float *)&zero;
-  q->tensor_scale = q->tensor_scale_inv = 1.0f;
-  q->recipe = EXMY_RECIPE_NONE;
-  q->rnd = exmy_rounding_default();
-  q->is_view = 1;
+  return 0;
 }

@@ -370,3 +370,24 @@ void exmy_qtensor_free(exmy_qtensor *q) {
   free(q->amax);
   memset(q, 0, sizeof *q);
 }
+
+void exmy_qtensor_view(const exmy_format *fmt, const void *codes, size_t rows, size_t cols,
+                       const float *scale_inv, exmy_qtensor *q) {
+  static const float one = 1.0f, zero = 0.0f;
+  memset(q, 0, sizeof *q);
+  q->fmt = *fmt;
+  q->rows = rows;
+  q->cols = cols;
+  q->codes = (void *)codes; /* a view: read only, never freed */
+  q->block_rows = rows ? rows : 1;
+  q->block_cols = cols ? cols : 1;
+  q->srows = rows ? 1 : 0;
+  q->scols = cols ? 1 : 0;
+  q->scale_inv = (float *)(scale_inv ? scale_inv : &one);
+  q->scale = (float *)&one; /* not 1/scale_inv: a view only feeds the GEMM, which reads scale_inv */
+  q->amax = (float *)&zero;
+  q->tensor_scale = q->tensor_scale_inv = 1.0f;
+  q->recipe = EXMY_RECIPE_NONE;
+  q->rnd = exmy_rounding_default();
+  q->is_view = 1;
+}

@@ -199,7 +199,7 @@ int xp_config_set(xp_config *c, const char *key, const char *value, char *err, s
 int xp_config_load(xp_config *c, const char *path, char *err, size_t errlen) {
   FILE *f = fopen(path, "r");
   if (!f) return xp_errf(err, errlen, "cannot open config '%s': %s", path, strerror(errno));
-  char line[1024], e[512];
+  char line[1024], e[EXMY_ERRLEN];
   int ln = 0;
   while (fgets(line, sizeof line, f)) {
     ln++;

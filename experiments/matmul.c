@@ -34,7 +34,10 @@ int xp_ctx_init(xp_ctx *ctx, const xp_config *cfg, const struct xp_model *m, cha
   exmy_format_parse("f32", &ctx->f32, NULL, 0);
   ctx->lin_prec = calloc(m->nlin ? m->nlin : 1, sizeof *ctx->lin_prec);
   ctx->ls = calloc(m->nlin ? m->nlin : 1, sizeof *ctx->ls);
-  if (!ctx->lin_prec || !ctx->ls) return xp_errf(err, errlen, "out of memory");
+  if (!ctx->lin_prec || !ctx->ls) {
+    xp_ctx_free(ctx);
+    return xp_errf(err, errlen, "out of memory");
+  }
   if (xp_prec_check_overrides(cfg, m->nlin, m->lin_name, err, errlen)) {
     xp_ctx_free(ctx);
     return -1;
@@ -132,7 +135,10 @@ static int make_operand(xp_ctx *ctx, const xp_tprec *t, const exmy_recipe *recip
   const int canon_trans = which == 0 ? 0 : 1;
   if ((rec->block_rows || rec->block_cols) && trans != canon_trans) {
     op->scratch = malloc(rows * cols * sizeof(float) + 1);
-    if (!op->scratch) return set_err(ctx, "GEMM", "out of memory"), -1;
+    if (!op->scratch) {
+      if (rec == &local) exmy_recipe_state_free(&local_st);
+      return set_err(ctx, "GEMM", "out of memory"), -1;
+    }
     transpose(x, rows, cols, op->scratch);
     size_t tmp = rows;
     rows = cols;
@@ -157,7 +163,7 @@ static void free_operand(operand *op) {
 }
 
 static void dump_operand(xp_ctx *ctx, int lin, xp_role role, int which, const operand *op) {
-  char dir[XP_PATH + 16], path[XP_PATH + 128], e[200];
+  char dir[XP_PATH + 16], path[XP_PATH + 128], e[EXMY_ERRLEN];
   snprintf(dir, sizeof dir, "%s/dump", ctx->cfg->out_dir[0] ? ctx->cfg->out_dir : ".");
   mkdir(dir, 0777);
   const char *base = ctx->lin_name[lin];
@@ -248,7 +254,12 @@ void xp_matmul(xp_ctx *ctx, const xp_gemm_desc *g) {
     const operand *ops[2] = {&A, &B};
     for (int w = 0; w < 2; w++) {
       if (!ops[w]->quantized) { ls->have_st[role][w] = 0; continue; }
-      exmy_qtensor_stats(&ops[w]->q, ops[w]->src, &ls->st[role][w]);
+      char se[EXMY_ERRLEN];
+      if (exmy_qtensor_stats(&ops[w]->q, ops[w]->src, &ls->st[role][w], se, sizeof se)) {
+        set_err(ctx, "statistics", se);
+        ls->have_st[role][w] = 0;
+        continue;
+      }
       ls->st_scale[role][w] = ops[w]->q.scale[0];
       ls->have_st[role][w] = 1;
     }

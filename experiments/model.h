@@ -2,10 +2,16 @@
  * experiments/): the parameter table, deterministic init, and the row each
  * model defines for the model table (models.c).
  *
- * Calls go one way (each file calls only files to its right):
- *   train.c -> config.c, data.c, ckpt.c -> models.c (the table) -> gpt.c,
- *   mlp.c -> layers.c, params.c -> matmul.c (xp_matmul) -> precision.c
- *   (the grammar) -> error.c. */
+ * Calls go one way, down this list (a file may skip levels, never go up):
+ *   study.c (runs of the engine)
+ *   train.c (the step; also sets matmul.c's mode and statistics)
+ *   config.c, data.c, ckpt.c, optim.c, detect.c
+ *   models.c (the table; data.c runs the MLP teacher through it)
+ *   gpt.c, mlp.c (the rows)
+ *   layers.c, params.c
+ *   matmul.c (the context and xp_matmul; ckpt.c reads its recipe states)
+ *   precision.c (the grammar)
+ *   error.c */
 #ifndef EXMY_XP_MODEL_H
 #define EXMY_XP_MODEL_H
 #include "xp.h"

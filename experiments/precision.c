@@ -156,7 +156,7 @@ int xp_prec_set(xp_prec *p, const char *key, const char *value, char *err, size_
 
 /* "PRESET;key=value;..." into p */
 static int parse_prec(const char *what, const char *text, xp_prec *p, char *err, size_t errlen) {
-  char buf[512], e[300];
+  char buf[512], e[EXMY_ERRLEN];
   if (strlen(text) >= sizeof buf) return xp_errf(err, errlen, "%s: '%.80s...' is too long", what, text);
   snprintf(buf, sizeof buf, "%s", text);
   char *save = NULL;

@@ -24,7 +24,7 @@ size_t exmy_dtype_size(exmy_dtype dtype) {
 const char *exmy_dtype_name(exmy_dtype dtype) {
   for (size_t i = 0; i < NDTYPES; i++)
     if (dtypes[i].dt == dtype) return dtypes[i].name;
-  return "unknown";
+  return "?";
 }
 
 const char *exmy_version(void) { return EXMY_VERSION; }

@@ -43,6 +43,10 @@ unsigned exmy__f32q_run_v(const exmy__f32q *q, const float *x, size_t n, const f
  * fmax of the scaling recipes and statistics (emulate/scaling.c). */
 float exmy__fmax_f32(const exmy_format *fmt);
 
+/* The argument check of every array quantizer, host and device: rnd given,
+ * src_type a float type.  0, or -1 with err. */
+int exmy__quantize_check(const exmy_rounding *rnd, exmy_dtype src_type, char *err, size_t errlen);
+
 /* The array quantizers behind exmy_quantize / exmy_quantize_ref (arguments
  * already checked: src_type is a float type): the OR of the flags. */
 unsigned exmy__quantize(const exmy_format *fmt, const exmy_rounding *rnd, exmy_dtype src_type, const void *src,

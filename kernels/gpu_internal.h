@@ -10,6 +10,8 @@
 /* The library's one-line error (formats/format.c; formats/internal.h is C
  * only): writes err, returns -1. */
 extern "C" int exmy__fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The quantizers' argument check (emulate/quantize.c): rnd given, a float source. */
+extern "C" int exmy__quantize_check(const exmy_rounding *rnd, exmy_dtype src_type, char *err, size_t errlen);
 
 #define CUDA_TRY(call)                                                                              \
   do {                                                                                              \

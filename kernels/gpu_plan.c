@@ -17,6 +17,7 @@ const char *exmy_gpu_model_for_sm(int sm, int fast_accum) {
 
 int exmy_gpu_hw_quant_check(const exmy_format *fmt, const exmy_rounding *rnd, exmy_dtype src_type,
                             char *err, size_t errlen) {
+  if (exmy__quantize_check(rnd, src_type, err, errlen)) return -1;
   if (strcmp(fmt->name, "e4m3fn") && strcmp(fmt->name, "e5m2"))
     return exmy__fail(err, errlen, "format %s has no hardware conversion (accepted: e4m3fn, e5m2)", fmt->name);
   if (rnd->mode != EXMY_RNE)
@@ -26,8 +27,6 @@ int exmy_gpu_hw_quant_check(const exmy_format *fmt, const exmy_rounding *rnd, ex
     return exmy__fail(err, errlen, "saturation propagate has no hardware conversion (accepted: none, finite)");
   if (rnd->ftz || rnd->daz)
     return exmy__fail(err, errlen, "%s has no hardware conversion", rnd->ftz ? "ftz" : "daz");
-  if (src_type != EXMY_DTYPE_F32 && src_type != EXMY_DTYPE_F64 && src_type != EXMY_DTYPE_BF16 && src_type != EXMY_DTYPE_F16)
-    return exmy__fail(err, errlen, "source type %d has no hardware conversion", (int)src_type);
   return 0;
 }
 
@@ -37,17 +36,6 @@ void exmy_gpu_gemm_args_init(exmy_gpu_gemm_args *args) {
   args->scale_a = args->scale_b = args->scale_d = 1.0f;
   args->a_type = args->b_type = EXMY_DTYPE_E4M3FN;
   args->d_type = EXMY_DTYPE_F32;
-}
-
-static const char *dtype_name(exmy_dtype t) {
-  switch (t) {
-  case EXMY_DTYPE_F32: return "f32";
-  case EXMY_DTYPE_BF16: return "bf16";
-  case EXMY_DTYPE_E4M3FN: return "e4m3";
-  case EXMY_DTYPE_E5M2: return "e5m2";
-  default: break;
-  }
-  return "?";
 }
 
 static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
@@ -66,16 +54,16 @@ int exmy_gpu_gemm_plan_make(const exmy_gpu_gemm_args *x, int sm, exmy_gpu_gemm_p
 #define BAD(...) return exmy__fail(err, errlen, __VA_ARGS__)
   if (!x->m || !x->n || !x->k) BAD("empty problem m = %zu, n = %zu, k = %zu (all must be positive)", x->m, x->n, x->k);
   if (x->a_type != EXMY_DTYPE_E4M3FN && x->a_type != EXMY_DTYPE_E5M2)
-    BAD("A type %s is not an FP8 type (accepted: e4m3, e5m2)", dtype_name(x->a_type));
+    BAD("A type %s is not an FP8 type (accepted: float8_e4m3fn, float8_e5m2)", exmy_dtype_name(x->a_type));
   if (x->b_type != EXMY_DTYPE_E4M3FN && x->b_type != EXMY_DTYPE_E5M2)
-    BAD("B type %s is not an FP8 type (accepted: e4m3, e5m2)", dtype_name(x->b_type));
+    BAD("B type %s is not an FP8 type (accepted: float8_e4m3fn, float8_e5m2)", exmy_dtype_name(x->b_type));
   if (x->a_type == EXMY_DTYPE_E5M2 && x->b_type == EXMY_DTYPE_E5M2)
     BAD("A and B are both e5m2: cuBLASLt has no e5m2 x e5m2 FP8 GEMM (make one operand e4m3)");
   if (x->d_type != EXMY_DTYPE_F32 && x->d_type != EXMY_DTYPE_BF16 && x->d_type != EXMY_DTYPE_E4M3FN)
-    BAD("D type %s is not supported (accepted: f32, bf16, e4m3)", dtype_name(x->d_type));
+    BAD("D type %s is not supported (accepted: float32, bfloat16, float8_e4m3fn)", exmy_dtype_name(x->d_type));
   if (x->d_type != EXMY_DTYPE_E4M3FN && (x->scale_d != 1.0f || x->amax_d))
     BAD("%s with a %s D: cuBLASLt applies the D scale and amax only to FP8 outputs",
-        x->amax_d ? "amax_d" : "scale_d", dtype_name(x->d_type));
+        x->amax_d ? "amax_d" : "scale_d", exmy_dtype_name(x->d_type));
   if (!isfinite(x->alpha) || !isfinite(x->scale_a) || !isfinite(x->scale_b) || !isfinite(x->scale_d))
     BAD("non-finite alpha or scale (alpha %g, scale_a %g, scale_b %g, scale_d %g)", x->alpha, x->scale_a,
         x->scale_b, x->scale_d);

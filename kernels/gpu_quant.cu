@@ -176,6 +176,7 @@ static size_t src_bytes(exmy_dtype t) {
 extern "C" int exmy_gpu_quantize_dev(const exmy_format *fmt, const exmy_rounding *rnd, int hw, exmy_dtype src_type,
                                      const void *d_src, size_t n, uint64_t index0, void *d_codes, unsigned *flags,
                                      char *err, size_t errlen) {
+  if (exmy__quantize_check(rnd, src_type, err, errlen)) return -1;
   int rc = exmy__gpu_select(-1, NULL, err, errlen);
   if (rc) return rc;
   return launch(fmt, rnd, hw, src_type, d_src, n, index0, d_codes, flags, 0, 0, err, errlen);
@@ -184,6 +185,7 @@ extern "C" int exmy_gpu_quantize_dev(const exmy_format *fmt, const exmy_rounding
 extern "C" int exmy_gpu_quantize(const exmy_format *fmt, const exmy_rounding *rnd, int hw, exmy_dtype src_type,
                                  const void *src, size_t n, uint64_t index0, void *codes, unsigned *flags,
                                  char *err, size_t errlen) {
+  if (exmy__quantize_check(rnd, src_type, err, errlen)) return -1;
   int rc = exmy__gpu_select(-1, NULL, err, errlen);
   if (rc) return rc;
   void *d_src = NULL, *d_codes = NULL;
@@ -201,7 +203,8 @@ done:
 }
 
 extern "C" int exmy_gpu_quantize_f32_range(const exmy_format *fmt, const exmy_rounding *rnd, int hw, uint32_t lo,
-                                           size_t n, void *codes, char *err, size_t errlen) {
+                                           size_t n, void *codes, unsigned *flags, char *err, size_t errlen) {
+  if (exmy__quantize_check(rnd, EXMY_DTYPE_F32, err, errlen)) return -1;
   int rc = exmy__gpu_select(-1, NULL, err, errlen);
   if (rc) return rc;
   void *d_codes = NULL;
@@ -209,7 +212,7 @@ extern "C" int exmy_gpu_quantize_f32_range(const exmy_format *fmt, const exmy_ro
   if (n > ((size_t)1 << 32) - lo)
     return exmy__fail(err, errlen, "range 0x%08x + %zu passes 2^32", (unsigned)lo, n);
   CUDA_TRY(cudaMalloc(&d_codes, n * cb + 16));
-  rc = launch(fmt, rnd, hw, EXMY_DTYPE_F32, NULL, n, lo, d_codes, NULL, 1, lo, err, errlen);
+  rc = launch(fmt, rnd, hw, EXMY_DTYPE_F32, NULL, n, lo, d_codes, flags, 1, lo, err, errlen);
   if (rc) goto done;
   CUDA_TRY(cudaMemcpy(codes, d_codes, n * cb, cudaMemcpyDeviceToHost));
 done:

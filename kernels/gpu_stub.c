@@ -12,17 +12,20 @@ int exmy_gpu_query(int device, exmy_gpu_info *info, char *err, size_t errlen) { 
 int exmy_gpu_quantize(const exmy_format *fmt, const exmy_rounding *rnd, int hw, exmy_dtype src_type,
                       const void *src, size_t n, uint64_t index0, void *codes, unsigned *flags,
                       char *err, size_t errlen) {
+  if (exmy__quantize_check(rnd, src_type, err, errlen)) return -1; /* bad arguments first, as with CUDA */
   return NO_CUDA(err, errlen);
 }
 
 int exmy_gpu_quantize_dev(const exmy_format *fmt, const exmy_rounding *rnd, int hw, exmy_dtype src_type,
                           const void *d_src, size_t n, uint64_t index0, void *d_codes, unsigned *flags,
                           char *err, size_t errlen) {
+  if (exmy__quantize_check(rnd, src_type, err, errlen)) return -1;
   return NO_CUDA(err, errlen);
 }
 
 int exmy_gpu_quantize_f32_range(const exmy_format *fmt, const exmy_rounding *rnd, int hw, uint32_t lo,
-                                size_t n, void *codes, char *err, size_t errlen) {
+                                size_t n, void *codes, unsigned *flags, char *err, size_t errlen) {
+  if (exmy__quantize_check(rnd, EXMY_DTYPE_F32, err, errlen)) return -1;
   return NO_CUDA(err, errlen);
 }
 

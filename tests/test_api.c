@@ -46,6 +46,12 @@ static void test_dtypes(void) {
     CHECK(n && !strcmp(n, t[i].name), "exmy_dtype_name(%d) = '%s', expected '%s'", (int)t[i].dt, n ? n : "(null)",
           t[i].name);
   }
+  /* outside the enum: size 0 and "?", as the other _name functions */
+  const exmy_dtype bad = (exmy_dtype)((int)EXMY_DTYPE_E5M2 + 1);
+  CHECK(exmy_dtype_size(bad) == 0 && !strcmp(exmy_dtype_name(bad), "?") &&
+            !strcmp(exmy_round_mode_name((exmy_round_mode)99), "?") && !strcmp(exmy_class_name((exmy_class)99), "?"),
+        "out-of-enum names: dtype %zu '%s', round mode '%s', class '%s' (want 0, ?, ?, ?)", exmy_dtype_size(bad),
+        exmy_dtype_name(bad), exmy_round_mode_name((exmy_round_mode)99), exmy_class_name((exmy_class)99));
 }
 
 static void test_round_mode_parse(void) {

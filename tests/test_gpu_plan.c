@@ -118,6 +118,14 @@ int main(void) {
   CHECK(exmy_gpu_hw_quant_check(&e4, &r, EXMY_DTYPE_F32, err, sizeof err) && strstr(err, "propagate"), "propagate: '%s'", err);
   r.sat = EXMY_SAT_NONE; r.ftz = 1;
   CHECK(exmy_gpu_hw_quant_check(&e4, &r, EXMY_DTYPE_F32, err, sizeof err) && strstr(err, "ftz"), "ftz: '%s'", err);
+  /* the quantizers' shared argument check: a rounding, a float source */
+  r.ftz = 0;
+  CHECK(exmy_gpu_hw_quant_check(&e4, NULL, EXMY_DTYPE_F32, err, sizeof err) && strstr(err, "rnd"), "NULL rnd: '%s'", err);
+  CHECK(exmy_gpu_hw_quant_check(&e4, &r, EXMY_DTYPE_U8, err, sizeof err) && strstr(err, "uint8"), "uint8 source: '%s'", err);
+  CHECK(exmy_gpu_quantize(&e4, NULL, 0, EXMY_DTYPE_F32, NULL, 0, 0, NULL, NULL, err, sizeof err) && strstr(err, "rnd"),
+        "gpu_quantize NULL rnd: '%s'", err);
+  CHECK(exmy_gpu_quantize_dev(&e4, &r, 0, EXMY_DTYPE_E4M3FN, NULL, 0, 0, NULL, NULL, err, sizeof err) &&
+            strstr(err, "float8_e4m3fn"), "gpu_quantize_dev fp8 source: '%s'", err);
 
   /* argument checks: each names the bad value */
   static uint8_t buf[64];
@@ -134,8 +142,8 @@ int main(void) {
   x = x0; x.a_type = x.b_type = EXMY_DTYPE_E5M2; expect_error(&x, 0, "both e5m2");
   x = x0; x.a_type = EXMY_DTYPE_E5M2; CHECK(exmy_gpu_gemm_plan_make(&x, 90, &p, err, sizeof err) == 0, "e5m2 x e4m3: %s", err);
   x = x0; x.b_type = EXMY_DTYPE_E5M2; CHECK(exmy_gpu_gemm_plan_make(&x, 90, &p, err, sizeof err) == 0, "e4m3 x e5m2: %s", err);
-  x = x0; x.a_type = EXMY_DTYPE_BF16; expect_error(&x, 0, "bf16");
-  x = x0; x.d_type = EXMY_DTYPE_E5M2; expect_error(&x, 0, "e5m2");
+  x = x0; x.a_type = EXMY_DTYPE_BF16; expect_error(&x, 0, "A type bfloat16");
+  x = x0; x.d_type = EXMY_DTYPE_E5M2; expect_error(&x, 0, "D type float8_e5m2");
   x = x0; x.scale_d = 2; expect_error(&x, 0, "scale_d");
   x = x0; float am; x.amax_d = &am; expect_error(&x, 0, "amax_d");
   x = x0; x.d_type = EXMY_DTYPE_E4M3FN; x.scale_d = 2; x.amax_d = &am;

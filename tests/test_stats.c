@@ -355,7 +355,8 @@ static void run_case(const tensor *t, const spec *sp, const char *fmtname,
   exmy_qstats want, got;
   ref_stats(&q, t->x, &want);
   memset(&got, 0xA5, sizeof got);
-  exmy_qtensor_stats(&q, t->x, &got);
+  char serr[EXMY_ERRLEN] = "";
+  CHECK(exmy_qtensor_stats(&q, t->x, &got, serr, sizeof serr) == 0, "%s: stats failed: %s", what, serr);
   compare(what, &got, &want);
   /* After calibration on this very tensor, delayed scaling's scale is the
    * current-scaling scale of its amax (margin 0): the ratio is exactly 1. */
@@ -374,9 +375,9 @@ static void run_case(const tensor *t, const spec *sp, const char *fmtname,
     memset(&s1, 0x5A, sizeof s1);
     memset(&s2, 0xC3, sizeof s2);
     omp_set_num_threads(1);
-    exmy_qtensor_stats(&q, t->x, &s1);
+    CHECK(exmy_qtensor_stats(&q, t->x, &s1, NULL, 0) == 0, "%s: stats (1 thread) failed", what);
     omp_set_num_threads(2);
-    exmy_qtensor_stats(&q, t->x, &s2);
+    CHECK(exmy_qtensor_stats(&q, t->x, &s2, NULL, 0) == 0, "%s: stats (2 threads) failed", what);
     omp_set_num_threads(saved);
     char w2[300];
     snprintf(w2, sizeof w2, "%s threads 1 vs 2", what);
@@ -462,7 +463,7 @@ static void double_rounding_case(uint64_t *st) {
                 (double)s, q.exact_product, ex);
           exmy_qstats want, got;
           ref_stats(&q, x, &want);
-          exmy_qtensor_stats(&q, x, &got);
+          CHECK(exmy_qtensor_stats(&q, x, &got, NULL, 0) == 0, "%s: stats failed", what);
           compare(what, &got, &want);
           over[ex][sat] = got.overflow_frac;
           exmy_qtensor_free(&q);
@@ -568,7 +569,7 @@ int main(void) {
     if (exmy_recipe_parse("none", &rec, err, sizeof err) == 0 &&
         exmy_recipe_quantize(&rec, &f, &cuda, x, 1, 4, NULL, &q, NULL, err, sizeof err) == 0) {
       exmy_qstats s;
-      exmy_qtensor_stats(&q, x, &s);
+      CHECK(exmy_qtensor_stats(&q, x, &s, NULL, 0) == 0, "hand: stats failed");
       CHECK(s.n == 4 && s.n_nonzero == 3, "hand: n %zu n_nonzero %zu (want 4, 3)", s.n, s.n_nonzero);
       CHECK(s.amin == 1 && s.amax == 2, "hand: amin %g amax %g (want 1, 2)", s.amin, s.amax);
       CHECK(s.underflow_frac == 0 && s.overflow_frac == 0, "hand: under %g over %g (want 0, 0)",
@@ -585,6 +586,23 @@ int main(void) {
     } else {
       CHECK(0, "hand: recipe none failed: %s", err);
     }
+  }
+
+  /* A view has no scale of its own: statistics refuse it (-1, a message, st
+   * zeroed) rather than redo its casts with a made-up scale. */
+  {
+    exmy_format f = tu_format("e4m3fn");
+    const uint8_t codes[2] = {0x38, 0x40};
+    const float x[2] = {1.0f, 2.0f}, sinv = 4.0f;
+    exmy_qtensor v;
+    exmy_qtensor_view(&f, codes, 1, 2, &sinv, &v);
+    exmy_qstats s;
+    memset(&s, 0x5A, sizeof s);
+    char err[EXMY_ERRLEN] = "";
+    const int rc = exmy_qtensor_stats(&v, x, &s, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, "view") && s.n == 0 && s.hist[0] == 0, "view: stats rc %d err '%s' n %zu (want -1, a message naming the view, zeroed)",
+          rc, err, s.n);
+    exmy_qtensor_free(&v);
   }
 
   printf("%ld quantized tensors compared\n", n_cases);
