@@ -262,8 +262,12 @@ EXMY_API double exmy_f16_to_double(uint16_t bits);
 
 /* ---- .npy files -------------------------------------------------------- */
 
-/* An array read from or written to .npy: dtype F32, F64 or U8..U64 (codes;
- * U64 only for formats wider than 32 bits). */
+/* An array read from or written to .npy: any exmy_dtype.  Codes are
+ * U8..U64 (U64 only for formats wider than 32 bits).  descr written and
+ * read: F32 '<f4', F64 '<f8', F16 '<f2', U8 '|u1', U16..U64 '<u2' '<u4'
+ * '<u8'; ml_dtypes' types, which np.save writes as void: BF16 '<V2',
+ * E4M3FN and E5M2 '<V1' (np.load(...).view(ml_dtypes.bfloat16) etc. reads
+ * them).  Read also: '<f1' (np.save of ml_dtypes.float8_e5m2) as E5M2. */
 typedef struct exmy_array {
   exmy_dtype dtype;
   int ndim;             /* 0..8 */
@@ -275,6 +279,12 @@ typedef struct exmy_array {
 /* Read a .npy file.  Returns 0, or -1 with a one-line error naming the file
  * and what is wrong (unsupported dtype, Fortran order, truncated, ...). */
 EXMY_API int exmy_npy_read(const char *path, exmy_array *arr, char *err, size_t errlen);
+/* Read a .npy file that holds dtype: a void descr ('V1', 'V2', 'V4', 'V8',
+ * or '<f1') of dtype's size is taken to be dtype (the header cannot say which
+ * float8 type '<V1' is); any other descr must be dtype's own, else -1 with
+ * err naming both.  exmy_npy_read gives '<V2' as BF16, '<f1' as E5M2, and
+ * fails on 'V1', 'V4', 'V8'. */
+EXMY_API int exmy_npy_read_as(const char *path, exmy_dtype dtype, exmy_array *arr, char *err, size_t errlen);
 /* Write atomically (temporary file then rename).  Returns 0 or -1 with err. */
 EXMY_API int exmy_npy_write(const char *path, const exmy_array *arr, char *err, size_t errlen);
 EXMY_API void exmy_array_free(exmy_array *arr);

@@ -49,6 +49,9 @@ int cmd_quantize_tensor(int argc, char **argv);
 int cmd_whatif(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
+/* decoding codes (decode.c) */
+extern const char *decode_usage;
+int cmd_decode(int argc, char **argv);
 /* the emulated GEMM (gemm.c) */
 extern const char *gemm_usage;
 int cmd_gemm(int argc, char **argv);

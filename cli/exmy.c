@@ -19,6 +19,7 @@ static const char *main_usage =
   "  quantize FORMAT    round numbers (stdin, one per line) or a .npy tensor to FORMAT\n"
   "  quantize-tensor    quantize a .npy tensor with a scaling recipe (current, delayed,\n"
   "                     block, mx, nvfp4), write codes, scales, dequantized values, stats\n"
+  "  decode FORMAT      codes (.npy) back to float32/float64, with quantize-tensor's scales\n"
   "  whatif             format-design table: error statistics per (format, recipe), plot\n"
   "  stats              a tensor's range against every named format's range\n"
   "  gen                write a deterministic test tensor (.npy)\n"
@@ -66,9 +67,11 @@ static const char *quantize_usage =
   "  --stream N            stochastic rounding stream (default 0)\n"
   "  --sr-bits R           random bits per stochastic rounding, 1..64 (default 64)\n"
   "  --flags               append the exception flags (inexact, underflow, overflow, invalid)\n"
-  "  --in X.npy            quantize a float32/float64 tensor instead of stdin ...\n"
+  "  --in X.npy            quantize a float32/float64/float16/bfloat16 tensor instead of\n"
+  "                        stdin (bfloat16: ml_dtypes' '<V2') ...\n"
   "  --out Q.npy           ... writing codes as uint8/16/32/64, whichever first holds them\n"
-  "  --dequant D.npy       also write the decoded values (input's float type)\n"
+  "  --dequant D.npy       also write the decoded values (float64 for float64 input, else\n"
+  "                        float32)\n"
   "Element i of a stream or tensor uses counter i for stochastic rounding.\n";
 
 static int wants_help(int argc, char **argv) {
@@ -207,10 +210,11 @@ static int quantize_npy(const exmy_format *f, const exmy_rounding *r, const char
   exmy_array x, q, d;
   char err[EXMY_ERRLEN];
   if (exmy_npy_read(in, &x, err, sizeof err)) cli_die("quantize: %s", err);
-  if (x.dtype != EXMY_DTYPE_F32 && x.dtype != EXMY_DTYPE_F64) {
+  if (x.dtype != EXMY_DTYPE_F32 && x.dtype != EXMY_DTYPE_F64 && x.dtype != EXMY_DTYPE_F16 &&
+      x.dtype != EXMY_DTYPE_BF16) {
     const char *dt = exmy_dtype_name(x.dtype);
     exmy_array_free(&x);
-    cli_die("quantize: %s: dtype %s is not a float tensor (accepted: float32, float64)", in, dt);
+    cli_die("quantize: %s: dtype %s is not a float tensor (accepted: float32, float64, float16, bfloat16)", in, dt);
   }
   q = x;
   int cb = exmy_code_bytes(f);
@@ -222,9 +226,10 @@ static int quantize_npy(const exmy_format *f, const exmy_rounding *r, const char
   if (out && exmy_npy_write(out, &q, err, sizeof err)) cli_die("quantize: %s", err);
   if (dq) {
     d = x;
-    d.data = malloc(x.count * exmy_dtype_size(x.dtype) + 1);
+    if (x.dtype != EXMY_DTYPE_F64) d.dtype = EXMY_DTYPE_F32; /* float16/bfloat16 input: float32 */
+    d.data = malloc(x.count * exmy_dtype_size(d.dtype) + 1);
     if (!d.data) cli_die("quantize: out of memory for %zu elements", x.count);
-    if (x.dtype == EXMY_DTYPE_F32) exmy_decode_f32(f, q.data, x.count, d.data);
+    if (d.dtype == EXMY_DTYPE_F32) exmy_decode_f32(f, q.data, x.count, d.data);
     else exmy_decode_f64(f, q.data, x.count, d.data);
     if (exmy_npy_write(dq, &d, err, sizeof err)) cli_die("quantize: %s", err);
     free(d.data);
@@ -284,6 +289,7 @@ int main(int argc, char **argv) {
     {"table", cmd_table, table_usage},
     {"quantize", cmd_quantize, quantize_usage},
     {"quantize-tensor", cmd_quantize_tensor, quantize_tensor_usage},
+    {"decode", cmd_decode, decode_usage},
     {"whatif", cmd_whatif, whatif_usage},
     {"stats", cmd_stats, stats_usage},
     {"gen", cmd_gen, gen_usage},
@@ -302,6 +308,6 @@ int main(int argc, char **argv) {
     }
     return cmds[i].fn(argc - 1, argv + 1);
   }
-  cli_die("unknown command '%s' (accepted: formats, info, table, quantize, quantize-tensor, whatif, stats, gen, gemm, gpu-check, gpu-probe, train, study; see exmy --help)", cmd);
+  cli_die("unknown command '%s' (accepted: formats, info, table, quantize, quantize-tensor, decode, whatif, stats, gen, gemm, gpu-check, gpu-probe, train, study; see exmy --help)", cmd);
   return EXIT_USAGE;
 }

@@ -2,7 +2,8 @@
  * when the header would not fit), for the dtypes of exmy_dtype.
  *
  * Reading accepts the descr strings numpy writes for the supported types
- * ('<f4' '<f8' '|u1' '<u2' '<u4' '<u8'), also '<u1', and the byte-order
+ * ('<f2' '<f4' '<f8' '|u1' '<u2' '<u4' '<u8'), also '<u1', ml_dtypes' void descrs
+ * (see npy_types and descr_lookup), and the byte-order
  * characters '=' and '|' (taken as the host order, which must be little-endian).
  * Big-endian files ('>f4', '>u2', ...) are converted to little-endian while
  * reading.  fortran_order True is an error unless the layout is the same as
@@ -67,7 +68,17 @@ static const struct {
   {EXMY_DTYPE_U16, 2, 'u', "uint16", "<u2"},
   {EXMY_DTYPE_U32, 4, 'u', "uint32", "<u4"},
   {EXMY_DTYPE_U64, 8, 'u', "uint64", "<u8"},
+  {EXMY_DTYPE_F16, 2, 'f', "float16", "<f2"},
+  /* ml_dtypes' types are not numpy builtins: np.save writes them as void
+   * ('<V2', '<V1'; float8_e5m2 as '<f1', which np.load refuses).  exmy
+   * writes '<V2' / '<V1', which np.load reads as void for .view(...). */
+  {EXMY_DTYPE_BF16, 2, 'V', "bfloat16", "<V2"},
+  {EXMY_DTYPE_E4M3FN, 1, 'V', "float8_e4m3fn", "<V1"},
+  {EXMY_DTYPE_E5M2, 1, 'V', "float8_e5m2", "<V1"},
 };
+#define NPY_READS \
+  "float16, float32, float64, uint8, uint16, uint32, uint64, ml_dtypes' bfloat16 ('<V2') and " \
+  "float8_e5m2 ('<f1'), and 'V1' 'V4' 'V8' when told the type"
 #define NPY_NTYPES (sizeof npy_types / sizeof npy_types[0])
 
 static int npy_type_index(exmy_dtype dt) {
@@ -339,7 +350,7 @@ static int parse_header(const char *s, size_t n, npy_header *h, char *msg, size_
       int c = lex_peek(&L);
       if (c == '[' || c == '(') {
         snprintf(msg, msglen,
-                 "unsupported dtype: structured or subarray descr (exmy reads float32, float64, uint8, uint16, uint32, uint64)");
+                 "unsupported dtype: structured or subarray descr (exmy reads " NPY_READS ")");
         return -1;
       }
       size_t vs, vl;
@@ -348,7 +359,7 @@ static int parse_header(const char *s, size_t n, npy_header *h, char *msg, size_
         char q[200];
         npy_quote(q, sizeof q, s + vs, vl);
         snprintf(msg, msglen,
-                 "unsupported dtype '%s' (exmy reads float32, float64, uint8, uint16, uint32, uint64)", q);
+                 "unsupported dtype '%s' (exmy reads " NPY_READS ")", q);
         return -1;
       }
       memcpy(h->descr, s + vs, vl);
@@ -389,17 +400,36 @@ static int parse_header(const char *s, size_t n, npy_header *h, char *msg, size_
   return 0;
 }
 
-/* descr -> type index and whether the data are big-endian. */
-static int descr_lookup(const char *d, int *index, int *big) {
+/* descr -> what the file holds.  A typed descr names one exmy dtype
+ * (*index).  Void descrs are untyped (*untyped): raw bytes of *size; of
+ * them 'V2' is taken as ml_dtypes' bfloat16 unless told otherwise, and
+ * '<f1' (how np.save writes ml_dtypes' float8_e5m2) as float8_e5m2; 'V1'
+ * (its other float8 types), 'V4' and 'V8' have *index -1.  Returns -1 for
+ * a descr exmy does not read. */
+static int descr_lookup(const char *d, int *index, size_t *size, int *big, int *untyped) {
   if (strlen(d) != 3) return -1;
   char order = d[0], kind = d[1];
   if (order != '<' && order != '>' && order != '|' && order != '=') return -1;
   if (d[2] < '1' || d[2] > '9') return -1;
-  size_t size = (size_t)(d[2] - '0');
+  size_t sz = (size_t)(d[2] - '0');
+  *size = sz;
+  *big = 0;
+  *untyped = 0;
+  *index = -1;
+  if (kind == 'V') { /* void: no byte order */
+    *untyped = 1;
+    if (sz == 2) *index = npy_type_index(EXMY_DTYPE_BF16);
+    return sz == 1 || sz == 2 || sz == 4 || sz == 8 ? 0 : -1;
+  }
+  if (kind == 'f' && sz == 1) {
+    *untyped = 1;
+    *index = npy_type_index(EXMY_DTYPE_E5M2);
+    return 0;
+  }
   for (size_t i = 0; i < NPY_NTYPES; i++) {
-    if (npy_types[i].kind == kind && npy_types[i].size == size) {
+    if (npy_types[i].kind == kind && npy_types[i].size == sz) {
       *index = (int)i;
-      *big = order == '>' && size > 1;
+      *big = order == '>' && sz > 1;
       return 0;
     }
   }
@@ -417,7 +447,8 @@ static void byteswap(unsigned char *p, size_t count, size_t size) {
 
 /* ---- reading ------------------------------------------------------------ */
 
-int exmy_npy_read(const char *path, exmy_array *arr, char *err, size_t errlen) {
+/* want: the dtype the caller says the file holds, or -1 (what it says). */
+static int npy_read(const char *path, int want, exmy_array *arr, char *err, size_t errlen) {
   FILE *f = NULL;
   char *hdr = NULL;
   unsigned char *data = NULL;
@@ -514,18 +545,34 @@ int exmy_npy_read(const char *path, exmy_array *arr, char *err, size_t errlen) {
     npy_fail(err, errlen, path, "bad header: %s", msg);
     goto out;
   }
-  int ti, big;
-  if (descr_lookup(h.descr, &ti, &big)) {
-    char q[200];
-    npy_quote(q, sizeof q, h.descr, strlen(h.descr));
+  int ti, big, untyped;
+  size_t size;
+  char dq[200];
+  npy_quote(dq, sizeof dq, h.descr, strlen(h.descr));
+  if (descr_lookup(h.descr, &ti, &size, &big, &untyped)) {
+    npy_fail(err, errlen, path, "unsupported dtype '%s' (exmy reads " NPY_READS ")", dq);
+    goto out;
+  }
+  if (want >= 0) {
+    int wi = npy_type_index((exmy_dtype)want);
+    if (untyped && npy_types[wi].size == size) {
+      ti = wi; /* the caller names what the header cannot */
+    } else if (ti != wi) {
+      if (untyped)
+        npy_fail(err, errlen, path, "holds %zu-byte elements ('%s'), not %s", size, dq, npy_types[wi].name);
+      else
+        npy_fail(err, errlen, path, "holds %s ('%s'), not %s", npy_types[ti].name, dq, npy_types[wi].name);
+      goto out;
+    }
+  } else if (ti < 0) {
     npy_fail(err, errlen, path,
-             "unsupported dtype '%s' (exmy reads float32, float64, uint8, uint16, uint32, uint64)", q);
+             "dtype '%s' is %zu-byte elements of a type the file does not name (ml_dtypes saves its "
+             "float8 types so): say which with exmy_npy_read_as", dq, size);
     goto out;
   }
   npy_shape_repr(shp, sizeof shp, h.ndim, h.shape);
 
   /* Element count and byte count, guarded against overflow. */
-  size_t size = npy_types[ti].size;
   size_t count = 1;
   int zero = 0, overflow = 0, nontrivial = 0;
   for (int d = 0; d < h.ndim; d++) {
@@ -610,6 +657,18 @@ out:
   free(hdr);
   if (f) fclose(f);
   return rc;
+}
+
+int exmy_npy_read(const char *path, exmy_array *arr, char *err, size_t errlen) {
+  return npy_read(path, -1, arr, err, errlen);
+}
+
+int exmy_npy_read_as(const char *path, exmy_dtype dtype, exmy_array *arr, char *err, size_t errlen) {
+  if (err && errlen) err[0] = 0;
+  if (arr) memset(arr, 0, sizeof *arr);
+  if (npy_type_index(dtype) < 0)
+    return npy_fail(err, errlen, path, "cannot read as invalid dtype %d", (int)dtype);
+  return npy_read(path, (int)dtype, arr, err, errlen);
 }
 
 /* ---- writing ------------------------------------------------------------ */
