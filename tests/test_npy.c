@@ -499,6 +499,136 @@ static void test_vectors(void) {
 
 /* ---- round trips ---------------------------------------------------------- */
 
+/* f2: np.save of ml_dtypes/numpy float16 (2, 3), descr '<f2' */
+static const uint16_t ml_f2_bits[] = {0x3c00, 0xc000, 0x3800, 0x0, 0xdf00, 0x2000};
+static const char ml_f2_bytes[] =
+    "\223NUMPY\001\000v\000{'descr': '<f2', 'fortran_order': False, 'sh"
+    "ape': (2, 3), }                                                   "
+    "       \012\000<\000\300\0008\000\000\000\337\000 ";
+#define ml_f2_LEN 140
+/* bf16: np.save of ml_dtypes/numpy bfloat16 (2, 3), descr '<V2' */
+static const uint16_t ml_bf16_bits[] = {0x3f80, 0xc000, 0x3f00, 0x0, 0xc3e0, 0x3c00};
+static const char ml_bf16_bytes[] =
+    "\223NUMPY\001\000v\000{'descr': '<V2', 'fortran_order': False, 'sh"
+    "ape': (2, 3), }                                                   "
+    "       \012\200\077\000\300\000\077\000\000\340\303\000<";
+#define ml_bf16_LEN 140
+/* e4m3fn: np.save of ml_dtypes/numpy float8_e4m3fn (6,), descr '<V1' */
+static const uint16_t ml_e4m3fn_bits[] = {0x38, 0xc0, 0x30, 0x0, 0xfe, 0x4};
+static const char ml_e4m3fn_bytes[] =
+    "\223NUMPY\001\000v\000{'descr': '<V1', 'fortran_order': False, 'sh"
+    "ape': (6,), }                                                     "
+    "       \0128\3000\000\376\004";
+#define ml_e4m3fn_LEN 134
+/* e5m2: np.save of ml_dtypes/numpy float8_e5m2 (6,), descr '<f1' */
+static const uint16_t ml_e5m2_bits[] = {0x3c, 0xc0, 0x38, 0x0, 0xdf, 0x20};
+static const char ml_e5m2_bytes[] =
+    "\223NUMPY\001\000v\000{'descr': '<f1', 'fortran_order': False, 'sh"
+    "ape': (6,), }                                                     "
+    "       \012<\3008\000\337 ";
+#define ml_e5m2_LEN 134
+/* e5m2_v1: np.save of ml_dtypes/numpy float8_e4m3fn (6,), descr '<V1' */
+static const uint16_t ml_e5m2_v1_bits[] = {0x3c, 0xc0, 0x38, 0x0, 0xdf, 0x20};
+static const char ml_e5m2_v1_bytes[] =
+    "\223NUMPY\001\000v\000{'descr': '<V1', 'fortran_order': False, 'sh"
+    "ape': (6,), }                                                     "
+    "       \012<\3008\000\337 ";
+#define ml_e5m2_v1_LEN 134
+
+/* float16, and ml_dtypes' types as np.save writes them: read what numpy and
+ * ml_dtypes write, write what np.load(...).view(ml_dtypes.X) reads back. */
+static void expect_read_bits(const char *name, const char *bytes, size_t len, int as, exmy_dtype dt,
+                             int ndim, const uint16_t *bits, size_t count) {
+  char path[1024];
+  tpath(path, sizeof path, name);
+  write_raw(path, bytes, len);
+  exmy_array a;
+  char err[EXMY_ERRLEN] = "";
+  int rc = as ? exmy_npy_read_as(path, dt, &a, err, sizeof err) : exmy_npy_read(path, &a, err, sizeof err);
+  CHECK(rc == 0, "%s: read%s failed: %s", name, as ? "_as" : "", err);
+  if (rc) return;
+  CHECK(a.dtype == dt, "%s: dtype %s, expected %s", name, exmy_dtype_name(a.dtype), exmy_dtype_name(dt));
+  CHECK(a.ndim == ndim && a.count == count, "%s: ndim %d count %zu, expected %d %zu", name, a.ndim, a.count,
+        ndim, count);
+  if (a.dtype == dt && a.count == count)
+    for (size_t i = 0; i < count; i++)
+      CHECK(elem_u(&a, i) == bits[i], "%s: element %zu is 0x%llx, expected 0x%x", name, i,
+            (unsigned long long)elem_u(&a, i), bits[i]);
+  exmy_array_free(&a);
+}
+
+static void expect_write_bytes(const char *name, exmy_dtype dt, int ndim, const size_t *shape,
+                               const uint16_t *bits, size_t count, const char *bytes, size_t len) {
+  char path[1024];
+  tpath(path, sizeof path, name);
+  unsigned char data[64];
+  size_t sz = exmy_dtype_size(dt);
+  for (size_t i = 0; i < count; i++)
+    for (size_t k = 0; k < sz; k++) data[i * sz + k] = (unsigned char)(bits[i] >> (8 * k));
+  exmy_array a;
+  memset(&a, 0, sizeof a);
+  a.dtype = dt;
+  a.ndim = ndim;
+  for (int d = 0; d < ndim; d++) a.shape[d] = shape[d];
+  a.count = count;
+  a.data = data;
+  char err[EXMY_ERRLEN] = "";
+  int rc = exmy_npy_write(path, &a, err, sizeof err);
+  CHECK(rc == 0, "%s: write failed: %s", name, err);
+  if (rc) return;
+  size_t n;
+  unsigned char *got = read_raw(path, &n);
+  CHECK(got && n == len && memcmp(got, bytes, len) == 0, "%s: written bytes differ from np.save's (%zu vs %zu bytes)",
+        name, got ? n : 0, len);
+  free(got);
+}
+
+static void expect_read_as_error(const char *name, const char *bytes, size_t len, int as, exmy_dtype dt,
+                                 const char *want) {
+  char path[1024];
+  tpath(path, sizeof path, name);
+  write_raw(path, bytes, len);
+  exmy_array a;
+  char err[EXMY_ERRLEN] = "";
+  int rc = as ? exmy_npy_read_as(path, dt, &a, err, sizeof err) : exmy_npy_read(path, &a, err, sizeof err);
+  CHECK(rc == -1, "%s: read%s as %s succeeded", name, as ? "_as" : "", exmy_dtype_name(dt));
+  CHECK(strstr(err, want) != NULL && strchr(err, '\n') == NULL, "%s: error '%s' lacks '%s'", name, err, want);
+  CHECK(rc == -1 && a.data == NULL, "%s: array not cleared on error", name);
+  if (rc == 0) exmy_array_free(&a);
+}
+
+static void test_ml_dtypes(void) {
+  const size_t s23[2] = {2, 3}, s6[1] = {6};
+  /* reading what numpy / ml_dtypes write */
+  expect_read_bits("ml_f2.npy", ml_f2_bytes, ml_f2_LEN, 0, EXMY_DTYPE_F16, 2, ml_f2_bits, 6);
+  expect_read_bits("ml_bf16.npy", ml_bf16_bytes, ml_bf16_LEN, 0, EXMY_DTYPE_BF16, 2, ml_bf16_bits, 6);
+  expect_read_bits("ml_e5m2.npy", ml_e5m2_bytes, ml_e5m2_LEN, 0, EXMY_DTYPE_E5M2, 1, ml_e5m2_bits, 6);
+  expect_read_bits("ml_e4m3fn_as.npy", ml_e4m3fn_bytes, ml_e4m3fn_LEN, 1, EXMY_DTYPE_E4M3FN, 1, ml_e4m3fn_bits, 6);
+  expect_read_bits("ml_e4m3fn_u8.npy", ml_e4m3fn_bytes, ml_e4m3fn_LEN, 1, EXMY_DTYPE_U8, 1, ml_e4m3fn_bits, 6);
+  expect_read_bits("ml_e5m2_v1.npy", ml_e5m2_v1_bytes, ml_e5m2_v1_LEN, 1, EXMY_DTYPE_E5M2, 1, ml_e5m2_bits, 6);
+  expect_read_bits("ml_e5m2_f1_as.npy", ml_e5m2_bytes, ml_e5m2_LEN, 1, EXMY_DTYPE_E5M2, 1, ml_e5m2_bits, 6);
+  expect_read_bits("ml_f2_as.npy", ml_f2_bytes, ml_f2_LEN, 1, EXMY_DTYPE_F16, 2, ml_f2_bits, 6);
+  expect_read_bits("ml_bf16_as.npy", ml_bf16_bytes, ml_bf16_LEN, 1, EXMY_DTYPE_BF16, 2, ml_bf16_bits, 6);
+  /* what the header cannot say, and what the caller says wrongly */
+  expect_read_as_error("ml_e4m3fn.npy", ml_e4m3fn_bytes, ml_e4m3fn_LEN, 0, EXMY_DTYPE_F32,
+                       "dtype '<V1' is 1-byte elements of a type the file does not name");
+  expect_read_as_error("ml_f2_f32.npy", ml_f2_bytes, ml_f2_LEN, 1, EXMY_DTYPE_F32, "holds float16 ('<f2'), not float32");
+  expect_read_as_error("ml_f2_bf16.npy", ml_f2_bytes, ml_f2_LEN, 1, EXMY_DTYPE_BF16,
+                       "holds float16 ('<f2'), not bfloat16");
+  expect_read_as_error("ml_v1_bf16.npy", ml_e4m3fn_bytes, ml_e4m3fn_LEN, 1, EXMY_DTYPE_BF16,
+                       "holds 1-byte elements ('<V1'), not bfloat16");
+  expect_read_as_error("ml_bad_dt.npy", ml_f2_bytes, ml_f2_LEN, 1, (exmy_dtype)99, "invalid dtype 99");
+  /* writing: np.save's bytes (float8_e5m2 as '<V1', which np.load reads) */
+  expect_write_bytes("w_f2.npy", EXMY_DTYPE_F16, 2, s23, ml_f2_bits, 6, ml_f2_bytes, ml_f2_LEN);
+  expect_write_bytes("w_bf16.npy", EXMY_DTYPE_BF16, 2, s23, ml_bf16_bits, 6, ml_bf16_bytes, ml_bf16_LEN);
+  expect_write_bytes("w_e4m3fn.npy", EXMY_DTYPE_E4M3FN, 1, s6, ml_e4m3fn_bits, 6, ml_e4m3fn_bytes, ml_e4m3fn_LEN);
+  expect_write_bytes("w_e5m2.npy", EXMY_DTYPE_E5M2, 1, s6, ml_e5m2_bits, 6, ml_e5m2_v1_bytes, ml_e5m2_v1_LEN);
+  /* and back */
+  expect_read_bits("w_f2.npy", ml_f2_bytes, ml_f2_LEN, 0, EXMY_DTYPE_F16, 2, ml_f2_bits, 6);
+  CHECK(ml_e5m2_v1_bits[0] == ml_e5m2_bits[0], "e5m2 vectors disagree");
+  expect_read_bits("w_e5m2_back.npy", ml_e5m2_v1_bytes, ml_e5m2_v1_LEN, 1, EXMY_DTYPE_E5M2, 1, ml_e5m2_bits, 6);
+}
+
 static void test_round_trips(void) {
   static const struct {
     int ndim;
@@ -510,7 +640,9 @@ static void test_round_trips(void) {
     {1, {12345678901ULL % 1000 + 1000}},
   };
   static const exmy_dtype dts[] = {EXMY_DTYPE_F32, EXMY_DTYPE_F64, EXMY_DTYPE_U8,
-                                   EXMY_DTYPE_U16, EXMY_DTYPE_U32, EXMY_DTYPE_U64};
+                                   EXMY_DTYPE_U16, EXMY_DTYPE_U32, EXMY_DTYPE_U64,
+                                   EXMY_DTYPE_F16, EXMY_DTYPE_BF16, EXMY_DTYPE_E4M3FN,
+                                   EXMY_DTYPE_E5M2};
   for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
       exmy_array a;
@@ -547,8 +679,8 @@ static void test_round_trips(void) {
         fail("%s: cannot read back the raw file", path);
       }
       free(raw);
-      exmy_array b;
-      rc = exmy_npy_read(path, &b, err, sizeof err);
+      exmy_array b; /* '<V1' does not say which float8 type: say it */
+      rc = exmy_npy_read_as(path, a.dtype, &b, err, sizeof err);
       CHECK(rc == 0, "round trip %s: read failed: %s", path, err);
       if (rc == 0) {
         int ok = b.dtype == a.dtype && b.ndim == a.ndim && b.count == a.count;
@@ -706,7 +838,9 @@ static void test_write_errors(void) {
 
 static void test_bad_files(void) {
   static const char U[] = "unsupported dtype";
-  static const char LIST[] = "(exmy reads float32, float64, uint8, uint16, uint32, uint64)";
+  static const char LIST[] = "(exmy reads float16, float32, float64, uint8, uint16, uint32, uint64, "
+                             "ml_dtypes' bfloat16 ('<V2') and float8_e5m2 ('<f1'), and 'V1' 'V4' 'V8' "
+                             "when told the type)";
   char path[1024];
   size_t n;
 
@@ -846,9 +980,11 @@ static void test_bad_files(void) {
   }
   /* Dtypes. */
   {
-    static const char *bad[] = {"<i4", "<i8", "|i1", "<f2", "|b1", "<c8", "<c16", "|O", "<U3",
-                                "|S5", "|V4", "<M8[ns]", "<u3", "<f1", "<x4", "f4", "float32",
-                                "", "<f4 ", "<u16", "<f16"};
+    /* '<f2' and '<f1' (float16, ml_dtypes' float8_e5m2) are now read;
+     * '|V4' is read only when the caller names the type (test_ml_dtypes). */
+    static const char *bad[] = {"<i4", "<i8", "|i1", "|b1", "<c8", "<c16", "|O", "<U3",
+                                "|S5", "<M8[ns]", "<u3", "<x4", "f4", "float32",
+                                "", "<f4 ", "<u16", "<f16", "|V3", "<V16", "<f3", "<V0"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
       char dict[200], name[64], want[200];
       snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (1,), }", bad[i]);
@@ -856,6 +992,8 @@ static void test_bad_files(void) {
       snprintf(want, sizeof want, "%s '%s' %s", U, bad[i], LIST);
       expect_dict_error(name, dict, 16, want);
     }
+    expect_dict_error("dtype_v4.npy", "{'descr': '|V4', 'fortran_order': False, 'shape': (1,), }", 16,
+                      "dtype '|V4' is 4-byte elements of a type the file does not name");
     expect_dict_error("dtype_struct.npy",
                       "{'descr': [('a', '<f4'), ('b', '<u1')], 'fortran_order': False, 'shape': (1,), }",
                       16, U);
@@ -1039,7 +1177,9 @@ static void test_dtype_api(void) {
 static void test_numpy_dir(const char *dir) {
   static const char *types[] = {"f4", "f8", "u1", "u2", "u4", "u8"};
   static const exmy_dtype dts[] = {EXMY_DTYPE_F32, EXMY_DTYPE_F64, EXMY_DTYPE_U8,
-                                   EXMY_DTYPE_U16, EXMY_DTYPE_U32, EXMY_DTYPE_U64};
+                                   EXMY_DTYPE_U16, EXMY_DTYPE_U32, EXMY_DTYPE_U64,
+                                   EXMY_DTYPE_F16, EXMY_DTYPE_BF16, EXMY_DTYPE_E4M3FN,
+                                   EXMY_DTYPE_E5M2};
   static const struct {
     const char *tag;
     int ndim;
@@ -1109,6 +1249,7 @@ int main(int argc, char **argv) {
   test_dtype_api();
   test_vectors();
   test_round_trips();
+  test_ml_dtypes();
   test_write_errors();
   test_special_files();
   test_bad_files();
