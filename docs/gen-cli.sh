@@ -100,6 +100,33 @@ run "python3 -c \"import numpy as np; print(np.load('s.npy'))\""
 run "exmy quantize-tensor --in x.npy --format e4m3fn --scaling block:1x256 --out q.npy"
 run "exmy whatif --in x.npy --formats e4m3fn --scaling bogus"
 cat <<'EOF2'
+## Decoding codes: decode
+
+`exmy decode FORMAT --in Q.npy --out X.npy [--f64] [--scales S.npy [--scaling RECIPE] [--tensor-scale S_ENC]]`
+writes the exact values of FORMAT's codes as float32 (rounded to nearest even where
+FORMAT does not fit binary32, as `quantize --dequant` does) or, with `--f64`, float64.
+Q holds codes as `quantize`/`quantize-tensor --out` write them (the unsigned type of
+FORMAT's code width), or an ml_dtypes array of that width: `'<V1'`/`'<f1'` (np.save of
+float8 types) and `'<V2'` are read as FORMAT's codes.  A code outside FORMAT's bits is an
+error naming it and its index.  With `--scales`, the values are multiplied as
+`quantize-tensor --dequant` does (decode(q) * scale_inv * tensor_scale_inv, exact in
+double, then rounded), so decode reproduces its `--dequant` bit for bit: float32 scale_inv
+(one element: per tensor; srows x scols: per group, with `--scaling RECIPE` giving the
+group shape), or uint8 scale codes for `--scaling mx`/`mx:ocp` (E8M0) and `nvfp4` (E4M3,
+with `--tensor-scale` the S_enc quantize-tensor prints).  Bad arguments exit 2 with one
+line naming the bad value.
+
+.npy element types (`exmy_npy_read`, `exmy_npy_write`; see [api.md](api.md)): float16 is
+written and read as `'<f2'`.  ml_dtypes' types are not numpy builtins and np.save writes
+them as void: bfloat16 `'<V2'`, float8_e4m3fn (and its other float8 types) `'<V1'`,
+float8_e5m2 `'<f1'` (numpy 2.4, ml_dtypes 0.6; np.load refuses `'<f1'`).  exmy writes
+bfloat16 `'<V2'` and both float8 types `'<V1'`, which
+`np.load(p, allow_pickle=False).view(ml_dtypes.bfloat16)` (or `.float8_e4m3fn`,
+`.float8_e5m2`) reads back.  Reading, `'V2'` is bfloat16 and `'<f1'` float8_e5m2; `'V1'`
+does not say which float8 type it is, so the caller names it (`exmy_npy_read_as`; decode's
+FORMAT).  `exmy quantize --in` takes float16 and bfloat16 tensors (its `--dequant` is then
+float32).
+
 ## Emulated GEMM: gemm
 
 The accumulation models, their exact semantics and a longer comparison are in
