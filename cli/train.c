@@ -3,6 +3,7 @@
 #include "experiments/xp.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +22,23 @@ const char *train_usage =
   "      --prec 'hybrid;recipe=delayed' --calibrate 1 --steps 400\n"
   "Prints a progress bar (a line every log_every steps when not a terminal) and a summary.\n"
   "Exit status: 0 done (a diverged run is still done: see the summary), 2 bad arguments,\n"
-  "1 a failure while running.  --print-config prints the resolved config and exits.\n"
+  "1 a failure while running (a write error, a bad checkpoint), 143 / 130 stopped by SIGTERM /\n"
+  "SIGINT (after the current step, with a checkpoint when --ckpt is given: --resume it).\n"
+  "--print-config prints the resolved config and exits.\n"
   "Keys (docs/training.md):\n";
+
+/* SIGTERM/SIGINT: the signal's number, read by xp_train between steps (the
+ * one global: a signal handler has nowhere else to put it).  A second signal
+ * ends the process at once, as the default action would. */
+static volatile sig_atomic_t stop_signal;
+static void on_stop(int sig) {
+  if (stop_signal) {
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return;
+  }
+  stop_signal = sig;
+}
 
 void train_keys_help(FILE *out) { xp_config_help(out); }
 
@@ -78,11 +94,37 @@ int cmd_train(int argc, char **argv) {
     xp_config_write(&c, stdout);
     return 0;
   }
+  struct sigaction sa, old_term, old_int;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &sa, &old_term);
+  sigaction(SIGINT, &sa, &old_int);
+  /* a signal ignored when we started (nohup, a background job of a script) stays ignored */
+  if (old_term.sa_handler == SIG_IGN) sigaction(SIGTERM, &old_term, NULL);
+  if (old_int.sa_handler == SIG_IGN) sigaction(SIGINT, &old_int, NULL);
+  c.stop = &stop_signal;
   xp_result r;
-  if (xp_train(&c, &r, err, sizeof err)) {
+  const int failed = xp_train(&c, &r, err, sizeof err);
+  sigaction(SIGTERM, &old_term, NULL);
+  sigaction(SIGINT, &old_int, NULL);
+  if (failed) {
     fprintf(stderr, "exmy: train: %s\n", err);
     xp_result_free(&r);
     return 1;
+  }
+  if (r.stopped) {
+    const char *name = r.stopped == SIGTERM ? "SIGTERM" : r.stopped == SIGINT ? "SIGINT" : "a signal";
+    if (c.ckpt[0])
+      fprintf(stderr, "exmy: train: stopped by %s after %ld steps; checkpoint '%s' written (continue with --resume %s)\n",
+              name, r.steps_done, c.ckpt, c.ckpt);
+    else
+      fprintf(stderr, "exmy: train: stopped by %s after %ld steps; no checkpoint (no --ckpt given)\n", name,
+              r.steps_done);
+    const int status = 128 + r.stopped;
+    xp_result_free(&r);
+    return status;
   }
   print_result(&c, &r);
   xp_result_free(&r);

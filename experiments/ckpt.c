@@ -2,44 +2,106 @@
  * the weights, AdamW's moments, the step, the delayed-scaling recipes, the
  * fallback state, the detector and the losses so far.  (The data of a step
  * is a function of the seed and the step, so it needs no state.)  Written to
- * PATH.tmp, flushed, then renamed over PATH: a crash never leaves a torn
- * checkpoint.  Little-endian host layout; the header says so. */
+ * PATH.tmp, flushed, fsynced, then renamed over PATH (and the folder
+ * fsynced): a crash or a failed write never leaves a torn checkpoint and
+ * never touches the previous one.  Little-endian host layout; the header
+ * says so.  Version 2 ends with a 64-bit FNV-1a checksum of every byte
+ * before it, so a corrupt or truncated file is refused. */
 #include "experiments/xp.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAGIC "EXMYCKPT"
-#define VERSION 1u
+#define VERSION 2u
+#define FNV_OFFSET 0xcbf29ce484222325ull
+#define FNV_PRIME 0x100000001b3ull
 
-static int wr(FILE *f, const void *p, size_t n) { return fwrite(p, 1, n, f) == n ? 0 : -1; }
-static int rd(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n ? 0 : -1; }
-#define W(x) wr(f, &(x), sizeof(x))
-#define R(x) rd(f, &(x), sizeof(x))
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * FNV_PRIME;
+  return h;
+}
+
+typedef struct { FILE *f; uint64_t h; int err; } writer; /* err: the first write's errno */
+static void wr(writer *w, const void *p, size_t n) {
+  if (w->err || !n) return;
+  w->h = fnv1a(w->h, p, n);
+  errno = 0;
+  if (fwrite(p, 1, n, w->f) != n) w->err = errno ? errno : EIO;
+}
+typedef struct { const unsigned char *p; size_t len, off; int bad; } reader;
+static void rd(reader *r, void *p, size_t n) {
+  if (r->bad || n > r->len - r->off) { r->bad = 1; return; }
+  memcpy(p, r->p + r->off, n);
+  r->off += n;
+}
+#define W(x) wr(&w, &(x), sizeof(x))
+#define R(x) rd(&r, &(x), sizeof(x))
+
+/* test hook (tests/test_faults.sh): sleep this many ms between writing PATH.tmp and the rename */
+static void test_delay(void) {
+  const char *e = getenv("EXMY_TEST_CKPT_DELAY_MS");
+  const long ms = e ? atol(e) : 0;
+  if (ms > 0) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) && errno == EINTR) {}
+  }
+}
+
+static void fsync_dir(const char *path) { /* make the rename durable; best effort */
+  char dir[XP_PATH];
+  const char *slash = strrchr(path, '/');
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else snprintf(dir, sizeof dir, "%.*s", (int)(slash == path ? 1 : slash - path), path);
+  const int fd = open(dir, O_RDONLY);
+  if (fd >= 0) {
+    (void)fsync(fd);
+    close(fd);
+  }
+}
 
 int xp_ckpt_save(const char *path, const xp_ckpt_state *s, char *err, size_t errlen) {
   char tmp[XP_PATH + 8];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   FILE *f = fopen(tmp, "wb");
   if (!f) return xp_errf(err, errlen, "checkpoint: cannot write '%s': %s", tmp, strerror(errno));
-  int bad = 0;
+  writer w = {f, FNV_OFFSET, 0};
   const uint32_t version = VERSION, endian = 0x01020304u;
-  bad |= wr(f, MAGIC, 8) | W(version) | W(endian);
+  wr(&w, MAGIC, 8);
+  W(version);
+  W(endian);
   const uint32_t tl = (uint32_t)strlen(s->prec_key);
-  bad |= W(tl) | wr(f, s->prec_key, tl);
-  bad |= W(s->step) | W(s->optim->t);
+  W(tl);
+  wr(&w, s->prec_key, tl);
+  W(s->step);
+  W(s->optim->t);
   const uint64_t n = s->model->nparams;
-  bad |= W(n) | wr(f, s->model->params, n * 4) | wr(f, s->optim->m, n * 4) | wr(f, s->optim->v, n * 4);
-  bad |= W(s->fallback_left) | W(s->fallbacks) | W(s->checks);
+  W(n);
+  wr(&w, s->model->params, n * 4);
+  wr(&w, s->optim->m, n * 4);
+  wr(&w, s->optim->v, n * 4);
+  W(s->fallback_left);
+  W(s->fallbacks);
+  W(s->checks);
   const xp_detector *d = s->det;
-  bad |= W(d->window) | W(d->factor) | W(d->seen) | W(d->first) | W(d->spikes) | W(d->first_spike) |
-         W(d->diverged_at) | wr(f, d->ring, (size_t)d->window * sizeof(double));
+  W(d->window);
+  W(d->factor);
+  W(d->seen);
+  W(d->first);
+  W(d->spikes);
+  W(d->first_spike);
+  W(d->diverged_at);
+  wr(&w, d->ring, (size_t)d->window * sizeof(double));
   const uint64_t nl = (uint64_t)s->nloss;
-  bad |= W(nl) | wr(f, s->loss, nl * sizeof(double));
+  W(nl);
+  wr(&w, s->loss, nl * sizeof(double));
   const int32_t nlin = s->ctx->nlin;
-  bad |= W(nlin);
+  W(nlin);
   for (int i = 0; i < nlin; i++) {
     const exmy_recipe *rec[XP_NKIND];
     exmy_recipe_state *st[XP_NKIND];
@@ -47,101 +109,192 @@ int xp_ckpt_save(const char *path, const xp_ckpt_state *s, char *err, size_t err
     for (int t = 0; t < XP_NKIND; t++) {
       const exmy_recipe_state *r = st[t];
       const int32_t kind = rec[t]->kind, len = r->history ? r->history_len : 0;
-      bad |= W(kind) | W(len) | W(r->scale) | W(r->scale_inv) | W(r->fmax) | W(r->steps);
-      if (len) bad |= wr(f, r->history, (size_t)len * sizeof(float));
+      W(kind);
+      W(len);
+      W(r->scale);
+      W(r->scale_inv);
+      W(r->fmax);
+      W(r->steps);
+      wr(&w, r->history, (size_t)len * sizeof(float));
     }
   }
-  bad |= fflush(f) != 0;
-  bad |= fsync(fileno(f)) != 0;
-  bad |= fclose(f) != 0;
-  if (bad) {
+  const uint64_t sum = w.h;
+  wr(&w, &sum, sizeof sum);
+  int e = w.err;
+  errno = 0;
+  if (!e && fflush(f)) e = errno ? errno : EIO;
+  if (!e && fsync(fileno(f))) e = errno ? errno : EIO;
+  errno = 0;
+  if (fclose(f) && !e) e = errno ? errno : EIO;
+  if (e) {
     unlink(tmp);
-    return xp_errf(err, errlen, "checkpoint: writing '%s' failed: %s", tmp, strerror(errno));
+    return xp_errf(err, errlen, "checkpoint: writing '%s' failed: %s (the previous checkpoint '%s' is unchanged)", tmp,
+                   strerror(e), path);
   }
+  test_delay();
   if (rename(tmp, path)) {
+    e = errno;
     unlink(tmp);
-    return xp_errf(err, errlen, "checkpoint: cannot rename to '%s': %s", path, strerror(errno));
+    return xp_errf(err, errlen, "checkpoint: cannot rename '%s' to '%s': %s", tmp, path, strerror(e));
   }
+  fsync_dir(path);
   return 0;
 }
 
-int xp_ckpt_load(const char *path, xp_ckpt_state *s, int *same_prec, char *err, size_t errlen) {
+/* The whole file, checked: magic, version, byte order, checksum. */
+static unsigned char *read_checked(const char *path, size_t *len, char *err, size_t errlen) {
   FILE *f = fopen(path, "rb");
-  if (!f) return xp_errf(err, errlen, "resume: cannot open '%s': %s", path, strerror(errno));
-  char magic[8];
-  uint32_t version = 0, endian = 0, tl = 0;
-  if (rd(f, magic, 8) || memcmp(magic, MAGIC, 8) || R(version) || R(endian) || R(tl) || tl > 4096) {
-    fclose(f);
-    return xp_errf(err, errlen, "resume: '%s' is not an exmy checkpoint", path);
+  if (!f) {
+    xp_errf(err, errlen, "resume: cannot open '%s': %s", path, strerror(errno));
+    return NULL;
   }
-  if (version != VERSION || endian != 0x01020304u) {
+  unsigned char *buf = NULL;
+  long size = -1;
+  if (!fseek(f, 0, SEEK_END)) size = ftell(f);
+  if (size < 0 || fseek(f, 0, SEEK_SET)) {
     fclose(f);
-    return xp_errf(err, errlen, "resume: '%s' has an unsupported version or byte order", path);
+    xp_errf(err, errlen, "resume: cannot read '%s': %s", path, strerror(errno));
+    return NULL;
+  }
+  buf = malloc((size_t)size + 1);
+  if (!buf || fread(buf, 1, (size_t)size, f) != (size_t)size) {
+    const int e = errno;
+    fclose(f);
+    free(buf);
+    xp_errf(err, errlen, "resume: cannot read '%s': %s", path, buf ? strerror(e) : "out of memory");
+    return NULL;
+  }
+  fclose(f);
+  uint32_t version = 0, endian = 0;
+  if (size < 16 || memcmp(buf, MAGIC, 8)) {
+    free(buf);
+    xp_errf(err, errlen, "resume: '%s' is not an exmy checkpoint", path);
+    return NULL;
+  }
+  memcpy(&version, buf + 8, 4);
+  memcpy(&endian, buf + 12, 4);
+  if (version != VERSION) {
+    free(buf);
+    xp_errf(err, errlen, "resume: '%s' is a version %u checkpoint; this exmy reads version %u only", path, version,
+            VERSION);
+    return NULL;
+  }
+  if (endian != 0x01020304u) {
+    free(buf);
+    xp_errf(err, errlen, "resume: '%s' was written on a machine of the other byte order", path);
+    return NULL;
+  }
+  uint64_t sum = 0;
+  if (size >= 24) memcpy(&sum, buf + size - 8, 8);
+  if (size < 24 || fnv1a(FNV_OFFSET, buf, (size_t)size - 8) != sum) {
+    free(buf);
+    xp_errf(err, errlen, "resume: '%s' is corrupt or truncated (checksum mismatch)", path);
+    return NULL;
+  }
+  *len = (size_t)size - 8;
+  return buf;
+}
+
+int xp_ckpt_load(const char *path, xp_ckpt_state *s, int *same_prec, char *err, size_t errlen) {
+  size_t len = 0;
+  unsigned char *buf = read_checked(path, &len, err, errlen);
+  if (!buf) return -1;
+  reader r = {buf, len, 16, 0};
+  int rc = -1;
+  uint32_t tl = 0;
+  R(tl);
+  if (r.bad || tl > 4096) {
+    xp_errf(err, errlen, "resume: '%s' is not an exmy checkpoint", path);
+    goto done;
   }
   char key[4097];
-  int bad = rd(f, key, tl);
+  rd(&r, key, tl);
   key[tl] = 0;
   *same_prec = !strcmp(key, s->prec_key);
   long step;
-  bad |= R(step) | R(s->optim->t);
+  R(step);
+  R(s->optim->t);
   uint64_t n = 0;
-  bad |= R(n);
-  if (bad || n != s->model->nparams) {
-    fclose(f);
-    return xp_errf(err, errlen, "resume: '%s' holds %llu parameters, this model has %zu (model settings differ)", path,
-                   (unsigned long long)n, s->model->nparams);
+  R(n);
+  if (r.bad || n != s->model->nparams) {
+    xp_errf(err, errlen, "resume: '%s' holds %llu parameters, this model has %zu (model settings differ)", path,
+            (unsigned long long)n, s->model->nparams);
+    goto done;
   }
   s->step = step;
-  bad |= rd(f, s->model->params, n * 4) | rd(f, s->optim->m, n * 4) | rd(f, s->optim->v, n * 4);
-  bad |= R(s->fallback_left) | R(s->fallbacks) | R(s->checks);
+  rd(&r, s->model->params, n * 4);
+  rd(&r, s->optim->m, n * 4);
+  rd(&r, s->optim->v, n * 4);
+  R(s->fallback_left);
+  R(s->fallbacks);
+  R(s->checks);
   xp_detector *d = s->det;
-  int window;
-  bad |= R(window);
-  if (bad || window != d->window) {
-    fclose(f);
-    return xp_errf(err, errlen, "resume: '%s' is truncated or its spike_window differs", path);
+  int window = 0;
+  R(window);
+  if (r.bad || window != d->window) {
+    xp_errf(err, errlen, "resume: '%s' has spike_window %d, this run %d", path, window, d->window);
+    goto done;
   }
-  bad |= R(d->factor) | R(d->seen) | R(d->first) | R(d->spikes) | R(d->first_spike) | R(d->diverged_at) |
-         rd(f, d->ring, (size_t)window * sizeof(double));
+  R(d->factor);
+  R(d->seen);
+  R(d->first);
+  R(d->spikes);
+  R(d->first_spike);
+  R(d->diverged_at);
+  rd(&r, d->ring, (size_t)window * sizeof(double));
   uint64_t nl = 0;
-  bad |= R(nl);
-  if (bad || nl > (uint64_t)1 << 40) {
-    fclose(f);
-    return xp_errf(err, errlen, "resume: '%s' is truncated", path);
+  R(nl);
+  if (r.bad || nl > (r.len - r.off) / sizeof(double)) {
+    xp_errf(err, errlen, "resume: '%s' is malformed (loss history)", path);
+    goto done;
   }
   s->loss = malloc((nl + 1) * sizeof(double));
   s->nloss = (long)nl;
-  bad |= !s->loss || rd(f, s->loss, nl * sizeof(double));
-  int32_t nlin = 0;
-  bad |= R(nlin);
-  if (bad || nlin != s->ctx->nlin) {
-    fclose(f);
-    return xp_errf(err, errlen, "resume: '%s' is truncated or has other layers", path);
+  if (!s->loss) {
+    xp_errf(err, errlen, "out of memory");
+    goto done;
   }
-  for (int i = 0; i < nlin && !bad; i++) {
+  rd(&r, s->loss, nl * sizeof(double));
+  int32_t nlin = 0;
+  R(nlin);
+  if (r.bad || nlin != s->ctx->nlin) {
+    xp_errf(err, errlen, "resume: '%s' has %d linear layers, this model %d (model settings differ)", path, (int)nlin,
+            s->ctx->nlin);
+    goto done;
+  }
+  for (int i = 0; i < nlin && !r.bad; i++) {
     const exmy_recipe *rec[XP_NKIND];
     exmy_recipe_state *st[XP_NKIND];
     xp_ctx_recipes(s->ctx, i, rec, st);
-    for (int t = 0; t < XP_NKIND && !bad; t++) {
+    for (int t = 0; t < XP_NKIND && !r.bad; t++) {
       exmy_recipe_state tmp;
-      int32_t kind, len;
-      bad |= R(kind) | R(len) | R(tmp.scale) | R(tmp.scale_inv) | R(tmp.fmax) | R(tmp.steps);
-      if (bad || len < 0 || len > (1 << 24)) { bad = 1; break; }
-      float *hist = malloc((size_t)len * sizeof(float) + 1);
-      bad |= !hist || (len && rd(f, hist, (size_t)len * sizeof(float)));
+      int32_t kind = 0, hlen = 0;
+      R(kind);
+      R(hlen);
+      R(tmp.scale);
+      R(tmp.scale_inv);
+      R(tmp.fmax);
+      R(tmp.steps);
+      if (r.bad || hlen < 0 || (size_t)hlen > (r.len - r.off) / sizeof(float)) { r.bad = 1; break; }
+      const unsigned char *hist = r.p + r.off;
+      r.off += (size_t)hlen * sizeof(float);
       /* the scaling state carries over only into the same precision */
-      exmy_recipe_state *r = st[t];
-      if (!bad && *same_prec && (int32_t)rec[t]->kind == kind && (r->history ? r->history_len : 0) == len) {
-        r->scale = tmp.scale;
-        r->scale_inv = tmp.scale_inv;
-        r->fmax = tmp.fmax;
-        r->steps = tmp.steps;
-        if (len) memcpy(r->history, hist, (size_t)len * sizeof(float));
+      exmy_recipe_state *rs = st[t];
+      if (*same_prec && (int32_t)rec[t]->kind == kind && (rs->history ? rs->history_len : 0) == hlen) {
+        rs->scale = tmp.scale;
+        rs->scale_inv = tmp.scale_inv;
+        rs->fmax = tmp.fmax;
+        rs->steps = tmp.steps;
+        if (hlen) memcpy(rs->history, hist, (size_t)hlen * sizeof(float));
       }
-      free(hist);
     }
   }
-  fclose(f);
-  if (bad) return xp_errf(err, errlen, "resume: '%s' is truncated", path);
-  return 0;
+  if (r.bad || r.off != r.len) {
+    xp_errf(err, errlen, "resume: '%s' is malformed (scaling state)", path);
+    goto done;
+  }
+  rc = 0;
+done:
+  free(buf);
+  return rc;
 }

@@ -25,14 +25,23 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* fclose, and any write error since fopen: -1 with a message naming the file */
+static int close_checked(FILE *f, const char *path, char *err, size_t errlen) {
+  const int e0 = errno, bad = ferror(f);
+  errno = 0;
+  const int fail = fclose(f);
+  if (bad || fail) return xp_errf(err, errlen, "cannot write '%s': %s", path, strerror(fail && errno ? errno : e0 ? e0 : EIO));
+  return 0;
+}
+
 static void json_double(FILE *f, const char *key, double v, int comma) {
   if (isfinite(v)) fprintf(f, "  \"%s\": %.9g%s\n", key, v, comma ? "," : "");
   else fprintf(f, "  \"%s\": null%s\n", key, comma ? "," : "");
 }
 
-static void write_summary(const xp_config *c, const xp_result *r, const char *path) {
+static int write_summary(const xp_config *c, const xp_result *r, const char *path, char *err, size_t errlen) {
   FILE *f = fopen(path, "w");
-  if (!f) return;
+  if (!f) return xp_errf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
   fprintf(f, "{\n");
   fprintf(f, "  \"steps_done\": %ld,\n", r->steps_done);
   json_double(f, "first_loss", r->first_loss, 1);
@@ -66,7 +75,7 @@ static void write_summary(const xp_config *c, const xp_result *r, const char *pa
     free(buf);
   }
   fprintf(f, "\n  ]\n}\n");
-  fclose(f);
+  return close_checked(f, path, err, errlen);
 }
 
 static void progress_line(const xp_config *c, long step, double loss, double lr, double sec_per_step, int mode,
@@ -108,13 +117,15 @@ typedef struct run {
   xp_detector det;
   xp_batch_buf bb;
   int have_model, have_data, have_ctx, have_opt, have_det, have_bb;
-  FILE *loss_csv, *stats_csv, *stats_jsonl;
+  FILE *log[3];                 /* loss.csv, stats.csv, stats.jsonl (NULL: not written) */
+  char log_path[3][XP_PATH + 32];
 } run;
+enum { LOG_LOSS, LOG_STATS, LOG_JSONL };
+static const char *const log_name[3] = {"loss.csv", "stats.csv", "stats.jsonl"};
 
 static void run_free(run *r) {
-  if (r->loss_csv) fclose(r->loss_csv);
-  if (r->stats_csv) fclose(r->stats_csv);
-  if (r->stats_jsonl) fclose(r->stats_jsonl);
+  for (int i = 0; i < 3; i++)
+    if (r->log[i]) fclose(r->log[i]);
   if (r->have_bb) xp_batch_free(&r->bb);
   if (r->have_det) xp_detector_free(&r->det);
   if (r->have_opt) xp_optim_free(&r->opt);
@@ -130,12 +141,82 @@ static int step_grad(run *r, int mode, double *loss) {
   return xp_model_backward(&r->model, &r->ctx, &r->bb.b);
 }
 
-static FILE *open_out(const xp_config *c, const char *name, int append, char *err, size_t errlen) {
-  char path[XP_PATH + 64];
-  snprintf(path, sizeof path, "%s/%s", c->out_dir, name);
-  FILE *f = fopen(path, append ? "a" : "w");
-  if (!f) xp_errf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
-  return f;
+/* Open log i.  A resumed run (resume: the checkpoint's step `start`) keeps
+ * the header and the complete rows of steps before `start` and drops the
+ * rest (rows a run wrote after its last checkpoint before it died), so the
+ * file continues exactly as an uninterrupted run's; *rows: the rows kept. */
+static int open_log(const xp_config *c, run *r, int i, int resume, long start, long *rows, char *err, size_t errlen) {
+  char *path = r->log_path[i];
+  snprintf(path, sizeof r->log_path[i], "%s/%s", c->out_dir, log_name[i]);
+  FILE *f = resume ? fopen(path, "r+") : NULL;
+  if (!f && resume && errno != ENOENT) return xp_errf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
+  long keep = 0;
+  *rows = 0;
+  if (f) {
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, f)) > 0 && line[n - 1] == '\n') {
+      const char *p = line;
+      if (i == LOG_JSONL) {
+        if (strncmp(p, "{\"step\":", 8)) break;
+        p += 8;
+      }
+      if (*p >= '0' && *p <= '9') {
+        if (strtol(p, NULL, 10) >= start) break;
+        ++*rows;
+      } else if (i == LOG_JSONL || keep) break; /* a csv's header is its first line */
+      keep += (long)n;
+    }
+    free(line);
+    if (ferror(f) || fflush(f) || ftruncate(fileno(f), keep) || fseek(f, keep, SEEK_SET)) {
+      const int e = errno;
+      fclose(f);
+      return xp_errf(err, errlen, "cannot rewrite '%s': %s", path, strerror(e));
+    }
+  } else if (!(f = fopen(path, "w"))) return xp_errf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+  r->log[i] = f;
+  if (keep == 0) {
+    if (i == LOG_LOSS) fprintf(f, "step,loss,lr,grad_norm,mode,spike\n");
+    if (i == LOG_STATS) xp_ctx_stats_header(f);
+  }
+  return 0;
+}
+
+/* Any write error in the logs so far (flush: also flush and fsync them,
+ * before a checkpoint says their rows exist): -1 naming the file. */
+static int logs_check(run *r, int flush, char *err, size_t errlen) {
+  const int e0 = errno;
+  for (int i = 0; i < 3; i++) {
+    FILE *f = r->log[i];
+    if (!f) continue;
+    if (ferror(f)) return xp_errf(err, errlen, "cannot write '%s': %s", r->log_path[i], strerror(e0 ? e0 : EIO));
+    errno = 0;
+    if (flush && (fflush(f) || fsync(fileno(f))))
+      return xp_errf(err, errlen, "cannot write '%s': %s", r->log_path[i], strerror(errno ? errno : EIO));
+  }
+  return 0;
+}
+
+static int logs_close(run *r, char *err, size_t errlen) {
+  int rc = 0;
+  for (int i = 0; i < 3; i++) {
+    if (!r->log[i]) continue;
+    if (close_checked(r->log[i], r->log_path[i], rc ? NULL : err, rc ? 0 : errlen)) rc = -1;
+    r->log[i] = NULL;
+  }
+  return rc;
+}
+
+/* config.txt (and summary.json's config): the run's settings without
+ * `resume`, so a resumed run's files equal an uninterrupted run's */
+static int write_config(const xp_config *c, char *err, size_t errlen) {
+  char path[XP_PATH + 32];
+  snprintf(path, sizeof path, "%s/config.txt", c->out_dir);
+  FILE *f = fopen(path, "w");
+  if (!f) return xp_errf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+  xp_config_write(c, f);
+  return close_checked(f, path, err, errlen);
 }
 
 int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
@@ -148,6 +229,7 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
   if (c->threads > 0) omp_set_num_threads(c->threads);
   run r;
   memset(&r, 0, sizeof r);
+  xp_config *written = NULL; /* the config as config.txt and summary.json give it */
   int rc = -1;
   const double t0 = now();
   if (xp_data_init(&r.data, c, err, errlen)) goto out;
@@ -195,19 +277,25 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
   const int tty = c->progress == 1 && isatty(2);
   if (c->out_dir[0]) {
     mkdir(c->out_dir, 0777);
-    /* a resumed run continues its files; a new file gets its header */
-    const int append = c->resume[0] && start > 0;
-    if (!(r.loss_csv = open_out(c, "loss.csv", append, err, errlen))) goto out;
-    if (ftell(r.loss_csv) == 0) fprintf(r.loss_csv, "step,loss,lr,grad_norm,mode,spike\n");
+    /* a resumed run continues its files from the checkpoint's step; a new file gets its header */
+    const int resumed = c->resume[0] != 0;
+    long rows = 0;
+    if (open_log(c, &r, LOG_LOSS, resumed, start, &rows, err, errlen)) goto out;
+    if (resumed && rows != start && c->progress)
+      fprintf(stderr, "note: %s holds %ld of the %ld rows before step %ld (the missing ones are not rewritten)\n",
+              r.log_path[LOG_LOSS], rows, start, start);
     if (c->stats_every) {
-      if (!(r.stats_csv = open_out(c, "stats.csv", append, err, errlen))) goto out;
-      if (!(r.stats_jsonl = open_out(c, "stats.jsonl", append, err, errlen))) goto out;
-      if (ftell(r.stats_csv) == 0) xp_ctx_stats_header(r.stats_csv);
+      if (open_log(c, &r, LOG_STATS, resumed, start, &rows, err, errlen)) goto out;
+      if (open_log(c, &r, LOG_JSONL, resumed, start, &rows, err, errlen)) goto out;
     }
-    FILE *cf = open_out(c, "config.txt", 0, err, errlen);
-    if (!cf) goto out;
-    xp_config_write(c, cf);
-    fclose(cf);
+    if (!(written = malloc(sizeof *written))) {
+      xp_errf(err, errlen, "out of memory");
+      goto out;
+    }
+    *written = *c;
+    written->resume[0] = 0;
+    written->stop = NULL;
+    if (write_config(written, err, errlen)) goto out;
   }
 
   /* Transformer Engine's calibration: high-precision steps that only fill
@@ -259,24 +347,36 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
     if (mode == XP_MODE_HIGH && fallback_left > 0) fallback_left--;
     const int verdict = xp_detector_feed(&r.det, s, loss);
     res->loss[s] = loss;
-    if (r.loss_csv)
-      fprintf(r.loss_csv, "%ld,%.9g,%.9g,%.9g,%s,%d\n", s, loss, lr, gnorm, mode == XP_MODE_HIGH ? "high" : "fp8",
+    if (r.log[LOG_LOSS])
+      fprintf(r.log[LOG_LOSS], "%ld,%.9g,%.9g,%.9g,%s,%d\n", s, loss, lr, gnorm, mode == XP_MODE_HIGH ? "high" : "fp8",
               verdict == 1);
-    if (r.ctx.collect_stats && r.stats_csv) xp_ctx_stats_write(&r.ctx, s, r.stats_csv, r.stats_jsonl);
+    if (r.ctx.collect_stats && r.log[LOG_STATS]) xp_ctx_stats_write(&r.ctx, s, r.log[LOG_STATS], r.log[LOG_JSONL]);
+    if (logs_check(&r, 0, err, errlen)) goto out;
     if (c->progress && (tty || (s + 1) % c->log_every == 0 || s + 1 == end))
       progress_line(c, s, loss, lr, (now() - tloop) / (double)(s - start + 1), mode, tty);
     if (c->ckpt[0] && c->ckpt_every && (s + 1) % c->ckpt_every == 0) {
-      if (save_ckpt(c, &cs, s + 1, fallback_left, res, err, errlen)) goto out;
+      if (logs_check(&r, 1, err, errlen) || save_ckpt(c, &cs, s + 1, fallback_left, res, err, errlen)) goto out;
     }
     if (!isfinite(loss)) {
       s++;
       if (c->progress) fprintf(stderr, "%sstep %ld: loss is %g: the run diverged; stopping\n", tty ? "\n" : "", s - 1, loss);
       break;
     }
+    if (c->stop && *c->stop) { /* SIGTERM/SIGINT (cli/train.c): checkpoint below, then return */
+      res->stopped = *c->stop;
+      s++;
+      if (tty) fputc('\n', stderr);
+      break;
+    }
   }
   res->steps_done = s;
   if (c->ckpt[0] && !(c->ckpt_every && s % c->ckpt_every == 0)) {
-    if (save_ckpt(c, &cs, s, fallback_left, res, err, errlen)) goto out;
+    if (logs_check(&r, 1, err, errlen) || save_ckpt(c, &cs, s, fallback_left, res, err, errlen)) goto out;
+  }
+  if (logs_close(&r, err, errlen)) goto out;
+  if (res->stopped) { /* interrupted: the run is not over, so no validation and no summary */
+    rc = 0;
+    goto out;
   }
   const double loop_s = now() - tloop;
   /* validation: forward only in the run's precision (delayed state is not stepped) */
@@ -313,13 +413,14 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
   if (c->out_dir[0]) {
     char path[XP_PATH + 32];
     snprintf(path, sizeof path, "%s/summary.json", c->out_dir);
-    write_summary(c, res, path);
+    if (write_summary(written, res, path, err, errlen)) goto out;
   }
   rc = 0;
   goto out;
 gemm_fail:
   xp_errf(err, errlen, "step %ld: %s", r.ctx.step, r.ctx.err[0] ? r.ctx.err : "a GEMM failed");
 out:
+  free(written);
   run_free(&r);
   if (c->threads > 0) omp_set_num_threads(old_threads);
   return rc;

@@ -9,6 +9,7 @@
 #ifndef EXMY_XP_H
 #define EXMY_XP_H
 #include "exmy.h"
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -108,6 +109,10 @@ typedef struct xp_config {
   int spike_window;             /* trailing window of the spike rule */
   double spike_factor;          /* spike: loss > factor * trailing median */
   int progress;                 /* 1 progress bar (terminal), 0 quiet, 2 one line per log_every */
+  /* not a key: when set and nonzero (a signal handler sets it to the signal's
+     number), the run checkpoints after the current step and returns with
+     xp_result.stopped set (no validation, no summary.json) */
+  volatile sig_atomic_t *stop;
   long eval_batches;            /* validation batches at the end (0 none) */
 } xp_config;
 
@@ -355,6 +360,7 @@ typedef struct xp_result {
   double seconds, tokens_per_s;
   size_t nparams;
   double *loss;                 /* per-step losses (steps_done of them; caller frees) */
+  int stopped;                  /* *cfg->stop's value when the run stopped on it, else 0 */
 } xp_result;
 
 /* Run training as configured: resume, calibrate, train, check/fallback,
