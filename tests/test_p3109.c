@@ -3,8 +3,9 @@
  *
  *   test_p3109 [DIR]
  *
- * DIR (else env EXMY_P3109_DIR, else ../shared/reference/p3109-value-tables
- * next to the source tree) holds BinaryKpP{s,u}{e,f}.csv with columns
+ * DIR, else env EXMY_P3109_DIR, else the copy vendored in the source tree,
+ * tests/data/p3109 (found from env srcdir, set by `make check`, or from this
+ * file's directory), holds BinaryKpP{s,u}{e,f}.csv with columns
  * codepoint,value,subnormal: value a C99 hex float, Inf, -Inf or NaN;
  * subnormal '*' or blank.  For every file the lowercased stem
  * (binary8p4se, ...) must parse with exmy_format_parse, and for every row
@@ -12,10 +13,12 @@
  * the class, and the array decoders the same.  The table has 2^K rows, one
  * per code.  exmy_format_info must agree with the table: largest finite,
  * smallest normal and subnormal, epsilon, the number of finite codes and the
- * codes of zero, inf and NaN.  Deterministic: no seed.
+ * codes of zero, inf and NaN.  All 120 tables of K = 3..8 must be there.
+ * Deterministic: no seed.
  *
- * Exit 0 pass, 1 fail (also when DIR is given and unreadable), 77 when no
- * table directory is found otherwise. */
+ * Exit 0 pass, 1 fail, also when no table directory is found: the tables
+ * are part of the source tree (tests/data/p3109/README.md), so a missing
+ * copy is a broken tree, not a reason to skip. */
 #define _POSIX_C_SOURCE 200809L
 #include "testutil.h"
 
@@ -25,49 +28,35 @@
 #include <math.h>
 #include <sys/stat.h>
 
-#define DEFAULT_SUBDIR "shared/reference/p3109-value-tables"
+#define VENDORED_SUBDIR "tests/data/p3109"
 
 static int is_dir(const char *p) {
   struct stat st;
   return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* The directory of this source file, then its parent (the source tree). */
-static void source_parent(char *buf, size_t len) {
-  snprintf(buf, len, "%s", __FILE__);
-  char *slash = strrchr(buf, '/');
-  if (slash) *slash = 0; else snprintf(buf, len, ".");
-}
-
-static const char *find_dir(int argc, char **argv, int *explicit_dir) {
-  static char cand[8][1024];
-  *explicit_dir = 1;
+/* The directory given on the command line or in EXMY_P3109_DIR, else the
+ * vendored copy; NULL (with the places tried printed) when there is none. */
+static const char *find_dir(int argc, char **argv) {
+  static char cand[4][1024];
   if (argc > 1) return argv[1];
-  *explicit_dir = 0;
-  /* The environment (set by `make check`) points at the default place; a
-   * tree without it skips rather than fails. */
   const char *env = getenv("EXMY_P3109_DIR");
-  if (env && *env) {
-    if (is_dir(env)) return env;
-    printf("note: EXMY_P3109_DIR=%s is not a directory\n", env);
-  }
+  if (env && *env) return env; /* an explicit choice: unreadable is a failure */
   int n = 0;
+  const char *sd = getenv("srcdir"); /* automake's test harness: the top source dir */
+  if (sd && *sd) snprintf(cand[n++], sizeof cand[0], "%s/%s", sd, VENDORED_SUBDIR);
+  /* This file's directory (tests/) as the compiler saw it. */
   char src[900];
-  source_parent(src, sizeof src); /* .../tests */
-  snprintf(cand[n++], sizeof cand[0], "%s/../../%s", src, DEFAULT_SUBDIR);
-#ifdef EXMY_SOURCE_DIR
-  snprintf(cand[n++], sizeof cand[0], "%s/../%s", EXMY_SOURCE_DIR, DEFAULT_SUBDIR);
-#endif
-  const char *sd = getenv("srcdir"); /* automake's test harness */
-  if (sd && *sd) {
-    snprintf(cand[n++], sizeof cand[0], "%s/../%s", sd, DEFAULT_SUBDIR);
-    snprintf(cand[n++], sizeof cand[0], "%s/../../%s", sd, DEFAULT_SUBDIR);
+  snprintf(src, sizeof src, "%s", __FILE__);
+  char *slash = strrchr(src, '/');
+  if (slash) {
+    *slash = 0;
+    snprintf(cand[n++], sizeof cand[0], "%s/data/p3109", src);
   }
-  snprintf(cand[n++], sizeof cand[0], "../%s", DEFAULT_SUBDIR);
-  snprintf(cand[n++], sizeof cand[0], "../../%s", DEFAULT_SUBDIR);
-  snprintf(cand[n++], sizeof cand[0], "../../../%s", DEFAULT_SUBDIR);
+  snprintf(cand[n++], sizeof cand[0], "%s", VENDORED_SUBDIR); /* run from the top dir */
   for (int i = 0; i < n; i++)
     if (is_dir(cand[i])) return cand[i];
+  for (int i = 0; i < n; i++) printf("note: no directory %s\n", cand[i]);
   return NULL;
 }
 
@@ -337,17 +326,15 @@ static int cmp_str(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
   (void)tu_seed; /* deterministic: no seed */
-  int explicit_dir;
-  const char *dir = find_dir(argc, argv, &explicit_dir);
+  const char *dir = find_dir(argc, argv);
   if (!dir) {
-    printf("test_p3109: skipped: no P3109 value tables (give a directory, set EXMY_P3109_DIR, or provide ../%s)\n",
-           DEFAULT_SUBDIR);
-    return 77;
+    printf("FAIL test_p3109: the vendored P3109 value tables (%s in the source tree) are missing;"
+           " give a directory or set EXMY_P3109_DIR\n", VENDORED_SUBDIR);
+    return 1;
   }
   DIR *d = opendir(dir);
   if (!d) {
-    printf("test_p3109: cannot read directory %s: %s\n", dir, strerror(errno));
-    if (!explicit_dir) return 77;
+    printf("FAIL test_p3109: cannot read directory %s: %s\n", dir, strerror(errno));
     return 1;
   }
   printf("test_p3109: tables in %s (deterministic, no seed)\n", dir);

@@ -9,6 +9,9 @@
 #   SVG + PNG plots when gnuplot is installed (skipped otherwise);
 #   `exmy study` with no name is the default study and ends with the table and
 #   where the report is; --threads 1 and 2 give the same numbers;
+#   at --tiny (fixed seeds 1..N, fixed steps, built-in corpus) every study's
+#   verdicts, with the numbers in them that decide them, are exactly the ones
+#   recorded below (the runs are deterministic for any thread count);
 #   errors (unknown study, bad --lrs, --set with an unknown key, --tiny with
 #   --full, a bad --steps) exit 2 with one line naming the bad text.
 # Prints `ok N - desc` / `not ok N - desc`; ends `test_study_cli: N checks, N failures`.
@@ -56,6 +59,42 @@ check_err "--set without =" "novalue"
 run study --tiny --data "$T/no-such-file.txt"
 check_err "--data with a missing file" "no-such-file.txt"
 
+# The verdict lines of each study's report.md ("- **VERDICT**: claim.
+# evidence") at --tiny with the study's defaults, prefixed with the study's
+# name.  Recorded from a run; a change here is a change of the studies'
+# results: check it is meant, then record the new lines (the failure shows
+# the difference).
+expected_verdicts() {
+  cat <<'END_OF_VERDICTS'
+default: - **reproduced**: FP8 (HYBRID, current scaling) loss tracks BF16 (Megatron-LM FP8, 1B, 21K steps). final hybrid 3.6165 vs bf16 3.6164: gap +0.00%; tracks = |gap| < 5%.
+default: - **reproduced**: FP8's loss is consistently a little higher than BF16's (Megatron-LM FP8). gap +0.00% at the end; hybrid's trailing-mean loss is above bf16's in 67% of the second half's steps (consistently higher = gap > 0 and above in more than 50% of them).
+default: - **not reproduced**: Cutting every GEMM input to 2 mantissa bits with round-toward-zero (Lee et al.'s simulation) degrades or destabilizes training. E8M2 rtz: 0/1 diverged, final 3.6494 vs bf16 3.6164 (+0.91%); worse = more divergences or > 2% higher final loss.
+mantissa: - **not reproduced**: Instability rises as mantissa bits fall (Lee et al.: E8M3-E8M5 fail to converge at 120M; only E8M5-E8M6 relatively stable at 7B). divergences (rtz, all lrs and seeds): E8M1 0/2, E8M2 0/2, E8M3 0/2, E8M4 0/2, E8M5 0/2, E8M6 0/2, E8M7 0/2, bf16 0/2, fp32 0/2; spikes per 1000 steps: E8M1 0.0, E8M2 0.0, E8M3 0.0, E8M4 0.0, E8M5 0.0, E8M6 0.0, E8M7 0.0. Spearman rho(bits, divergence fraction + spike rate) = nan (no E8My run diverged or spiked); reproduced when rho <= -0.5, some run is unstable and E8M1 is less stable than fp32.
+mantissa: - **not reproduced**: Loss rises as mantissa bits fall (fewer bits, worse final loss). Spearman rho(bits, final loss with diverged runs counted at their first loss) = 0.61 over E8M1..E8M7 rtz (reproduced when <= -0.5).
+mantissa: - **not reproduced**: E8M3, E8M4 and E8M5 fail to converge (Lee et al., 120M TinyLLaMA). E8M3-E8M5 rtz runs that diverged: 0/6 (reproduced when more than half; this model has 5053 parameters and trains 10 steps, far from 120M parameters and their token counts).
+mantissa: - **observation**: Control: round-toward-zero (masking) against round-to-nearest-even and stochastic rounding. E8M1: rtz 0/2 diverged, final 3.4687; rne 0/2, 3.4365; sr 0/2, 3.4403. rtz is worse than rne at 1 of 1 widths.
+mantissa: - **observation**: Learning rate: the largest learning rate against the smallest. E8M1..E8M7 rtz runs diverged: 0/7 at lr 0.003, 0/7 at lr 0.03.
+recipes: - **reproduced**: Delayed scales lag a moving distribution: the delayed/current scale ratio departs from 1 (TE delayed scaling). len=1 margin=0: mean |log2 ratio| 0.163, overflow 0.0497%; len=16 margin=0: mean |log2 ratio| 0.417, overflow 0.0218%; len=1024 margin=0: mean |log2 ratio| 0.417, overflow 0.0218%; len=1 margin=1: mean |log2 ratio| 1.021, overflow 0.0000%; len=16 margin=1: mean |log2 ratio| 1.356, overflow 0.0000%; len=1024 margin=1: mean |log2 ratio| 1.356, overflow 0.0000%; current scaling: overflow 0.0000%, underflow 0.001%. Reproduced when history 1 (the pure one-step lag) departs from 1 by more than 0.05 binades on average.
+recipes: - **observation**: A longer amax history (max over it) keeps the scale further below the current one. mean |log2 ratio|: history 1 0.163, history 1024 0.417 binades (margin 0).
+recipes: - **observation**: Underflow under delayed scaling (scales at or below the current one) and current scaling. mean underflow over the delayed runs 0.0008% vs current scaling 0.0007% of elements (step 0 left out).
+recipes: - **reproduced**: The lag makes delayed scaling overflow where current scaling does not; a margin reduces it. overflow (history 1): margin 0 0.0497%, margin 1 0.0000%; current scaling 0.0000%. Reproduced when margin 0's overflow exceeds current scaling's.
+recipes: - **reproduced**: FP8 (HYBRID, current scaling) loss tracks BF16 (Megatron-LM FP8, 1B, 21K steps). final hybrid current 3.6244 vs bf16 3.6232: gap +0.03%; tracks = |gap| < 5%.
+recipes: - **not reproduced**: FP8's loss is consistently a little higher than BF16's (Megatron-LM FP8). gap +0.03% at the end; hybrid current's trailing-mean loss is above bf16's in 40% of the second half's steps (consistently higher = gap > 0 and above in more than 50% of them).
+fallback: - **inconclusive**: Keeping the first and last layers in BF16 lowers the loss (published: helps noticeably). e4m3fn: all 3.6254 (0/1 diverged) -> first/last bf16 3.6234 (0/1): gain +0.0020, 92% of the gap to bf16 recovered (one seed: no noise estimate); e5m2: all 3.6277 (0/1 diverged) -> first/last bf16 3.6221 (0/1): gain +0.0056, 125% of the gap to bf16 recovered (one seed: no noise estimate); reproduced when it lowers the final loss (or prevents a divergence) for both formats by more than the seed-to-seed spread (sd of the difference); inconclusive when the direction holds but not beyond the spread. Beyond the spread: 0 of 2.
+fallback: - **observation**: Check-and-fallback (periodic bf16 check, fall back on disagreement). e5m2 all + check: 5 checks, 0 fallbacks over 1 runs; final 3.6277 vs 3.6277 without the check.
+calibration: - **observation**: What the first FP8 step after the resume saw (seed 1, mean over layers). hybrid current: input underflow 0.00% overflow 0.000%, weight underflow 0.00% overflow 0.000%, grad underflow 0.00% overflow 0.000%; hybrid delayed, no calibration: input underflow 0.42% overflow 0.000%, weight underflow 2.88% overflow 0.000%, grad underflow 12.64% overflow 0.000%; hybrid delayed, calibrate=1: input underflow 0.00% overflow 0.000%, weight underflow 0.00% overflow 0.000%, grad underflow 0.00% overflow 0.000%.
+calibration: - **not reproduced**: Resuming FP8 (delayed scaling) from a BF16 checkpoint without an amax history gives an abnormal first-step loss. first step after the resume: bf16 3.6090, delayed without calibration 3.6099 (+0.0%); abnormal = more than 5% above bf16.
+calibration: - **inconclusive**: A calibration step (high precision, fills the histories) fixes it. first FP8 step after one calibration step: 3.6079 (-0.0% vs bf16; fixed = within 5% and below the uncalibrated jump; inconclusive here: the uncalibrated step was not abnormal). Current scaling, which needs no history: 3.6083 (-0.0%).
+accumulation: - **not reproduced**: An FP16 accumulator loses about half of a long positive sum (Wang et al. 2018, k = 16384). k = 1024, positive e4m3fn products, acc=f16: relative error 0.6% (reproduced when 25%-75%).
+accumulation: - **reproduced**: Chunk-based accumulation (chunks of 64) brings the error to about 0.15%. k = 1024: chunk=64 0.022%, chunk=128 0.053% (fp16 inside each chunk, fp32 across chunks); reproduced when chunk=64 is at most 1%.
+accumulation: - **reproduced**: Limited tensor-core accumulation (fast accumulation) hurts at large k; promoting to fp32 every 128 products fixes it (DeepSeek-V3). positive data: tc:hopper-fastacc 1.79e-03 at k = 256 -> 1.35e-02 at k = 1024; tc:hopper (promotion every 128) 5.31e-04; fp32 5.51e-08. Signed data at k = 1024: fastacc 5.50e-04, promoted 1.53e-04. Reproduced when fastacc's error grows more than 2x over the k range and ends more than 4x above the promoted one.
+accumulation: - **not reproduced**: In training, fast accumulation costs more at the larger width (larger k). final loss vs fp32 accumulation, tc:hopper-fastacc: -0.01% (narrow), +0.01% (wide); reproduced when the wide gap is larger and above 0.5%. Final losses (means over seeds): d=16 fp32 3.6546; d=16 tc:hopper-fastacc 3.6543; d=16 tc:hopper 3.6543; d=16 chunk=128,inner=acc=f16 nan (diverged); d=16 acc=f16 nan (diverged); d=64 fp32 3.4366; d=64 tc:hopper-fastacc 3.4369; d=64 tc:hopper 3.4387; d=64 chunk=128,inner=acc=f16 nan (diverged); d=64 acc=f16 nan (diverged); seed-to-seed sd of the wide fp32 run: nan.
+accumulation: - **observation**: FP16 accumulation of per-tensor-scaled FP8 operands in training. 4 of 4 training runs with an fp16 accumulator (plain or inside 128-chunks) diverged. With current scaling the largest inputs sit near 448 (e4m3fn) and 57344 (e5m2), so single products exceed fp16's largest finite value 65504 before the scale is applied in the epilogue: the accumulator overflows, unlike Wang et al.'s unscaled FP8 products.
+rounding: - **not reproduced**: Stochastic rounding of low-mantissa gradients trains at least as well as round-to-nearest. E8M3: rne 3.6262 (0/1 diverged), sr 3.6262 (0/1), difference +0.0001 vs seed sd nan/nan; E8M4: rne 3.6259 (0/1 diverged), sr 3.6258 (0/1), difference -0.0001 vs seed sd nan/nan; E8M5: rne 3.6257 (0/1 diverged), sr 3.6254 (0/1), difference -0.0002 vs seed sd nan/nan; bf16 gradients: 3.6255. Reproduced when sr's final loss is lower (or it diverges less) at every width; here at 2 of 3.
+rounding: - **reproduced**: With bf16 weights, round-to-nearest updates vanish as the learning rate decays; stochastic rounding removes the bias. final loss above fp32 master weights: rne +0.0018, sr +0.0005 (fp32 master 3.6255). Reproduced when rne's gap is positive and larger than sr's.
+END_OF_VERDICTS
+}
+
 # every study end to end at the make-check size
 for s in $studies; do
   d="$T/$s"
@@ -76,6 +115,12 @@ for s in $studies; do
      grep -Eq '^- \*\*(reproduced|not reproduced|inconclusive|observation)\*\*' "$d/report.md" && grep -q '^| ' "$d/report.md"; then
     pass "$s: report.md has the setup, a table and verdicts"
   else fail "$s: report.md has the setup, a table and verdicts" "$(grep '^#' "$d/report.md" | tr '\n' '|')"; fi
+  awk '/^## Reproduced \/ not reproduced/ {f = 1; next} /^## / {f = 0} f && /^- \*\*/' "$d/report.md" |
+    sed "s/^/$s: /" >"$T/$s.got"
+  expected_verdicts | grep "^$s: " >"$T/$s.want"
+  if [ -s "$T/$s.want" ] && cmp -s "$T/$s.want" "$T/$s.got"; then
+    pass "$s: the $(awk 'END{print NR}' "$T/$s.want") verdicts and their numbers are the recorded ones"
+  else fail "$s: the verdicts and their numbers are the recorded ones" "$(diff "$T/$s.want" "$T/$s.got" | head -n 6 | cut -c 1-400 | tr '\n' '|')"; fi
   if grep -q 'findings:' "$T/out" && grep -q 'report: ' "$T/out"; then pass "$s: console ends with the findings and the report's path"
   else fail "$s: console ends with the findings and the report's path" "$(tail -n 3 "$T/out" | tr '\n' '|')"; fi
   if [ $have_py -eq 1 ]; then
