@@ -10,6 +10,10 @@
 void cli_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void cli_parse_format(const char *text, exmy_format *f);
 uint64_t cli_parse_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi);
+/* Round a number's text (strtod's grammar: decimal, hex-float, inf, nan) to
+ * f exactly (number.c, MPFR), flags OR-ed into *flags.  -1: not a number. */
+int cli_round_text(const char *text, const exmy_format *f, const exmy_rounding *r, uint64_t index, uint64_t *code,
+                   unsigned *flags);
 /* Exact decimal of a double; nan, -nan, inf, -inf. */
 void cli_print_exact(FILE *out, double v);
 /* Read a .npy tensor as float32 rows x cols (1-D: 1 x n; N-D: the last axis is

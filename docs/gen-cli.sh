@@ -47,12 +47,21 @@ run "exmy table e4m3fn | sed -n '1,3p;126,129p'"
 cat <<'EOF'
 ## exmy quantize FORMAT
 
-Numbers one per line on standard input (decimal, hex-float, inf, -inf, nan), each parsed
-as a double and rounded once. The first token of each output line is the code (`0x` then
-ceil(bits/4) hex digits), the second the exact decoded value.
+Numbers one per line on standard input (decimal, hex-float, inf, -inf, nan: strtod's
+grammar). Each is rounded once, exactly, from its text (MPFR), not through a double: a
+decimal just above a tie rounds up even where the nearest double is the tie, and a text
+beyond double's range (`1e999`, `0x1p-2000`) overflows or underflows with the format's
+flags. Blank lines and comments (`#` to the end of the line) are skipped; error messages
+give the line number of the file, while element i (the counter of stochastic rounding)
+is the i-th number, so comments do not change SR results. With `--daz`, a text below
+2^-1022 in magnitude (a double subnormal) reads as zero; stochastic rounding sees the
+first 63 bits of the value and whether any bit below them is set. The first token of each
+output line is the code (`0x` then ceil(bits/4) hex digits), the second the exact decoded
+value.
 
 EOF
 run "exmy quantize --help"
+run "printf '# a comment\n1.06250000000000000001\n\n1e999\n0x1p-2000 # below double\n' | exmy quantize e4m3fn --flags"
 run "printf '1\n448\n464\n465\n-0x1.8p-8\ninf\nnan\n1e-10\n' | exmy quantize e4m3fn --flags"
 run "printf '465\ninf\n-1e9\n' | exmy quantize e4m3fn --saturate"
 run "printf '3.14159\n' | exmy quantize e8m3"
