@@ -292,6 +292,7 @@ int main(int argc, char **argv) {
   };
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     if (strcmp(cmd, cmds[i].name)) continue;
+    cli_command = cmds[i].name;
     if (wants_help(argc - 1, argv + 1)) {
       fputs(cmds[i].usage, stdout);
       if (cmds[i].more) cmds[i].more(stdout);

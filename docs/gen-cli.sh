@@ -85,6 +85,17 @@ run "python3 -c \"import numpy as np; print(np.load('x.npy')); print(np.load('q.
 cat <<'EOF'
 ## Errors
 
+Bad arguments of every command exit with status 2 and one line on stderr,
+`exmy: COMMAND: ...`, naming the bad text; status 1 is kept for failures while running.
+That includes what can only be checked on the model (`train`: a `layer.NAME` or
+`dump_layers` name no layer has, a `d_model` that `n_head` does not divide), which is
+checked on a model built before the data and step 0; a `data` or `resume` file that
+cannot be read; a `ckpt` whose folder cannot be written; tensor kinds whose scaling
+recipes cannot meet in one GEMM (`recipe.grad=mx` with current-scaled inputs); and a
+`--plot` file of an unknown extension, a folder or an unwritable path. `out_dir` (train)
+and `--out` (study) are created with their parents (mkdir -p); a path that cannot be
+made is an error naming the part in the way.
+
 EOF
 run "exmy info e4m9x"
 run "exmy info 'e4m3,bias=abc'"
@@ -92,6 +103,9 @@ run "exmy info e12m3"
 run "exmy quantize e4m3fn --round xyz"
 run "printf '1\n2.5x\n' | exmy quantize e4m3fn"
 run "printf 'NUMPY' > bad.npy; exmy quantize e4m3fn --in bad.npy --out q.npy"
+run "exmy train --layer.h9 bf16"
+run "exmy train --prec 'hybrid;recipe.grad=mx'"
+run "touch f; exmy train --out_dir f/run"
 cat <<'EOF'
 ## Scaled tensors: quantize-tensor, whatif, stats, gen
 
@@ -108,6 +122,8 @@ run "exmy quantize-tensor --in x.npy --format e4m3fn --scaling mx --scales s.npy
 run "python3 -c \"import numpy as np; print(np.load('s.npy'))\""
 run "exmy quantize-tensor --in x.npy --format e4m3fn --scaling block:1x256 --out q.npy"
 run "exmy whatif --in x.npy --formats e4m3fn --scaling bogus"
+run "exmy whatif --in x.npy --formats e4m3fn --plot w.jpg"
+run "mkdir -p plots; exmy whatif --in x.npy --formats e4m3fn --plot plots"
 cat <<'EOF2'
 ## Emulated GEMM: gemm
 
