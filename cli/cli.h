@@ -6,10 +6,16 @@
 
 #define EXIT_USAGE 2
 
-/* One-line error on stderr ("exmy: ..."), exit status 2. */
+/* The running command (set by main): cli_die's messages start with it. */
+extern const char *cli_command;
+/* One-line error on stderr ("exmy: CMD: ..."), exit status 2. */
 void cli_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void cli_parse_format(const char *text, exmy_format *f);
 uint64_t cli_parse_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi);
+/* Round a number's text (strtod's grammar: decimal, hex-float, inf, nan) to
+ * f exactly (number.c, MPFR), flags OR-ed into *flags.  -1: not a number. */
+int cli_round_text(const char *text, const exmy_format *f, const exmy_rounding *r, uint64_t index, uint64_t *code,
+                   unsigned *flags);
 /* Exact decimal of a double; nan, -nan, inf, -inf. */
 void cli_print_exact(FILE *out, double v);
 /* Read a .npy tensor as float32 rows x cols (1-D: 1 x n; N-D: the last axis is
@@ -35,6 +41,8 @@ void cli_no_value(cli_opts *o);         /* die if a flag was given a value */
 int cli_rounding_option(cli_opts *o, exmy_rounding *r);
 /* Write a rows x cols .npy (dies with the error). */
 void cli_write_npy(const char *cmd, const char *path, exmy_dtype dt, size_t rows, size_t cols, void *data);
+/* mkdir -p: 0, or -1 with err naming the part that could not be made. */
+int cli_mkdir_p(const char *path, char *err, size_t errlen);
 /* The unsigned dtype that holds a format's codes. */
 exmy_dtype cli_code_dtype(const exmy_format *f);
 /* Parse the recipe and quantize x into q (dies with the error). */

@@ -7,15 +7,23 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+const char *cli_command;
 
 void cli_die(const char *fmt, ...) {
+  char msg[2 * EXMY_ERRLEN];
   va_list ap;
-  fflush(stdout);
-  fprintf(stderr, "exmy: ");
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
+  fflush(stdout);
+  /* Every message names its command once: "exmy: CMD: ..." */
+  const size_t cl = cli_command ? strlen(cli_command) : 0;
+  if (cli_command && !(strncmp(msg, cli_command, cl) == 0 && msg[cl] == ':'))
+    fprintf(stderr, "exmy: %s: %s\n", cli_command, msg);
+  else
+    fprintf(stderr, "exmy: %s\n", msg);
   exit(EXIT_USAGE);
 }
 
@@ -177,3 +185,27 @@ int cli_split_list(char *s, char **out, int max, int (*is_head)(const char *piec
   return n;
 }
 
+
+int cli_mkdir_p(const char *path, char *err, size_t errlen) {
+  char tmp[4096];
+  struct stat st;
+  if (strlen(path) >= sizeof tmp) { snprintf(err, errlen, "'%.60s...' is too long", path); return -1; }
+  snprintf(tmp, sizeof tmp, "%s", path);
+  for (char *p = tmp + 1;; p++) {
+    if (*p != '/' && *p) continue;
+    const char c = *p;
+    *p = 0;
+    if (mkdir(tmp, 0777) && errno != EEXIST) {
+      snprintf(err, errlen, "cannot create '%s': %s: %s", path, tmp, strerror(errno));
+      return -1;
+    }
+    if (stat(tmp, &st) || !S_ISDIR(st.st_mode)) {
+      snprintf(err, errlen, "cannot create '%s': '%s' is not a folder", path, tmp);
+      return -1;
+    }
+    if (!c) break;
+    *p = c;
+    while (p[1] == '/') p++;
+  }
+  return 0;
+}

@@ -55,9 +55,9 @@ static const char *table_usage =
 
 static const char *quantize_usage =
   "usage: exmy quantize FORMAT [options]\n"
-  "Read numbers one per line from stdin (decimal, C99 hex-float, inf, -inf, nan; parsed as\n"
-  "double and rounded once) and print per input: the code (0x + ceil(bits/4) hex digits),\n"
-  "then its exact decoded value.\n"
+  "Read numbers one per line from stdin (decimal, C99 hex-float, inf, -inf, nan; rounded\n"
+  "once, exactly, from the text; blank lines and # comments are skipped) and print per\n"
+  "number: the code (0x + ceil(bits/4) hex digits), then its exact decoded value.\n"
   "  --round MODE          rne (default), rna, rtz, rup, rdn, rto, sr\n"
   "  --saturate[=KIND]     finite (the default KIND): overflow and inf go to +-max;\n"
   "                        propagate: finite overflow to +-max, inf stays inf\n"
@@ -72,7 +72,8 @@ static const char *quantize_usage =
   "  --out Q.npy           ... writing codes as uint8/16/32/64, whichever first holds them\n"
   "  --dequant D.npy       also write the decoded values (float64 for float64 input, else\n"
   "                        float32)\n"
-  "Element i of a stream or tensor uses counter i for stochastic rounding.\n";
+  "Element i of a stream (the i-th number, skipped lines not counted) or tensor uses\n"
+  "counter i for stochastic rounding.  --daz: a text below 2^-1022 in magnitude is zero.\n";
 
 static int wants_help(int argc, char **argv) {
   for (int i = 1; i < argc; i++)
@@ -162,39 +163,35 @@ static void print_flags(FILE *out, unsigned fl) {
     if (fl & (1u << b)) { fprintf(out, "%s%s", first ? "" : ",", names[b]); first = 0; }
 }
 
-/* Parse one stdin line as a double: decimal, hex-float, inf, nan.  Returns 0
- * on success. */
-static int parse_number(char *s, double *out) {
+/* One stdin line: NULL for a blank line or a comment (# to the end of the
+ * line), else the number's text, trimmed, in place. */
+static char *stream_text(char *s) {
+  s[strcspn(s, "#")] = 0;
   while (*s == ' ' || *s == '\t') s++;
   char *e = s + strlen(s);
   while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n')) *--e = 0;
-  if (!*s) return -1;
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (*end || end == s) return -1;
-  *out = v; /* ERANGE: strtod already rounded to +-inf / denormal / 0 correctly */
-  return 0;
+  return *s ? s : NULL;
 }
 
 static int quantize_stream(const exmy_format *f, const exmy_rounding *r, int show_flags) {
   char *line = NULL;
   size_t cap = 0;
   ssize_t len;
-  uint64_t lineno = 0;
+  uint64_t lineno = 0, index = 0; /* index: numbers so far (the SR counter), not lines */
   while ((len = getline(&line, &cap, stdin)) >= 0) {
     lineno++;
-    double x;
+    char *text = stream_text(line);
+    if (!text) continue;
     char shown[64];
-    if (parse_number(line, &x)) {
-      snprintf(shown, sizeof shown, "%s", line);
-      shown[strcspn(shown, "\r\n")] = 0;
+    unsigned fl = 0;
+    uint64_t code;
+    if (cli_round_text(text, f, r, index, &code, &fl)) {
+      snprintf(shown, sizeof shown, "%s", text);
       free(line);
       cli_die("quantize: line %llu: malformed number '%s' (accepted: decimal, C99 hex-float, inf, -inf, nan)",
           (unsigned long long)lineno, shown);
     }
-    unsigned fl = 0;
-    uint64_t code = exmy_from_double(f, r, x, lineno - 1, &fl);
+    index++;
     print_code(stdout, f, code);
     putchar(' ');
     cli_print_exact(stdout, exmy_decode(f, code));
@@ -301,6 +298,7 @@ int main(int argc, char **argv) {
   };
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     if (strcmp(cmd, cmds[i].name)) continue;
+    cli_command = cmds[i].name;
     if (wants_help(argc - 1, argv + 1)) {
       fputs(cmds[i].usage, stdout);
       if (cmds[i].more) cmds[i].more(stdout);

@@ -77,6 +77,10 @@ int cmd_study(int argc, char **argv) {
     }
     cli_die("study: unknown study '%s' (accepted: %s; see exmy study --list)", name, l);
   }
+  if (so.out_dir && !so.dry_run) { /* mkdir -p here: a path that cannot be made is a bad argument */
+    char e[EXMY_ERRLEN];
+    if (cli_mkdir_p(so.out_dir, e, sizeof e)) cli_die("study: --out: %s", e);
+  }
   /* the command line, for the report */
   char cmd[1024] = "exmy study";
   for (int i = 1; i < argc; i++) {

@@ -5,7 +5,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 const char *quantize_tensor_usage =
   "usage: exmy quantize-tensor --in X.npy --format F --scaling RECIPE [options]\n"
@@ -30,7 +34,8 @@ const char *whatif_usage =
   "The format-design table: one row per (format, recipe) with the statistics of quantizing\n"
   "X: underflow and overflow %, MSE, cosine similarity, SNR in dB, max relative error.\n"
   "Formats are separated by ';' or by ',' between names (long forms with fields need ';').\n"
-  "--scaling defaults to current.  --plot draws SNR and underflow per row with gnuplot.\n";
+  "--scaling defaults to current.  --plot draws SNR and underflow per row with gnuplot, in\n"
+  "the format the file's extension names: .png, .svg or .pdf.\n";
 
 const char *stats_usage =
   "usage: exmy stats --in X.npy [--csv]\n"
@@ -146,15 +151,56 @@ typedef struct whatif_row {
   exmy_qstats st;
 } whatif_row;
 
+/* The gnuplot terminal a --plot file's extension names (dies on any other),
+ * and the file checked writable before any work: a folder, a missing folder
+ * or a read-only place is an error before gnuplot runs. */
+static const char *plot_terminal(const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  const char *dot = strrchr(base, '.');
+  const char *ext = dot ? dot + 1 : "";
+  if (strchr(path, '\n') || strchr(path, '\r')) cli_die("whatif: --plot: a line break in the file name '%s'", path);
+  struct stat st;
+  if (!*base || (stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
+    cli_die("whatif: --plot '%s' is a folder (give a file: out.png, out.svg or out.pdf)", path);
+  const char *term = !strcasecmp(ext, "png") ? "pngcairo size 1200,760 font 'sans,10'"
+                     : !strcasecmp(ext, "svg") ? "svg size 1200,760 font 'sans,10' background rgb 'white'"
+                     : !strcasecmp(ext, "pdf") ? "pdfcairo size 12in,7.6in font 'sans,10'"
+                     : NULL;
+  if (!term && dot) cli_die("whatif: --plot '%s': unsupported extension '.%s' (accepted: .png, .svg, .pdf)", path, ext);
+  if (!term) cli_die("whatif: --plot '%s' has no extension (accepted: .png, .svg, .pdf)", path);
+  const int existed = access(path, F_OK) == 0;
+  const int fd = open(path, O_WRONLY | O_CREAT, 0666);
+  if (fd < 0) cli_die("whatif: --plot: cannot write '%s': %s", path, strerror(errno));
+  close(fd);
+  if (!existed) unlink(path); /* gnuplot creates it */
+  return term;
+}
+
+/* Text inside a gnuplot single-quoted string ('' is a quote; nothing else is
+ * special there). */
+static void gp_quoted(FILE *g, const char *s) {
+  fputc('\'', g);
+  for (; *s; s++) {
+    if (*s == '\'') fputc('\'', g);
+    fputc(*s, g);
+  }
+  fputc('\'', g);
+}
+
 /* Clustered bars: one cluster per format, one bar per recipe. */
-static void plot_rows(const char *path, const whatif_row *rows, int nf, int nr) {
+static void plot_rows(const char *path, const char *term, const whatif_row *rows, int nf, int nr) {
   if (system("command -v gnuplot >/dev/null 2>&1") != 0)
     cli_die("whatif: --plot needs gnuplot (Debian: apt-get install gnuplot-nox)");
-  char dat[] = "/tmp/exmy-whatif-XXXXXX";
+  char dat[] = "/tmp/exmy-whatif-XXXXXX", log[] = "/tmp/exmy-whatif-log-XXXXXX";
   int fd = mkstemp(dat);
   if (fd < 0) cli_die("whatif: cannot create a temporary file for the plot");
+  int lfd = mkstemp(log);
+  if (lfd < 0) { unlink(dat); cli_die("whatif: cannot create a temporary file for the plot"); }
+  close(lfd);
   FILE *d = fdopen(fd, "w");
   /* block 0: SNR; block 1: underflow + overflow %, formats down, recipes across */
+  double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
   for (int blk = 0; blk < 2; blk++) {
     fprintf(d, "format");
     for (int j = 0; j < nr; j++) fprintf(d, " \"%s\"", rows[j].recipe);
@@ -165,30 +211,54 @@ static void plot_rows(const char *path, const whatif_row *rows, int nf, int nr) 
         const exmy_qstats *s = &rows[i * nr + j].st;
         double v = blk == 0 ? (isinf(s->snr_db) ? 200 : s->snr_db) : 100 * (s->underflow_frac + s->overflow_frac);
         fprintf(d, " %.6g", v);
+        if (v < lo[blk]) lo[blk] = v;
+        if (v > hi[blk]) hi[blk] = v;
       }
       fputc('\n', d);
     }
     fprintf(d, "\n\n");
   }
   fclose(d);
-  FILE *g = popen("gnuplot", "w");
-  if (!g) { unlink(dat); cli_die("whatif: cannot run gnuplot"); }
-  fprintf(g,
-          "set terminal pngcairo size 1200,760 font 'sans,10'\n"
-          "set output '%s'\n"
-          "set multiplot layout 2,1 title 'exmy whatif: quantization error per element format and scaling recipe'\n"
-          "set style data histograms\nset style histogram clustered gap 1\n"
-          "set style fill solid 0.85 border -1\nset boxwidth 0.9\n"
-          "set xtics noenhanced\nset key noenhanced outside right top\nset grid ytics\n"
-          "set ylabel 'SNR (dB), higher is better'\n"
-          "plot for [c=2:%d] '%s' index 0 using c:xtic(1) title columnheader(c)\n"
-          "set ylabel 'underflow + overflow (%% of elements)'\n"
-          "plot for [c=2:%d] '%s' index 1 using c:xtic(1) title columnheader(c)\n"
-          "unset multiplot\n",
-          path, nr + 1, dat, nr + 1, dat);
+  /* gnuplot's messages go to a file, shown only when it fails */
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "gnuplot 2>'%s' >&2", log);
+  FILE *g = popen(cmd, "w");
+  if (!g) { unlink(dat); unlink(log); cli_die("whatif: cannot run gnuplot"); }
+  fprintf(g, "set terminal %s\nset output ", term);
+  gp_quoted(g, path);
+  fprintf(g, "\nset multiplot layout 2,1 title 'exmy whatif: quantization error per element format and scaling recipe'\n"
+             "set style data histograms\nset style histogram clustered gap 1\n"
+             "set style fill solid 0.85 border -1\nset boxwidth 0.9\n"
+             "set xtics noenhanced\nset key noenhanced outside right top\nset grid ytics\n");
+  /* Bars start at 0 (a histogram's base); a flat block (one row, or equal
+   * values) gets an explicit range, which autoscaling would warn about. */
+  for (int blk = 0; blk < 2; blk++) {
+    const double a = lo[blk] < 0 ? lo[blk] : 0, b = hi[blk] > 0 ? hi[blk] : 0;
+    fprintf(g, "set ylabel '%s'\n", blk == 0 ? "SNR (dB), higher is better" : "underflow + overflow (%% of elements)");
+    if (b - a > 0) fprintf(g, "set yrange [%.17g:%.17g]\n", a, b + 0.05 * (b - a));
+    else fprintf(g, "set yrange [-1:1]\n");
+    fprintf(g, "plot for [c=2:%d] '%s' index %d using c:xtic(1) title columnheader(c)\n", nr + 1, dat, blk);
+  }
+  fprintf(g, "unset multiplot\n");
   int rc = pclose(g);
   unlink(dat);
-  if (rc != 0) cli_die("whatif: gnuplot failed writing '%s'", path);
+  char first[200] = "";
+  FILE *lf = fopen(log, "r");
+  if (lf) {
+    char line[200];
+    while (fgets(line, sizeof line, lf)) { /* the first line with text that is not gnuplot's echo */
+      line[strcspn(line, "\r\n")] = 0;
+      const char *t = line + strspn(line, " \t^");
+      if (*t && strncmp(t, "gnuplot>", 8)) { snprintf(first, sizeof first, "%s", t); break; }
+    }
+    fclose(lf);
+  }
+  unlink(log);
+  if (rc != 0) {
+    fflush(stdout);
+    fprintf(stderr, "exmy: whatif: gnuplot failed writing '%s'%s%s\n", path, *first ? ": " : "", first);
+    exit(1);
+  }
 }
 
 int cmd_whatif(int argc, char **argv) {
@@ -212,6 +282,7 @@ int cmd_whatif(int argc, char **argv) {
   if (!in) cli_die("whatif: --in X.npy is required");
   if (!formats) cli_die("whatif: --formats F1,F2,... is required");
   if (csv && json) cli_die("whatif: give --csv or --json, not both");
+  const char *plot_term = plot ? plot_terminal(plot) : NULL;
   char fbuf[1024], rbuf[1024];
   snprintf(fbuf, sizeof fbuf, "%s", formats);
   snprintf(rbuf, sizeof rbuf, "%s", recipes);
@@ -278,7 +349,7 @@ int cmd_whatif(int argc, char **argv) {
   }
   if (plot) {
     fflush(stdout);
-    plot_rows(plot, out, nf, nr);
+    plot_rows(plot, plot_term, out, nf, nr);
     fprintf(stderr, "exmy: wrote %s\n", plot);
   }
   free(out);

@@ -1,12 +1,15 @@
 /* train.c: `exmy train`: one training run of the engine (experiments/). */
 #include "cli/cli.h"
 #include "experiments/xp.h"
+#include "experiments/precision.h"
 
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *train_usage =
   "usage: exmy train [CONFIG] [--KEY VALUE | --KEY=VALUE]... [--print-config]\n"
@@ -94,6 +97,45 @@ int cmd_train(int argc, char **argv) {
     xp_config_write(&c, stdout);
     return 0;
   }
+  /* Files the run reads must exist, and the checkpoint's folder too (else the
+   * run would fail after training): bad arguments, exit 2. */
+  if (strcmp(c.data, "builtin") && c.model.kind == XP_MODEL_GPT && access(c.data, R_OK))
+    cli_die("train: data: cannot read '%s': %s", c.data, strerror(errno));
+  if (c.resume[0] && access(c.resume, R_OK)) cli_die("train: resume: cannot read '%s': %s", c.resume, strerror(errno));
+  if (c.ckpt[0]) {
+    char dir[XP_PATH];
+    snprintf(dir, sizeof dir, "%s", c.ckpt);
+    char *slash = strrchr(dir, '/');
+    if (slash) slash[slash == dir] = 0;
+    else snprintf(dir, sizeof dir, ".");
+    if (access(dir, W_OK | X_OK))
+      cli_die("train: ckpt: cannot write '%s': folder '%s': %s", c.ckpt, dir, strerror(errno));
+  }
+  /* Checks that need the model's layer names (layer.NAME overrides,
+   * dump_layers) and its shape (d_model, n_head, ...): on a model built here,
+   * before the data and step 0, so they exit 2 too.  The names do not depend
+   * on the vocabulary. */
+  xp_model m;
+  memset(&m, 0, sizeof m);
+  if (xp_model_init(&m, &c.model, c.model.kind == XP_MODEL_GPT ? 256 : 0, c.seed, err, sizeof err))
+    cli_die("train: %s", err);
+  int bad = xp_prec_check_overrides(&c, m.nlin, m.lin_name, err, sizeof err);
+  if (!bad && c.dump_layers[0]) {
+    char list[sizeof c.dump_layers], *save = NULL;
+    snprintf(list, sizeof list, "%s", c.dump_layers);
+    for (char *s = strtok_r(list, ",", &save); s && !bad; s = strtok_r(NULL, ",", &save)) {
+      int hit = 0;
+      for (int l = 0; l < m.nlin; l++) hit |= xp_layer_matches(s, l, m.nlin, m.lin_name[l]);
+      if (!hit) {
+        snprintf(err, sizeof err, "dump_layers: no linear layer matches '%s' (first, last, an index, or a name like %s)",
+                 s, m.nlin ? m.lin_name[0] : "h0.qkv");
+        bad = 1;
+      }
+    }
+  }
+  xp_model_free(&m);
+  if (bad) cli_die("train: %s", err);
+  if (c.out_dir[0] && cli_mkdir_p(c.out_dir, err, sizeof err)) cli_die("train: out_dir: %s", err);
   struct sigaction sa, old_term, old_int;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop;

@@ -177,6 +177,25 @@ static int parse_prec(const char *what, const char *text, xp_prec *p, char *err,
     *eq = 0;
     if (xp_prec_set(p, tok, eq + 1, e, sizeof e)) return xp_errf(err, errlen, "%s: %s", what, e);
   }
+  /* Every pair of tensor kinds meets in a GEMM (fprop: input x weight, dgrad:
+   * grad x weight, wgrad: grad x input), whose operands must both be
+   * block-scaled (mx, mx-ocp, nvfp4) or neither, and nvfp4 only with nvfp4:
+   * refused here rather than at step 0. */
+  exmy_recipe_kind k[XP_NKIND];
+  for (int t = 0; t < XP_NKIND; t++) {
+    exmy_recipe rec;
+    k[t] = exmy_recipe_parse(p->t[t].recipe, &rec, e, sizeof e) ? EXMY_RECIPE_NONE : rec.kind;
+  }
+  for (int a = 0; a < XP_NKIND; a++)
+    for (int b = a + 1; b < XP_NKIND; b++) {
+      const int ia = k[a] == EXMY_RECIPE_MX || k[a] == EXMY_RECIPE_MX_OCP || k[a] == EXMY_RECIPE_NVFP4;
+      const int ib = k[b] == EXMY_RECIPE_MX || k[b] == EXMY_RECIPE_MX_OCP || k[b] == EXMY_RECIPE_NVFP4;
+      if (ia != ib || (ia && k[a] != k[b] && (k[a] == EXMY_RECIPE_NVFP4 || k[b] == EXMY_RECIPE_NVFP4)))
+        return xp_errf(err, errlen,
+                       "%s: '%s': recipes %s=%s and %s=%s meet in one GEMM (block-scaled mx/nvfp4 operands need "
+                       "block-scaled partners, nvfp4 needs nvfp4); set recipe= for all three",
+                       what, text, xp_tkind_names[a], p->t[a].recipe, xp_tkind_names[b], p->t[b].recipe);
+    }
   snprintf(p->name, sizeof p->name, "%.*s", (int)sizeof p->name - 1, text);
   return 0;
 }

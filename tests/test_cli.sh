@@ -2,7 +2,8 @@
 # test_cli.sh: the contract of the `exmy` command line tool.
 #
 #   --help of the command and of each subcommand; formats, info, table;
-#   quantize on text (decimal, hex-float, inf, -inf, nan; code width;
+#   quantize on text (decimal, hex-float, inf, -inf, nan; code width; blank
+#   lines and comments; exact rounding from the text, overflow/underflow flags;
 #   rounding modes, saturation, ftz, daz, sr) and on .npy tensors;
 #   errors: bad format names, bad options, malformed numbers (with the line
 #   number), bad .npy inputs and outputs each exit with status 2 and a
@@ -248,6 +249,112 @@ ok_out_re "--round sr --sr-bits 1 accepted" '0x3[89]' '1.0625\n' quantize e4m3fn
 ok_out_re "--round sr --sr-bits 64 accepted" '0x3[89]' '1.0625\n' quantize e4m3fn --round sr --sr-bits 64
 ok_out "--round sr on an exact value is exact" "0x38 0x40" '1\n2\n' quantize e4m3fn --round sr --seed 3
 
+# ---- blank lines and comments; rounding from the text ---------------------------
+
+ok_out "blank lines, blank-only lines and # comments are skipped" "0x38 0x40 0x44" \
+  '1\n\n  \t\n# a comment\n2 # two\n   # indented comment\n3\n' quantize e4m3fn
+sr_c='# SR counters count numbers, not lines\n1.0625\n\n1.0625 # x\n# y\n1.0625\n1.0625\n1.0625\n1.0625\n1.0625\n1.0625\n'
+run "$sr_c" quantize e4m3fn --round sr --seed 11
+a=$(toks)
+run '1.0625\n1.0625\n1.0625\n1.0625\n1.0625\n1.0625\n1.0625\n1.0625\n' quantize e4m3fn --round sr --seed 11
+b=$(toks)
+if [ -n "$a" ] && [ "$a" = "$b" ] && [ "$(printf '%s\n' "$a" | wc -w)" -eq 8 ]; then
+  pass "--round sr: skipped lines do not advance the element counter"
+else
+  fail "--round sr: skipped lines do not advance the element counter" "with comments '$a', without '$b'"
+fi
+# out_is DESC EXPECTED_STDOUT INPUT ARGS...: the whole of stdout, lines joined by |
+out_is() {
+  d=$1; want=$2; inp=$3; shift 3
+  run "$inp" "$@"
+  got=$(tr '\n' '|' <"$T/out")
+  if [ "$rc" -eq 0 ] && [ "$got" = "$want" ]; then pass "$d"
+  else fail "$d" "printf '$inp' | exmy $*: $(status_note), expected '$want', got '$got'" "stderr: $(errtext)"; fi
+}
+out_is "1e999 (beyond double) overflows with flags" "0x7f nan flags=inexact,overflow|" '1e999\n' quantize e4m3fn --flags
+out_is "-1e99999999999999999999 (beyond MPFR's range) overflows" "0xfe -448 flags=inexact,overflow|" \
+  '-1e99999999999999999999\n' quantize e4m3fn --flags --saturate
+out_is "0x1p-2000 underflows with flags" "0x00 0 flags=inexact,underflow|" '0x1p-2000\n' quantize e4m3fn --flags
+out_is "-1e-99999999999999999999 underflows to -0 with flags" "0x80 -0 flags=inexact,underflow|" \
+  '-1e-99999999999999999999\n' quantize e4m3fn --flags
+out_is "--round rup 0x1p-2000 -> min subnormal" "0x01 0.001953125 flags=inexact,underflow|" '0x1p-2000\n' \
+  quantize e4m3fn --flags --round rup
+out_is "1.06250000000000000001 (strtod: the tie 1.0625) -> 0x39" "0x39 1.125 flags=inexact|" \
+  '1.06250000000000000001\n' quantize e4m3fn --flags
+out_is "1.0625 (an exact tie) -> 0x38, 1.0625 - 1e-30 -> 0x38" "0x38 1|0x38 1|" \
+  '1.0625\n1.062499999999999999999999999999\n' quantize e4m3fn
+ok_out "1.0078125 + 1e-40 (bf16 tie, strtod lands on it) -> 0x3f81" "0x3f81" \
+  '1.0078125000000000000000000000000000000001\n' quantize bf16
+if command -v python3 >/dev/null 2>&1; then
+  if python3 - "$EXMY" >"$T/py" 2>&1 <<'PYEOF'
+# Independent oracle: exact rationals (fractions) against every finite code's
+# exact value from `exmy table`; texts at, near (1e-18..1e-40 relative) and
+# between midpoints, five modes, four formats.
+import random, subprocess, sys
+from fractions import Fraction
+from decimal import Decimal, getcontext
+getcontext().prec = 400
+exmy = sys.argv[1]
+random.seed(12345)
+bad = total = 0
+def dec(q):
+    d = Decimal(q.numerator) / Decimal(q.denominator)
+    assert Fraction(d) == q
+    return format(d, 'f')
+for fmt, sign_bit in (('e4m3fn', 0x80), ('e5m2', 0x80), ('e2m1fn', 0x8), ('e3m2fn', 0x20)):
+    tab = subprocess.run([exmy, 'table', fmt], capture_output=True, text=True, check=True).stdout.split('\n')
+    code_of = {}
+    for line in tab:
+        f = line.split()
+        if len(f) == 4 and f[1] in ('zero', 'subnormal', 'normal'):
+            v = Fraction(f[3]); c = int(f[0], 16)
+            if v == 0 and c & sign_bit: continue
+            code_of[v] = c
+    vals = sorted(code_of)
+    pos = [v for v in vals if v > 0]
+    xs = []
+    for _ in range(150):
+        i = random.randrange(len(pos))
+        a = pos[i - 1] if i else Fraction(0)
+        b = pos[i]
+        m = (a + b) / 2
+        eps = Fraction(random.choice([1, 3, 7]), 10 ** random.choice([18, 25, 40])) * b
+        x = random.choice([m, m + eps, m - eps, b, b - eps, a + eps])
+        if x == 0: x = eps
+        xs.append(x if random.random() < 0.5 else -x)
+    for mode in ('rne', 'rna', 'rtz', 'rup', 'rdn'):
+        want = []
+        for x in xs:
+            lo = max(v for v in vals if v <= x); hi = min(v for v in vals if v >= x)
+            if lo == hi: r = lo
+            elif mode == 'rtz': r = lo if x > 0 else hi
+            elif mode == 'rup': r = hi
+            elif mode == 'rdn': r = lo
+            elif x - lo != hi - x: r = lo if x - lo < hi - x else hi
+            elif mode == 'rna': r = hi if x > 0 else lo
+            else: r = lo if code_of[abs(lo)] % 2 == 0 else hi
+            c = code_of[abs(r)]
+            if r < 0 or (r == 0 and x < 0): c |= sign_bit
+            want.append(c)
+        out = subprocess.run([exmy, 'quantize', fmt, '--round', mode], input=''.join(dec(x) + '\n' for x in xs),
+                             capture_output=True, text=True)
+        got = [int(l.split()[0], 16) for l in out.stdout.split('\n') if l]
+        total += len(xs)
+        if out.returncode or len(got) != len(xs):
+            print('%s %s: status %d, %d lines' % (fmt, mode, out.returncode, len(got))); bad += 1; continue
+        for x, w, g in zip(xs, want, got):
+            if w != g:
+                bad += 1
+                if bad < 4: print('%s --round %s %s: want 0x%x, got 0x%x' % (fmt, mode, dec(x), w, g))
+print('%d texts, %d wrong' % (total, bad))
+sys.exit(1 if bad else 0)
+PYEOF
+  then pass "decimal texts round exactly (exact-rational oracle: $(tail -n 1 "$T/py"))"
+  else fail "decimal texts round exactly (exact-rational oracle)" "$(head -n 4 "$T/py" | tr '\n' '|')"; fi
+else
+  echo "ok $((n + 1)) - exact-rational oracle # SKIP no python3"; n=$((n + 1))
+fi
+
 # ---- errors: formats ---------------------------------------------------------
 
 for spec in 'e4m9x:e4m9x' 'e4m3fnx:e4m3fnx' 'e4m3,bias=abc:abc' \
@@ -295,7 +402,7 @@ fi
 # ---- errors: malformed numbers -------------------------------------------------
 
 err_case "malformed '1.5x' on line 2" "1.5x" 2 '1\n1.5x\n3\n' quantize e4m3fn
-err_case "malformed '' (empty line) on line 2" "" 2 '1\n\n3\n' quantize e4m3fn
+err_case "malformed 'x' on line 5 (skipped lines still counted)" "'x'" 5 '1\n\n# c\n2 # two\nx\n' quantize e4m3fn
 err_case "malformed 'abc' on line 3" "abc" 3 '1\n2\nabc\n' quantize e4m3fn
 err_case "malformed '1.5x' on line 1" "1.5x" 1 '1.5x\n' quantize e4m3fn
 err_case "malformed '0x' on line 1" "0x" 1 '0x\n' quantize e4m3fn
