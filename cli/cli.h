@@ -42,7 +42,6 @@ int cli_rounding_option(cli_opts *o, exmy_rounding *r);
 /* Write a rows x cols .npy (dies with the error). */
 void cli_write_npy(const char *cmd, const char *path, exmy_dtype dt, size_t rows, size_t cols, void *data);
 /* mkdir -p: 0, or -1 with err naming the part that could not be made. */
-int cli_mkdir_p(const char *path, char *err, size_t errlen);
 /* The unsigned dtype that holds a format's codes. */
 exmy_dtype cli_code_dtype(const exmy_format *f);
 /* Parse the recipe and quantize x into q (dies with the error). */

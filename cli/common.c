@@ -184,28 +184,3 @@ int cli_split_list(char *s, char **out, int max, int (*is_head)(const char *piec
   }
   return n;
 }
-
-
-int cli_mkdir_p(const char *path, char *err, size_t errlen) {
-  char tmp[4096];
-  struct stat st;
-  if (strlen(path) >= sizeof tmp) { snprintf(err, errlen, "'%.60s...' is too long", path); return -1; }
-  snprintf(tmp, sizeof tmp, "%s", path);
-  for (char *p = tmp + 1;; p++) {
-    if (*p != '/' && *p) continue;
-    const char c = *p;
-    *p = 0;
-    if (mkdir(tmp, 0777) && errno != EEXIST) {
-      snprintf(err, errlen, "cannot create '%s': %s: %s", path, tmp, strerror(errno));
-      return -1;
-    }
-    if (stat(tmp, &st) || !S_ISDIR(st.st_mode)) {
-      snprintf(err, errlen, "cannot create '%s': '%s' is not a folder", path, tmp);
-      return -1;
-    }
-    if (!c) break;
-    *p = c;
-    while (p[1] == '/') p++;
-  }
-  return 0;
-}

@@ -2,6 +2,7 @@
  * (experiments/study.h, docs/studies/README.md). */
 #include "cli/cli.h"
 #include "experiments/study.h"
+#include "experiments/xp.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +80,7 @@ int cmd_study(int argc, char **argv) {
   }
   if (so.out_dir && !so.dry_run) { /* mkdir -p here: a path that cannot be made is a bad argument */
     char e[EXMY_ERRLEN];
-    if (cli_mkdir_p(so.out_dir, e, sizeof e)) cli_die("study: --out: %s", e);
+    if (xp_mkdir_p(so.out_dir, e, sizeof e)) cli_die("study: --out: %s", e);
   }
   /* the command line, for the report */
   char cmd[1024] = "exmy study";

@@ -98,7 +98,7 @@ int cmd_train(int argc, char **argv) {
     return 0;
   }
   /* The output folder first (mkdir -p): the checkpoint usually lives in it. */
-  if (c.out_dir[0] && cli_mkdir_p(c.out_dir, err, sizeof err)) cli_die("train: out_dir: %s", err);
+  if (c.out_dir[0] && xp_mkdir_p(c.out_dir, err, sizeof err)) cli_die("train: out_dir: %s", err);
   /* Files the run reads must exist, and the checkpoint's folder too (else the
    * run would fail after training): bad arguments, exit 2. */
   if (strcmp(c.data, "builtin") && c.model.kind == XP_MODEL_GPT && access(c.data, R_OK))

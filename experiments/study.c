@@ -98,19 +98,6 @@ static double now_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int mkdir_p(const char *path) {
-  char tmp[XP_PATH];
-  snprintf(tmp, sizeof tmp, "%s", path);
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = 0;
-    if (mkdir(tmp, 0777) && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  if (mkdir(tmp, 0777) && errno != EEXIST) return -1;
-  return 0;
-}
-
 static void safe_name(const char *in, char *out, size_t n) {
   size_t j = 0;
   for (size_t i = 0; in[i] && j + 1 < n; i++) {
@@ -461,7 +448,7 @@ static void run_all(study *st) {
     for (int j = 0; j < n; j++) {
       srun *r = &st->run[idx[j]];
       char e[EXMY_ERRLEN] = "";
-      mkdir_p(r->cfg.out_dir);
+      xp_mkdir_p(r->cfg.out_dir, NULL, 0); /* a failure shows when the run writes */
       memset(&r->res, 0, sizeof r->res);
       if (xp_train(&r->cfg, &r->res, e, sizeof e)) {
         r->failed = 1;
@@ -2397,14 +2384,15 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
     free_lines(dl, nd);
     goto out;
   }
-  if (mkdir_p(st->dir)) {
-    snprintf(err, errlen, "study: cannot create '%s': %s", st->dir, strerror(errno));
+  char de[EXMY_ERRLEN];
+  if (xp_mkdir_p(st->dir, de, sizeof de)) {
+    snprintf(err, errlen, "study: %s", de);
     rc = 1;
     goto out;
   }
   char rd[XP_PATH + 16];
   snprintf(rd, sizeof rd, "%s/runs", st->dir);
-  mkdir_p(rd);
+  xp_mkdir_p(rd, NULL, 0);
   st->gnuplot = o->plots && system("command -v gnuplot >/dev/null 2>&1") == 0;
   fprintf(st->log, "study %s: %s\n%d runs (%ld steps, %d seed%s, %d learning rate%s), %d at a time; results in %s\n", name,
           st->def->desc, st->nrun, st->steps, st->nseeds, st->nseeds > 1 ? "s" : "", st->nlr, st->nlr > 1 ? "s" : "",

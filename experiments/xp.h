@@ -118,6 +118,9 @@ typedef struct xp_config {
 
 /* A one-line error into err (if given); returns -1. */
 int xp_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* mkdir -p: create path and its missing parents (each must end up a folder).
+ * 0, or -1 with err naming the part in the way (err may be NULL). */
+int xp_mkdir_p(const char *path, char *err, size_t errlen);
 
 /* Defaults: the tiny GPT on the built-in text, fp32, 200 steps. */
 void xp_config_default(xp_config *c);
