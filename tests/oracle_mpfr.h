@@ -1,6 +1,7 @@
 /* oracle_mpfr.h: an independent MPFR-based oracle for exmy conversions.
  *
- * Written from ../shared/design/formats.md and the lead's decisions only; it
+ * Written from the project's design notes (shared/design/formats.md, outside
+ * this repository) and the lead's decisions only; it
  * shares no code with the library's emulate/ sources.  From the library it
  * uses nothing but the exmy_format fields ebits, mbits, bias, is_signed,
  * has_zero, inf and nan (everything else is derived here), and the enums of

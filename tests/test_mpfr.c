@@ -1,5 +1,6 @@
 /* test_mpfr.c: the library's conversions against an independent MPFR oracle
- * (oracle_mpfr.c, written from ../shared/design/formats.md and the lead's
+ * (oracle_mpfr.c, written from the project's design notes, shared/design/
+ * formats.md outside this repository, and the lead's
  * decisions, sharing no code with emulate/).
  *
  * Parts (default run):
