@@ -143,19 +143,19 @@ int exmy_format_init(exmy_format *f, char *err, size_t errlen) {
     return fail(err, errlen, "bias %d out of range for e%dm%d (accepted: %ld..%ld, so that every value is a double)",
                 f->bias, f->ebits, f->mbits, bias_lo > -100000 ? bias_lo : -100000, bias_hi);
   }
-  /* Name: the table entry that describes the same format, else the long form. */
-  f->name[0] = 0;
-  for (size_t i = 0; i < exmy_named_format_count(); i++) {
-    exmy_format g;
-    if (parse_text(named_formats[i].longform, &g, NULL, 0, 0) == 0 &&
-        g.ebits == f->ebits && g.mbits == f->mbits && g.bias == f->bias &&
-        g.is_signed == f->is_signed && g.has_zero == f->has_zero &&
-        g.inf == f->inf && g.nan == f->nan) {
-      snprintf(f->name, sizeof f->name, "%s", named_formats[i].name);
+  /* Name: the table entry that describes the same format, else the long form.
+   * The table's long forms are canonical (what exmy_format_to_string writes;
+   * test_formats checks it), so one string compare per row finds the entry
+   * without parsing the table on every call. */
+  char lf[160];
+  exmy_format_to_string(f, lf, sizeof lf);
+  const char *name = lf;
+  for (size_t i = 0; i < exmy_named_format_count(); i++)
+    if (!strcmp(lf, named_formats[i].longform)) {
+      name = named_formats[i].name;
       break;
     }
-  }
-  if (!f->name[0]) exmy_format_to_string(f, f->name, sizeof f->name);
+  snprintf(f->name, sizeof f->name, "%s", name);
   return 0;
 }
 

@@ -16,7 +16,6 @@ static size_t dtype_size(exmy_dtype d) {
 }
 
 static fuzz_file in;
-static char outpath[256]; /* exmy_npy_write writes PATH.tmp and renames: a real folder */
 
 static void check(const exmy_array *a) {
   char err[EXMY_ERRLEN];
@@ -28,15 +27,20 @@ static void check(const exmy_array *a) {
   volatile unsigned char sum = 0; /* ASan: every byte of the data is there */
   for (size_t i = 0; i < a->count * dtype_size(a->dtype); i++) sum ^= ((const unsigned char *)a->data)[i];
   (void)sum;
-  if (!outpath[0]) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(outpath, sizeof outpath, "%s/exmy-fuzz-npy-XXXXXX", access("/dev/shm", W_OK) ? (tmp ? tmp : "/tmp") : "/dev/shm");
-    if (!mkdtemp(outpath)) abort();
-    strcat(outpath, "/a.npy");
-  }
-  FUZZ_CHECK(exmy_npy_write(outpath, a, err, sizeof err) == 0, "write back: %s", err);
-  exmy_array b;
-  FUZZ_CHECK(exmy_npy_read_as(outpath, a->dtype, &b, err, sizeof err) == 0, "read back: %s", err);
+  /* exmy_npy_write writes PATH.tmp and renames, so it needs a real folder:
+   * one made and removed per check, so no run leaves folders behind. */
+  const char *tmp = getenv("TMPDIR");
+  char dir[256], outpath[300];
+  snprintf(dir, sizeof dir, "%s/exmy-fuzz-npy-XXXXXX", access("/dev/shm", W_OK) ? (tmp ? tmp : "/tmp") : "/dev/shm");
+  if (!mkdtemp(dir)) abort();
+  snprintf(outpath, sizeof outpath, "%s/a.npy", dir);
+  const int wrote = exmy_npy_write(outpath, a, err, sizeof err) == 0;
+  exmy_array b = {0};
+  const int read = wrote && exmy_npy_read_as(outpath, a->dtype, &b, err, sizeof err) == 0;
+  unlink(outpath);
+  rmdir(dir);
+  FUZZ_CHECK(wrote, "write back: %s", err);
+  FUZZ_CHECK(read, "read back: %s", err);
   FUZZ_CHECK(b.dtype == a->dtype && b.ndim == a->ndim && b.count == a->count, "read back: another array");
   for (int d = 0; d < a->ndim; d++) FUZZ_CHECK(b.shape[d] == a->shape[d], "read back: shape[%d]", d);
   FUZZ_CHECK(!a->count || !memcmp(a->data, b.data, a->count * dtype_size(a->dtype)), "read back: other bytes");
