@@ -465,12 +465,16 @@ typedef struct exmy_accum {
   int tc_align_rne;        /* TC: 0 truncate aligned terms toward zero, 1 round nearest-even */
   int tc_out_frac;         /* TC: fraction bits of the normalized fp32 group result (<= 23) */
   int tc_norm_rne;         /* TC: 0 normalize with truncation, 1 with nearest-even */
+  int tc_zero;             /* TC: exponent of a zero term (zero product or zero accumulator),
+                              MMA-Sim v2's measured value (-133 Hopper/Blackwell, -132
+                              Ampere/Ada); 0: MMA-Sim v1's rule (a zero element has -126) */
 } exmy_accum;
 
 /* Parse "exact", "fp32", "fp32:pairwise", "acc=FORMAT[,round=MODE][,seed=S][,sat=...]",
  * "chunk=N,inner=MODEL", "tc" (= tc:hopper) or "tc:PRESET[,key=value...]" with presets
- * hopper, hopper-fastacc, ada, ada-fastacc, hopper-bf16, ampere-bf16, blackwell, and keys
- * g, f, align=trunc|rne, out, norm=trunc|rne, promote=N (= chunk).  Returns 0, or -1
+ * hopper, hopper-fastacc, ada, ada-fastacc, hopper-bf16, ampere-bf16, blackwell (rows of
+ * the MMA datapath table, docs/mma.md), and keys g, f, align=trunc|rne, out,
+ * norm=trunc|rne, promote=N (= chunk), zero=N|v1 (tc_zero).  Returns 0, or -1
  * with a one-line error naming the bad text. */
 EXMY_API int exmy_accum_parse(const char *text, exmy_accum *acc, char *err, size_t errlen);
 /* The model's canonical text (presets expanded), which exmy_accum_parse reads back. */

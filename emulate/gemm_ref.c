@@ -71,10 +71,12 @@ static float tc_group(const gemm_plan *p, float c, size_t i, size_t j, size_t l0
   uint64_t mc;
   int ec;
   exmy__gemm_nominal(c, -126, 23, &mc, &ec);
+  const int ez = p->acc.tc_zero; /* v2: a zero term's exponent; 0: v1 (-126 per zero element) */
+  if (ez && mc == 0) ec = ez;
   int emax = ec;
   for (size_t l = l0; l < l1; l++) {
     int e;
-    tc_term(p, i, j, l, &e);
+    if (tc_term(p, i, j, l, &e) == 0 && ez) e = ez;
     if (e > emax) emax = e;
   }
   i128 S = 0;
