@@ -716,6 +716,11 @@ EXMY_API int exmy_mma_parse(const char *text, exmy_mma_instr *instr, char *err, 
 /* The number of instruction names, and name i (snprintf semantics). */
 EXMY_API size_t exmy_mma_count(void);
 EXMY_API int exmy_mma_name(size_t index, char *buf, size_t buflen);
+/* The datapath table: the number of rows, and row i as one line of text
+ * (name, algorithm, products per fused sum L, fraction bits F, ..., zero
+ * exponent, output conversion, source), snprintf semantics. */
+EXMY_API size_t exmy_mma_datapath_count(void);
+EXMY_API int exmy_mma_datapath_text(size_t index, char *buf, size_t buflen);
 /* D = A*B + C: A m x k (row-major), B k x n (row-major), C m x n, as the exact
  * values (double) of their formats; sa m x (k/block) and sb (k/block) x n the
  * scale values when has_scale (else NULL).  d: m x n codes of d_fmt (float

@@ -10,12 +10,14 @@
 const char *mma_usage =
   "usage: exmy mma INSTR --a A --b B [--c C] [--scale-a SA --scale-b SB] [--out D.npy]\n"
   "       exmy mma INSTR --replay A.txt B.txt C.txt D.txt [--c-zero | --c-round] [--show N]\n"
-  "       exmy mma --list\n"
+  "       exmy mma --list | --datapaths\n"
   "D = A*B + C for one tile of a tensor-core / matrix-core instruction, bit for bit as its\n"
   "datapath (docs/mma.md).  INSTR is named as PTX and the CDNA ISA name it, e.g.\n"
   "sm_90:wgmma.f32.e4m3.e4m3, sm_89:mma.m16n8k32.f32.e5m2, sm_100:tcgen05.kind::mxf4nvf4,\n"
   "cdna3:v_mfma_f32_16x16x32_fp8_fp8; append ,zero=v1 for MMA-Sim v1's zero-term rule.\n"
   "  --list            every instruction name with its datapath\n"
+  "  --datapaths       the datapath table: algorithm, products per fused sum L, fraction\n"
+  "                    bits F, zero-term exponent, output conversion, source\n"
   "  --a A, --b B      A (m x k) and B (k x n): a .npy of float32/float64/float16/bfloat16\n"
   "                    values, or hex codes of the operand format ('0x38,0x40,...' or spaces),\n"
   "                    row-major (A 1 x k, B k x 1 unless --m/--n say otherwise)\n"
@@ -194,6 +196,7 @@ int cmd_mma(int argc, char **argv) {
   while (cli_next(&o)) {
     if (nfiles >= 0 && nfiles < 4 && o.positional) files[nfiles++] = argv[o.i];
     else if (!strcmp(o.key, "--list")) { cli_no_value(&o); do_list = 1; }
+    else if (!strcmp(o.key, "--datapaths")) { cli_no_value(&o); do_list = 2; }
     else if (!strcmp(o.key, "--a")) ta = cli_value(&o);
     else if (!strcmp(o.key, "--b")) tb = cli_value(&o);
     else if (!strcmp(o.key, "--c")) tc = cli_value(&o);
@@ -212,10 +215,13 @@ int cmd_mma(int argc, char **argv) {
     else if (!name) name = argv[o.i];
     else cli_die("mma: unexpected argument '%s' (expected one INSTR)", argv[o.i]);
   }
-  if (do_list) {
-    list();
-    return 0;
+  if (do_list == 1) list();
+  for (size_t i = 0; do_list == 2 && i < exmy_mma_datapath_count(); i++) {
+    char line[256];
+    exmy_mma_datapath_text(i, line, sizeof line);
+    printf("%s\n", line);
   }
+  if (do_list) return 0;
   if (!name) cli_die("mma: no instruction given (exmy mma --list prints them)");
   exmy_mma_instr in;
   char err[EXMY_ERRLEN];

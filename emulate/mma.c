@@ -349,6 +349,37 @@ static uint64_t e_fdpa(const mma_ctx *x, const piece *p) {
   return pack(d, EXMY_RNE, neg, U | (u128)sticky, q);
 }
 
+/* FTZ (CDNA2): subnormal inputs flushed to +0; fp32 products and fp32 adds
+ * (nearest even), each result's subnormals flushed to a zero of its sign;
+ * products added in pairs (P = 2) or as (p0 + p1) + (p2 + p3) (P = 4), each
+ * pair or four then added to c in k order. */
+static float ftz(float x, int keep_sign) {
+  if (fabsf(x) < 0x1p-126f) return keep_sign ? copysignf(0.0f, x) : 0.0f;
+  return x;
+}
+
+static float ftz_in(double x, const exmy_format *f) {
+  return fabs(x) < ldexp(1, f->emin) ? 0.0f : (float)x; /* 16-bit values are exact in fp32 */
+}
+
+static uint64_t ftz_fdpa(const mma_ctx *x, const piece *p) {
+  const exmy_mma_instr *in = x->in;
+  const int P = x->dp->G;
+  float c = ftz((float)p->c, 0);
+  float pr[4];
+  for (int l0 = 0; l0 < p->L; l0 += P) {
+    for (int q = 0; q < P; q++)
+      pr[q] = ftz(ftz_in(pa(p, l0 + q), &in->a_fmt) * ftz_in(pb(p, l0 + q), &in->b_fmt), 1);
+    float s = ftz(pr[0] + pr[1], 1);
+    if (P == 4) s = ftz(s + ftz(pr[2] + pr[3], 1), 1);
+    c = ftz(c + s, 1);
+  }
+  uint32_t bits;
+  memcpy(&bits, &c, 4);
+  if (isnan(c)) bits = 0x7FC00000u; /* one quiet NaN (the payload is not modelled) */
+  return bits;
+}
+
 /* ---- the instruction --------------------------------------------------------- */
 
 /* x as its operand format holds it: tf32 truncates (as the hardware reads an
@@ -404,11 +435,13 @@ int exmy_mma(const exmy_mma_instr *in, size_t m, size_t n, const double *a, cons
         }
         int neg = 0;
         const int sp = special(&x, &p, &neg);
-        if (sp == 1) code = dp->algo == MMA_E ? 0x7FC00000u : nan_code(&in->d_fmt);
+        if (dp->algo == MMA_FTZ) code = ftz_fdpa(&x, &p); /* IEEE fp32 steps: NaN and inf as they fall */
+        else if (sp == 1) code = dp->algo == MMA_E ? 0x7FC00000u : nan_code(&in->d_fmt);
         else if (sp == 2) code = inf_code(&in->d_fmt, neg);
         else if (dp->algo == MMA_T || dp->algo == MMA_ST) code = t_fdpa(&x, &p);
         else if (dp->algo == MMA_GST) code = gst_fdpa(&x, &p);
         else if (dp->algo == MMA_E) code = e_fdpa(&x, &p);
+        else if (dp->algo == MMA_FTZ) code = ftz_fdpa(&x, &p);
         else code = tr_fdpa(&x, &p);
         p.c = exmy_decode(&in->d_fmt, code);
         p.cf = &in->d_fmt;

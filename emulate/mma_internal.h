@@ -12,7 +12,8 @@ typedef enum mma_algo {
   MMA_GST,  /* groups of G products summed exactly, scaled, then T over the groups */
   MMA_TR,   /* CDNA3: products truncated at F, then floor to F2+1 bits beside C */
   MMA_GTR,  /* CDNA3 FP8: TR with even and odd products summed apart */
-  MMA_E     /* CDNA1: exact sum, one rounding */
+  MMA_E,    /* CDNA1: exact sum, one rounding */
+  MMA_FTZ   /* CDNA2: fp32 products and adds in pairs (P = G = 2) or fours (4), subnormals flushed */
 } mma_algo;
 
 /* The output conversion of a fused sum. */
@@ -29,7 +30,7 @@ typedef struct mma_datapath {
   int L;             /* products per fused sum (k is chained in pieces of L) */
   int F;             /* fraction bits kept after alignment */
   int F2;            /* TR/GTR: bits of the second stage */
-  int G;             /* GST: products summed exactly per group */
+  int G;             /* GST: products summed exactly per group; FTZ: products per add tree (2, 4) */
   int e_zero;        /* exponent of a zero term (T/ST/GST, MMA-Sim v2) */
   mma_rho rho;
   const char *source;

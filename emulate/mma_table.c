@@ -31,6 +31,8 @@ const mma_datapath exmy__mma_paths[] = {
   {"blackwell-mxf4nvf4", MMA_GST, 64, 35, 0, 16, -139, MMA_RZ_FP32, "MMA-Sim v2 Table 5 (exact 16-product sums)"},
   {"cdna1-f16", MMA_E, 4, 0, 0, 0, 0, MMA_RNE_FP32, "MMA-Sim v2 amd/sim.py (CDNA1: exact sum of 4)"},
   {"cdna1-bf16", MMA_E, 2, 0, 0, 0, 0, MMA_RNE_FP32, "MMA-Sim v2 amd/sim.py (CDNA1: exact sum of 2)"},
+  {"cdna2-p2", MMA_FTZ, 64, 0, 0, 2, 0, MMA_RNE_FP32, "MMA-Sim v2 amd/sim.py (CDNA2 bf16: flush-to-zero multiply-add in pairs)"},
+  {"cdna2-p4", MMA_FTZ, 64, 0, 0, 4, 0, MMA_RNE_FP32, "MMA-Sim v2 amd/sim.py (CDNA2 f16, bf16_1k: flush-to-zero multiply-add in fours)"},
   {"cdna3-16bit", MMA_TR, 8, 24, 31, 0, 0, MMA_RNE_FP32, "MMA-Sim v2 amd/sim.py (CDNA3 f16/bf16)"},
   {"cdna3-xf32", MMA_TR, 4, 24, 31, 0, 0, MMA_RNE_FP32, "MMA-Sim v2 amd/sim.py (CDNA3 xf32, inputs truncated to tf32)"},
   {"cdna3-fp8", MMA_GTR, 16, 24, 31, 0, 0, MMA_RNE_FP32, "MMA-Sim v2 amd/sim.py (CDNA3 FP8: even and odd halves)"},
@@ -41,6 +43,22 @@ const mma_datapath *exmy__mma_path_find(const char *name) {
   for (size_t i = 0; i < exmy__mma_npaths; i++)
     if (!strcmp(exmy__mma_paths[i].name, name)) return &exmy__mma_paths[i];
   return NULL;
+}
+
+size_t exmy_mma_datapath_count(void) { return exmy__mma_npaths; }
+
+int exmy_mma_datapath_text(size_t index, char *buf, size_t buflen) {
+  static const char *algo[] = {"T", "ST", "GST", "TR", "GTR", "E", "FTZ"};
+  static const char *rho[] = {"rz-fp32", "rz-e8m13", "rne-fp16", "rne-fp32"};
+  if (index >= exmy__mma_npaths) return snprintf(buf, buflen, "?");
+  const mma_datapath *d = &exmy__mma_paths[index];
+  char extra[32] = "", zero[16] = "-";
+  if (d->algo == MMA_GST) snprintf(extra, sizeof extra, " G=%d", d->G);
+  if (d->algo == MMA_FTZ) snprintf(extra, sizeof extra, " P=%d", d->G);
+  if (d->algo == MMA_TR || d->algo == MMA_GTR) snprintf(extra, sizeof extra, " F2=%d", d->F2);
+  if (d->algo == MMA_T || d->algo == MMA_ST || d->algo == MMA_GST) snprintf(zero, sizeof zero, "%d", d->e_zero);
+  return snprintf(buf, buflen, "%-25s %-3s L=%-2d F=%-2d%-6s zero=%-4s out=%-8s %s", d->name, algo[d->algo], d->L, d->F,
+                  extra, zero, rho[d->rho], d->source);
 }
 
 /* PTX / CDNA type names and exmy formats. */
@@ -111,6 +129,12 @@ static const mma_name names[] = {
   {"cdna1", "v_mfma_f32_16x16x16f16", "f16", NULL, "f32", "f32", NULL, 16, 0, "cdna1-f16"},
   {"cdna1", "v_mfma_f32_32x32x4bf16", "bf16", NULL, "f32", "f32", NULL, 4, 0, "cdna1-bf16"},
   {"cdna1", "v_mfma_f32_16x16x8bf16", "bf16", NULL, "f32", "f32", NULL, 8, 0, "cdna1-bf16"},
+  {"cdna2", "v_mfma_f32_32x32x8f16", "f16", NULL, "f32", "f32", NULL, 8, 0, "cdna2-p4"},
+  {"cdna2", "v_mfma_f32_16x16x16f16", "f16", NULL, "f32", "f32", NULL, 16, 0, "cdna2-p4"},
+  {"cdna2", "v_mfma_f32_32x32x4bf16", "bf16", NULL, "f32", "f32", NULL, 4, 0, "cdna2-p2"},
+  {"cdna2", "v_mfma_f32_16x16x8bf16", "bf16", NULL, "f32", "f32", NULL, 8, 0, "cdna2-p2"},
+  {"cdna2", "v_mfma_f32_32x32x8bf16_1k", "bf16", NULL, "f32", "f32", NULL, 8, 0, "cdna2-p4"},
+  {"cdna2", "v_mfma_f32_16x16x16bf16_1k", "bf16", NULL, "f32", "f32", NULL, 16, 0, "cdna2-p4"},
   {"cdna3", "v_mfma_f32_32x32x8_f16", "f16", NULL, "f32", "f32", NULL, 8, 0, "cdna3-16bit"},
   {"cdna3", "v_mfma_f32_16x16x16_f16", "f16", NULL, "f32", "f32", NULL, 16, 0, "cdna3-16bit"},
   {"cdna3", "v_mfma_f32_32x32x8_bf16", "bf16", NULL, "f32", "f32", NULL, 8, 0, "cdna3-16bit"},

@@ -254,6 +254,37 @@ def e_fdpa(a, b, c, p):
     return out_format(total, 'rne-fp32', False)
 
 
+def ftz_mul_add(a, b, c, p):
+    """CDNA2: subnormal inputs flushed to +0, fp32 products and fp32 adds
+    (nearest even) with subnormal results flushed to a zero of their sign;
+    products added in pairs (P = 2) or (p0 + p1) + (p2 + p3) (P = 4), each
+    then added to c."""
+    f32 = np.float32
+    tiny = 2.0 ** -126
+
+    def flush(x, keep_sign):
+        if abs(float(x)) < tiny:
+            return f32(math.copysign(0.0, float(x))) if keep_sign else f32(0.0)
+        return f32(x)
+    emin_in = 2.0 ** p['emin_a']
+    with np.errstate(all='ignore'):
+        prods = []
+        for x, y in zip(a, b):
+            x = 0.0 if abs(x) < emin_in else x
+            y = 0.0 if abs(y) < emin_in else y
+            prods.append(flush(f32(x) * f32(y), True))
+        acc = flush(f32(c), False)
+        P = p['G']
+        for i in range(0, len(a), P):
+            s = flush(prods[i] + prods[i + 1], True)
+            if P == 4:
+                s = flush(s + flush(prods[i + 2] + prods[i + 3], True), True)
+            acc = flush(acc + s, True)
+    if math.isnan(float(acc)):
+        return 0x7FC00000
+    return int(np.array(acc, dtype=np.float32).view(np.uint32))
+
+
 def dot(a, b, c, p, sa=None, sb=None):
     """A whole instruction's output: fused sums over pieces of L products
     chained through the accumulator (D's format after the first)."""
@@ -267,6 +298,8 @@ def dot(a, b, c, p, sa=None, sb=None):
             code = gst_fdpa(a[sl], b[sl], c, sa[sl], sb[sl], p)
         elif p['algo'] in ('tr', 'gtr'):
             code = tr_fdpa(a[sl], b[sl], c, p)
+        elif p['algo'] == 'ftz':
+            code = ftz_mul_add(a[sl], b[sl], c, p)
         else:
             code = e_fdpa(a[sl], b[sl], c, p)
         if p['d16']:
