@@ -47,7 +47,7 @@ static u128 shift_trunc(u128 m, int sh) {
 }
 
 static i128 shift_floor(i128 v, int sh) {
-  if (sh >= 0) return v << sh;
+  if (sh >= 0) return v * ((i128)1 << sh); /* not v << sh: v may be negative */
   if (-sh >= 127) return v < 0 ? -1 : 0;
   return v >> -sh; /* arithmetic shift: floor */
 }
@@ -282,7 +282,7 @@ static uint64_t tr_fdpa(const mma_ctx *x, const piece *p) {
   i128 C1 = shift_floor(cv, c.e - e_max + F - c.mt); /* units 2^(e_max - F) */
   int c1neg = C1 == 0 && c.m == 0 && c.neg;
   if (dp->algo == MMA_GTR && c.e < e_max - F - 1) C1 = 0, c1neg = 0; /* c dropped: +0 */
-  const i128 T = D1 + (C1 << (F2 + 1 - F));
+  const i128 T = D1 + C1 * ((i128)1 << (F2 + 1 - F));
   const exmy_format *d = &in->d_fmt;
   if (T == 0) return d1neg && c1neg ? d->sign_mask : 0;
   const int neg = T < 0;
