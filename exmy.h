@@ -465,12 +465,16 @@ typedef struct exmy_accum {
   int tc_align_rne;        /* TC: 0 truncate aligned terms toward zero, 1 round nearest-even */
   int tc_out_frac;         /* TC: fraction bits of the normalized fp32 group result (<= 23) */
   int tc_norm_rne;         /* TC: 0 normalize with truncation, 1 with nearest-even */
+  int tc_zero;             /* TC: exponent of a zero term (zero product or zero accumulator),
+                              MMA-Sim v2's measured value (-133 Hopper/Blackwell, -132
+                              Ampere/Ada); 0: MMA-Sim v1's rule (a zero element has -126) */
 } exmy_accum;
 
 /* Parse "exact", "fp32", "fp32:pairwise", "acc=FORMAT[,round=MODE][,seed=S][,sat=...]",
  * "chunk=N,inner=MODEL", "tc" (= tc:hopper) or "tc:PRESET[,key=value...]" with presets
- * hopper, hopper-fastacc, ada, ada-fastacc, hopper-bf16, ampere-bf16, blackwell, and keys
- * g, f, align=trunc|rne, out, norm=trunc|rne, promote=N (= chunk).  Returns 0, or -1
+ * hopper, hopper-fastacc, ada, ada-fastacc, hopper-bf16, ampere-bf16, blackwell (rows of
+ * the MMA datapath table, docs/mma.md), and keys g, f, align=trunc|rne, out,
+ * norm=trunc|rne, promote=N (= chunk), zero=N|v1 (tc_zero).  Returns 0, or -1
  * with a one-line error naming the bad text. */
 EXMY_API int exmy_accum_parse(const char *text, exmy_accum *acc, char *err, size_t errlen);
 /* The model's canonical text (presets expanded), which exmy_accum_parse reads back. */
@@ -679,6 +683,52 @@ typedef struct exmy_gpu_probe_ctx {
 EXMY_API int exmy_gpu_probe_engine(exmy_gpu_probe_ctx *ctx, exmy_probe_engine *eng, char *err, size_t errlen);
 EXMY_API int exmy_gpu_probe_dot(void *ctx, const exmy_format *fa, const exmy_format *fb, size_t k, size_t count,
                        const uint8_t *a, const uint8_t *b, float *out, char *err, size_t errlen);
+
+
+/* ---- instruction-level MMA (docs/mma.md) ------------------------------- */
+/* One matrix-unit instruction, D = A*B + C for one tile, bit for bit as the
+ * datapath of its row in the table (emulate/mma_table.c: products per fused
+ * sum, fraction bits kept in alignment, rounding, zero-term exponent, output).
+ * Names follow PTX and the CDNA ISA: "sm_90:wgmma.f32.e4m3.e4m3",
+ * "sm_89:mma.m16n8k32.f32.e5m2", "sm_100:tcgen05.kind::mxf4nvf4",
+ * "cdna3:v_mfma_f32_16x16x32_fp8_fp8"; exmy mma --list prints them all. */
+typedef enum exmy_mma_zero {
+  EXMY_MMA_ZERO_V2 = 0,  /* a zero term has the datapath's fixed exponent (MMA-Sim v2, measured) */
+  EXMY_MMA_ZERO_V1       /* a zero factor has exponent -126 (MMA-Sim v1), C zero -126 */
+} exmy_mma_zero;
+
+typedef struct exmy_mma_instr {
+  char name[96];            /* canonical name, "sm_90:wgmma.f32.e4m3.e4m3" */
+  const char *datapath;     /* the datapath row's name (static) */
+  exmy_format a_fmt, b_fmt; /* operand element formats */
+  exmy_format c_fmt, d_fmt; /* accumulator input and output formats */
+  exmy_format s_fmt;        /* block-scale format (has_scale) */
+  int has_scale;            /* 1: block-scaled (sa, sb required) */
+  int block;                /* elements of k per scale (has_scale) */
+  int k;                    /* the instruction's k */
+  exmy_mma_zero zero;       /* zero-term rule (default v2) */
+  int path;                 /* internal: row of the datapath table */
+} exmy_mma_instr;
+
+/* Parse an instruction name, optionally followed by ",zero=v1" or ",zero=v2".
+ * 0, or -1 with err naming the bad text. */
+EXMY_API int exmy_mma_parse(const char *text, exmy_mma_instr *instr, char *err, size_t errlen);
+/* The number of instruction names, and name i (snprintf semantics). */
+EXMY_API size_t exmy_mma_count(void);
+EXMY_API int exmy_mma_name(size_t index, char *buf, size_t buflen);
+/* The datapath table: the number of rows, and row i as one line of text
+ * (name, algorithm, products per fused sum L, fraction bits F, ..., zero
+ * exponent, output conversion, source), snprintf semantics. */
+EXMY_API size_t exmy_mma_datapath_count(void);
+EXMY_API int exmy_mma_datapath_text(size_t index, char *buf, size_t buflen);
+/* D = A*B + C: A m x k (row-major), B k x n (row-major), C m x n, as the exact
+ * values (double) of their formats; sa m x (k/block) and sb (k/block) x n the
+ * scale values when has_scale (else NULL).  d: m x n codes of d_fmt (float
+ * bits for f32).  A value that its format cannot hold is an error (tf32 and
+ * xf32 operands are truncated to tf32 first, as the hardware does).  0, or -1
+ * with err. */
+EXMY_API int exmy_mma(const exmy_mma_instr *instr, size_t m, size_t n, const double *a, const double *b,
+                      const double *c, const double *sa, const double *sb, void *d, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -62,6 +62,9 @@ int cmd_decode(int argc, char **argv);
 /* the emulated GEMM (gemm.c) */
 extern const char *gemm_usage;
 int cmd_gemm(int argc, char **argv);
+/* one matrix-unit instruction (mma.c) */
+extern const char *mma_usage;
+int cmd_mma(int argc, char **argv);
 /* the GPU commands (gpu.c) */
 extern const char *gpu_check_usage, *gpu_probe_usage;
 int cmd_gpu_check(int argc, char **argv);

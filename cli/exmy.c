@@ -25,6 +25,8 @@ static const char *main_usage =
   "  gen                write a deterministic test tensor (.npy)\n"
   "  gemm               emulated GEMM with an accumulation model (exact, fp32, chunked,\n"
   "                     low-precision, tensor-core); --compare models against exact\n"
+  "  mma INSTR          one tensor-core / matrix-core instruction D = A*B + C, bit for\n"
+  "                     bit (sm_90:wgmma.f32.e4m3.e4m3, ...); --replay recorded outputs\n"
   "  gpu-check          the GPU (cuBLASLt FP8 GEMM, tensor-core probe, quantization)\n"
   "                     against the CPU models; exit 77 without CUDA or a GPU\n"
   "  gpu-probe          infer an engine's tensor-core accumulation model\n"
@@ -291,6 +293,7 @@ int main(int argc, char **argv) {
     {"stats", cmd_stats, stats_usage},
     {"gen", cmd_gen, gen_usage},
     {"gemm", cmd_gemm, gemm_usage},
+    {"mma", cmd_mma, mma_usage},
     {"gpu-check", cmd_gpu_check, gpu_check_usage},
     {"gpu-probe", cmd_gpu_probe, gpu_probe_usage},
     {"train", cmd_train, train_usage, train_keys_help},
@@ -306,6 +309,6 @@ int main(int argc, char **argv) {
     }
     return cmds[i].fn(argc - 1, argv + 1);
   }
-  cli_die("unknown command '%s' (accepted: formats, info, table, quantize, quantize-tensor, decode, whatif, stats, gen, gemm, gpu-check, gpu-probe, train, study; see exmy --help)", cmd);
+  cli_die("unknown command '%s' (accepted: formats, info, table, quantize, quantize-tensor, decode, whatif, stats, gen, gemm, mma, gpu-check, gpu-probe, train, study; see exmy --help)", cmd);
   return EXIT_USAGE;
 }

@@ -2,6 +2,7 @@
  * text form, presets and validation.  One table of tensor-core presets. */
 #include "exmy.h"
 #include "formats/internal.h"
+#include "emulate/mma_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,21 +11,23 @@
 
 typedef struct tc_preset {
   const char *name;
-  int g, f, out, align_rne, norm_rne;
+  const char *path; /* the instruction datapath row (emulate/mma_table.c) */
   size_t promote;
 } tc_preset;
 
-/* Parameters from MMA-Sim (mmasim/simulator/nv.py) and Khattak & Mikaitis's
- * models; cuBLASLt's promotion interval assumed to be CUTLASS's 4 wgmma (128)
- * until the GPU probe measures it (docs/gpu-crosscheck.md). */
+/* Each preset is a row of the MMA datapath table (group = L, f = F, out and
+ * rounding from its output conversion, zero-term exponent), so the GEMM and
+ * exmy mma cannot drift apart; plus cuBLASLt's promotion interval, assumed to
+ * be CUTLASS's 4 wgmma (128) until the GPU probe measures it
+ * (docs/gpu-crosscheck.md). */
 static const tc_preset tc_presets[] = {
-  {"hopper", 32, 13, 13, 0, 0, 128},
-  {"hopper-fastacc", 32, 13, 13, 0, 0, 0},
-  {"ada", 16, 13, 13, 0, 0, 128},
-  {"ada-fastacc", 16, 13, 13, 0, 0, 0},
-  {"hopper-bf16", 16, 25, 23, 0, 0, 0},
-  {"ampere-bf16", 8, 24, 23, 0, 0, 0},
-  {"blackwell", 32, 25, 23, 0, 0, 0},
+  {"hopper", "hopper-fp8-f32", 128},
+  {"hopper-fastacc", "hopper-fp8-f32", 0},
+  {"ada", "ada-fp8-f32", 128},
+  {"ada-fastacc", "ada-fp8-f32", 0},
+  {"hopper-bf16", "hopper-16bit-f32", 0},
+  {"ampere-bf16", "ampere-16bit-f32", 0},
+  {"blackwell", "blackwell-f8f6f4-f32", 0},
 };
 #define N_PRESETS (sizeof tc_presets / sizeof tc_presets[0])
 
@@ -40,11 +43,13 @@ static int parse_size(const char *key, const char *v, size_t lo, size_t hi, size
 }
 
 static void tc_apply(exmy_accum *a, const tc_preset *p) {
-  a->tc_group = p->g;
-  a->tc_frac = p->f;
-  a->tc_out_frac = p->out;
-  a->tc_align_rne = p->align_rne;
-  a->tc_norm_rne = p->norm_rne;
+  const mma_datapath *d = exmy__mma_path_find(p->path);
+  a->tc_group = d->L;
+  a->tc_frac = d->F;
+  a->tc_out_frac = d->rho == MMA_RZ_E8M13 ? 13 : 23;
+  a->tc_align_rne = 0;
+  a->tc_norm_rne = d->rho == MMA_RNE_FP32 || d->rho == MMA_RNE_FP16;
+  a->tc_zero = d->e_zero;
   a->chunk = p->promote;
 }
 
@@ -139,6 +144,17 @@ static int parse_tc(const char *text, exmy_accum *a, char *err, size_t errlen) {
     } else if (!strcmp(k, "promote")) {
       if (parse_size("promote", v, 0, (size_t)1 << 40, &x, err, errlen)) return -1;
       a->chunk = x;
+    } else if (!strcmp(k, "zero")) {
+      if (!strcmp(v, "v1")) {
+        a->tc_zero = 0;
+      } else {
+        char *end;
+        errno = 0;
+        const long z = strtol(v, &end, 10);
+        if (!*v || *end || errno || z < -1000 || z > -1)
+          return exmy__fail(err, errlen, "accumulation model: bad zero '%s' (v1, or the exponent of a zero term, -1000..-1)", v);
+        a->tc_zero = (int)z;
+      }
     } else if (!strcmp(k, "align") || !strcmp(k, "norm")) {
       int rne;
       if (!strcmp(v, "trunc")) rne = 0;
@@ -147,7 +163,7 @@ static int parse_tc(const char *text, exmy_accum *a, char *err, size_t errlen) {
       if (k[0] == 'a') a->tc_align_rne = rne;
       else a->tc_norm_rne = rne;
     } else {
-      return exmy__fail(err, errlen, "accumulation model: unknown tensor-core key '%s' (accepted: g, f, align, out, norm, promote)", k);
+      return exmy__fail(err, errlen, "accumulation model: unknown tensor-core key '%s' (accepted: g, f, align, out, norm, promote, zero)", k);
     }
   }
   return 0;
@@ -222,16 +238,23 @@ int exmy_accum_to_string(const exmy_accum *a, char *buf, size_t buflen) {
     }
     break;
   }
-  case EXMY_ACCUM_TC:
-    snprintf(t, sizeof t, "tc:g=%d,f=%d,align=%s,out=%d,norm=%s,promote=%zu", a->tc_group, a->tc_frac,
-             a->tc_align_rne ? "rne" : "trunc", a->tc_out_frac, a->tc_norm_rne ? "rne" : "trunc", a->chunk);
+  case EXMY_ACCUM_TC: {
+    char z[16];
+    if (a->tc_zero) snprintf(z, sizeof z, "%d", a->tc_zero);
+    else snprintf(z, sizeof z, "v1");
+    snprintf(t, sizeof t, "tc:g=%d,f=%d,align=%s,out=%d,norm=%s,promote=%zu,zero=%s", a->tc_group, a->tc_frac,
+             a->tc_align_rne ? "rne" : "trunc", a->tc_out_frac, a->tc_norm_rne ? "rne" : "trunc", a->chunk, z);
     for (size_t i = 0; i < N_PRESETS; i++) {
-      const tc_preset *p = &tc_presets[i];
-      if (p->g == a->tc_group && p->f == a->tc_frac && p->out == a->tc_out_frac && p->align_rne == a->tc_align_rne &&
-          p->norm_rne == a->tc_norm_rne && p->promote == a->chunk)
-        snprintf(t, sizeof t, "tc:%s", p->name);
+      exmy_accum p;
+      memset(&p, 0, sizeof p);
+      tc_apply(&p, &tc_presets[i]);
+      if (p.tc_group == a->tc_group && p.tc_frac == a->tc_frac && p.tc_out_frac == a->tc_out_frac &&
+          p.tc_align_rne == a->tc_align_rne && p.tc_norm_rne == a->tc_norm_rne && p.chunk == a->chunk &&
+          p.tc_zero == a->tc_zero)
+        snprintf(t, sizeof t, "tc:%s", tc_presets[i].name);
     }
     return snprintf(buf, buflen, "%s", t);
+  }
   }
   if (a->chunk) snprintf(t, sizeof t, "chunk=%zu,inner=%s", a->chunk, inner);
   else snprintf(t, sizeof t, "%s", inner);

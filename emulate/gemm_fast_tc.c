@@ -27,12 +27,16 @@ typedef struct tc_ctx {
   float *out;                           /* m x n: the model's P (promoted F) */
 } tc_ctx;
 
-/* Nominal exponent of an element (docs/gemm.md, tc step 2). */
-static int32_t nominal_exp(double x, int emin) {
+/* A zero element's exponent under the v2 zero rule: far below every real
+ * one, so a product with a zero factor is found by its sum (< ZERO_E / 2). */
+#define ZERO_E (-(1 << 20))
+
+/* Nominal exponent of an element (docs/gemm.md, tc step 2); zero: -126 (v1) or ZERO_E (v2). */
+static int32_t nominal_exp(double x, int emin, int v2) {
   uint64_t m;
   int e;
   exmy__gemm_nominal(x, emin, 0, &m, &e);
-  return e;
+  return x == 0 && v2 ? ZERO_E : e;
 }
 
 /* lane-wise max (compare and select) */
@@ -67,7 +71,7 @@ static inline __attribute__((always_inline)) void tc_normalize(v16sf *res, const
 static inline __attribute__((always_inline)) void tc_tile(const tc_ctx *x, size_t ib, size_t jp, const int NRW) {
   const gemm_plan *p = x->p;
   const size_t k = p->k, n = p->n, g = (size_t)p->acc.tc_group;
-  const int F = p->acc.tc_frac, out = p->acc.tc_out_frac;
+  const int F = p->acc.tc_frac, out = p->acc.tc_out_frac, ez = p->acc.tc_zero;
   const int promoted = p->acc.chunk || p->style == GEMM_PROMOTE;
   const float *bv = x->bv + jp * k * TC_NR;
   const int32_t *be = x->be + jp * k * TC_NR;
@@ -82,16 +86,25 @@ static inline __attribute__((always_inline)) void tc_tile(const tc_ctx *x, size_
       const size_t g1 = g0 + g < l1 ? g0 + g : l1;
       v16si emax[TC_MR], S[TC_MR];
       v16sf pw[TC_MR];
+      v16si anyz[TC_MR]; /* lanes with a zero term (v2: it has exponent ez) */
       for (int r = 0; r < NRW; r++) {
         v16si cb;
         memcpy(&cb, &c[r], 64);
         emax[r] = VMAX(((cb >> 23) & 255) - 127, (v16si){0} - 126);
+        anyz[r] = (cb & 0x7FFFFFFF) == 0;
+        if (ez) emax[r] = (emax[r] & ~anyz[r]) | (((v16si){0} + ZERO_E) & anyz[r]); /* a zero c: below all */
       }
       for (size_t l = g0; l < g1; l++) {
         v16si e;
         memcpy(&e, be + l * TC_NR, 64);
-        for (int r = 0; r < NRW; r++) emax[r] = VMAX(emax[r], e + ae[(size_t)r * k + l]);
+        for (int r = 0; r < NRW; r++) {
+          const v16si pe = e + ae[(size_t)r * k + l];
+          emax[r] = VMAX(emax[r], pe);
+          anyz[r] |= pe < ZERO_E / 2;
+        }
       }
+      if (ez)
+        for (int r = 0; r < NRW; r++) emax[r] = VMAX(emax[r], (((v16si){0} + ez) & anyz[r]) | (((v16si){0} + ZERO_E) & ~anyz[r]));
       for (int r = 0; r < NRW; r++) {
         v16si pe = F - emax[r] + 127;
         pe = VMAX(pe, (v16si){0} + 1);
@@ -153,15 +166,15 @@ int exmy__gemm_fast_tc(const gemm_plan *p, int nt, unsigned *flags, float *amax)
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (size_t t = 0; t < m * k; t++) {
     av[t] = (float)p->ad[t];
-    ae[t] = nominal_exp(p->ad[t], fa->emin);
+    ae[t] = nominal_exp(p->ad[t], fa->emin, a->tc_zero != 0);
   }
-  for (size_t t = 0; t < npan * k * TC_NR; t++) be[t] = -126; /* padding columns: zeros */
+  for (size_t t = 0; t < npan * k * TC_NR; t++) be[t] = a->tc_zero ? ZERO_E : -126; /* padding columns: zeros */
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (size_t j = 0; j < n; j++)
     for (size_t l = 0; l < k; l++) {
       const size_t o = (j / TC_NR) * k * TC_NR + l * TC_NR + j % TC_NR;
       bv[o] = (float)p->bd[j * k + l];
-      be[o] = nominal_exp(p->bd[j * k + l], fb->emin);
+      be[o] = nominal_exp(p->bd[j * k + l], fb->emin, a->tc_zero != 0);
     }
   tc_ctx x = {p, av, ae, bv, be, P};
   const size_t blk = 16, nblk = (m + blk - 1) / blk;

@@ -71,10 +71,12 @@ static float tc_group(const gemm_plan *p, float c, size_t i, size_t j, size_t l0
   uint64_t mc;
   int ec;
   exmy__gemm_nominal(c, -126, 23, &mc, &ec);
+  const int ez = p->acc.tc_zero; /* v2: a zero term's exponent; 0: v1 (-126 per zero element) */
+  if (ez && mc == 0) ec = ez;
   int emax = ec;
   for (size_t l = l0; l < l1; l++) {
     int e;
-    tc_term(p, i, j, l, &e);
+    if (tc_term(p, i, j, l, &e) == 0 && ez) e = ez;
     if (e > emax) emax = e;
   }
   i128 S = 0;
@@ -85,6 +87,7 @@ static float tc_group(const gemm_plan *p, float c, size_t i, size_t j, size_t l0
   for (size_t l = l0; l < l1; l++) {
     int e;
     const u128 m = tc_term(p, i, j, l, &e);
+    if (m == 0) continue; /* a zero term adds nothing (its v1 e may lie above a v2 emax) */
     const u128 t = align_term(m, F + e - emax - mt, rne);
     S += (signbit(p->ad[i * p->k + l]) != 0) != (signbit(p->bd[j * p->k + l]) != 0) ? -(i128)t : (i128)t;
   }

@@ -98,4 +98,13 @@ else
   skip "--plot .png/.svg/.pdf" "gnuplot not installed"
 fi
 
+# ---- 6. mma ----------------------------------------------------------------------
+bad 2 "unknown instruction 'sm_90:wgmma.f32.e4m3.e2m1'" mma sm_90:wgmma.f32.e4m3.e2m1 --a 0x38 --b 0x38
+bad 2 "bad option 'zero=v3'" mma sm_90:wgmma.f32.e4m3,zero=v3 --a 0x38 --b 0x38
+bad 2 "bad A code '0xzz'" mma sm_90:wgmma.f32.e4m3 --a 0xzz --b 0x38
+bad 2 "A has 1 codes, expected 1 x 32" mma sm_90:wgmma.f32.e4m3 --a 0x38 --b 0x38
+bad 2 "needs --scale-a and --scale-b" mma sm_100:tcgen05.kind::mxf4nvf4 --a "$(printf '0x2 %.0s' $(seq 64))" --b "$(printf '0x2 %.0s' $(seq 64))"
+bad 2 "--replay needs four files" mma sm_90:wgmma.f32.e4m3 --replay a b
+bad 2 "cannot open '$T/none'" mma sm_90:wgmma.f32.e4m3 --replay "$T/none" "$T/none" "$T/none" "$T/none"
+
 finish

@@ -38,8 +38,10 @@
  *    accumulator's rounding (-0 toward -inf).
  *  - tc: a nonzero v cut to zero by step 4 gives +0, as MMA-Sim's Python
  *    does (docs/gemm.md now says so).
- *  - tc zero terms: e = -126 for a zero element, a zero product's e is
- *    -126 + e of the other factor (MMA-Sim; docs/gemm.md says so).
+ *  - tc zero terms: with tc_zero (MMA-Sim v2, the presets' default) a
+ *    zero product or zero c has exponent tc_zero; with zero=v1, e = -126
+ *    for a zero element and a zero product's e is -126 + e of the other
+ *    factor (MMA-Sim v1; docs/gemm.md says so).
  *  - k = 0: every sum is +0 and the scales are 1 (docs/gemm.md).
  *
  * Options: --long (a bigger sweep, minutes), --verbose, --part=N (each part
@@ -310,8 +312,14 @@ static float tc_fused(const exmy_accum *ac, float c, const tcterm *t, const doub
   ct.neg = signbit(c) != 0;
   decomp((double)c, 23, -126, &ct.S, &ct.e);
   ct.Mt = 23;
+  /* MMA-Sim v2 (tc_zero != 0): a zero term, product or c, has the fixed
+   * exponent tc_zero instead of -126 per zero element (v1) */
+  if (ac->tc_zero && ct.S == 0) ct.e = ac->tc_zero;
   int Emax = ct.e;
-  for (int i = 0; i < nt; i++) if (t[i].e > Emax) Emax = t[i].e;
+  for (int i = 0; i < nt; i++) {
+    const int e = ac->tc_zero && t[i].S == 0 ? ac->tc_zero : t[i].e;
+    if (e > Emax) Emax = e;
+  }
   const int f = ac->tc_frac;
   /* 3: align and sum exactly */
   __int128 sum = 0;
