@@ -100,7 +100,8 @@ typedef struct exmy_format {
   uint64_t max_mag;        /* magnitude code of the largest finite value */
   uint64_t inf_mag;        /* magnitude code of +inf (valid when inf != NONE) */
   uint64_t nan_code;       /* canonical positive NaN code (valid when nan != NONE) */
-  char name[48];           /* table name if it matches one, else the long form */
+  char name[64];           /* table name if it matches one, else the long form (at most
+                              57 characters: every long form fits and parses back) */
 } exmy_format;
 
 /* Default bias for E exponent bits: 2^(E-1) - 1 (1 when E = 0). */

@@ -46,6 +46,22 @@ int main(void) {
     CHECK(!strcmp(lf, nf->longform), "%s prints long form %s, table says %s", nf->name, lf, nf->longform);
     CHECK(!strcmp(b.name, nf->name), "long form %s names itself %s, expected %s", nf->longform, b.name, nf->name);
   }
+  /* the longest long forms (57 characters, found by enumerating every valid
+   * format) are whole names that parse back: the name field holds them */
+  {
+    static const char *const longest[] = {
+        "e1m0,bias=-1023,sign=unsigned,inf=none,nan=ones,zero=none",
+        "e8m0fnu,bias=3", /* e8m0,bias=3,sign=unsigned,inf=none,nan=ones,zero=none */
+    };
+    for (size_t i = 0; i < sizeof longest / sizeof longest[0]; i++) {
+      exmy_format f = tu_format(longest[i]), g;
+      char lf[160], err[EXMY_ERRLEN];
+      exmy_format_to_string(&f, lf, sizeof lf);
+      CHECK(!strcmp(f.name, lf), "'%s' is named '%s', its long form is '%s'", longest[i], f.name, lf);
+      CHECK(exmy_format_parse(f.name, &g, err, sizeof err) == 0 && !memcmp(&f, &g, sizeof f),
+            "'%s': its name '%s' does not parse back to it", longest[i], f.name);
+    }
+  }
   /* case-insensitive names, generic eXmY, fn and fnuz suffixes, P3109 */
   exmy_format a = tu_format("E4M3FN"), b = tu_format("e4m3fn");
   CHECK(!memcmp(&a, &b, sizeof a), "%s", "E4M3FN differs from e4m3fn");
