@@ -1,0 +1,179 @@
+/* study_int.h: what the parts of the study machinery share (not installed;
+ * the public face is study.h).  One file per concept:
+ *   study.c          the table of built-in studies and the driver (study_main)
+ *   study_util.c     formatting, JSON text, findings
+ *   study_stats.c    statistics over runs (mean, sd, rank correlation)
+ *   study_runner.c   runs, their configs, the parallel runner, per-run data
+ *   study_table.c    tables (markdown and console) and gnuplot plots
+ *   study_report.c   runs.csv, summary.json, report.md's common sections
+ *   study_NAME.c     one built-in study: its runs (setup) and analysis (report) */
+#ifndef EXMY_STUDY_INT_H
+#define EXMY_STUDY_INT_H
+#include "experiments/study.h"
+#include "experiments/xp.h"
+
+#include <stdio.h>
+
+
+#define MAX_KV 24
+#define MAX_BASE 32
+#define MAX_LR 16
+#define MAX_FIND 16
+#define MAX_PLOTS 24
+
+typedef struct kv { char k[48]; char v[300]; } kv;
+
+typedef struct srun {
+  char name[64];                /* the config's name (e8m3 rtz, hybrid delayed ...) */
+  char group[64];               /* plotting group */
+  char tag[32];                 /* study-specific tag (rounding, model ...) */
+  double x;                     /* study-specific number (mantissa bits, width ...) */
+  char label[160];              /* name [lr=] [seed=] */
+  char dir[200];                /* folder under DIR/runs */
+  double lr;
+  unsigned long long seed;
+  int lri, seedi, phase;
+  int nkv;
+  kv kv[MAX_KV];
+  xp_config cfg;
+  xp_result res;
+  int done, failed;
+  char err[EXMY_ERRLEN];
+} srun;
+
+typedef struct finding {
+  int verdict;                  /* 1 reproduced, 0 not reproduced, -1 inconclusive, 2 observation */
+  char claim[400];
+  char evidence[1600];
+} finding;
+
+typedef struct study study;
+typedef struct study_def {
+  const char *name, *desc;
+  const char *published;        /* the published result (docs/studies.md), for the report */
+  void (*setup)(study *st);
+  void (*report)(study *st, FILE *md);
+} study_def;
+
+struct study {
+  const study_def *def;
+  const study_opts *o;
+  FILE *log;
+  char dir[XP_PATH];
+  study_size size;
+  long steps;                   /* resolved: --steps or the study's default */
+  int nseeds, nlr;
+  double lr[MAX_LR];
+  double lr0;                   /* the engine's default learning rate */
+  int lrs_given;
+  int nbase;
+  kv base[MAX_BASE];
+  int nrun, cap;
+  srun *run;
+  int nfind;
+  finding find[MAX_FIND];
+  int gnuplot;
+  int nplot;
+  char plot[MAX_PLOTS][64];
+  double seconds;
+  int threads;
+  char note[2048];              /* extra lines for the report's setup (study-specific) */
+  void *extra;                  /* study-specific results (accumulation GEMM table) */
+};
+
+
+#define TBL_ROWS 160
+#define TBL_COLS 14
+typedef struct tbl {
+  int ncol, nrow;
+  char h[TBL_COLS][48];
+  char c[TBL_ROWS][TBL_COLS][64];
+} tbl;
+
+/* Aggregate over runs with config name `name` (and lr index lri unless -1). */
+typedef struct agg {
+  int n, ndiv, nfail, nfinal;
+  long spikes, steps;
+  double final_mean, final_sd, val_mean, min_mean, first_mean;
+} agg;
+
+typedef struct stat_curve {     /* per stats step: one tensor kind of one run */
+  int n;
+  double step[1024], ratio[1024], over[1024], under[1024];
+} stat_curve;
+
+typedef struct series {
+  char title[96];
+  int n;
+  double *x, *y;
+  int points;                   /* 1: linespoints */
+} series;
+
+double st_now_s(void);
+void st_safe_name(const char *in, char *out, size_t n);
+void st_fmt_lr(double lr, char *buf, size_t n);
+void st_fmt_num(double v, char *buf, size_t n);
+void st_fmt_time(double s, char *buf, size_t n);
+void st_json_str(FILE *f, const char *s);
+void st_json_num(FILE *f, double v);
+const char *st_verdict_name(int v);
+void st_finding_add(study *st, int verdict, const char *claim, const char *fmt, ...)
+  __attribute__((format(printf, 4, 5)));
+void st_cat(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+double st_mean_of(const double *v, int n);
+double st_sd_of(const double *v, int n);
+double st_spearman(const double *x, const double *y, int n);
+void st_base_kv(study *st, const char *k, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void st_add_cfg(study *st, const char *name, const char *group, double x, const char *tag, int phase, ...);
+int st_build_configs(study *st, char *err, size_t errlen);
+char **st_config_lines(const xp_config *c, int *n);
+void st_free_lines(char **l, int n);
+int st_skip_line(const char *l);
+int st_has_line(char **l, int n, const char *s);
+void st_run_all(study *st);
+int st_run_diverged(const srun *r);
+agg st_aggregate(const study *st, const char *name, int lri);
+const srun *st_find_run(const study *st, const char *name, int lri, int seedi);
+void st_read_stats(const srun *r, const char *kind, stat_curve *c);
+void st_small_gpt(study *st);
+void st_resolve(study *st, long steps_def, long steps_tiny, long steps_full, int seeds_def, int seeds_full,
+                    const double *lr_mult, int nmult, const double *lr_mult_full, int nmult_full);
+extern const double st_LR1[];
+tbl *st_tbl_new(int ncol, ...);
+void st_tbl_cell(tbl *t, int col, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void st_agg_cells(tbl *t, const char *name, const agg *a, const agg *ref);
+void st_tbl_end_row(tbl *t);
+void st_tbl_emit(study *st, tbl *t, FILE *md, const char *console_title);
+void st_series_free(series *s, int n);
+void st_series_alloc(series *s, int n, const char *title);
+int st_smooth_for(const study *st);
+void st_plot_draw(study *st, const char *stem, const char *title, const char *xl, const char *yl, int logx, int logy,
+                      int ns, series *s, double ycap);
+void st_md_plot(const study *st, FILE *md, const char *stem, const char *caption);
+void st_plot_losses(study *st, FILE *md, const char *stem, const char *title, int lri, int seedi,
+                        int (*pick)(const srun *r), int smooth, long from, long to);
+void st_plot_gap(study *st, FILE *md, const char *stem, const char *title, const char *ref, int lri, int seedi,
+                     int (*pick)(const srun *r), int smooth);
+void st_write_runs_csv(study *st);
+void st_write_summary_json(study *st);
+void st_report_setup(study *st, FILE *md);
+void st_report_runs_table(study *st, FILE *md);
+void st_report_findings(study *st, FILE *md);
+void st_report_console_findings(study *st);
+void st_setup_default(study *st);
+void st_finding_fp8_vs_bf16(study *st, const char *hyb, const char *bf);
+void st_report_default(study *st, FILE *md);
+void st_setup_mantissa(study *st);
+void st_report_mantissa(study *st, FILE *md);
+void st_setup_recipes(study *st);
+void st_report_recipes(study *st, FILE *md);
+void st_setup_fallback(study *st);
+void st_report_fallback(study *st, FILE *md);
+void st_setup_calibration(study *st);
+void st_report_calibration(study *st, FILE *md);
+void st_setup_accumulation(study *st);
+void st_report_accumulation(study *st, FILE *md);
+void st_setup_rounding(study *st);
+void st_report_rounding(study *st, FILE *md);
+
+#endif
