@@ -67,17 +67,10 @@ int cmd_study(int argc, char **argv) {
   if (tiny && full) cli_die("study: --tiny and --full exclude each other");
   so.size = tiny ? STUDY_TINY : full ? STUDY_FULL : STUDY_DEFAULT;
   if (list) {
-    for (int i = 0; i < study_count(); i++) printf("%-13s %s\n", study_name(i), study_description(i));
+    study_list(stdout);
     return 0;
   }
-  if (name && study_find(name) < 0) {
-    char l[512] = "";
-    for (int i = 0; i < study_count(); i++) {
-      strncat(l, i ? ", " : "", sizeof l - strlen(l) - 1);
-      strncat(l, study_name(i), sizeof l - strlen(l) - 1);
-    }
-    cli_die("study: unknown study '%s' (accepted: %s; see exmy study --list)", name, l);
-  }
+  if (name && !study_exists(name)) cli_die("study: unknown study '%s' (see exmy study --list; or a study file's path)", name);
   if (so.out_dir && !so.dry_run) { /* mkdir -p here: a path that cannot be made is a bad argument */
     char e[EXMY_ERRLEN];
     if (xp_mkdir_p(so.out_dir, e, sizeof e)) cli_die("study: --out: %s", e);

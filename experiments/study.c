@@ -50,13 +50,102 @@ static const study_def STUDIES[] = {
 };
 #define NSTUDY ((int)(sizeof STUDIES / sizeof STUDIES[0]))
 
-int study_count(void) { return NSTUDY; }
-const char *study_name(int i) { return i >= 0 && i < NSTUDY ? STUDIES[i].name : NULL; }
-const char *study_description(int i) { return i >= 0 && i < NSTUDY ? STUDIES[i].desc : NULL; }
-int study_find(const char *name) {
+st_report_fn st_report_hook(const char *name) {
   for (int i = 0; i < NSTUDY; i++)
-    if (!strcmp(STUDIES[i].name, name)) return i;
-  return -1;
+    if (!strcmp(STUDIES[i].name, name)) return STUDIES[i].report;
+  return NULL;
+}
+const char *st_report_hooks(void) { return "default, mantissa, recipes, fallback, calibration, accumulation, rounding"; }
+
+/* Folders that hold the built-in study files, in the order searched: the
+ * EXMY_STUDY_DIR environment variable, the source tree (a build tree's
+ * command reads the files it was built with), the installed copy. */
+#ifndef EXMY_STUDY_SRCDIR
+#define EXMY_STUDY_SRCDIR "experiments/studies"
+#endif
+#ifndef EXMY_STUDY_DATADIR
+#define EXMY_STUDY_DATADIR "/usr/local/share/exmy/studies"
+#endif
+static int study_dirs(const char **d) {
+  int n = 0;
+  const char *e = getenv("EXMY_STUDY_DIR");
+  if (e && *e) d[n++] = e;
+  d[n++] = EXMY_STUDY_SRCDIR;
+  d[n++] = EXMY_STUDY_DATADIR;
+  return n;
+}
+
+static int is_plain_name(const char *s) {
+  if (!*s) return 0;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_' || *s == '-')) return 0;
+  return 1;
+}
+
+/* A name or a path to a study file: 1 with the file's path, 0 when not found. */
+static int study_file_path(const char *name, char *path, size_t n) {
+  if (strchr(name, '/') || (strlen(name) > 6 && !strcmp(name + strlen(name) - 6, ".study"))) {
+    snprintf(path, n, "%s", name);
+    return 1;
+  }
+  if (!is_plain_name(name)) return 0;
+  const char *d[3];
+  const int nd = study_dirs(d);
+  for (int i = 0; i < nd; i++) {
+    snprintf(path, n, "%s/%s.study", d[i], name);
+    FILE *f = fopen(path, "r");
+    if (f) { fclose(f); return 1; }
+  }
+  return 0;
+}
+
+int study_exists(const char *name) {
+  char p[XP_PATH];
+  if (study_file_path(name, p, sizeof p)) return 1;
+  for (int i = 0; i < NSTUDY; i++)
+    if (STUDIES[i].setup && !strcmp(STUDIES[i].name, name)) return 1;
+  return 0;
+}
+
+/* The built-in studies: the C table's order (default first), each from its
+ * file when there is one (its description line), then files not in the table. */
+void study_list(FILE *out) {
+  char names[128][64];
+  int n = 0;
+  for (int i = 0; i < NSTUDY; i++) snprintf(names[n++], sizeof names[0], "%s", STUDIES[i].name);
+  const char *d[3];
+  const int nd = study_dirs(d);
+  for (int i = 0; i < nd; i++) {
+    char cmd[XP_PATH + 64];
+    snprintf(cmd, sizeof cmd, "ls '%s' 2>/dev/null", d[i]);
+    FILE *ls = popen(cmd, "r");
+    if (!ls) continue;
+    char line[256];
+    while (fgets(line, sizeof line, ls) && n < 128) {
+      line[strcspn(line, "\n")] = 0;
+      const size_t l = strlen(line);
+      if (l <= 6 || strcmp(line + l - 6, ".study")) continue;
+      line[l - 6] = 0;
+      int k = 0;
+      while (k < n && strcmp(names[k], line)) k++;
+      if (k == n && is_plain_name(line)) snprintf(names[n++], sizeof names[0], "%s", line);
+    }
+    pclose(ls);
+  }
+  for (int k = 0; k < n; k++) {
+    char path[XP_PATH], err[EXMY_ERRLEN];
+    const char *desc = NULL;
+    study_file f;
+    int have = 0;
+    if (study_file_path(names[k], path, sizeof path) && !st_file_read(&f, path, err, sizeof err)) {
+      have = 1;
+      desc = st_file_get(&f, STUDY_DEFAULT, "description", NULL);
+    } else
+      for (int i = 0; i < NSTUDY; i++)
+        if (!strcmp(STUDIES[i].name, names[k]) && STUDIES[i].setup) desc = STUDIES[i].desc;
+    if (desc) fprintf(out, "%-13s %s\n", names[k], desc);
+    if (have) st_file_free(&f);
+  }
 }
 
 void study_opts_init(study_opts *o) {
@@ -101,16 +190,46 @@ static void free_study(study *st) {
 
 int study_main(const char *name, const study_opts *o, char *err, size_t errlen) {
   if (!name || !*name) name = "default";
-  const int idx = study_find(name);
-  if (idx < 0) {
-    char list[512] = "";
-    for (int i = 0; i < NSTUDY; i++) st_cat(list, sizeof list, "%s%s", i ? ", " : "", STUDIES[i].name);
-    snprintf(err, errlen, "study: unknown study '%s' (accepted: %s)", name, list);
-    return 2;
-  }
   study *st = calloc(1, sizeof *st);
-  if (!st) { snprintf(err, errlen, "study: out of memory"); return 1; }
-  st->def = &STUDIES[idx];
+  study_file *file = calloc(1, sizeof *file);
+  study_def *fdef = calloc(1, sizeof *fdef);
+  if (!st || !file || !fdef) {
+    free(st), free(file), free(fdef);
+    snprintf(err, errlen, "study: out of memory");
+    return 1;
+  }
+  int rc = 0;
+  char fpath[XP_PATH], sname[64];
+  if (study_file_path(name, fpath, sizeof fpath)) {
+    if ((rc = st_file_read(file, fpath, err, errlen))) goto out;
+    st->file = file;
+    const char *nm = st_file_get(file, o->size, "name", NULL);
+    if (!nm) { /* the file's base name without .study */
+      const char *b = strrchr(fpath, '/');
+      snprintf(sname, sizeof sname, "%.63s", b ? b + 1 : fpath);
+      char *dot = strstr(sname, ".study");
+      if (dot) *dot = 0;
+      nm = sname;
+    }
+    const char *rep = st_file_get(file, o->size, "report", NULL);
+    fdef->name = nm;
+    fdef->desc = st_file_get(file, o->size, "description", NULL);
+    fdef->published = st_file_get(file, o->size, "published", NULL);
+    if (!fdef->published) fdef->published = "(none stated)";
+    fdef->report = rep ? st_report_hook(rep) : NULL;
+    st->def = fdef;
+    name = nm;
+  } else {
+    int idx = -1;
+    for (int i = 0; i < NSTUDY; i++)
+      if (STUDIES[i].setup && !strcmp(STUDIES[i].name, name)) idx = i;
+    if (idx < 0) {
+      snprintf(err, errlen, "study: unknown study '%s' (see exmy study --list; a study file's path also works)", name);
+      rc = 2;
+      goto out;
+    }
+    st->def = &STUDIES[idx];
+  }
   st->o = o;
   st->log = o->log ? o->log : stdout;
   st->size = o->size;
@@ -125,7 +244,6 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
 #else
   st->threads = 1;
 #endif
-  int rc = 0;
   if (o->lrs && (rc = parse_lrs(st, o->lrs, err, errlen))) goto out;
   if (o->data && strcmp(o->data, "builtin")) {
     FILE *df = fopen(o->data, "r");
@@ -136,7 +254,9 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
     }
     fclose(df);
   }
-  st->def->setup(st);
+  if (st->file) {
+    if ((rc = st_file_setup(st, err, errlen))) goto out;
+  } else st->def->setup(st);
   if ((rc = st_build_configs(st, err, errlen))) goto out;
   if (o->dry_run) {
     xp_config d0;
@@ -197,7 +317,7 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
   st_report_runs_table(st, md);
   int nok = 0;
   for (int i = 0; i < st->nrun; i++) nok += !st->run[i].failed;
-  if (nok) st->def->report(st, md);
+  if (nok && st->def->report) st->def->report(st, md);
   st_report_findings(st, md);
   if (!st->gnuplot) fprintf(md, "\n(gnuplot was not run: plots are only their data and scripts, `*.dat`, `*.gp`.)\n");
   if (!nok) fprintf(md, "\nEvery run failed (see `runs.csv`): no analysis.\n");
@@ -226,5 +346,8 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
 out:
   free_study(st);
   free(st);
+  st_file_free(file);
+  free(file);
+  free(fdef);
   return rc;
 }

@@ -39,14 +39,13 @@ typedef struct study_opts {
 
 void study_opts_init(study_opts *o);
 
-/* The studies, in the order `exmy study --list` prints them ("default" first). */
-int study_count(void);
-const char *study_name(int i);
-const char *study_description(int i);
-/* Index of a study by name, or -1. */
-int study_find(const char *name);
+/* The built-in studies, one "NAME  description" line each ("default" first). */
+void study_list(FILE *out);
+/* 1 when `name` is a built-in study or a path to a study file (a name with
+ * a '/' or ending .study), else 0. */
+int study_exists(const char *name);
 
-/* Run study `name` (NULL or "": "default").  Returns 0; 2 with err (one line
+/* Run study `name` (NULL or "": "default"), a built-in or a study file.  Returns 0; 2 with err (one line
  * naming the bad value) for a usage error (unknown study, bad --lrs, a
  * --set key or value the engine rejects); 1 with err when a run could not be
  * done or a file could not be written. */

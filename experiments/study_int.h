@@ -47,6 +47,21 @@ typedef struct finding {
   char evidence[1600];
 } finding;
 
+/* A study file (study_file.c): its checked lines, each with its size
+ * (-1: every size, else STUDY_TINY / STUDY_FULL from a tiny./full. prefix). */
+#define ST_VALLEN 600
+#define ST_MAXVAL 64
+#define ST_MAXAXIS 8
+#define ST_MAXARM 64
+#define ST_NMETRIC 5
+typedef struct sf_line { int ln, size; char key[128]; char val[ST_VALLEN]; } sf_line;
+typedef struct study_file {
+  char path[XP_PATH];
+  int nline;
+  sf_line *line;
+} study_file;
+extern const char *const ST_METRICS[ST_NMETRIC];
+
 typedef struct study study;
 typedef struct study_def {
   const char *name, *desc;
@@ -57,6 +72,7 @@ typedef struct study_def {
 
 struct study {
   const study_def *def;
+  const study_file *file;       /* the study file (NULL: a study defined in C) */
   const study_opts *o;
   FILE *log;
   char dir[XP_PATH];
@@ -125,6 +141,9 @@ double st_sd_of(const double *v, int n);
 double st_spearman(const double *x, const double *y, int n);
 void st_base_kv(study *st, const char *k, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void st_add_cfg(study *st, const char *name, const char *group, double x, const char *tag, int phase, ...);
+/* The same with the "key=value" strings in an array (study files). */
+void st_add_cfgv(study *st, const char *name, const char *group, double x, const char *tag, int phase,
+                 const char *const *kvs, int nk);
 int st_build_configs(study *st, char *err, size_t errlen);
 char **st_config_lines(const xp_config *c, int *n);
 void st_free_lines(char **l, int n);
@@ -175,5 +194,17 @@ void st_setup_accumulation(study *st);
 void st_report_accumulation(study *st, FILE *md);
 void st_setup_rounding(study *st);
 void st_report_rounding(study *st, FILE *md);
+
+/* study files (study_file.c) */
+int st_file_read(study_file *f, const char *path, char *err, size_t errlen);
+void st_file_free(study_file *f);
+const char *st_file_get(const study_file *f, int size, const char *key, int *ln);
+int st_file_effective(const study_file *f, int size, int i);
+int st_file_setup(study *st, char *err, size_t errlen);
+int st_axis_values(const char *text, char vals[][ST_VALLEN], int max, char *why, size_t whylen);
+/* the C analyses a study file may name (report = NAME, study.c) */
+typedef void (*st_report_fn)(study *st, FILE *md);
+st_report_fn st_report_hook(const char *name);
+const char *st_report_hooks(void);
 
 #endif

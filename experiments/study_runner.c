@@ -75,6 +75,12 @@ void st_add_cfg(study *st, const char *name, const char *group, double x, const 
   for (const char *s; (s = va_arg(ap, const char *)) != NULL;)
     if (nk < MAX_KV - 2) kvs[nk++] = s;
   va_end(ap);
+  st_add_cfgv(st, name, group, x, tag, phase, kvs, nk);
+}
+
+void st_add_cfgv(study *st, const char *name, const char *group, double x, const char *tag, int phase,
+                 const char *const *kvs, int nk) {
+  if (nk > MAX_KV - 2) nk = MAX_KV - 2;
   for (int li = 0; li < st->nlr; li++)
     for (int si = 0; si < st->nseeds; si++) {
       srun *r = new_run(st);

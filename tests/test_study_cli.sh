@@ -59,6 +59,53 @@ check_err "--set without =" "novalue"
 run study --tiny --data "$T/no-such-file.txt"
 check_err "--data with a missing file" "no-such-file.txt"
 
+# study files: every bad line exits 2 with one line naming FILE:LINE and the bad text
+sf_err() { # desc, file text, expected line number, expected text
+  printf "$2" >"$T/bad.study"
+  run study "$T/bad.study" --tiny --dry-run
+  if [ "$rc" -eq 2 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "bad.study:$3: " "$T/err" && grep -qF -- "$4" "$T/err"; then
+    pass "study file: $1 (exit 2, line $3)"
+  else fail "study file: $1" "status $rc" "$(txt "$T/err")"; fi
+}
+sf_err "an unknown key" 'description = d\nsteps = 3\nnosuchkey = 1\n' 3 nosuchkey
+sf_err "a bad engine value" 'description = d\narm.a.prec = e99m99\n' 2 e99m99
+sf_err "a bad range" 'description = d\naxis.lr = logspace(1e-3, -1, 4)\n' 2 'logspace(1e-3, -1, 4)'
+sf_err "a bad count" 'description = d\naxis.lr = linspace(0.1, 0.2, 0)\n' 2 'linspace(0.1, 0.2, 0)'
+sf_err "an unknown metric" 'description = d\nclaim.c.metric = accuracyx\n' 2 accuracyx
+sf_err "an unknown rule" 'description = d\nclaim.c.rule = roughly\n' 2 roughly
+sf_err "a line without =" 'description = d\n\n# comment\nsteps 3\n' 4 'steps 3'
+sf_err "bad seeds" 'description = d\nseeds = 0\n' 2 'seeds = 0'
+sf_err "a zip of unequal axes" 'description = d\naxis.prec = fp32, bf16\naxis.weight_decay = 0, 0.1, 0.2\nzip = prec, weight_decay\n' 4 weight_decay
+sf_err "no description" 'steps = 3\n' 1 description
+run study "$T/no-such.study"
+check_err "a missing study file" "no-such.study"
+
+# a study file: arms crossed with an axis, zipped axes, size lines
+cat >"$T/mine.study" <<'EOF_STUDY'
+# a study of two arms crossed with a zipped pair of axes
+description = two weight decays, two precisions, zipped with master rounding
+steps = 100
+tiny.steps = 3
+tiny.n_layer = 1
+tiny.d_model = 16
+tiny.n_head = 2
+tiny.seq_len = 16
+tiny.batch = 2
+tiny.eval_batches = 1
+seeds = 2
+axis.prec = fp32, bf16
+axis.master_round = rne, sr
+zip = prec, master_round
+arm.wd0.weight_decay = 0
+arm.wd1.weight_decay = 0.2
+EOF_STUDY
+run study "$T/mine.study" --tiny --dry-run
+if [ "$rc" -eq 0 ] && [ "$(grep -c '^\[[0-9]*/8\] ' "$T/out")" -eq 8 ] &&
+   grep -q '^\[8/8\] wd1 prec=bf16 master_round=sr seed=2: .*master_round=sr.*weight_decay=0.2[0-9]* seed=2' "$T/out" &&
+   grep -q 'steps=3' "$T/out"; then
+  pass "study FILE: arms x zipped axes x seeds, tiny. lines applied (8 runs)"
+else fail "study FILE: arms x zipped axes x seeds" "status $rc" "$(txt "$T/err")" "$(head -n 3 "$T/out" | tr '\n' '|')"; fi
+
 # The verdict lines of each study's report.md ("- **VERDICT**: claim.
 # evidence") at --tiny with the study's defaults, prefixed with the study's
 # name.  Recorded from a run; a change here is a change of the studies'
