@@ -8,14 +8,15 @@
 #include <string.h>
 
 const char *study_usage =
-  "usage: exmy study [NAME] [options]\n"
+  "usage: exmy study [NAME | FILE] [options]\n"
   "Run an FP8 stability study: a set of tiny training runs (the xp engine), then a results\n"
   "folder with runs.csv, summary.json, per-run folders (runs/LABEL/), gnuplot plots (SVG and\n"
   "PNG) and report.md, whose \"Reproduced / not reproduced\" section compares the numbers with\n"
   "the published result.  Without NAME: the default study (fp32 vs bf16 vs HYBRID FP8 vs\n"
   "E8M2 round-toward-zero, about a minute or two on 2 cores).\n"
   "Studies: default, mantissa, recipes, fallback, calibration, accumulation, rounding\n"
-  "(--list describes them; docs/studies/ has a real run of each).\n"
+  "(--list describes them; docs/studies/ has a real run of each).  FILE: a study file (a path\n"
+  "with a '/' or ending .study; the grammar: docs/studies/README.md).\n"
   "  --out DIR          results folder (default results/NAME)\n"
   "  --steps N          training steps of every run (calibration: the bf16 pretraining)\n"
   "  --seeds N          seeds 1..N of every configuration\n"
@@ -29,6 +30,11 @@ const char *study_usage =
   "  --no-plots         do not run gnuplot (the plot data and scripts are still written)\n"
   "  --list             the studies with one-line descriptions\n"
   "  --dry-run          print every run's config (keys that differ from the defaults)\n"
+  "  --shard I/N        run only runs I, I+N, I+2N ... (of the --dry-run list), no report; default\n"
+  "                     from SLURM_ARRAY_TASK_ID (minus SLURM_ARRAY_TASK_MIN) + 1 / SLURM_ARRAY_TASK_COUNT\n"
+  "  --report           run nothing: the report from the runs done so far, naming the missing ones\n"
+  "A rerun skips finished runs (runs/LABEL/result.txt with the run's config hash) and resumes\n"
+  "interrupted ones from their checkpoint (runs/LABEL/ckpt.bin, every steps/10 steps).\n"
   "Progress: one line per finished run with an ETA; at the end a table, the findings, and\n"
   "where the report and plots are.  Rules (docs/studies/README.md): a spike is a loss above\n"
   "spike_factor x the median of the previous spike_window losses; divergence is a non-finite\n"
@@ -39,6 +45,7 @@ int cmd_study(int argc, char **argv) {
   study_opts_init(&so);
   const char *name = NULL;
   int list = 0, tiny = 0, full = 0;
+  const char *shard = NULL;
   cli_opts o;
   cli_opts_init(&o, "study", argc, argv);
   while (cli_next(&o)) {
@@ -62,9 +69,28 @@ int cmd_study(int argc, char **argv) {
     } else if (!strcmp(k, "--no-plots")) { cli_no_value(&o); so.plots = 0; }
     else if (!strcmp(k, "--list")) { cli_no_value(&o); list = 1; }
     else if (!strcmp(k, "--dry-run")) { cli_no_value(&o); so.dry_run = 1; }
+    else if (!strcmp(k, "--report")) { cli_no_value(&o); so.report_only = 1; }
+    else if (!strcmp(k, "--shard")) shard = cli_value(&o);
     else cli_die("study: unknown option '%s' (see exmy study --help)", argv[o.i]);
   }
   if (tiny && full) cli_die("study: --tiny and --full exclude each other");
+  /* --shard I/N, else a Slurm array task's place in its array */
+  char sb[64];
+  const char *tid = getenv("SLURM_ARRAY_TASK_ID"), *tcnt = getenv("SLURM_ARRAY_TASK_COUNT");
+  const char *tmin = getenv("SLURM_ARRAY_TASK_MIN");
+  if (!shard && !so.report_only && tid && tcnt && *tid && *tcnt) {
+    snprintf(sb, sizeof sb, "%ld/%s", strtol(tid, NULL, 10) - (tmin ? strtol(tmin, NULL, 10) : 0) + 1, tcnt);
+    shard = sb;
+  }
+  if (shard) {
+    char *end;
+    const long i = strtol(shard, &end, 10);
+    const long n = *end == '/' ? strtol(end + 1, &end, 10) : 0;
+    if (*end || n < 1 || n > 100000 || i < 1 || i > n)
+      cli_die("study: --shard '%s': expected I/N with 1 <= I <= N (from SLURM_ARRAY_TASK_ID/COUNT when not given)", shard);
+    so.shard_i = (int)i;
+    so.shard_n = (int)n;
+  }
   so.size = tiny ? STUDY_TINY : full ? STUDY_FULL : STUDY_DEFAULT;
   if (list) {
     study_list(stdout);

@@ -3,6 +3,7 @@
  * concept (study_int.h lists the files); each study's runs and analysis
  * live in study_NAME.c. */
 #include "experiments/study_int.h"
+#include "exmy.h"
 
 #include <errno.h>
 #include <math.h>
@@ -300,6 +301,20 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
   const double t0 = st_now_s();
   st_run_all(st);
   st->seconds = st_now_s() - t0;
+  if (o->shard_n > 1 && !o->report_only) {
+    int mine = 0, fail = 0;
+    for (int i = 0; i < st->nrun; i++)
+      if (i % o->shard_n == o->shard_i - 1) { mine++; fail += st->run[i].failed; }
+    fprintf(st->log, "shard %d/%d: %d of the %d runs (%d failed) in %s/runs; when every shard is done: exmy study %s --report%s%s\n",
+            o->shard_i, o->shard_n, mine, st->nrun, fail, st->dir, st->file ? st->file->path : name,
+            o->out_dir ? " --out " : "", o->out_dir ? o->out_dir : "");
+    if (fail) {
+      snprintf(err, errlen, "study %s: shard %d/%d: %d of its %d runs failed (runs.csv comes with --report)", name,
+               o->shard_i, o->shard_n, fail, mine);
+      rc = 1;
+    }
+    goto out;
+  }
   st_write_runs_csv(st);
 
   char path[XP_PATH + 32];
@@ -311,7 +326,7 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
     goto out;
   }
   fprintf(md, "# exmy study %s\n\n%s.\n\n", name, st->def->desc);
-  if (o->command) fprintf(md, "Command: `%s`\n\n", o->command);
+  if (o->command) fprintf(md, "Command: `%s` (exmy %s)\n\n", o->command, exmy_version());
   fprintf(md, "**Published result.** %s\n\n", st->def->published);
   st_report_setup(st, md);
   st_report_runs_table(st, md);
@@ -319,16 +334,33 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
   for (int i = 0; i < st->nrun; i++) nok += !st->run[i].failed;
   if (nok && st->def->report) st->def->report(st, md);
   st_report_findings(st, md);
+  {
+    int nm = 0;
+    for (int i = 0; i < st->nrun; i++) nm += st->run[i].missing;
+    if (nm) {
+      fprintf(md, "\n**Missing runs** (%d of %d, not run yet; the tables and verdicts above leave them out):", nm, st->nrun);
+      for (int i = 0, k = 0; i < st->nrun; i++)
+        if (st->run[i].missing) fprintf(md, "%s `%s`", k++ ? "," : "", st->run[i].label);
+      fprintf(md, ".\n");
+    }
+  }
   if (!st->gnuplot) fprintf(md, "\n(gnuplot was not run: plots are only their data and scripts, `*.dat`, `*.gp`.)\n");
   if (!nok) fprintf(md, "\nEvery run failed (see `runs.csv`): no analysis.\n");
   fclose(md);
   st->seconds = st_now_s() - t0;
   st_write_summary_json(st);
   st_report_console_findings(st);
-  int nfail = 0;
+  int nfail = 0, nmiss = 0;
   const srun *ff = NULL;
   for (int i = 0; i < st->nrun; i++)
-    if (st->run[i].failed) { nfail++; if (!ff) ff = &st->run[i]; }
+    if (st->run[i].missing) nmiss++;
+    else if (st->run[i].failed) { nfail++; if (!ff) ff = &st->run[i]; }
+  if (nmiss) {
+    fprintf(st->log, "missing runs (%d of %d, not run yet: the report covers the others):", nmiss, st->nrun);
+    for (int i = 0; i < st->nrun; i++)
+      if (st->run[i].missing) fprintf(st->log, " '%s'", st->run[i].label);
+    fputc('\n', st->log);
+  }
   char tm[32];
   st_fmt_time(st->seconds, tm, sizeof tm);
   fprintf(st->log, "\nreport: %s/report.md  runs: %s/runs.csv  summary: %s/summary.json\n", st->dir, st->dir, st->dir);

@@ -38,6 +38,10 @@ typedef struct srun {
   xp_config cfg;
   xp_result res;
   int done, failed;
+  int reused;                   /* its result was read from an earlier invocation */
+  int resumed;                  /* it continued from its checkpoint */
+  int missing;                  /* --report or another shard: not run yet */
+  char id[24];                  /* hash of the resolved config (study_state.c) */
   char err[EXMY_ERRLEN];
 } srun;
 
@@ -194,6 +198,13 @@ void st_setup_accumulation(study *st);
 void st_report_accumulation(study *st, FILE *md);
 void st_setup_rounding(study *st);
 void st_report_rounding(study *st, FILE *md);
+
+/* run state between invocations (study_state.c) */
+void st_run_id(const study *st, const srun *r, char *id, size_t n);
+int st_result_save(const srun *r);
+int st_result_load(srun *r);
+void st_run_prepare(const srun *r, xp_config *c);
+void st_run_finish(const srun *r, const xp_config *c);
 
 /* study files (study_file.c) */
 int st_file_read(study_file *f, const char *path, char *err, size_t errlen);

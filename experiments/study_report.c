@@ -1,6 +1,7 @@
 /* study_report.c: a study's runs.csv, summary.json and the common sections
  * of report.md (study_int.h). */
 #include "experiments/study_int.h"
+#include "exmy.h"
 
 #include <errno.h>
 #include <math.h>
@@ -39,6 +40,12 @@ void st_write_summary_json(study *st) {
   st_json_str(f, st->def->name);
   fprintf(f, ",\n  \"description\": ");
   st_json_str(f, st->def->desc);
+  fprintf(f, ",\n  \"exmy_version\": ");
+  st_json_str(f, exmy_version());
+  fprintf(f, ",\n  \"command\": ");
+  st_json_str(f, st->o->command ? st->o->command : "");
+  fprintf(f, ",\n  \"study_file\": ");
+  st_json_str(f, st->file ? st->file->path : "");
   fprintf(f, ",\n  \"size\": \"%s\",\n  \"steps\": %ld,\n  \"seeds\": %d,\n  \"lrs\": [",
           st->size == STUDY_TINY ? "tiny" : st->size == STUDY_FULL ? "full" : "default", st->steps, st->nseeds);
   for (int i = 0; i < st->nlr; i++) fprintf(f, "%s%.9g", i ? ", " : "", st->lr[i]);
@@ -54,6 +61,9 @@ void st_write_summary_json(study *st) {
     st_json_str(f, r->group);
     fprintf(f, ", \"dir\": ");
     st_json_str(f, r->dir);
+    fprintf(f, ", \"id\": ");
+    st_json_str(f, r->id);
+    fprintf(f, ", \"missing\": %s", r->missing ? "true" : "false");
     fprintf(f, ", \"lr\": %.9g, \"seed\": %llu, \"final_loss\": ", r->lr, r->seed);
     st_json_num(f, s->final_loss);
     fprintf(f, ", \"final_loss_avg\": ");

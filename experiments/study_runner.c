@@ -219,14 +219,16 @@ static void progress_line(study *st, int done, int total, const srun *r, double 
       st_fmt_time(el / done * (total - done), t, sizeof t);
       snprintf(eta, sizeof eta, "  ETA %s", t);
     }
-    fprintf(st->log, "[%d/%d] %s lr=%s seed=%llu: final %s min %s spikes %ld diverged %s  (%.1f s)%s\n", done, total,
-            r->name, lrs, r->seed, fin, mn, r->res.spikes, dv, r->res.seconds, eta);
+    fprintf(st->log, "[%d/%d] %s lr=%s seed=%llu: final %s min %s spikes %ld diverged %s  (%.1f s%s)%s\n", done, total,
+            r->name, lrs, r->seed, fin, mn, r->res.spikes, dv, r->res.seconds, r->reused ? ", done before" : r->resumed ? ", resumed from its checkpoint" : "", eta);
   }
   fflush(st->log);
 }
 
 void st_run_all(study *st) {
-  int total = st->nrun, done = 0;
+  int total = 0, done = 0;
+  for (int i = 0; i < st->nrun; i++)
+    total += st->o->shard_n <= 1 || i % st->o->shard_n == st->o->shard_i - 1;
   const double t0 = st_now_s();
   int maxphase = 0;
   for (int i = 0; i < st->nrun; i++)
@@ -239,15 +241,33 @@ void st_run_all(study *st) {
     for (int j = 0; j < n; j++) {
       srun *r = &st->run[idx[j]];
       char e[EXMY_ERRLEN] = "";
-      xp_mkdir_p(r->cfg.out_dir, NULL, 0); /* a failure shows when the run writes */
       memset(&r->res, 0, sizeof r->res);
-      if (xp_train(&r->cfg, &r->res, e, sizeof e)) {
-        r->failed = 1;
-        snprintf(r->err, sizeof r->err, "%s", e[0] ? e : "xp_train failed");
-        r->res.final_loss = r->res.final_loss_avg = r->res.min_loss = r->res.val_loss = NAN;
+      st_run_id(st, r, r->id, sizeof r->id);
+      const int mine = st->o->shard_n <= 1 || idx[j] % st->o->shard_n == st->o->shard_i - 1;
+      if (st_result_load(r)) r->reused = 1; /* finished before: its numbers, exactly */
+      else if (st->o->report_only || !mine) {
+        r->missing = r->failed = 1;
+        snprintf(r->err, sizeof r->err, "missing: not run yet");
+        r->res.final_loss = r->res.final_loss_avg = r->res.min_loss = r->res.val_loss = r->res.first_loss = NAN;
         r->res.diverged_at = -1;
+      } else {
+        xp_mkdir_p(r->cfg.out_dir, NULL, 0); /* a failure shows when the run writes */
+        xp_config c = r->cfg;
+        if (!c.ckpt[0] && !c.resume[0]) { /* checkpoints to resume from after an interruption */
+          snprintf(c.ckpt, sizeof c.ckpt, "%.*s/ckpt.bin", (int)sizeof c.ckpt - 10, c.out_dir);
+          c.ckpt_every = c.steps / 10 > 0 ? c.steps / 10 : 1;
+        }
+        st_run_prepare(r, &c);
+        r->resumed = c.resume[0] && strcmp(c.resume, r->cfg.resume);
+        if (xp_train(&c, &r->res, e, sizeof e)) {
+          r->failed = 1;
+          snprintf(r->err, sizeof r->err, "%s", e[0] ? e : "xp_train failed");
+          r->res.final_loss = r->res.final_loss_avg = r->res.min_loss = r->res.val_loss = NAN;
+          r->res.diverged_at = -1;
+        } else st_run_finish(r, &c);
       }
       r->done = 1;
+      if (r->missing || !mine) continue;
 #pragma omp critical(study_progress)
       {
         done++;

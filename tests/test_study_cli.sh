@@ -106,6 +106,47 @@ if [ "$rc" -eq 0 ] && [ "$(grep -c '^\[[0-9]*/8\] ' "$T/out")" -eq 8 ] &&
   pass "study FILE: arms x zipped axes x seeds, tiny. lines applied (8 runs)"
 else fail "study FILE: arms x zipped axes x seeds" "status $rc" "$(txt "$T/err")" "$(head -n 3 "$T/out" | tr '\n' '|')"; fi
 
+# resumable and shardable: summary.json (timings, thread count and the
+# command line aside) is the same for an uninterrupted run, a run killed
+# with SIGKILL mid-study and rerun, and three shards followed by --report
+norm_summary() { sed -E 's/"(seconds|threads)": [0-9.]+/"\1": T/g; s/"command": "[^"]*"/"command": C/' "$1"; }
+sargs="--tiny --no-plots --steps 200 --threads 1"
+run study $sargs --out "$T/whole"
+norm_summary "$T/whole/summary.json" >"$T/whole.json"
+(cd "$T" && exec "$EXMY" study $sargs --out "$T/killed" >"$T/killed.log" 2>&1) &
+kp=$!
+w=0
+while [ $w -lt 200 ] && ! ls "$T"/killed/runs/*/ckpt.bin >/dev/null 2>&1; do sleep 0.05; w=$((w + 1)); done
+kill -9 $kp 2>/dev/null
+wait $kp 2>/dev/null
+had_ckpt=$(ls "$T"/killed/runs/*/ckpt.bin 2>/dev/null | wc -l)
+run study $sargs --out "$T/killed"
+norm_summary "$T/killed/summary.json" >"$T/killed.json"
+if [ "$rc" -eq 0 ] && [ -s "$T/whole.json" ] && cmp -s "$T/whole.json" "$T/killed.json" &&
+   [ "$(grep -c 'done before\|resumed from its checkpoint' "$T/out")" -ge "$had_ckpt" ]; then
+  pass "kill -9 mid-study, rerun: the same summary.json (checkpoints at the kill: $had_ckpt; runs done before: $(grep -c 'done before' "$T/out"), resumed: $(grep -c 'resumed from' "$T/out"))"
+else fail "kill -9 mid-study, rerun: the same summary.json" "status $rc" "$(diff "$T/whole.json" "$T/killed.json" | head -n 4 | cut -c 1-300 | tr '\n' '|')"; fi
+ok=1
+for i in 1 2 3; do
+  run study $sargs --out "$T/shard" --shard $i/3
+  [ "$rc" -eq 0 ] && grep -q "^shard $i/3: " "$T/out" && [ ! -f "$T/shard/report.md" ] || ok=0
+done
+run study $sargs --out "$T/shard" --report
+norm_summary "$T/shard/summary.json" >"$T/shard.json"
+if [ $ok -eq 1 ] && [ "$rc" -eq 0 ] && cmp -s "$T/whole.json" "$T/shard.json"; then
+  pass "--shard 1/3, 2/3, 3/3 then --report: the same summary.json as one run"
+else fail "--shard 1/3..3/3 then --report" "status $rc ok $ok" "$(diff "$T/whole.json" "$T/shard.json" | head -n 4 | cut -c 1-300 | tr '\n' '|')"; fi
+run study $sargs --out "$T/half" --shard 2/3
+run study $sargs --out "$T/half" --report
+if [ "$rc" -eq 0 ] && grep -q "^missing runs (3 of 4" "$T/out" && grep -q "'fp32'" "$T/out" && grep -q '^\*\*Missing runs\*\* (3 of 4' "$T/half/report.md"; then
+  pass "--report with runs missing: the report and the console name them"
+else fail "--report with runs missing names them" "status $rc" "$(tail -n 3 "$T/out" | tr '\n' '|')"; fi
+run study --tiny --shard 4/3
+check_err "--shard 4/3" "4/3"
+(cd "$T" && SLURM_ARRAY_TASK_ID=5 SLURM_ARRAY_TASK_MIN=5 SLURM_ARRAY_TASK_COUNT=2 "$EXMY" study $sargs --out "$T/slurm" >"$T/out" 2>&1); rc=$?
+if [ "$rc" -eq 0 ] && grep -q '^shard 1/2: 2 of the 4 runs' "$T/out"; then pass "SLURM_ARRAY_TASK_ID/MIN/COUNT give the shard"
+else fail "SLURM_ARRAY_TASK_* give the shard" "status $rc" "$(tail -n 2 "$T/out" | tr '\n' '|')"; fi
+
 # The verdict lines of each study's report.md ("- **VERDICT**: claim.
 # evidence") at --tiny with the study's defaults, prefixed with the study's
 # name.  Recorded from a run; a change here is a change of the studies'
