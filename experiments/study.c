@@ -187,6 +187,7 @@ static int parse_lrs(study *st, const char *text, char *err, size_t errlen) {
 static void free_study(study *st) {
   for (int i = 0; i < st->nrun; i++) xp_result_free(&st->run[i].res);
   free(st->run);
+  free(st->claim);
 }
 
 int study_main(const char *name, const study_opts *o, char *err, size_t errlen) {
@@ -333,7 +334,10 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
   int nok = 0;
   for (int i = 0; i < st->nrun; i++) nok += !st->run[i].failed;
   if (nok && st->def->report) st->def->report(st, md);
+  st_claims_eval(st);
   st_report_findings(st, md);
+  st_report_rules(st, md);
+  st_report_conclude(st, md);
   {
     int nm = 0;
     for (int i = 0; i < st->nrun; i++) nm += st->run[i].missing;

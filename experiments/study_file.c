@@ -406,7 +406,13 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
         strncat(name, pbuf[a], sizeof name - strlen(name) - 1);
       }
       if (!name[0]) snprintf(name, sizeof name, "base");
+      const int first = st->nrun;
       st_add_cfgv(st, name, group[0] ? group : NULL, x, tag, phase, kvs, nk2);
+      for (int i = first; i < st->nrun; i++) { /* claims pair runs by arm and axis point */
+        snprintf(st->run[i].arm, sizeof st->run[i].arm, "%.63s", implicit ? "" : arm[k]);
+        snprintf(st->run[i].point, sizeof st->run[i].point, "%.*s", (int)sizeof st->run[i].point - 1,
+                 name + (implicit ? 0 : strlen(arm[k])));
+      }
     }
   }
   return 0;

@@ -12,6 +12,7 @@
 #include "experiments/study.h"
 #include "experiments/xp.h"
 
+#include <stdint.h>
 #include <stdio.h>
 
 
@@ -42,6 +43,8 @@ typedef struct srun {
   int resumed;                  /* it continued from its checkpoint */
   int missing;                  /* --report or another shard: not run yet */
   char id[24];                  /* hash of the resolved config (study_state.c) */
+  char arm[64], point[96];      /* study files: the arm and the axis values (" k=v ...") */
+  int nonconv;                  /* the non-convergence rule (study_claims.c) */
   char err[EXMY_ERRLEN];
 } srun;
 
@@ -98,6 +101,8 @@ struct study {
   double seconds;
   int threads;
   char note[2048];              /* extra lines for the report's setup (study-specific) */
+  int nclaim;                    /* study files' claims, evaluated (study_claims.c) */
+  struct st_claim_row *claim;
   void *extra;                  /* study-specific results (accumulation GEMM table) */
 };
 
@@ -198,6 +203,33 @@ void st_setup_accumulation(study *st);
 void st_report_accumulation(study *st, FILE *md);
 void st_setup_rounding(study *st);
 void st_report_rounding(study *st, FILE *md);
+
+/* paired claims (study_stats.c) */
+#define ST_NRULE 3
+enum { ST_RULE_TRACKS = 0, ST_RULE_HIGHER, ST_RULE_LOWER };
+extern const char *const ST_RULES[ST_NRULE];
+typedef struct st_claim {
+  int n, dropped;               /* pairs used; pairs dropped (a value not finite) */
+  double mean, lo, hi;          /* mean gap, its 95% CI (rates: A's rate interval) */
+  double lo90, hi90;            /* the 90% CI for TOST (rates: B's interval) */
+  int ka, na, kb, nb;           /* rates: A's and B's counts */
+  int verdict;                  /* 1 reproduced, 0 not reproduced, -1 inconclusive */
+} st_claim;
+void st_bootstrap(const double *x, int n, uint64_t seed, double conf, double *lo, double *hi);
+void st_clopper_pearson(int k, int n, double conf, double *lo, double *hi);
+void st_claim_paired(const double *a, const double *b, int n, int rule, double margin, uint64_t seed, st_claim *c);
+void st_claim_rates(int ka, int na, int kb, int nb, int rule, st_claim *c);
+typedef struct st_claim_row {
+  char name[64], a[64], b[64], metric[16], text[400], published[400];
+  int rule;
+  double margin;
+  st_claim c;
+} st_claim_row;
+/* study_claims.c: the rules on every run, the claims, their report sections */
+void st_claims_eval(study *st);
+void st_report_rules(study *st, FILE *md);
+void st_report_conclude(study *st, FILE *md);
+void st_claims_json(const study *st, FILE *f);
 
 /* run state between invocations (study_state.c) */
 void st_run_id(const study *st, const srun *r, char *id, size_t n);

@@ -98,7 +98,9 @@ void st_write_summary_json(study *st) {
     st_json_str(f, st->find[i].evidence);
     fprintf(f, "}%s\n", i + 1 < st->nfind ? "," : "");
   }
-  fprintf(f, "  ]\n}\n");
+  fprintf(f, "  ]");
+  if (st->file) st_claims_json(st, f);
+  fprintf(f, "\n}\n");
   fclose(f);
 }
 
@@ -199,6 +201,7 @@ void st_report_findings(study *st, FILE *md) {
   for (int i = 0; i < st->nfind; i++)
     fprintf(md, "- **%s**: %s %s\n", st_verdict_name(st->find[i].verdict), st->find[i].claim, st->find[i].evidence);
   if (!st->nfind) fprintf(md, "- (no finding: the study produced no usable runs)\n");
+  if (st->file) return; /* a study file's rules: st_report_rules */
   fprintf(md, "\n## Rules\n\nSpike: a loss above %g x the median of the previous %d losses (the engine's detector, "
               "applied identically to every run). Divergence: a non-finite loss, or after warmup a loss above the "
               "first step's loss. Plots of the loss show a trailing mean (stated on the axis); tables use the mean "
