@@ -23,18 +23,18 @@ static const study_def STUDIES[] = {
   {"default", "fp32 vs bf16 vs HYBRID FP8 (current scaling) vs E8M2 round-toward-zero on the tiny GPT (~1-2 min)",
    "Megatron-LM FP8 (Transformer Engine): loss tracks BF16, consistently a little higher. Lee et al. (2024): "
    "low-mantissa E8My training with round-toward-zero fails to converge.",
-   st_setup_default, st_report_default},
+   NULL, st_report_default},
   {"mantissa", "E8M1..E8M7 (rtz; rne and sr controls) vs fp32/bf16 over learning rates and seeds: divergences, spikes",
    "\"To FP8 and Back Again\" (Lee et al., 2024, arXiv 2405.18710): E8M3, E8M4, E8M5 training of a 120M TinyLLaMA "
    "fails to converge; at 7B only E8M5 and E8M6 are relatively stable; instability rises as mantissa bits fall.",
-   st_setup_mantissa, st_report_mantissa},
+   NULL, st_report_mantissa},
   {"recipes", "bf16, e4m3fn, e5m2, HYBRID current vs delayed scaling (history 1/16/1024, margin 0/1): loss, scale ratio",
    "Transformer Engine per-tensor delayed scaling (amax history) vs current scaling: delayed scales lag when the "
    "distribution moves. Megatron-LM FP8: loss tracks BF16, a little higher.",
-   st_setup_recipes, st_report_recipes},
+   NULL, st_report_recipes},
   {"fallback", "every layer FP8 (e4m3fn, e5m2) vs the first and last layers in bf16; a check-and-fallback run",
    "Keeping the first and last layers in BF16 helps noticeably; periodic BF16 checks with fallback on disagreement.",
-   st_setup_fallback, st_report_fallback},
+   NULL, st_report_fallback},
   {"calibration", "resume a bf16 checkpoint in FP8 delayed scaling with and without a calibration step: first steps",
    "Resuming FP8 training from a BF16 checkpoint without amax history gives an abnormal first-step loss; a "
    "calibration step (high-precision forward/backward that only fills the histories) fixes it.",
@@ -47,7 +47,7 @@ static const study_def STUDIES[] = {
   {"rounding", "rne vs stochastic rounding for E8M3..E8M5 gradients and for bf16 weight updates as the LR decays",
    "Stochastic rounding removes the bias that makes small updates vanish (pure bf16 weights: round-to-nearest "
    "stalls as the learning rate decays).",
-   st_setup_rounding, st_report_rounding},
+   NULL, st_report_rounding},
 };
 #define NSTUDY ((int)(sizeof STUDIES / sizeof STUDIES[0]))
 

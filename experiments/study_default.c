@@ -1,4 +1,5 @@
-/* study_default.c: the default study (study_int.h, docs/studies/). */
+/* study_default.c: the analysis of the default study (report = default); its runs are
+ * experiments/studies/default.study (study_int.h, docs/studies/). */
 #include "experiments/study_int.h"
 
 #include <errno.h>
@@ -12,13 +13,6 @@
 /* study: default                                                          */
 /* ====================================================================== */
 
-void st_setup_default(study *st) {
-  st_resolve(st, 300, 12, 1000, 1, 3, st_LR1, 1, st_LR1, 1);
-  st_add_cfg(st, "fp32", "reference", 32, "ref", 0, "prec=fp32", NULL);
-  st_add_cfg(st, "bf16", "reference", 16, "ref", 0, "prec=bf16", NULL);
-  st_add_cfg(st, "hybrid", "fp8", 8, "fp8", 0, "prec=hybrid", NULL);
-  st_add_cfg(st, "e8m2 rtz", "fp8", 2, "lee", 0, "prec=e8m2;round=rtz", NULL);
-}
 
 /* Fraction of steps in [from, to) where a's trailing mean is above b's. */
 static double frac_above(const srun *a, const srun *b, int w, long from) {

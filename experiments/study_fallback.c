@@ -1,4 +1,5 @@
-/* study_fallback.c: the first/last-layers-in-bf16 study (study_int.h, docs/studies/). */
+/* study_fallback.c: the analysis of the fallback study (report = fallback); its runs are
+ * experiments/studies/fallback.study (study_int.h, docs/studies/). */
 #include "experiments/study_int.h"
 
 #include <errno.h>
@@ -12,29 +13,6 @@
 /* study: fallback (first/last layers in bf16)                             */
 /* ====================================================================== */
 
-void st_setup_fallback(study *st) {
-  st_resolve(st, 200, 10, 600, 2, 4, st_LR1, 1, st_LR1, 1);
-  st_add_cfg(st, "bf16", "reference", 0, "ref", 0, "prec=bf16", NULL);
-  const char *f[] = {"e4m3fn", "e5m2"};
-  for (int i = 0; i < 2; i++) {
-    char n1[64], n2[64], p[64];
-    snprintf(n1, sizeof n1, "%s all", f[i]);
-    snprintf(n2, sizeof n2, "%s first/last bf16", f[i]);
-    snprintf(p, sizeof p, "prec=%s", f[i]);
-    st_add_cfg(st, n1, f[i], 0, "all", 0, p, NULL);
-    st_add_cfg(st, n2, f[i], 1, "firstlast", 0, p, "layer.first=bf16", "layer.last=bf16", NULL);
-  }
-  char ce[64];
-  long every = st->steps / 10;
-  snprintf(ce, sizeof ce, "check_every=%ld", every < 2 ? 2 : every);
-  st_add_cfg(st, "e5m2 all + check", "e5m2", 2, "check", 0, "prec=e5m2", ce, NULL);
-  snprintf(st->note, sizeof st->note,
-           "Every tensor of every linear layer in one FP8 format with per-tensor current scaling (e4m3fn: the "
-           "forward format used for everything; e5m2: the gradient format used for everything), against the same "
-           "with the first and the last linear layers (`layer.first`, `layer.last`) in bf16. The last run adds the "
-           "engine's check-and-fallback loop (a bf16 check every `check_every` steps; a disagreement beyond "
-           "`check_tol` switches to bf16 for `fallback_steps`).");
-}
 
 void st_report_fallback(study *st, FILE *md) {
   agg b = st_aggregate(st, "bf16", 0);

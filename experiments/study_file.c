@@ -7,14 +7,16 @@
  *   seeds = N                                paired seeds 1..N for every arm
  *   reference = ARM, nonconv_nats = X        the non-convergence rule's reference
  *   arm.NAME.KEY = VALUE                     an arm: engine keys (and group, tag,
- *                                            x, phase for the analysis)
+ *                                            x, phase for the analysis; name, the
+ *                                            runs' name when not NAME)
  *   axis.KEY = a, b, c | logspace(a, b, n) | linspace(a, b, n)
  *                                            crossed with the arms (axis.lr is the
  *                                            learning-rate axis)
  *   zip = KEY, KEY                           these axes step together
  *   claim.NAME.FIELD = VALUE                 text, published, arms (A, B), metric,
  *                                            rule (tracks, higher, lower), margin
- *   tiny.KEY = VALUE, full.KEY = VALUE       any line, only at that size
+ *   tiny.KEY, default.KEY, full.KEY = VALUE  any line, only at that size
+ *                                            (--tiny, no size option, --full)
  *   anything else                            an engine key for every run
  * Every line is checked when the file is read (engine keys by xp_config_set
  * on a scratch config), so a bad file fails before any run, naming
@@ -28,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const ARM_META[] = {"group", "tag", "x", "phase"};
+static const char *const ARM_META[] = {"group", "tag", "x", "phase", "name"};
 static const char *const CLAIM_FIELDS[] = {"text", "published", "arms", "metric", "rule", "margin"};
 const char *const ST_METRICS[ST_NMETRIC] = {"val_loss", "final_loss", "min_loss", "diverged", "failed"};
 static const char *const RULES[] = {"tracks", "higher", "lower"};
@@ -182,7 +184,7 @@ static int check_line(const study_file *f, int ln, const char *key, const char *
     }
     return 0;
   }
-  if (!strncmp(key, "tiny.", 5) || !strncmp(key, "full.", 5))
+  if (!strncmp(key, "tiny.", 5) || !strncmp(key, "full.", 5) || !strncmp(key, "default.", 8))
     return ferr(err, errlen, f, ln, "'%s': one size prefix at most", key);
   return check_engine(f, ln, key, val, err, errlen);
 }
@@ -208,6 +210,7 @@ int st_file_read(study_file *f, const char *path, char *err, size_t errlen) {
     if (t < 0) { rc = ferr(err, errlen, f, ln, "expected key = value, got '%s'", k); break; }
     int size = -1;
     if (!strncmp(k, "tiny.", 5)) { size = STUDY_TINY; k += 5; }
+    else if (!strncmp(k, "default.", 8)) { size = STUDY_DEFAULT; k += 8; }
     else if (!strncmp(k, "full.", 5)) { size = STUDY_FULL; k += 5; }
     if (strlen(k) >= sizeof f->line[0].key || strlen(v) >= sizeof f->line[0].val) {
       rc = ferr(err, errlen, f, ln, "'%.40s...': key or value too long", k);
@@ -364,7 +367,7 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
   for (int a = 0; a < na; a++)
     if (agrp[a] == a) { grp[ng++] = a; npt *= an[a]; }
   for (int k = 0; k < narm; k++) {
-    char group[64] = "", tag[32] = "";
+    char group[64] = "", tag[32] = "", shown[64] = "";
     double x = 0;
     int phase = 0;
     const char *kvs[MAX_KV];
@@ -380,6 +383,7 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
       else if (!strcmp(key, "tag")) snprintf(tag, sizeof tag, "%.31s", L->val);
       else if (!strcmp(key, "x")) x = strtod(L->val, NULL);
       else if (!strcmp(key, "phase")) phase = atoi(L->val);
+      else if (!strcmp(key, "name")) snprintf(shown, sizeof shown, "%.63s", L->val);
       else {
         if (nk >= MAX_KV - 2 - na) return ferr(err, errlen, f, L->ln, "arm %s: more than %d keys", arm[k], MAX_KV - 2 - na);
         snprintf(kvbuf[nk], sizeof kvbuf[nk], "%s=%s", key, L->val);
@@ -389,7 +393,7 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
     }
     for (int p = 0; p < npt; p++) {
       char name[64];
-      snprintf(name, sizeof name, "%.63s", implicit ? "" : arm[k]);
+      snprintf(name, sizeof name, "%.63s", implicit ? "" : shown[0] ? shown : arm[k]);
       int nk2 = nk, rest = p;
       char pbuf[ST_MAXAXIS][ST_VALLEN + 64];
       for (int g = ng - 1; g >= 0; g--) { /* last axis fastest */
@@ -411,7 +415,7 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
       for (int i = first; i < st->nrun; i++) { /* claims pair runs by arm and axis point */
         snprintf(st->run[i].arm, sizeof st->run[i].arm, "%.63s", implicit ? "" : arm[k]);
         snprintf(st->run[i].point, sizeof st->run[i].point, "%.*s", (int)sizeof st->run[i].point - 1,
-                 name + (implicit ? 0 : strlen(arm[k])));
+                 name + (implicit ? 0 : strlen(shown[0] ? shown : arm[k])));
       }
     }
   }

@@ -188,20 +188,15 @@ void st_report_setup(study *st, FILE *md);
 void st_report_runs_table(study *st, FILE *md);
 void st_report_findings(study *st, FILE *md);
 void st_report_console_findings(study *st);
-void st_setup_default(study *st);
 void st_finding_fp8_vs_bf16(study *st, const char *hyb, const char *bf);
 void st_report_default(study *st, FILE *md);
-void st_setup_mantissa(study *st);
 void st_report_mantissa(study *st, FILE *md);
-void st_setup_recipes(study *st);
 void st_report_recipes(study *st, FILE *md);
-void st_setup_fallback(study *st);
 void st_report_fallback(study *st, FILE *md);
 void st_setup_calibration(study *st);
 void st_report_calibration(study *st, FILE *md);
 void st_setup_accumulation(study *st);
 void st_report_accumulation(study *st, FILE *md);
-void st_setup_rounding(study *st);
 void st_report_rounding(study *st, FILE *md);
 
 /* paired claims (study_stats.c) */

@@ -1,4 +1,5 @@
-/* study_mantissa.c: the mantissa-bits study (study_int.h, docs/studies/). */
+/* study_mantissa.c: the analysis of the mantissa study (report = mantissa); its runs are
+ * experiments/studies/mantissa.study (study_int.h, docs/studies/). */
 #include "experiments/study_int.h"
 
 #include <errno.h>
@@ -12,38 +13,7 @@
 /* study: mantissa                                                         */
 /* ====================================================================== */
 
-static const double LR_MANT[] = {1, 10};
-static const double LR_MANT_FULL[] = {0.3, 1, 3, 10};
 
-void st_setup_mantissa(study *st) {
-  st_resolve(st, 200, 10, 600, 2, 4, LR_MANT, 2, LR_MANT_FULL, 4);
-  st_small_gpt(st);
-  char name[32], prec[64];
-  for (int m = 1; m <= 7; m++) {
-    snprintf(name, sizeof name, "e8m%d rtz", m);
-    snprintf(prec, sizeof prec, "prec=e8m%d;round=rtz", m);
-    char attn[64];
-    snprintf(attn, sizeof attn, "attn=e8m%d;round=rtz", m);
-    st_add_cfg(st, name, "rtz", m, "rtz", 0, prec, attn, NULL);
-  }
-  const int mc = st->size == STUDY_FULL ? 7 : st->size == STUDY_TINY ? 1 : 3;
-  const char *modes[] = {"rne", "sr"};
-  for (int k = 0; k < 2; k++)
-    for (int m = 1; m <= mc; m++) {
-      snprintf(name, sizeof name, "e8m%d %s", m, modes[k]);
-      char p[64], a[64];
-      snprintf(p, sizeof p, "prec=e8m%d;round=%s", m, modes[k]);
-      snprintf(a, sizeof a, "attn=e8m%d;round=%s", m, modes[k]);
-      st_add_cfg(st, name, modes[k], m, modes[k], 0, p, a, NULL);
-    }
-  st_add_cfg(st, "bf16", "reference", 7, "ref", 0, "prec=bf16", "attn=bf16", NULL);
-  st_add_cfg(st, "fp32", "reference", 23, "ref", 0, "prec=fp32", NULL);
-  snprintf(st->note, sizeof st->note,
-           "Every GEMM operand (linear layers and attention's two batched GEMMs) is cast to E8My, as Lee et al. "
-           "simulate it: the mantissa cut by round-toward-zero (masking), 8 exponent bits (no scaling needed), "
-           "accumulation in fp32. rne and sr are controls on the lowest mantissa widths. Learning rates are "
-           "multiples of the engine's default; the largest is the \"10x\" variant.");
-}
 
 static int pick_rtz_ref(const srun *r) { return !strcmp(r->tag, "rtz") || !strcmp(r->tag, "ref"); }
 

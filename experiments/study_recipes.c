@@ -1,4 +1,5 @@
-/* study_recipes.c: the scaling-recipes study (study_int.h, docs/studies/). */
+/* study_recipes.c: the analysis of the recipes study (report = recipes); its runs are
+ * experiments/studies/recipes.study (study_int.h, docs/studies/). */
 #include "experiments/study_int.h"
 
 #include <errno.h>
@@ -11,29 +12,7 @@
 /* ====================================================================== */
 /* study: recipes                                                          */
 /* ====================================================================== */
-static const int HIST[] = {1, 16, 1024};
 
-void st_setup_recipes(study *st) {
-  st_resolve(st, 200, 10, 600, 1, 3, st_LR1, 1, st_LR1, 1);
-  long se = st->steps / 50;
-  st_base_kv(st, "stats_every", "%ld", se < 1 ? 1 : se);
-  st_add_cfg(st, "bf16", "reference", 0, "ref", 0, "prec=bf16", NULL);
-  st_add_cfg(st, "e4m3fn current", "current", 0, "current", 0, "prec=e4m3fn", NULL);
-  st_add_cfg(st, "e5m2 current", "current", 0, "current", 0, "prec=e5m2", NULL);
-  st_add_cfg(st, "hybrid current", "current", 0, "current", 0, "prec=hybrid", NULL);
-  for (int m = 0; m <= 1; m++)
-    for (int h = 0; h < 3; h++) {
-      char name[64], prec[96];
-      snprintf(name, sizeof name, "hybrid delayed len=%d margin=%d", HIST[h], m);
-      snprintf(prec, sizeof prec, "prec=hybrid;recipe=delayed:len=%d,margin=%d", HIST[h], m);
-      st_add_cfg(st, name, "delayed", HIST[h] + 0.1 * m, "delayed", 0, prec, NULL);
-    }
-  snprintf(st->note, sizeof st->note,
-           "Per-layer FP8 statistics (`stats.csv`) every %ld steps: the delayed/current scale ratio of each tensor "
-           "(the delayed scale over the scale current scaling would use for the same tensor), overflow and "
-           "underflow %%. Delayed scaling follows TE (amax_compute_algo max over the history, initial scale 1).",
-           se < 1 ? 1 : se);
-}
 
 void st_report_recipes(study *st, FILE *md) {
   tbl *t = st_tbl_new(9, "recipe", "final", "val", "diverged", "spikes", "overflow %", "underflow %", "ratio grad (geo)",

@@ -1,4 +1,5 @@
-/* study_rounding.c: the stochastic-rounding study (study_int.h, docs/studies/). */
+/* study_rounding.c: the analysis of the rounding study (report = rounding); its runs are
+ * experiments/studies/rounding.study (study_int.h, docs/studies/). */
 #include "experiments/study_int.h"
 
 #include <errno.h>
@@ -12,26 +13,6 @@
 /* study: rounding                                                         */
 /* ====================================================================== */
 
-void st_setup_rounding(study *st) {
-  st_resolve(st, 300, 12, 1000, 2, 4, st_LR1, 1, st_LR1, 1);
-  st_small_gpt(st);
-  st_base_kv(st, "min_lr_frac", "0");
-  st_add_cfg(st, "bf16", "reference", 0, "ref", 0, "prec=bf16", NULL);
-  for (int m = 3; m <= 5; m++)
-    for (int k = 0; k < 2; k++) {
-      char name[64], p[96];
-      snprintf(name, sizeof name, "grad e8m%d %s", m, k ? "sr" : "rne");
-      snprintf(p, sizeof p, "prec=bf16;fmt.grad=e8m%d;round.grad=%s", m, k ? "sr" : "rne");
-      st_add_cfg(st, name, "grad", m, k ? "sr" : "rne", 0, p, NULL);
-    }
-  st_add_cfg(st, "bf16 weights rne", "master", 0, "rne", 0, "prec=bf16", "master=bf16", "master_round=rne", NULL);
-  st_add_cfg(st, "bf16 weights sr", "master", 0, "sr", 0, "prec=bf16", "master=bf16", "master_round=sr", NULL);
-  snprintf(st->note, sizeof st->note,
-           "Learning rate decays to 0 (`min_lr_frac = 0`). (1) bf16 GEMMs with the gradient operands (dgrad, wgrad) "
-           "cast to E8M3..E8M5 with round-to-nearest-even or stochastic rounding. (2) \"Pure bf16 weights\": after "
-           "every optimizer update the fp32 master weights are rounded to bf16 with rne or sr (`master`, "
-           "`master_round`); `bf16` (fp32 master weights) is the reference.");
-}
 
 static int pick_master(const srun *r) { return !strcmp(r->group, "master") || !strcmp(r->tag, "ref"); }
 static int pick_grad(const srun *r) { return !strcmp(r->group, "grad"); }
