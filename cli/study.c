@@ -28,6 +28,8 @@ const char *study_usage =
   "  --data FILE        train the GPT on a text file instead of the built-in corpus\n"
   "  --set KEY=VALUE    an engine config key for every run (repeatable; docs/training.md)\n"
   "  --no-plots         do not run gnuplot (the plot data and scripts are still written)\n"
+  "  --plot FILE        the main figure (the claims' gaps with CIs, else the first plot) also as\n"
+  "                     FILE: .png, .svg or .pdf\n"
   "  --list             the studies with one-line descriptions\n"
   "  --dry-run          print every run's config (keys that differ from the defaults)\n"
   "  --shard I/N        run only runs I, I+N, I+2N ... (of the --dry-run list), no report; default\n"
@@ -70,10 +72,15 @@ int cmd_study(int argc, char **argv) {
     else if (!strcmp(k, "--list")) { cli_no_value(&o); list = 1; }
     else if (!strcmp(k, "--dry-run")) { cli_no_value(&o); so.dry_run = 1; }
     else if (!strcmp(k, "--report")) { cli_no_value(&o); so.report_only = 1; }
+    else if (!strcmp(k, "--plot")) so.plot_file = cli_value(&o);
     else if (!strcmp(k, "--shard")) shard = cli_value(&o);
     else cli_die("study: unknown option '%s' (see exmy study --help)", argv[o.i]);
   }
   if (tiny && full) cli_die("study: --tiny and --full exclude each other");
+  if (so.plot_file) {
+    if (system("command -v gnuplot >/dev/null 2>&1") != 0) cli_die("study: --plot needs gnuplot (Debian: apt-get install gnuplot-nox)");
+    so.plot_term = cli_plot_terminal("study", so.plot_file);
+  }
   /* --shard I/N, else a Slurm array task's place in its array */
   char sb[64];
   const char *tid = getenv("SLURM_ARRAY_TASK_ID"), *tcnt = getenv("SLURM_ARRAY_TASK_COUNT");

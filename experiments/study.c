@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -338,6 +339,21 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
   st_report_findings(st, md);
   st_report_rules(st, md);
   st_report_conclude(st, md);
+  st_plot_claims(st, md);
+  if (o->plot_file && st->nplot) { /* the main figure: the claims' when drawn, else the first */
+    const char *stem = st->plot[st->nplot - 1];
+    if (strcmp(stem, "claims")) stem = st->plot[0];
+    char abs[XP_PATH * 2 + 8] = "", cwd[XP_PATH];
+    if (o->plot_file[0] != '/' && getcwd(cwd, sizeof cwd)) snprintf(abs, sizeof abs, "%s/", cwd);
+    strncat(abs, o->plot_file, sizeof abs - strlen(abs) - 1);
+    char cmd[XP_PATH * 3 + 512];
+    if (!strchr(abs, '\'') && !strchr(st->dir, '\'') && !strchr(abs, '"') &&
+        snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot -e \"exmy_out=1; set terminal %s; set output '%s'\" '%s.gp' >/dev/null 2>&1",
+                 st->dir, o->plot_term, abs, stem) < (int)sizeof cmd &&
+        system(cmd) == 0)
+      fprintf(st->log, "plot: %s (%s)\n", o->plot_file, stem);
+    else fprintf(st->log, "exmy: study: --plot %s: gnuplot failed on %s/%s.gp\n", o->plot_file, st->dir, stem);
+  }
   {
     int nm = 0;
     for (int i = 0; i < st->nrun; i++) nm += st->run[i].missing;

@@ -34,6 +34,8 @@ typedef struct study_opts {
   int dry_run;                  /* print every run's config and stop */
   int plots;                    /* 1: draw with gnuplot when it is installed */
   int shard_i, shard_n;          /* run only runs i-1, i-1+n, ... (1-based i; 0: all) and no report */
+  const char *plot_file;        /* --plot FILE: the main figure (claims, else the first) there too */
+  const char *plot_term;        /* its gnuplot terminal (from the extension, cli_plot_terminal) */
   int report_only;              /* run nothing: the report from the runs done so far */
   const char *command;          /* the command line, for the report (may be NULL) */
   FILE *log;                    /* progress lines and the final table (NULL: stdout) */

@@ -234,3 +234,64 @@ void st_claims_json(const study *st, FILE *f) {
   }
   fprintf(f, "%s]", st->nclaim ? "\n  " : "");
 }
+
+/* A forest plot of the paired claims: each claim's mean gap with its 95%
+ * bootstrap CI as an error bar, 0 dashed, a tracks claim's margin as red
+ * ticks; the x range is the data's (0 and the margins included). */
+void st_plot_claims(study *st, FILE *md) {
+  int np = 0;
+  for (int k = 0; k < st->nclaim; k++) np += strcmp(st->claim[k].metric, "diverged") && strcmp(st->claim[k].metric, "failed") && isfinite(st->claim[k].c.mean);
+  if (!np) return;
+  char path[XP_PATH + 32];
+  snprintf(path, sizeof path, "%s/claims.dat", st->dir);
+  FILE *d = fopen(path, "w");
+  if (!d) return;
+  snprintf(path, sizeof path, "%s/claims.gp", st->dir);
+  FILE *g = fopen(path, "w");
+  if (!g) { fclose(d); return; }
+  fprintf(d, "# row mean lo95 hi95 label\n");
+  fprintf(g, "# exmy study %s: the claims' paired gaps (gnuplot claims.gp, run in the results folder)\n", st->def->name);
+  fprintf(g, "set title 'exmy study %s: paired gaps A - B, mean and 95%% bootstrap CI' noenhanced\n", st->def->name);
+  fprintf(g, "set xlabel 'gap (nats; A - B at the same seed); red ticks: a tracks claim''s margin' noenhanced\n"
+             "set grid x\nset key off\n");
+  double xl = 0, xh = 0; /* the x range: 0, every CI and every margin, 8% padding */
+  for (int k = 0; k < st->nclaim; k++) {
+    const st_claim_row *c = &st->claim[k];
+    if (!strcmp(c->metric, "diverged") || !strcmp(c->metric, "failed") || !isfinite(c->c.mean)) continue;
+    if (c->c.lo < xl) xl = c->c.lo;
+    if (c->c.hi > xh) xh = c->c.hi;
+    if (c->rule == ST_RULE_TRACKS && c->margin > 0) {
+      if (-c->margin < xl) xl = -c->margin;
+      if (c->margin > xh) xh = c->margin;
+    }
+  }
+  const double pad = (xh - xl) * 0.08 + 1e-6;
+  fprintf(g, "set xrange [%.6g:%.6g]\n", xl - pad, xh + pad);
+  st_gp_palette(g);
+  fprintf(g, "set yrange [0.5:%d.5]\n", np);
+  fprintf(g, "set arrow from 0, graph 0 to 0, graph 1 nohead dt 2 lc rgb '#000000'\n");
+  int row = 0;
+  for (int k = 0; k < st->nclaim; k++) {
+    const st_claim_row *c = &st->claim[k];
+    if (!strcmp(c->metric, "diverged") || !strcmp(c->metric, "failed") || !isfinite(c->c.mean)) continue;
+    row++;
+    fprintf(d, "%d %.9g %.9g %.9g \"%s: %s - %s (n=%d)\"\n", row, c->c.mean, c->c.lo, c->c.hi, c->name, c->a, c->b, c->c.n);
+    if (c->rule == ST_RULE_TRACKS && c->margin > 0)
+      for (int s = -1; s <= 1; s += 2)
+        fprintf(g, "set arrow from %g, %g to %g, %g nohead lw 2 lc rgb '#D55E00'\n", s * c->margin, row - 0.3, s * c->margin,
+                row + 0.3);
+  }
+  fclose(d);
+  st_gp_terminal(g, "claims", 0);
+  fprintf(g, "plot 'claims.dat' using 2:1:3:4:ytic(5) with xerrorbars pt 7 ps 1.2 lw 1.6 lc 1 notitle\n");
+  st_gp_terminal(g, "claims", 1);
+  fclose(g);
+  if (st->nplot < MAX_PLOTS) snprintf(st->plot[st->nplot++], sizeof st->plot[0], "claims");
+  if (st->gnuplot && !strchr(st->dir, '\'')) {
+    char cmd[XP_PATH + 64];
+    snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot claims.gp >/dev/null 2>&1", st->dir);
+    if (system(cmd) != 0) fprintf(st->log, "exmy: study: gnuplot failed on %s/claims.gp\n", st->dir);
+  }
+  fprintf(md, "\n");
+  st_md_plot(st, md, "claims", "The claims' paired gaps: mean and 95% bootstrap CI per claim");
+}

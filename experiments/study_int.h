@@ -177,6 +177,8 @@ void st_series_alloc(series *s, int n, const char *title);
 int st_smooth_for(const study *st);
 void st_plot_draw(study *st, const char *stem, const char *title, const char *xl, const char *yl, int logx, int logy,
                       int ns, series *s, double ycap);
+void st_gp_palette(FILE *g);
+void st_gp_terminal(FILE *g, const char *stem, int png);
 void st_md_plot(const study *st, FILE *md, const char *stem, const char *caption);
 void st_plot_losses(study *st, FILE *md, const char *stem, const char *title, int lri, int seedi,
                         int (*pick)(const srun *r), int smooth, long from, long to);
@@ -225,6 +227,7 @@ void st_claims_eval(study *st);
 void st_report_rules(study *st, FILE *md);
 void st_report_conclude(study *st, FILE *md);
 void st_claims_json(const study *st, FILE *f);
+void st_plot_claims(study *st, FILE *md);
 
 /* run state between invocations (study_state.c) */
 void st_run_id(const study *st, const srun *r, char *id, size_t n);

@@ -139,6 +139,25 @@ static void gp_quote(const char *in, char *out, size_t n) {
 }
 
 /* Write DIR/stem.dat and DIR/stem.gp; draw DIR/stem.svg and DIR/stem.png. */
+/* The Okabe-Ito palette (colour-blind safe), one colour per line type. */
+void st_gp_palette(FILE *g) {
+  static const char *const OI[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"};
+  for (int i = 0; i < 8; i++) fprintf(g, "set linetype %d lc rgb '%s'\n", i + 1, OI[i]);
+  fprintf(g, "set linetype cycle 8\n");
+}
+
+/* The terminals of a plot script: svg before the plot command, png after it
+ * (a replot).  Both are skipped when the script runs with exmy_out set
+ * (`--plot FILE`: the caller set the terminal and output). */
+void st_gp_terminal(FILE *g, const char *stem, int png) {
+  if (!png)
+    fprintf(g, "if (!exists('exmy_out')) { set terminal svg size 860,480 dynamic font 'sans,11' background '#ffffff'; "
+               "set output '%s.svg' }\n", stem);
+  else
+    fprintf(g, "if (!exists('exmy_out')) { set terminal pngcairo size 1000,560 font 'sans,10'; set output '%s.png'; "
+               "replot }\n", stem);
+}
+
 void st_plot_draw(study *st, const char *stem, const char *title, const char *xl, const char *yl, int logx, int logy,
                       int ns, series *s, double ycap) {
   char path[XP_PATH + 80];
@@ -167,18 +186,22 @@ void st_plot_draw(study *st, const char *stem, const char *title, const char *xl
   gp_quote(yl, qy, sizeof qy);
   fprintf(g, "set title '%s' noenhanced\nset xlabel '%s' noenhanced\nset ylabel '%s' noenhanced\n", qt, qx, qy);
   fprintf(g, "set key noenhanced outside right top\nset grid\nset datafile missing 'NaN'\n");
+  st_gp_palette(g);
   if (logx) fprintf(g, "set logscale x 2\n");
   if (logy) fprintf(g, "set logscale y\nset format y '%%.0e'\n");
   if (isfinite(ycap) && ymax > ycap) fprintf(g, "set yrange [*:%.6g]\n", ycap);
-  fprintf(g, "set terminal svg size 860,480 dynamic font 'sans,11' background '#ffffff'\nset output '%s.svg'\n", stem);
+  st_gp_terminal(g, stem, 0);
   fprintf(g, "plot ");
   for (int i = 0; i < ns; i++) {
     char t[200];
     gp_quote(s[i].title, t, sizeof t);
-    fprintf(g, "%s'%s.dat' index %d using 1:2 with %s lw 1.6 title '%s'", i ? ", \\\n     " : "", stem, i,
-            s[i].points ? "linespoints pt 7 ps 0.6" : "lines", t);
+    /* markers on every curve (a few per line, so curves are told apart without colour) */
+    int pi = s[i].n / 8;
+    fprintf(g, "%s'%s.dat' index %d using 1:2 with linespoints pt %d ps %s pi %d lw 1.6 title '%s'", i ? ", \\\n     " : "",
+            stem, i, 1 + i % 13, s[i].points ? "0.7" : "0.5", s[i].points ? 1 : pi > 1 ? pi : 1, t);
   }
-  fprintf(g, "\nset terminal pngcairo size 1000,560 font 'sans,10'\nset output '%s.png'\nreplot\n", stem);
+  fputc('\n', g);
+  st_gp_terminal(g, stem, 1);
   fclose(g);
   if (st->nplot < MAX_PLOTS) snprintf(st->plot[st->nplot++], sizeof st->plot[0], "%s", stem);
   if (!st->gnuplot || !ns) return;

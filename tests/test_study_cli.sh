@@ -147,6 +147,17 @@ check_err "--shard 4/3" "4/3"
 if [ "$rc" -eq 0 ] && grep -q '^shard 1/2: 2 of the 4 runs' "$T/out"; then pass "SLURM_ARRAY_TASK_ID/MIN/COUNT give the shard"
 else fail "SLURM_ARRAY_TASK_* give the shard" "status $rc" "$(tail -n 2 "$T/out" | tr '\n' '|')"; fi
 
+# --plot FILE: the main figure (the claims' gaps with their CIs) in the format its extension names
+run study --tiny --plot "$T/fig.bmp"
+check_err "--plot with an unsupported extension" "fig.bmp"
+if [ $have_gnuplot -eq 1 ]; then
+  run study --tiny --seeds 3 --out "$T/fig" --plot "$T/fig.pdf"
+  if [ "$rc" -eq 0 ] && [ "$(head -c 4 "$T/fig.pdf")" = "%PDF" ] && grep -q '<svg' "$T/fig/claims.svg" &&
+     grep -q 'xerrorbars' "$T/fig/claims.gp" && grep -q "linetype 1 lc rgb '#0072B2'" "$T/fig/loss.gp"; then
+    pass "--plot FILE.pdf: a PDF of the claims' error bars (and claims.svg; Okabe-Ito colours)"
+  else fail "--plot FILE.pdf" "status $rc" "$(txt "$T/err")"; fi
+else skip "--plot FILE.pdf" "gnuplot not installed"; fi
+
 # The verdict lines of each study's report.md ("- **VERDICT**: claim.
 # evidence") at --tiny with the study's defaults, prefixed with the study's
 # name.  Recorded from a run; a change here is a change of the studies'
