@@ -335,6 +335,16 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
   int nok = 0;
   for (int i = 0; i < st->nrun; i++) nok += !st->run[i].failed;
   if (nok && st->def->report) st->def->report(st, md);
+  else if (nok) { /* a study file without a C analysis: loss curves with seed bands per learning rate */
+    fprintf(md, "## Loss curves\n\n");
+    for (int li = 0; li < st->nlr && li < 4; li++) {
+      char stem[32], title[96], lrs[32];
+      st_fmt_lr(st->lr[li], lrs, sizeof lrs);
+      snprintf(stem, sizeof stem, st->nlr > 1 ? "loss-lr%d" : "loss", li + 1);
+      snprintf(title, sizeof title, "Training loss at lr %s (%d seed%s)", lrs, st->nseeds, st->nseeds > 1 ? "s" : "");
+      st_plot_seed_bands(st, md, stem, title, li, st_smooth_for(st));
+    }
+  }
   st_claims_eval(st);
   st_report_findings(st, md);
   st_report_rules(st, md);

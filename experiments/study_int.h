@@ -178,6 +178,7 @@ int st_smooth_for(const study *st);
 void st_plot_draw(study *st, const char *stem, const char *title, const char *xl, const char *yl, int logx, int logy,
                       int ns, series *s, double ycap);
 void st_gp_palette(FILE *g);
+void st_plot_seed_bands(study *st, FILE *md, const char *stem, const char *title, int lri, int smooth);
 void st_gp_terminal(FILE *g, const char *stem, int png);
 void st_md_plot(const study *st, FILE *md, const char *stem, const char *caption);
 void st_plot_losses(study *st, FILE *md, const char *stem, const char *title, int lri, int seedi,

@@ -274,3 +274,81 @@ void st_plot_gap(study *st, FILE *md, const char *stem, const char *title, const
   st_series_free(s, ns);
   st_md_plot(st, md, stem, title);
 }
+
+/* Seed bands: per configuration name at learning rate lri, the mean over
+ * seeds of the smoothed loss with a band from the lowest to the highest seed
+ * (runs that failed are left out; a diverged run's non-finite steps too). */
+void st_plot_seed_bands(study *st, FILE *md, const char *stem, const char *title, int lri, int smooth) {
+  char path[XP_PATH + 80];
+  snprintf(path, sizeof path, "%s/%s.dat", st->dir, stem);
+  FILE *d = fopen(path, "w");
+  if (!d) return;
+  char names[64][64];
+  int nn = 0;
+  double cap = -INFINITY;
+  for (int i = 0; i < st->nrun && nn < 64; i++) {
+    const srun *r = &st->run[i];
+    if (r->lri != lri || r->failed) continue;
+    int k = 0;
+    while (k < nn && strcmp(names[k], r->name)) k++;
+    if (k < nn) continue;
+    snprintf(names[nn++], sizeof names[0], "%s", r->name);
+    series s[64];
+    int ns = 0;
+    for (int j = 0; j < st->nrun && ns < 64; j++) {
+      const srun *q = &st->run[j];
+      if (q->lri != lri || q->failed || strcmp(q->name, r->name)) continue;
+      loss_series(q, smooth, 0, 0, q->label, &s[ns++]);
+      if (q->res.first_loss * 1.15 > cap) cap = q->res.first_loss * 1.15;
+    }
+    fprintf(d, "# %s: step mean min max over %d seeds\n", r->name, ns);
+    for (int p = 0; ns && p < s[0].n; p++) {
+      double sum = 0, lo = INFINITY, hi = -INFINITY;
+      int c = 0;
+      for (int q = 0; q < ns; q++)
+        if (p < s[q].n && isfinite(s[q].y[p])) {
+          sum += s[q].y[p];
+          c++;
+          if (s[q].y[p] < lo) lo = s[q].y[p];
+          if (s[q].y[p] > hi) hi = s[q].y[p];
+        }
+      if (c) fprintf(d, "%.9g %.9g %.9g %.9g\n", s[0].x[p], sum / c, lo, hi);
+      else fprintf(d, "%.9g NaN NaN NaN\n", s[0].x[p]);
+    }
+    fprintf(d, "\n\n");
+    st_series_free(s, ns);
+  }
+  fclose(d);
+  if (!nn) return;
+  snprintf(path, sizeof path, "%s/%s.gp", st->dir, stem);
+  FILE *g = fopen(path, "w");
+  if (!g) return;
+  char qt[400];
+  gp_quote(title, qt, sizeof qt);
+  fprintf(g, "# exmy study %s: %s (gnuplot %s.gp, run in the results folder)\n", st->def->name, title, stem);
+  fprintf(g, "set title '%s' noenhanced\nset xlabel 'step'\n", qt);
+  if (smooth > 1) fprintf(g, "set ylabel 'training loss (mean of the last %d steps): mean over seeds, band min-max'\n", smooth);
+  else fprintf(g, "set ylabel 'training loss: mean over seeds, band min-max'\n");
+  fprintf(g, "set key noenhanced outside right top\nset grid\nset datafile missing 'NaN'\n");
+  st_gp_palette(g);
+  if (isfinite(cap)) fprintf(g, "set yrange [*:%.6g]\n", cap);
+  st_gp_terminal(g, stem, 0);
+  fprintf(g, "plot ");
+  for (int k = 0; k < nn; k++) {
+    char t[200];
+    gp_quote(names[k], t, sizeof t);
+    fprintf(g, "%s'%s.dat' index %d using 1:3:4 with filledcurves fs transparent solid 0.2 noborder lc %d notitle, \\\n"
+               "     '%s.dat' index %d using 1:2 with linespoints pt %d ps 0.5 pi 40 lw 1.6 lc %d title '%s'",
+            k ? ", \\\n     " : "", stem, k, 1 + k % 8, stem, k, 1 + k % 13, 1 + k % 8, t);
+  }
+  fputc('\n', g);
+  st_gp_terminal(g, stem, 1);
+  fclose(g);
+  if (st->nplot < MAX_PLOTS) snprintf(st->plot[st->nplot++], sizeof st->plot[0], "%s", stem);
+  if (st->gnuplot && !strchr(st->dir, '\'')) {
+    char cmd[XP_PATH + 200];
+    snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot '%s.gp' >/dev/null 2>&1", st->dir, stem);
+    if (system(cmd) != 0) fprintf(st->log, "exmy: study: gnuplot failed on %s/%s.gp\n", st->dir, stem);
+  }
+  st_md_plot(st, md, stem, title);
+}
