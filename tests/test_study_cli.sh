@@ -147,6 +147,14 @@ check_err "--shard 4/3" "4/3"
 if [ "$rc" -eq 0 ] && grep -q '^shard 1/2: 2 of the 4 runs' "$T/out"; then pass "SLURM_ARRAY_TASK_ID/MIN/COUNT give the shard"
 else fail "SLURM_ARRAY_TASK_* give the shard" "status $rc" "$(tail -n 2 "$T/out" | tr '\n' '|')"; fi
 
+# the documented example study file runs at --tiny with its claims (docs/studies/README.md)
+run study "${srcdir:-.}/docs/studies/example.study" --tiny --no-plots --out "$T/example"
+if [ "$rc" -eq 0 ] && grep -q '^## What this study can and cannot conclude' "$T/example/report.md" &&
+   grep -q 'tracks = the 90% CI inside the margin (TOST)' "$T/example/report.md" && grep -q '"claims": \[' "$T/example/summary.json" &&
+   [ "$(grep -c '^\[[0-9]*/18\] ' "$T/out")" -eq 18 ]; then
+  pass "docs/studies/example.study runs at --tiny: 18 runs, claims, what it can conclude"
+else fail "docs/studies/example.study runs at --tiny" "status $rc" "$(txt "$T/err")"; fi
+
 # --plot FILE: the main figure (the claims' gaps with their CIs) in the format its extension names
 run study --tiny --plot "$T/fig.bmp"
 check_err "--plot with an unsupported extension" "fig.bmp"
