@@ -1,5 +1,6 @@
 /* study.c: `exmy study [NAME]`, the FP8 stability studies
  * (experiments/study.h, docs/studies/README.md). */
+#include "config.h"
 #include "cli/cli.h"
 #include "experiments/study.h"
 #include "experiments/xp.h"
@@ -37,6 +38,12 @@ const char *study_usage =
   "  --report           run nothing: the report from the runs done so far, naming the missing ones\n"
   "A rerun skips finished runs (runs/LABEL/result.txt with the run's config hash) and resumes\n"
   "interrupted ones from their checkpoint (runs/LABEL/ckpt.bin, every steps/10 steps).\n"
+#ifdef HAVE_MPI
+  "MPI: built; `mpirun -n N exmy study ...` (N >= 2) spreads the runs over ranks 1..N-1 (a dynamic\n"
+  "queue) and rank 0 writes the report: the same results as one process.\n"
+#else
+  "MPI: not built (./configure --with-mpi; Debian: openmpi-bin libopenmpi-dev).\n"
+#endif
   "Progress: one line per finished run with an ETA; at the end a table, the findings, and\n"
   "where the report and plots are.  Rules (docs/studies/README.md): a spike is a loss above\n"
   "spike_factor x the median of the previous spike_window losses; divergence is a non-finite\n"
@@ -119,7 +126,16 @@ int cmd_study(int argc, char **argv) {
   so.command = cmd;
   so.log = stdout;
   char err[EXMY_ERRLEN];
+#ifdef HAVE_MPI
+  const int mpi = !so.dry_run && !so.report_only && so.shard_n <= 1 && study_mpi_begin(&so);
+#endif
   const int rc = study_main(name, &so, err, sizeof err);
+#ifdef HAVE_MPI
+  if (mpi) {
+    fflush(stdout);
+    study_mpi_end();
+  }
+#endif
   if (rc == 2) cli_die("%s", err);
   if (rc) {
     fflush(stdout);

@@ -303,6 +303,7 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
   const double t0 = st_now_s();
   st_run_all(st);
   st->seconds = st_now_s() - t0;
+  if (o->queue && o->queue_role == STUDY_QUEUE_WORKER) goto out; /* the server writes the report */
   if (o->shard_n > 1 && !o->report_only) {
     int mine = 0, fail = 0;
     for (int i = 0; i < st->nrun; i++)

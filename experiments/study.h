@@ -21,6 +21,17 @@
 
 typedef enum study_size { STUDY_DEFAULT = 0, STUDY_TINY, STUDY_FULL } study_size;
 
+/* A queue of runs shared by processes (the MPI launcher, cli/study_mpi.c):
+ * the server hands run indices out (a phase's runs only once every earlier
+ * phase's are done) and reads their results; each worker trains the runs
+ * it is given. */
+enum { STUDY_QUEUE_NONE = 0, STUDY_QUEUE_SERVER, STUDY_QUEUE_WORKER };
+typedef struct study_queue {
+  int (*serve)(void *ctx, int nrun, const int *phase); /* returns when every run is done */
+  int (*next)(void *ctx, int done);                    /* the next run index (-1: none); done: the last one or -1 */
+  void *ctx;
+} study_queue;
+
 typedef struct study_opts {
   const char *out_dir;          /* NULL: results/NAME */
   long steps;                   /* 0: the study's default for the size */
@@ -36,7 +47,9 @@ typedef struct study_opts {
   int shard_i, shard_n;          /* run only runs i-1, i-1+n, ... (1-based i; 0: all) and no report */
   const char *plot_file;        /* --plot FILE: the main figure (claims, else the first) there too */
   const char *plot_term;        /* its gnuplot terminal (from the extension, cli_plot_terminal) */
-  int report_only;              /* run nothing: the report from the runs done so far */
+  int report_only;
+  const study_queue *queue;     /* NULL: this process runs the study alone */
+  int queue_role;               /* STUDY_QUEUE_SERVER (no runs; the report) or _WORKER (runs; no report) */              /* run nothing: the report from the runs done so far */
   const char *command;          /* the command line, for the report (may be NULL) */
   FILE *log;                    /* progress lines and the final table (NULL: stdout) */
 } study_opts;

@@ -225,11 +225,61 @@ static void progress_line(study *st, int done, int total, const srun *r, double 
   fflush(st->log);
 }
 
+/* One run: its numbers from an earlier invocation, or (mine) trained now
+ * (resumed from its checkpoint when there is one), or (not mine) missing. */
+static void run_one(study *st, int i, int mine) {
+  srun *r = &st->run[i];
+  char e[EXMY_ERRLEN] = "";
+  memset(&r->res, 0, sizeof r->res);
+  st_run_id(st, r, r->id, sizeof r->id);
+  if (st_result_load(r)) r->reused = 1; /* finished before: its numbers, exactly */
+  else if (st->o->report_only || !mine) {
+    r->missing = r->failed = 1;
+    snprintf(r->err, sizeof r->err, "missing: not run yet");
+    r->res.final_loss = r->res.final_loss_avg = r->res.min_loss = r->res.val_loss = r->res.first_loss = NAN;
+    r->res.diverged_at = -1;
+  } else {
+    xp_mkdir_p(r->cfg.out_dir, NULL, 0); /* a failure shows when the run writes */
+    xp_config c = r->cfg;
+    if (!c.ckpt[0] && !c.resume[0]) { /* checkpoints to resume from after an interruption */
+      snprintf(c.ckpt, sizeof c.ckpt, "%.*s/ckpt.bin", (int)sizeof c.ckpt - 10, c.out_dir);
+      c.ckpt_every = c.steps / 10 > 0 ? c.steps / 10 : 1;
+    }
+    st_run_prepare(r, &c);
+    r->resumed = c.resume[0] && strcmp(c.resume, r->cfg.resume);
+    if (xp_train(&c, &r->res, e, sizeof e)) {
+      r->failed = 1;
+      snprintf(r->err, sizeof r->err, "%s", e[0] ? e : "xp_train failed");
+      r->res.final_loss = r->res.final_loss_avg = r->res.min_loss = r->res.val_loss = NAN;
+      r->res.diverged_at = -1;
+    } else st_run_finish(r, &c);
+  }
+  r->done = 1;
+}
+
 void st_run_all(study *st) {
+  const study_queue *q = st->o->queue;
+  const double t0 = st_now_s();
   int total = 0, done = 0;
+  if (q && st->o->queue_role == STUDY_QUEUE_WORKER) { /* the runs the queue hands out, one at a time */
+    for (int i = q->next(q->ctx, -1); i >= 0 && i < st->nrun; i = q->next(q->ctx, i)) {
+      run_one(st, i, 1);
+      progress_line(st, ++done, st->nrun, &st->run[i], t0);
+    }
+    return;
+  }
+  if (q && st->o->queue_role == STUDY_QUEUE_SERVER) { /* hand the runs out, then read their results */
+    int *ph = malloc((size_t)(st->nrun + 1) * sizeof *ph);
+    if (ph) {
+      for (int i = 0; i < st->nrun; i++) ph[i] = st->run[i].phase;
+      q->serve(q->ctx, st->nrun, ph);
+      free(ph);
+    }
+    for (int i = 0; i < st->nrun; i++) run_one(st, i, 0);
+    return;
+  }
   for (int i = 0; i < st->nrun; i++)
     total += st->o->shard_n <= 1 || i % st->o->shard_n == st->o->shard_i - 1;
-  const double t0 = st_now_s();
   int maxphase = 0;
   for (int i = 0; i < st->nrun; i++)
     if (st->run[i].phase > maxphase) maxphase = st->run[i].phase;
@@ -239,34 +289,9 @@ void st_run_all(study *st) {
       if (st->run[i].phase == ph) idx[n++] = i;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(st->threads)
     for (int j = 0; j < n; j++) {
-      srun *r = &st->run[idx[j]];
-      char e[EXMY_ERRLEN] = "";
-      memset(&r->res, 0, sizeof r->res);
-      st_run_id(st, r, r->id, sizeof r->id);
       const int mine = st->o->shard_n <= 1 || idx[j] % st->o->shard_n == st->o->shard_i - 1;
-      if (st_result_load(r)) r->reused = 1; /* finished before: its numbers, exactly */
-      else if (st->o->report_only || !mine) {
-        r->missing = r->failed = 1;
-        snprintf(r->err, sizeof r->err, "missing: not run yet");
-        r->res.final_loss = r->res.final_loss_avg = r->res.min_loss = r->res.val_loss = r->res.first_loss = NAN;
-        r->res.diverged_at = -1;
-      } else {
-        xp_mkdir_p(r->cfg.out_dir, NULL, 0); /* a failure shows when the run writes */
-        xp_config c = r->cfg;
-        if (!c.ckpt[0] && !c.resume[0]) { /* checkpoints to resume from after an interruption */
-          snprintf(c.ckpt, sizeof c.ckpt, "%.*s/ckpt.bin", (int)sizeof c.ckpt - 10, c.out_dir);
-          c.ckpt_every = c.steps / 10 > 0 ? c.steps / 10 : 1;
-        }
-        st_run_prepare(r, &c);
-        r->resumed = c.resume[0] && strcmp(c.resume, r->cfg.resume);
-        if (xp_train(&c, &r->res, e, sizeof e)) {
-          r->failed = 1;
-          snprintf(r->err, sizeof r->err, "%s", e[0] ? e : "xp_train failed");
-          r->res.final_loss = r->res.final_loss_avg = r->res.min_loss = r->res.val_loss = NAN;
-          r->res.diverged_at = -1;
-        } else st_run_finish(r, &c);
-      }
-      r->done = 1;
+      run_one(st, idx[j], mine);
+      srun *r = &st->run[idx[j]];
       if (r->missing || !mine) continue;
 #pragma omp critical(study_progress)
       {

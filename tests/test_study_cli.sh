@@ -155,6 +155,26 @@ if [ "$rc" -eq 0 ] && grep -q '^## What this study can and cannot conclude' "$T/
   pass "docs/studies/example.study runs at --tiny: 18 runs, claims, what it can conclude"
 else fail "docs/studies/example.study runs at --tiny" "status $rc" "$(txt "$T/err")"; fi
 
+# Open MPI: 3 ranks (rank 0 serves a queue, 2 train) give the one-process
+# summary.json (timings, threads, command aside); calibration's phase 2 waits
+# for its phase 1 (the same relative --out in two folders: its config holds paths)
+run study --help
+if command -v mpirun >/dev/null 2>&1 && grep -q '^MPI: built' "$T/out"; then
+  mkdir -p "$T/m1" "$T/m2"
+  ok_mpi=1
+  for s in default calibration; do
+    (cd "$T/m1" && "$EXMY" study $s --tiny --no-plots --seeds 2 --out r$s >"$T/out" 2>&1) || ok_mpi=0
+    (cd "$T/m2" && mpirun --oversubscribe --allow-run-as-root -n 3 "$EXMY" study $s --tiny --no-plots --seeds 2 --out r$s \
+       >"$T/mpiout" 2>&1) || ok_mpi=0
+    norm_summary "$T/m1/r$s/summary.json" >"$T/m1.json"
+    norm_summary "$T/m2/r$s/summary.json" >"$T/m2.json"
+    if [ $ok_mpi -eq 1 ] && [ -s "$T/m1.json" ] && cmp -s "$T/m1.json" "$T/m2.json"; then
+      pass "mpirun -n 3 exmy study $s: the same summary.json as one process"
+    else fail "mpirun -n 3 exmy study $s: the same summary.json as one process" "$(tail -n 3 "$T/mpiout" | tr '\n' '|')" \
+      "$(diff "$T/m1.json" "$T/m2.json" | head -n 4 | cut -c 1-300 | tr '\n' '|')"; fi
+  done
+else skip "mpirun -n 3 exmy study" "no mpirun, or exmy built without MPI"; fi
+
 # --plot FILE: the main figure (the claims' gaps with their CIs) in the format its extension names
 run study --tiny --plot "$T/fig.bmp"
 check_err "--plot with an unsupported extension" "fig.bmp"
