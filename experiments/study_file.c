@@ -360,6 +360,20 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
       snprintf(arm[narm++], sizeof arm[0], "%s", nm);
     }
   }
+  /* every claim names two arms of this study */
+  for (int i = 0; i < f->nline; i++) {
+    const sf_line *L = &f->line[i];
+    const size_t kl = strlen(L->key);
+    if (strncmp(L->key, "claim.", 6) || kl < 5 || strcmp(L->key + kl - 5, ".arms") || !st_file_effective(f, sz, i)) continue;
+    char two[ST_VALLEN];
+    snprintf(two, sizeof two, "%s", L->val);
+    for (char *tok = strtok(two, ","); tok; tok = strtok(NULL, ",")) {
+      const char *a = trim(tok);
+      int k = 0;
+      while (k < narm && strcmp(arm[k], a)) k++;
+      if (k == narm) return ferr(err, errlen, f, L->ln, "%s: no arm '%s' in this study (arm.%s.KEY = ...)", L->key, a, a);
+    }
+  }
   const int implicit = narm == 0;
   if (implicit) narm = 1;
   /* points of the non-lr axes: mixed radix over the groups */

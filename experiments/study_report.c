@@ -46,6 +46,14 @@ void st_write_summary_json(study *st) {
   st_json_str(f, st->o->command ? st->o->command : "");
   fprintf(f, ",\n  \"study_file\": ");
   st_json_str(f, st->file ? st->file->path : "");
+  fprintf(f, ",\n  \"base\": {"); /* the keys every run shares, before each run's own */
+  for (int i = 0; i < st->nbase; i++) {
+    fprintf(f, "%s", i ? ", " : "");
+    st_json_str(f, st->base[i].k);
+    fprintf(f, ": ");
+    st_json_str(f, st->base[i].v);
+  }
+  fprintf(f, "}");
   fprintf(f, ",\n  \"size\": \"%s\",\n  \"steps\": %ld,\n  \"seeds\": %d,\n  \"lrs\": [",
           st->size == STUDY_TINY ? "tiny" : st->size == STUDY_FULL ? "full" : "default", st->steps, st->nseeds);
   for (int i = 0; i < st->nlr; i++) fprintf(f, "%s%.9g", i ? ", " : "", st->lr[i]);
