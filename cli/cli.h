@@ -10,6 +10,14 @@
 extern const char *cli_command;
 /* One-line error on stderr ("exmy: CMD: ..."), exit status 2. */
 void cli_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* The gnuplot terminal for a --plot FILE's extension (.png, .svg, .pdf), the
+ * file checked writable first; dies naming `cmd` and the bad text otherwise. */
+const char *cli_plot_terminal(const char *cmd, const char *path);
+/* study_mpi.c (configure --with-mpi): under mpirun with 2+ ranks, MPI on and
+ * so's queue set (rank 0 serves runs and writes the report), 1; else 0. */
+struct study_opts;
+int study_mpi_begin(struct study_opts *so);
+void study_mpi_end(void);
 void cli_parse_format(const char *text, exmy_format *f);
 uint64_t cli_parse_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi);
 /* Round a number's text (strtod's grammar: decimal, hex-float, inf, nan) to

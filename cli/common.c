@@ -7,7 +7,10 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 const char *cli_command;
 
@@ -183,4 +186,30 @@ int cli_split_list(char *s, char **out, int max, int (*is_head)(const char *piec
     }
   }
   return n;
+}
+
+/* The gnuplot terminal a --plot file's extension names (dies on any other),
+ * and the file checked writable before any work: a folder, a missing folder
+ * or a read-only place is an error before gnuplot runs. */
+const char *cli_plot_terminal(const char *cmd, const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  const char *dot = strrchr(base, '.');
+  const char *ext = dot ? dot + 1 : "";
+  if (strchr(path, '\n') || strchr(path, '\r')) cli_die("%s: --plot: a line break in the file name '%s'", cmd, path);
+  struct stat st;
+  if (!*base || (stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
+    cli_die("%s: --plot '%s' is a folder (give a file: out.png, out.svg or out.pdf)", cmd, path);
+  const char *term = !strcasecmp(ext, "png") ? "pngcairo size 1200,760 font 'sans,10'"
+                     : !strcasecmp(ext, "svg") ? "svg size 1200,760 font 'sans,10' background rgb 'white'"
+                     : !strcasecmp(ext, "pdf") ? "pdfcairo size 12in,7.6in font 'sans,10'"
+                     : NULL;
+  if (!term && dot) cli_die("%s: --plot '%s': unsupported extension '.%s' (accepted: .png, .svg, .pdf)", cmd, path, ext);
+  if (!term) cli_die("%s: --plot '%s' has no extension (accepted: .png, .svg, .pdf)", cmd, path);
+  const int existed = access(path, F_OK) == 0;
+  const int fd = open(path, O_WRONLY | O_CREAT, 0666);
+  if (fd < 0) cli_die("%s: --plot: cannot write '%s': %s", cmd, path, strerror(errno));
+  close(fd);
+  if (!existed) unlink(path); /* gnuplot creates it */
+  return term;
 }

@@ -151,32 +151,6 @@ typedef struct whatif_row {
   exmy_qstats st;
 } whatif_row;
 
-/* The gnuplot terminal a --plot file's extension names (dies on any other),
- * and the file checked writable before any work: a folder, a missing folder
- * or a read-only place is an error before gnuplot runs. */
-static const char *plot_terminal(const char *path) {
-  const char *base = strrchr(path, '/');
-  base = base ? base + 1 : path;
-  const char *dot = strrchr(base, '.');
-  const char *ext = dot ? dot + 1 : "";
-  if (strchr(path, '\n') || strchr(path, '\r')) cli_die("whatif: --plot: a line break in the file name '%s'", path);
-  struct stat st;
-  if (!*base || (stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
-    cli_die("whatif: --plot '%s' is a folder (give a file: out.png, out.svg or out.pdf)", path);
-  const char *term = !strcasecmp(ext, "png") ? "pngcairo size 1200,760 font 'sans,10'"
-                     : !strcasecmp(ext, "svg") ? "svg size 1200,760 font 'sans,10' background rgb 'white'"
-                     : !strcasecmp(ext, "pdf") ? "pdfcairo size 12in,7.6in font 'sans,10'"
-                     : NULL;
-  if (!term && dot) cli_die("whatif: --plot '%s': unsupported extension '.%s' (accepted: .png, .svg, .pdf)", path, ext);
-  if (!term) cli_die("whatif: --plot '%s' has no extension (accepted: .png, .svg, .pdf)", path);
-  const int existed = access(path, F_OK) == 0;
-  const int fd = open(path, O_WRONLY | O_CREAT, 0666);
-  if (fd < 0) cli_die("whatif: --plot: cannot write '%s': %s", path, strerror(errno));
-  close(fd);
-  if (!existed) unlink(path); /* gnuplot creates it */
-  return term;
-}
-
 /* Text inside a gnuplot single-quoted string ('' is a quote; nothing else is
  * special there). */
 static void gp_quoted(FILE *g, const char *s) {
@@ -282,7 +256,7 @@ int cmd_whatif(int argc, char **argv) {
   if (!in) cli_die("whatif: --in X.npy is required");
   if (!formats) cli_die("whatif: --formats F1,F2,... is required");
   if (csv && json) cli_die("whatif: give --csv or --json, not both");
-  const char *plot_term = plot ? plot_terminal(plot) : NULL;
+  const char *plot_term = plot ? cli_plot_terminal("whatif", plot) : NULL;
   char fbuf[1024], rbuf[1024];
   snprintf(fbuf, sizeof fbuf, "%s", formats);
   snprintf(rbuf, sizeof rbuf, "%s", recipes);

@@ -196,6 +196,26 @@ int xp_config_set(xp_config *c, const char *key, const char *value, char *err, s
   return xp_errf(err, errlen, "unknown key '%s' (see `exmy train --help` or docs/training.md)", key);
 }
 
+int xp_config_line(char *line, char **key, char **value) {
+  char *h = strchr(line, '#');
+  if (h) *h = 0;
+  char *s = line, *end = line + strlen(line);
+  while (end > s && isspace((unsigned char)end[-1])) *--end = 0;
+  while (isspace((unsigned char)*s)) s++;
+  *key = s;
+  *value = NULL;
+  if (!*s) return 0;
+  char *eq = strchr(s, '=');
+  if (!eq) return -1;
+  char *kend = eq;
+  while (kend > s && isspace((unsigned char)kend[-1])) kend--;
+  *kend = 0;
+  char *v = eq + 1;
+  while (isspace((unsigned char)*v)) v++;
+  *value = v;
+  return 1;
+}
+
 int xp_config_load(xp_config *c, const char *path, char *err, size_t errlen) {
   FILE *f = fopen(path, "r");
   if (!f) return xp_errf(err, errlen, "cannot open config '%s': %s", path, strerror(errno));
@@ -203,23 +223,14 @@ int xp_config_load(xp_config *c, const char *path, char *err, size_t errlen) {
   int ln = 0;
   while (fgets(line, sizeof line, f)) {
     ln++;
-    char *h = strchr(line, '#');
-    if (h) *h = 0;
-    char *s = line, *end = line + strlen(line);
-    while (end > s && isspace((unsigned char)end[-1])) *--end = 0;
-    while (isspace((unsigned char)*s)) s++;
-    if (!*s) continue;
-    char *eq = strchr(s, '=');
-    if (!eq) {
+    char *k, *v;
+    const int t = xp_config_line(line, &k, &v);
+    if (!t) continue;
+    if (t < 0) {
       fclose(f);
-      return xp_errf(err, errlen, "%s:%d: expected key = value, got '%s'", path, ln, s);
+      return xp_errf(err, errlen, "%s:%d: expected key = value, got '%s'", path, ln, k);
     }
-    char *kend = eq;
-    while (kend > s && isspace((unsigned char)kend[-1])) kend--;
-    *kend = 0;
-    char *v = eq + 1;
-    while (isspace((unsigned char)*v)) v++;
-    if (xp_config_set(c, s, v, e, sizeof e)) {
+    if (xp_config_set(c, k, v, e, sizeof e)) {
       fclose(f);
       return xp_errf(err, errlen, "%s:%d: %s", path, ln, e);
     }

@@ -21,6 +21,17 @@
 
 typedef enum study_size { STUDY_DEFAULT = 0, STUDY_TINY, STUDY_FULL } study_size;
 
+/* A queue of runs shared by processes (the MPI launcher, cli/study_mpi.c):
+ * the server hands run indices out (a phase's runs only once every earlier
+ * phase's are done) and reads their results; each worker trains the runs
+ * it is given. */
+enum { STUDY_QUEUE_NONE = 0, STUDY_QUEUE_SERVER, STUDY_QUEUE_WORKER };
+typedef struct study_queue {
+  int (*serve)(void *ctx, int nrun, const int *phase); /* returns when every run is done */
+  int (*next)(void *ctx, int done);                    /* the next run index (-1: none); done: the last one or -1 */
+  void *ctx;
+} study_queue;
+
 typedef struct study_opts {
   const char *out_dir;          /* NULL: results/NAME */
   long steps;                   /* 0: the study's default for the size */
@@ -33,20 +44,25 @@ typedef struct study_opts {
   const char *set[STUDY_MAX_SET];
   int dry_run;                  /* print every run's config and stop */
   int plots;                    /* 1: draw with gnuplot when it is installed */
+  int shard_i, shard_n;          /* run only runs i-1, i-1+n, ... (1-based i; 0: all) and no report */
+  const char *plot_file;        /* --plot FILE: the main figure (claims, else the first) there too */
+  const char *plot_term;        /* its gnuplot terminal (from the extension, cli_plot_terminal) */
+  int report_only;
+  const study_queue *queue;     /* NULL: this process runs the study alone */
+  int queue_role;               /* STUDY_QUEUE_SERVER (no runs; the report) or _WORKER (runs; no report) */              /* run nothing: the report from the runs done so far */
   const char *command;          /* the command line, for the report (may be NULL) */
   FILE *log;                    /* progress lines and the final table (NULL: stdout) */
 } study_opts;
 
 void study_opts_init(study_opts *o);
 
-/* The studies, in the order `exmy study --list` prints them ("default" first). */
-int study_count(void);
-const char *study_name(int i);
-const char *study_description(int i);
-/* Index of a study by name, or -1. */
-int study_find(const char *name);
+/* The built-in studies, one "NAME  description" line each ("default" first). */
+void study_list(FILE *out);
+/* 1 when `name` is a built-in study or a path to a study file (a name with
+ * a '/' or ending .study), else 0. */
+int study_exists(const char *name);
 
-/* Run study `name` (NULL or "": "default").  Returns 0; 2 with err (one line
+/* Run study `name` (NULL or "": "default"), a built-in or a study file.  Returns 0; 2 with err (one line
  * naming the bad value) for a usage error (unknown study, bad --lrs, a
  * --set key or value the engine rejects); 1 with err when a run could not be
  * done or a file could not be written. */

@@ -129,6 +129,10 @@ void xp_config_default(xp_config *c);
 int xp_config_set(xp_config *c, const char *key, const char *value, char *err, size_t errlen);
 /* Read key = value lines (# comments).  0 or -1 with err naming file:line. */
 int xp_config_load(xp_config *c, const char *path, char *err, size_t errlen);
+/* One line of the config grammar, in place: '#' starts a comment, blanks
+ * around key and value are cut.  0: blank or comment; 1: *key, *value set;
+ * -1: no '=' (*key is the trimmed text).  Study files (study_file.c) use it. */
+int xp_config_line(char *line, char **key, char **value);
 /* Write the config as key = value lines that xp_config_load reads back. */
 void xp_config_write(const xp_config *c, FILE *out);
 /* The keys, one line each with a short help. */

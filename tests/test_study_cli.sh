@@ -59,6 +59,136 @@ check_err "--set without =" "novalue"
 run study --tiny --data "$T/no-such-file.txt"
 check_err "--data with a missing file" "no-such-file.txt"
 
+# study files: every bad line exits 2 with one line naming FILE:LINE and the bad text
+sf_err() { # desc, file text, expected line number, expected text
+  printf "$2" >"$T/bad.study"
+  run study "$T/bad.study" --tiny --dry-run
+  if [ "$rc" -eq 2 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "bad.study:$3: " "$T/err" && grep -qF -- "$4" "$T/err"; then
+    pass "study file: $1 (exit 2, line $3)"
+  else fail "study file: $1" "status $rc" "$(txt "$T/err")"; fi
+}
+sf_err "an unknown key" 'description = d\nsteps = 3\nnosuchkey = 1\n' 3 nosuchkey
+sf_err "a bad engine value" 'description = d\narm.a.prec = e99m99\n' 2 e99m99
+sf_err "a bad range" 'description = d\naxis.lr = logspace(1e-3, -1, 4)\n' 2 'logspace(1e-3, -1, 4)'
+sf_err "a bad count" 'description = d\naxis.lr = linspace(0.1, 0.2, 0)\n' 2 'linspace(0.1, 0.2, 0)'
+sf_err "an unknown metric" 'description = d\nclaim.c.metric = accuracyx\n' 2 accuracyx
+sf_err "an unknown rule" 'description = d\nclaim.c.rule = roughly\n' 2 roughly
+sf_err "a line without =" 'description = d\n\n# comment\nsteps 3\n' 4 'steps 3'
+sf_err "bad seeds" 'description = d\nseeds = 0\n' 2 'seeds = 0'
+sf_err "a zip of unequal axes" 'description = d\naxis.prec = fp32, bf16\naxis.weight_decay = 0, 0.1, 0.2\nzip = prec, weight_decay\n' 4 weight_decay
+sf_err "no description" 'steps = 3\n' 1 description
+sf_err "a claim on an unknown arm" 'description = d\narm.a.prec = bf16\nclaim.c.arms = a, nosucharm\n' 3 nosucharm
+run study "$T/no-such.study"
+check_err "a missing study file" "no-such.study"
+
+# a study file: arms crossed with an axis, zipped axes, size lines
+cat >"$T/mine.study" <<'EOF_STUDY'
+# a study of two arms crossed with a zipped pair of axes
+description = two weight decays, two precisions, zipped with master rounding
+steps = 100
+tiny.steps = 3
+tiny.n_layer = 1
+tiny.d_model = 16
+tiny.n_head = 2
+tiny.seq_len = 16
+tiny.batch = 2
+tiny.eval_batches = 1
+seeds = 2
+axis.prec = fp32, bf16
+axis.master_round = rne, sr
+zip = prec, master_round
+arm.wd0.weight_decay = 0
+arm.wd1.weight_decay = 0.2
+EOF_STUDY
+run study "$T/mine.study" --tiny --dry-run
+if [ "$rc" -eq 0 ] && [ "$(grep -c '^\[[0-9]*/8\] ' "$T/out")" -eq 8 ] &&
+   grep -q '^\[8/8\] wd1 prec=bf16 master_round=sr seed=2: .*master_round=sr.*weight_decay=0.2[0-9]* seed=2' "$T/out" &&
+   grep -q 'steps=3' "$T/out"; then
+  pass "study FILE: arms x zipped axes x seeds, tiny. lines applied (8 runs)"
+else fail "study FILE: arms x zipped axes x seeds" "status $rc" "$(txt "$T/err")" "$(head -n 3 "$T/out" | tr '\n' '|')"; fi
+
+# resumable and shardable: summary.json (timings, thread count and the
+# command line aside) is the same for an uninterrupted run, a run killed
+# with SIGKILL mid-study and rerun, and three shards followed by --report
+norm_summary() { sed -E 's/"(seconds|threads)": [0-9.]+/"\1": T/g; s/"command": "[^"]*"/"command": C/' "$1"; }
+sargs="--tiny --no-plots --steps 200 --threads 1"
+run study $sargs --out "$T/whole"
+norm_summary "$T/whole/summary.json" >"$T/whole.json"
+(cd "$T" && exec "$EXMY" study $sargs --out "$T/killed" >"$T/killed.log" 2>&1) &
+kp=$!
+w=0
+while [ $w -lt 200 ] && ! ls "$T"/killed/runs/*/ckpt.bin >/dev/null 2>&1; do sleep 0.05; w=$((w + 1)); done
+kill -9 $kp 2>/dev/null
+wait $kp 2>/dev/null
+had_ckpt=$(ls "$T"/killed/runs/*/ckpt.bin 2>/dev/null | wc -l)
+run study $sargs --out "$T/killed"
+norm_summary "$T/killed/summary.json" >"$T/killed.json"
+if [ "$rc" -eq 0 ] && [ -s "$T/whole.json" ] && cmp -s "$T/whole.json" "$T/killed.json" &&
+   [ "$(grep -c 'done before\|resumed from its checkpoint' "$T/out")" -ge "$had_ckpt" ]; then
+  pass "kill -9 mid-study, rerun: the same summary.json (checkpoints at the kill: $had_ckpt; runs done before: $(grep -c 'done before' "$T/out"), resumed: $(grep -c 'resumed from' "$T/out"))"
+else fail "kill -9 mid-study, rerun: the same summary.json" "status $rc" "$(diff "$T/whole.json" "$T/killed.json" | head -n 4 | cut -c 1-300 | tr '\n' '|')"; fi
+ok=1
+for i in 1 2 3; do
+  run study $sargs --out "$T/shard" --shard $i/3
+  [ "$rc" -eq 0 ] && grep -q "^shard $i/3: " "$T/out" && [ ! -f "$T/shard/report.md" ] || ok=0
+done
+run study $sargs --out "$T/shard" --report
+norm_summary "$T/shard/summary.json" >"$T/shard.json"
+if [ $ok -eq 1 ] && [ "$rc" -eq 0 ] && cmp -s "$T/whole.json" "$T/shard.json"; then
+  pass "--shard 1/3, 2/3, 3/3 then --report: the same summary.json as one run"
+else fail "--shard 1/3..3/3 then --report" "status $rc ok $ok" "$(diff "$T/whole.json" "$T/shard.json" | head -n 4 | cut -c 1-300 | tr '\n' '|')"; fi
+run study $sargs --out "$T/half" --shard 2/3
+run study $sargs --out "$T/half" --report
+if [ "$rc" -eq 0 ] && grep -q "^missing runs (3 of 4" "$T/out" && grep -q "'fp32'" "$T/out" && grep -q '^\*\*Missing runs\*\* (3 of 4' "$T/half/report.md"; then
+  pass "--report with runs missing: the report and the console name them"
+else fail "--report with runs missing names them" "status $rc" "$(tail -n 3 "$T/out" | tr '\n' '|')"; fi
+run study --tiny --shard 4/3
+check_err "--shard 4/3" "4/3"
+(cd "$T" && SLURM_ARRAY_TASK_ID=5 SLURM_ARRAY_TASK_MIN=5 SLURM_ARRAY_TASK_COUNT=2 "$EXMY" study $sargs --out "$T/slurm" >"$T/out" 2>&1); rc=$?
+if [ "$rc" -eq 0 ] && grep -q '^shard 1/2: 2 of the 4 runs' "$T/out"; then pass "SLURM_ARRAY_TASK_ID/MIN/COUNT give the shard"
+else fail "SLURM_ARRAY_TASK_* give the shard" "status $rc" "$(tail -n 2 "$T/out" | tr '\n' '|')"; fi
+
+# the documented example study file runs at --tiny with its claims (docs/studies/README.md)
+run study "${srcdir:-.}/docs/studies/example.study" --tiny --no-plots --out "$T/example"
+if [ "$rc" -eq 0 ] && grep -q '^## What this study can and cannot conclude' "$T/example/report.md" &&
+   grep -q 'tracks = the 90% CI inside the margin (TOST)' "$T/example/report.md" && grep -q '"claims": \[' "$T/example/summary.json" &&
+   [ "$(grep -c '^\[[0-9]*/18\] ' "$T/out")" -eq 18 ]; then
+  pass "docs/studies/example.study runs at --tiny: 18 runs, claims, what it can conclude"
+else fail "docs/studies/example.study runs at --tiny" "status $rc" "$(txt "$T/err")"; fi
+
+# Open MPI: 3 ranks (rank 0 serves a queue, 2 train) give the one-process
+# summary.json (timings, threads, command aside); calibration's phase 2 waits
+# for its phase 1 (the same relative --out in two folders: its config holds paths)
+run study --help
+if command -v mpirun >/dev/null 2>&1 && grep -q '^MPI: built' "$T/out"; then
+  mkdir -p "$T/m1" "$T/m2"
+  ok_mpi=1
+  # calibration with one seed: its one pretraining run must end before the second worker may start a continuation
+  for s in default calibration; do
+    sd=2; [ $s = calibration ] && sd=1
+    (cd "$T/m1" && "$EXMY" study $s --tiny --no-plots --seeds $sd --out r$s >"$T/out" 2>&1) || ok_mpi=0
+    (cd "$T/m2" && mpirun --oversubscribe --allow-run-as-root -n 3 "$EXMY" study $s --tiny --no-plots --seeds $sd --out r$s \
+       >"$T/mpiout" 2>&1) || ok_mpi=0
+    norm_summary "$T/m1/r$s/summary.json" >"$T/m1.json"
+    norm_summary "$T/m2/r$s/summary.json" >"$T/m2.json"
+    if [ $ok_mpi -eq 1 ] && [ -s "$T/m1.json" ] && cmp -s "$T/m1.json" "$T/m2.json"; then
+      pass "mpirun -n 3 exmy study $s: the same summary.json as one process"
+    else fail "mpirun -n 3 exmy study $s: the same summary.json as one process" "$(tail -n 3 "$T/mpiout" | tr '\n' '|')" \
+      "$(diff "$T/m1.json" "$T/m2.json" | head -n 4 | cut -c 1-300 | tr '\n' '|')"; fi
+  done
+else skip "mpirun -n 3 exmy study" "no mpirun, or exmy built without MPI"; fi
+
+# --plot FILE: the main figure (the claims' gaps with their CIs) in the format its extension names
+run study --tiny --plot "$T/fig.bmp"
+check_err "--plot with an unsupported extension" "fig.bmp"
+if [ $have_gnuplot -eq 1 ]; then
+  run study --tiny --seeds 3 --out "$T/fig" --plot "$T/fig.pdf"
+  if [ "$rc" -eq 0 ] && [ "$(head -c 4 "$T/fig.pdf")" = "%PDF" ] && grep -q '<svg' "$T/fig/claims.svg" &&
+     grep -q 'xerrorbars' "$T/fig/claims.gp" && grep -q "linetype 1 lc rgb '#0072B2'" "$T/fig/loss.gp"; then
+    pass "--plot FILE.pdf: a PDF of the claims' error bars (and claims.svg; Okabe-Ito colours)"
+  else fail "--plot FILE.pdf" "status $rc" "$(txt "$T/err")"; fi
+else skip "--plot FILE.pdf" "gnuplot not installed"; fi
+
 # The verdict lines of each study's report.md ("- **VERDICT**: claim.
 # evidence") at --tiny with the study's defaults, prefixed with the study's
 # name.  Recorded from a run; a change here is a change of the studies'
@@ -69,19 +199,27 @@ expected_verdicts() {
 default: - **reproduced**: FP8 (HYBRID, current scaling) loss tracks BF16 (Megatron-LM FP8, 1B, 21K steps). final hybrid 3.6165 vs bf16 3.6164: gap +0.00%; tracks = |gap| < 5%.
 default: - **reproduced**: FP8's loss is consistently a little higher than BF16's (Megatron-LM FP8). gap +0.00% at the end; hybrid's trailing-mean loss is above bf16's in 67% of the second half's steps (consistently higher = gap > 0 and above in more than 50% of them).
 default: - **not reproduced**: Cutting every GEMM input to 2 mantissa bits with round-toward-zero (Lee et al.'s simulation) degrades or destabilizes training. E8M2 rtz: 0/1 diverged, final 3.6494 vs bf16 3.6164 (+0.91%); worse = more divergences or > 2% higher final loss.
+default: - **inconclusive**: FP8 (HYBRID, current scaling) validation loss tracks BF16's within 0.02 nats (Megatron-LM FP8, 1B, 21K steps). val_loss hybrid - bf16 over n = 1 paired runs: mean +0.0018, 95% CI [+0.0018, +0.0018] (bootstrap, 2000 resamples); tracks = the 90% CI inside the margin (TOST), margin 0.02 nats; inconclusive: fewer than 3 pairs (one seed).
+default: - **inconclusive**: FP8's validation loss is a little higher than BF16's (Megatron-LM FP8). val_loss hybrid - bf16 over n = 1 paired runs: mean +0.0018, 95% CI [+0.0018, +0.0018] (bootstrap, 2000 resamples); higher = the 95% CI above 0; inconclusive: fewer than 3 pairs (one seed).
+default: - **inconclusive**: E8M2 with round-toward-zero on every GEMM input ends above fp32 (Lee et al. 2024, simulated by masking mantissa bits). val_loss e8m2 rtz - fp32 over n = 1 paired runs: mean +0.0101, 95% CI [+0.0101, +0.0101] (bootstrap, 2000 resamples); higher = the 95% CI above 0; inconclusive: fewer than 3 pairs (one seed).
+default: - **inconclusive**: E8M2 round-toward-zero fails (diverges or does not converge) more often than fp32 (Lee et al. 2024: E8M3-E8M5 fail to converge at 120M). failed rate: e8m2 rtz 0/1 [0.00, 0.97], fp32 0/1 [0.00, 0.97] (exact 95% intervals); higher = the intervals disjoint in that direction; inconclusive: fewer than 3 runs per arm (one seed).
 mantissa: - **not reproduced**: Instability rises as mantissa bits fall (Lee et al.: E8M3-E8M5 fail to converge at 120M; only E8M5-E8M6 relatively stable at 7B). divergences (rtz, all lrs and seeds): E8M1 0/2, E8M2 0/2, E8M3 0/2, E8M4 0/2, E8M5 0/2, E8M6 0/2, E8M7 0/2, bf16 0/2, fp32 0/2; spikes per 1000 steps: E8M1 0.0, E8M2 0.0, E8M3 0.0, E8M4 0.0, E8M5 0.0, E8M6 0.0, E8M7 0.0. Spearman rho(bits, divergence fraction + spike rate) = nan (no E8My run diverged or spiked); reproduced when rho <= -0.5, some run is unstable and E8M1 is less stable than fp32.
 mantissa: - **not reproduced**: Loss rises as mantissa bits fall (fewer bits, worse final loss). Spearman rho(bits, final loss with diverged runs counted at their first loss) = 0.61 over E8M1..E8M7 rtz (reproduced when <= -0.5).
 mantissa: - **not reproduced**: E8M3, E8M4 and E8M5 fail to converge (Lee et al., 120M TinyLLaMA). E8M3-E8M5 rtz runs that diverged: 0/6 (reproduced when more than half; this model has 5053 parameters and trains 10 steps, far from 120M parameters and their token counts).
 mantissa: - **observation**: Control: round-toward-zero (masking) against round-to-nearest-even and stochastic rounding. E8M1: rtz 0/2 diverged, final 3.4687; rne 0/2, 3.4365; sr 0/2, 3.4403. rtz is worse than rne at 1 of 1 widths.
 mantissa: - **observation**: Learning rate: the largest learning rate against the smallest. E8M1..E8M7 rtz runs diverged: 0/7 at lr 0.003, 0/7 at lr 0.03.
+mantissa: - **inconclusive**: E8M3 with round-toward-zero on every GEMM input fails (diverges or does not converge) more often than fp32 (Lee et al. 2024: E8M3-E8M5 fail to converge at 120M). failed rate: e8m3 rtz 0/2 [0.00, 0.84], fp32 0/2 [0.00, 0.84] (exact 95% intervals); higher = the intervals disjoint in that direction; inconclusive: fewer than 3 runs per arm.
+mantissa: - **inconclusive**: E8M1 round-toward-zero ends above fp32 (validation loss) (Lee et al. 2024: fewer mantissa bits, worse training). val_loss e8m1 rtz - fp32 over n = 2 paired runs: mean -0.1615, 95% CI [-0.3400, +0.0170] (bootstrap, 2000 resamples); higher = the 95% CI above 0; inconclusive: fewer than 3 pairs.
 recipes: - **reproduced**: Delayed scales lag a moving distribution: the delayed/current scale ratio departs from 1 (TE delayed scaling). len=1 margin=0: mean |log2 ratio| 0.163, overflow 0.0497%; len=16 margin=0: mean |log2 ratio| 0.417, overflow 0.0218%; len=1024 margin=0: mean |log2 ratio| 0.417, overflow 0.0218%; len=1 margin=1: mean |log2 ratio| 1.021, overflow 0.0000%; len=16 margin=1: mean |log2 ratio| 1.356, overflow 0.0000%; len=1024 margin=1: mean |log2 ratio| 1.356, overflow 0.0000%; current scaling: overflow 0.0000%, underflow 0.001%. Reproduced when history 1 (the pure one-step lag) departs from 1 by more than 0.05 binades on average.
 recipes: - **observation**: A longer amax history (max over it) keeps the scale further below the current one. mean |log2 ratio|: history 1 0.163, history 1024 0.417 binades (margin 0).
 recipes: - **observation**: Underflow under delayed scaling (scales at or below the current one) and current scaling. mean underflow over the delayed runs 0.0008% vs current scaling 0.0007% of elements (step 0 left out).
 recipes: - **reproduced**: The lag makes delayed scaling overflow where current scaling does not; a margin reduces it. overflow (history 1): margin 0 0.0497%, margin 1 0.0000%; current scaling 0.0000%. Reproduced when margin 0's overflow exceeds current scaling's.
 recipes: - **reproduced**: FP8 (HYBRID, current scaling) loss tracks BF16 (Megatron-LM FP8, 1B, 21K steps). final hybrid current 3.6244 vs bf16 3.6232: gap +0.03%; tracks = |gap| < 5%.
 recipes: - **not reproduced**: FP8's loss is consistently a little higher than BF16's (Megatron-LM FP8). gap +0.03% at the end; hybrid current's trailing-mean loss is above bf16's in 40% of the second half's steps (consistently higher = gap > 0 and above in more than 50% of them).
+recipes: - **inconclusive**: FP8 (HYBRID, current scaling) validation loss tracks BF16's within 0.02 nats (Megatron-LM FP8, 1B, 21K steps). val_loss hybrid current - bf16 over n = 1 paired runs: mean +0.0001, 95% CI [+0.0001, +0.0001] (bootstrap, 2000 resamples); tracks = the 90% CI inside the margin (TOST), margin 0.02 nats; inconclusive: fewer than 3 pairs (one seed).
 fallback: - **inconclusive**: Keeping the first and last layers in BF16 lowers the loss (published: helps noticeably). e4m3fn: all 3.6254 (0/1 diverged) -> first/last bf16 3.6234 (0/1): gain +0.0020, 92% of the gap to bf16 recovered (one seed: no noise estimate); e5m2: all 3.6277 (0/1 diverged) -> first/last bf16 3.6221 (0/1): gain +0.0056, 125% of the gap to bf16 recovered (one seed: no noise estimate); reproduced when it lowers the final loss (or prevents a divergence) for both formats by more than the seed-to-seed spread (sd of the difference); inconclusive when the direction holds but not beyond the spread. Beyond the spread: 0 of 2.
 fallback: - **observation**: Check-and-fallback (periodic bf16 check, fall back on disagreement). e5m2 all + check: 5 checks, 0 fallbacks over 1 runs; final 3.6277 vs 3.6277 without the check.
+fallback: - **inconclusive**: Keeping the first and last layers in BF16 lowers e4m3fn's validation loss (reported by FP8 practitioners: helps noticeably). val_loss e4m3fn firstlast - e4m3fn all over n = 1 paired runs: mean +0.0008, 95% CI [+0.0008, +0.0008] (bootstrap, 2000 resamples); lower = the 95% CI below 0; inconclusive: fewer than 3 pairs (one seed).
 calibration: - **observation**: What the first FP8 step after the resume saw (seed 1, mean over layers). hybrid current: input underflow 0.00% overflow 0.000%, weight underflow 0.00% overflow 0.000%, grad underflow 0.00% overflow 0.000%; hybrid delayed, no calibration: input underflow 0.42% overflow 0.000%, weight underflow 2.88% overflow 0.000%, grad underflow 12.64% overflow 0.000%; hybrid delayed, calibrate=1: input underflow 0.00% overflow 0.000%, weight underflow 0.00% overflow 0.000%, grad underflow 0.00% overflow 0.000%.
 calibration: - **not reproduced**: Resuming FP8 (delayed scaling) from a BF16 checkpoint without an amax history gives an abnormal first-step loss. first step after the resume: bf16 3.6090, delayed without calibration 3.6099 (+0.0%); abnormal = more than 5% above bf16.
 calibration: - **inconclusive**: A calibration step (high precision, fills the histories) fixes it. first FP8 step after one calibration step: 3.6079 (-0.0% vs bf16; fixed = within 5% and below the uncalibrated jump; inconclusive here: the uncalibrated step was not abnormal). Current scaling, which needs no history: 3.6083 (-0.0%).
@@ -92,6 +230,7 @@ accumulation: - **not reproduced**: In training, fast accumulation costs more at
 accumulation: - **observation**: FP16 accumulation of per-tensor-scaled FP8 operands in training. 4 of 4 training runs with an fp16 accumulator (plain or inside 128-chunks) diverged. With current scaling the largest inputs sit near 448 (e4m3fn) and 57344 (e5m2), so single products exceed fp16's largest finite value 65504 before the scale is applied in the epilogue: the accumulator overflows, unlike Wang et al.'s unscaled FP8 products.
 rounding: - **not reproduced**: Stochastic rounding of low-mantissa gradients trains at least as well as round-to-nearest. E8M3: rne 3.6262 (0/1 diverged), sr 3.6262 (0/1), difference +0.0001 vs seed sd nan/nan; E8M4: rne 3.6259 (0/1 diverged), sr 3.6258 (0/1), difference -0.0001 vs seed sd nan/nan; E8M5: rne 3.6257 (0/1 diverged), sr 3.6254 (0/1), difference -0.0002 vs seed sd nan/nan; bf16 gradients: 3.6255. Reproduced when sr's final loss is lower (or it diverges less) at every width; here at 2 of 3.
 rounding: - **reproduced**: With bf16 weights, round-to-nearest updates vanish as the learning rate decays; stochastic rounding removes the bias. final loss above fp32 master weights: rne +0.0018, sr +0.0005 (fp32 master 3.6255). Reproduced when rne's gap is positive and larger than sr's.
+rounding: - **inconclusive**: With pure bf16 weights, stochastic rounding of the updates ends below round-to-nearest (validation loss) (SR removes the bias that makes small updates vanish). val_loss bf16 weights sr - bf16 weights rne over n = 1 paired runs: mean -0.0003, 95% CI [-0.0003, -0.0003] (bootstrap, 2000 resamples); lower = the 95% CI below 0; inconclusive: fewer than 3 pairs (one seed).
 END_OF_VERDICTS
 }
 

@@ -1,0 +1,437 @@
+/* study_file.c: study files, a study as data (docs/studies/README.md).
+ *
+ * A study file is the engine's config grammar (xp_config_line: key = value,
+ * '#' comments) with sweep keys beside the engine's keys:
+ *   name, description, published, note      text for the report
+ *   report = NAME                            a C analysis hook (study.c's table)
+ *   seeds = N                                paired seeds 1..N for every arm
+ *   reference = ARM, nonconv_nats = X        the non-convergence rule's reference
+ *   arm.NAME.KEY = VALUE                     an arm: engine keys (and group, tag,
+ *                                            x, phase for the analysis; name, the
+ *                                            runs' name when not NAME)
+ *   axis.KEY = a, b, c | logspace(a, b, n) | linspace(a, b, n)
+ *                                            crossed with the arms (axis.lr is the
+ *                                            learning-rate axis)
+ *   zip = KEY, KEY                           these axes step together
+ *   claim.NAME.FIELD = VALUE                 text, published, arms (A, B), metric,
+ *                                            rule (tracks, higher, lower), margin
+ *   tiny.KEY, default.KEY, full.KEY = VALUE  any line, only at that size
+ *                                            (--tiny, no size option, --full)
+ *   anything else                            an engine key for every run
+ * Every line is checked when the file is read (engine keys by xp_config_set
+ * on a scratch config), so a bad file fails before any run, naming
+ * FILE:LINE and the bad text. */
+#include "experiments/study_int.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const ARM_META[] = {"group", "tag", "x", "phase", "name"};
+static const char *const CLAIM_FIELDS[] = {"text", "published", "arms", "metric", "rule", "margin"};
+const char *const ST_METRICS[ST_NMETRIC] = {"val_loss", "final_loss", "min_loss", "diverged", "failed"};
+static const char *const RULES[] = {"tracks", "higher", "lower"};
+
+static int in_list(const char *s, const char *const *l, int n) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(s, l[i])) return i;
+  return -1;
+}
+#define IN(s, l) in_list((s), (l), (int)(sizeof(l) / sizeof(l)[0]))
+
+static int ferr(char *err, size_t errlen, const study_file *f, int ln, const char *fmt, ...)
+  __attribute__((format(printf, 5, 6)));
+static int ferr(char *err, size_t errlen, const study_file *f, int ln, const char *fmt, ...) {
+  char m[EXMY_ERRLEN];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m, sizeof m, fmt, ap);
+  va_end(ap);
+  snprintf(err, errlen, "study: %s:%d: %s", f->path, ln, m);
+  return 2;
+}
+
+static char *trim(char *s) {
+  while (isspace((unsigned char)*s)) s++;
+  char *e = s + strlen(s);
+  while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
+  return s;
+}
+
+static int parse_num(const char *s, double *v) {
+  char *end;
+  errno = 0;
+  *v = strtod(s, &end);
+  while (isspace((unsigned char)*end)) end++;
+  return end != s && !*end && !errno && isfinite(*v);
+}
+
+/* The values of an axis: a comma list, logspace(a, b, n) or linspace(a, b, n).
+ * Numbers from the ranges are printed %.6g (what a person would type). */
+int st_axis_values(const char *text, char vals[][ST_VALLEN], int max, char *why, size_t whylen) {
+  char buf[ST_VALLEN * 4];
+  snprintf(buf, sizeof buf, "%s", text);
+  char *t = trim(buf);
+  const int logs = !strncmp(t, "logspace(", 9), lins = !strncmp(t, "linspace(", 9);
+  if (logs || lins) {
+    char *close = strrchr(t, ')');
+    if (!close || close[1]) { snprintf(why, whylen, "'%s': expected %s(a, b, n)", text, logs ? "logspace" : "linspace"); return -1; }
+    *close = 0;
+    char *a[3];
+    int na = 0;
+    for (char *tok = strtok(t + 9, ","); tok && na < 4; tok = strtok(NULL, ",")) { if (na < 3) a[na] = tok; na++; }
+    double x0, x1, n;
+    if (na != 3 || !parse_num(a[0], &x0) || !parse_num(a[1], &x1) || !parse_num(a[2], &n) || n != floor(n) || n < 1 ||
+        n > max || (logs && (x0 <= 0 || x1 <= 0))) {
+      snprintf(why, whylen, "'%s': expected %s(a, b, n) with numbers a, b%s and a count n in 1..%d", text,
+               logs ? "logspace" : "linspace", logs ? " > 0" : "", max);
+      return -1;
+    }
+    for (int i = 0; i < (int)n; i++) {
+      const double f = n > 1 ? (double)i / (n - 1) : 0;
+      const double v = logs ? exp(log(x0) + f * (log(x1) - log(x0))) : x0 + f * (x1 - x0);
+      snprintf(vals[i], ST_VALLEN, "%.6g", v);
+    }
+    return (int)n;
+  }
+  int n = 0;
+  for (char *tok = strtok(t, ","); tok; tok = strtok(NULL, ",")) {
+    char *v = trim(tok);
+    if (!*v) { snprintf(why, whylen, "'%s': an empty value in the list", text); return -1; }
+    if (n >= max) { snprintf(why, whylen, "'%s': more than %d values", text, max); return -1; }
+    snprintf(vals[n++], ST_VALLEN, "%s", v);
+  }
+  if (!n) { snprintf(why, whylen, "empty list"); return -1; }
+  return n;
+}
+
+/* {dir} and {run} stand for paths known only when the study runs. */
+static void placeholder(const char *in, char *out, size_t n) {
+  size_t j = 0;
+  for (const char *p = in; *p && j + 1 < n;) {
+    if (!strncmp(p, "{dir}", 5) || !strncmp(p, "{run}", 5)) { out[j++] = 'x'; p += 5; }
+    else out[j++] = *p++;
+  }
+  out[j] = 0;
+}
+
+static int check_engine(const study_file *f, int ln, const char *key, const char *val, char *err, size_t errlen) {
+  xp_config c;
+  xp_config_default(&c);
+  char v[ST_VALLEN], e[EXMY_ERRLEN];
+  placeholder(val, v, sizeof v);
+  if (xp_config_set(&c, key, v, e, sizeof e)) return ferr(err, errlen, f, ln, "%s", e);
+  return 0;
+}
+
+/* Check one line (key already without its size prefix). */
+static int check_line(const study_file *f, int ln, const char *key, const char *val, char *err, size_t errlen) {
+  char why[EXMY_ERRLEN];
+  static const char *const TEXT[] = {"name", "description", "published", "note", "zip", "reference"};
+  if (IN(key, TEXT) >= 0) return 0;
+  if (!strcmp(key, "report")) {
+    if (!st_report_hook(val)) return ferr(err, errlen, f, ln, "report = %s: no such analysis (accepted: %s)", val, st_report_hooks());
+    return 0;
+  }
+  if (!strcmp(key, "seeds")) {
+    double v;
+    if (!parse_num(val, &v) || v != floor(v) || v < 1 || v > 64)
+      return ferr(err, errlen, f, ln, "seeds = %s: expected a whole number 1..64", val);
+    return 0;
+  }
+  if (!strcmp(key, "nonconv_nats")) {
+    double v;
+    if (!parse_num(val, &v) || !(v > 0)) return ferr(err, errlen, f, ln, "nonconv_nats = %s: expected a positive number", val);
+    return 0;
+  }
+  if (!strncmp(key, "axis.", 5)) {
+    char vals[ST_MAXVAL][ST_VALLEN];
+    const int n = st_axis_values(val, vals, ST_MAXVAL, why, sizeof why);
+    if (n < 0) return ferr(err, errlen, f, ln, "%s: %s", key, why);
+    for (int i = 0; i < n; i++)
+      if (check_engine(f, ln, key + 5, vals[i], err, errlen)) return 2;
+    return 0;
+  }
+  if (!strncmp(key, "arm.", 4)) {
+    const char *dot = strchr(key + 4, '.');
+    if (!dot || dot == key + 4 || !dot[1]) return ferr(err, errlen, f, ln, "'%s': expected arm.NAME.KEY", key);
+    if (IN(dot + 1, ARM_META) >= 0) {
+      double v;
+      if ((!strcmp(dot + 1, "x") || !strcmp(dot + 1, "phase")) && !parse_num(val, &v))
+        return ferr(err, errlen, f, ln, "%s = %s: expected a number", key, val);
+      return 0;
+    }
+    return check_engine(f, ln, dot + 1, val, err, errlen);
+  }
+  if (!strncmp(key, "claim.", 6)) {
+    const char *dot = strchr(key + 6, '.');
+    if (!dot || dot == key + 6 || IN(dot + 1, CLAIM_FIELDS) < 0)
+      return ferr(err, errlen, f, ln, "'%s': expected claim.NAME.FIELD with FIELD one of text, published, arms, metric, rule, margin", key);
+    const char *fl = dot + 1;
+    if (!strcmp(fl, "metric") && IN(val, ST_METRICS) < 0)
+      return ferr(err, errlen, f, ln, "unknown metric '%s' (accepted: val_loss, final_loss, min_loss, diverged, failed)", val);
+    if (!strcmp(fl, "rule") && IN(val, RULES) < 0)
+      return ferr(err, errlen, f, ln, "unknown rule '%s' (accepted: tracks, higher, lower)", val);
+    double v;
+    if (!strcmp(fl, "margin") && (!parse_num(val, &v) || !(v > 0)))
+      return ferr(err, errlen, f, ln, "margin = %s: expected a positive number", val);
+    if (!strcmp(fl, "arms")) {
+      const char *c = strchr(val, ',');
+      if (!c || strchr(c + 1, ',')) return ferr(err, errlen, f, ln, "arms = %s: expected two arms, A, B (A minus B)", val);
+    }
+    return 0;
+  }
+  if (!strncmp(key, "tiny.", 5) || !strncmp(key, "full.", 5) || !strncmp(key, "default.", 8))
+    return ferr(err, errlen, f, ln, "'%s': one size prefix at most", key);
+  return check_engine(f, ln, key, val, err, errlen);
+}
+
+void st_file_free(study_file *f) {
+  free(f->line);
+  memset(f, 0, sizeof *f);
+}
+
+int st_file_read(study_file *f, const char *path, char *err, size_t errlen) {
+  memset(f, 0, sizeof *f);
+  snprintf(f->path, sizeof f->path, "%s", path);
+  FILE *in = fopen(path, "r");
+  if (!in) { snprintf(err, errlen, "study: cannot open '%s': %s", path, strerror(errno)); return 2; }
+  char buf[4096];
+  int ln = 0, cap = 0, rc = 0;
+  while (fgets(buf, sizeof buf, in)) {
+    ln++;
+    if (!strchr(buf, '\n') && !feof(in)) { rc = ferr(err, errlen, f, ln, "line longer than %d characters", (int)sizeof buf - 2); break; }
+    char *k, *v;
+    const int t = xp_config_line(buf, &k, &v);
+    if (!t) continue;
+    if (t < 0) { rc = ferr(err, errlen, f, ln, "expected key = value, got '%s'", k); break; }
+    int size = -1;
+    if (!strncmp(k, "tiny.", 5)) { size = STUDY_TINY; k += 5; }
+    else if (!strncmp(k, "default.", 8)) { size = STUDY_DEFAULT; k += 8; }
+    else if (!strncmp(k, "full.", 5)) { size = STUDY_FULL; k += 5; }
+    if (strlen(k) >= sizeof f->line[0].key || strlen(v) >= sizeof f->line[0].val) {
+      rc = ferr(err, errlen, f, ln, "'%.40s...': key or value too long", k);
+      break;
+    }
+    if ((rc = check_line(f, ln, k, v, err, errlen))) break;
+    if (f->nline == cap) {
+      cap = cap ? 2 * cap : 64;
+      sf_line *nl = realloc(f->line, (size_t)cap * sizeof *nl);
+      if (!nl) { snprintf(err, errlen, "study: out of memory"); rc = 1; break; }
+      f->line = nl;
+    }
+    sf_line *L = &f->line[f->nline++];
+    L->ln = ln;
+    L->size = size;
+    snprintf(L->key, sizeof L->key, "%s", k);
+    snprintf(L->val, sizeof L->val, "%s", v);
+  }
+  fclose(in);
+  if (!rc && !st_file_get(f, STUDY_DEFAULT, "description", NULL))
+    rc = ferr(err, errlen, f, ln, "no 'description = ...' line (every study says what it is)");
+  if (rc) st_file_free(f);
+  return rc;
+}
+
+/* The value of `key` at size `size` (a size line beats a plain one; the last
+ * line wins), and its line number; NULL when absent. */
+const char *st_file_get(const study_file *f, int size, const char *key, int *ln) {
+  const sf_line *best = NULL;
+  for (int i = 0; i < f->nline; i++) {
+    const sf_line *L = &f->line[i];
+    if (strcmp(L->key, key) || (L->size >= 0 && L->size != size)) continue;
+    if (!best || L->size >= 0 || best->size < 0) best = L;
+  }
+  if (best && ln) *ln = best->ln;
+  return best ? best->val : NULL;
+}
+
+/* Whether line i is the one in effect for its key at this size. */
+int st_file_effective(const study_file *f, int size, int i) {
+  const sf_line *L = &f->line[i];
+  if (L->size >= 0 && L->size != size) return 0;
+  int ln;
+  st_file_get(f, size, L->key, &ln);
+  return ln == L->ln;
+}
+
+static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_MAXVAL][ST_VALLEN], char *err,
+                      size_t errlen);
+
+/* Run names and keys from the file: arms crossed with the axes (zip groups
+ * step together), each crossed with the learning rates and seeds. */
+int st_file_setup(study *st, char *err, size_t errlen) {
+  const study_file *f = st->file;
+  const int sz = st->size;
+  int ln = 0;
+  const char *v;
+  /* steps, seeds, learning rates */
+  xp_config d;
+  xp_config_default(&d);
+  long steps = d.steps;
+  if ((v = st_file_get(f, sz, "steps", NULL))) steps = strtol(v, NULL, 10);
+  st->steps = st->o->steps > 0 ? st->o->steps : steps;
+  st->nseeds = 1;
+  if ((v = st_file_get(f, sz, "seeds", NULL))) st->nseeds = atoi(v);
+  if (st->o->seeds > 0) st->nseeds = st->o->seeds;
+  if (!st->lrs_given) {
+    char vals[ST_MAXVAL][ST_VALLEN], why[EXMY_ERRLEN];
+    st->nlr = 1;
+    st->lr[0] = st->lr0;
+    if ((v = st_file_get(f, sz, "lr", NULL))) st->lr[0] = strtod(v, NULL);
+    if ((v = st_file_get(f, sz, "axis.lr", &ln))) {
+      const int n = st_axis_values(v, vals, MAX_LR, why, sizeof why);
+      if (n < 0) return ferr(err, errlen, f, ln, "axis.lr: %s", why);
+      for (int i = 0; i < n; i++) st->lr[i] = strtod(vals[i], NULL);
+      st->nlr = n;
+    }
+  }
+  st_base_kv(st, "steps", "%ld", st->steps);
+  /* base keys: every effective engine line */
+  for (int i = 0; i < f->nline; i++) {
+    const sf_line *L = &f->line[i];
+    if (!st_file_effective(f, sz, i) || !strncmp(L->key, "axis.", 5) || !strncmp(L->key, "arm.", 4) ||
+        !strncmp(L->key, "claim.", 6))
+      continue;
+    static const char *const SWEEP[] = {"name", "description", "published", "note", "report", "seeds", "zip",
+                                        "reference", "nonconv_nats", "steps", "lr"};
+    if (IN(L->key, SWEEP) >= 0) continue;
+    if (st->nbase >= MAX_BASE) return ferr(err, errlen, f, L->ln, "more than %d engine keys", MAX_BASE);
+    st_base_kv(st, L->key, "%s", L->val);
+  }
+  if ((v = st_file_get(f, sz, "note", NULL))) snprintf(st->note, sizeof st->note, "%s", v);
+  char(*avals)[ST_MAXVAL][ST_VALLEN] = calloc(ST_MAXAXIS, sizeof *avals);
+  if (!avals) { snprintf(err, errlen, "study: out of memory"); return 1; }
+  const int rc = file_setup(st, f, sz, avals, err, errlen);
+  free(avals);
+  return rc;
+}
+
+static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_MAXVAL][ST_VALLEN], char *err,
+                      size_t errlen) {
+  const char *v;
+  /* the axes other than lr, grouped: a zip group is one dimension */
+  char ak[ST_MAXAXIS][64];
+  int an[ST_MAXAXIS], agrp[ST_MAXAXIS], na = 0;
+  char zipbuf[ST_VALLEN] = "";
+  int zln = 0;
+  if ((v = st_file_get(f, sz, "zip", &zln))) snprintf(zipbuf, sizeof zipbuf, "%s", v);
+  for (int i = 0; i < f->nline; i++) {
+    const sf_line *L = &f->line[i];
+    if (strncmp(L->key, "axis.", 5) || !strcmp(L->key, "axis.lr") || !st_file_effective(f, sz, i)) continue;
+    if (na >= ST_MAXAXIS) return ferr(err, errlen, f, L->ln, "more than %d axes", ST_MAXAXIS);
+    char why[EXMY_ERRLEN];
+    snprintf(ak[na], sizeof ak[na], "%s", L->key + 5);
+    an[na] = st_axis_values(L->val, avals[na], ST_MAXVAL, why, sizeof why);
+    if (an[na] < 0) return ferr(err, errlen, f, L->ln, "%s: %s", L->key, why);
+    agrp[na] = na;
+    na++;
+  }
+  if (zipbuf[0]) {
+    int first = -1;
+    for (char *tok = strtok(zipbuf, ","); tok; tok = strtok(NULL, ",")) {
+      const char *k = trim(tok);
+      int a = -1;
+      for (int j = 0; j < na; j++)
+        if (!strcmp(ak[j], k)) a = j;
+      if (a < 0) return ferr(err, errlen, f, zln, "zip: '%s' is not an axis (axis.%s = ...)", k, k);
+      if (first < 0) first = a;
+      else if (an[a] != an[first])
+        return ferr(err, errlen, f, zln, "zip: axes %s (%d values) and %s (%d values) differ in length", ak[first], an[first], k, an[a]);
+      agrp[a] = first;
+    }
+  }
+  /* arms, in the order they first appear */
+  char arm[ST_MAXARM][64];
+  int narm = 0;
+  for (int i = 0; i < f->nline; i++) {
+    const sf_line *L = &f->line[i];
+    if (strncmp(L->key, "arm.", 4) || (L->size >= 0 && L->size != sz)) continue;
+    const char *dot = strchr(L->key + 4, '.');
+    char nm[64];
+    snprintf(nm, sizeof nm, "%.*s", (int)(dot - L->key - 4), L->key + 4);
+    int k = 0;
+    while (k < narm && strcmp(arm[k], nm)) k++;
+    if (k == narm) {
+      if (narm >= ST_MAXARM) return ferr(err, errlen, f, L->ln, "more than %d arms", ST_MAXARM);
+      snprintf(arm[narm++], sizeof arm[0], "%s", nm);
+    }
+  }
+  /* every claim names two arms of this study */
+  for (int i = 0; i < f->nline; i++) {
+    const sf_line *L = &f->line[i];
+    const size_t kl = strlen(L->key);
+    if (strncmp(L->key, "claim.", 6) || kl < 5 || strcmp(L->key + kl - 5, ".arms") || !st_file_effective(f, sz, i)) continue;
+    char two[ST_VALLEN];
+    snprintf(two, sizeof two, "%s", L->val);
+    for (char *tok = strtok(two, ","); tok; tok = strtok(NULL, ",")) {
+      const char *a = trim(tok);
+      int k = 0;
+      while (k < narm && strcmp(arm[k], a)) k++;
+      if (k == narm) return ferr(err, errlen, f, L->ln, "%s: no arm '%s' in this study (arm.%s.KEY = ...)", L->key, a, a);
+    }
+  }
+  const int implicit = narm == 0;
+  if (implicit) narm = 1;
+  /* points of the non-lr axes: mixed radix over the groups */
+  int grp[ST_MAXAXIS], ng = 0, npt = 1;
+  for (int a = 0; a < na; a++)
+    if (agrp[a] == a) { grp[ng++] = a; npt *= an[a]; }
+  for (int k = 0; k < narm; k++) {
+    char group[64] = "", tag[32] = "", shown[64] = "";
+    double x = 0;
+    int phase = 0;
+    const char *kvs[MAX_KV];
+    char kvbuf[MAX_KV][ST_VALLEN + 64];
+    int nk = 0;
+    for (int i = 0; !implicit && i < f->nline; i++) {
+      const sf_line *L = &f->line[i];
+      if (strncmp(L->key, "arm.", 4) || !st_file_effective(f, sz, i)) continue;
+      const char *dot = strchr(L->key + 4, '.');
+      if ((size_t)(dot - L->key - 4) != strlen(arm[k]) || strncmp(L->key + 4, arm[k], strlen(arm[k]))) continue;
+      const char *key = dot + 1;
+      if (!strcmp(key, "group")) snprintf(group, sizeof group, "%.63s", L->val);
+      else if (!strcmp(key, "tag")) snprintf(tag, sizeof tag, "%.31s", L->val);
+      else if (!strcmp(key, "x")) x = strtod(L->val, NULL);
+      else if (!strcmp(key, "phase")) phase = atoi(L->val);
+      else if (!strcmp(key, "name")) snprintf(shown, sizeof shown, "%.63s", L->val);
+      else {
+        if (nk >= MAX_KV - 2 - na) return ferr(err, errlen, f, L->ln, "arm %s: more than %d keys", arm[k], MAX_KV - 2 - na);
+        snprintf(kvbuf[nk], sizeof kvbuf[nk], "%s=%s", key, L->val);
+        kvs[nk] = kvbuf[nk];
+        nk++;
+      }
+    }
+    for (int p = 0; p < npt; p++) {
+      char name[64];
+      snprintf(name, sizeof name, "%.63s", implicit ? "" : shown[0] ? shown : arm[k]);
+      int nk2 = nk, rest = p;
+      char pbuf[ST_MAXAXIS][ST_VALLEN + 64];
+      for (int g = ng - 1; g >= 0; g--) { /* last axis fastest */
+        const int a0 = grp[g], idx = rest % an[a0];
+        rest /= an[a0];
+        for (int a = 0; a < na; a++) {
+          if (agrp[a] != a0) continue;
+          snprintf(pbuf[a], sizeof pbuf[a], "%s=%s", ak[a], avals[a][idx]);
+          kvs[nk2++] = pbuf[a];
+        }
+      }
+      for (int a = 0; a < na; a++) { /* name: the arm, then each axis value in file order */
+        if (name[0]) strncat(name, " ", sizeof name - strlen(name) - 1);
+        strncat(name, pbuf[a], sizeof name - strlen(name) - 1);
+      }
+      if (!name[0]) snprintf(name, sizeof name, "base");
+      const int first = st->nrun;
+      st_add_cfgv(st, name, group[0] ? group : NULL, x, tag, phase, kvs, nk2);
+      for (int i = first; i < st->nrun; i++) { /* claims pair runs by arm and axis point */
+        snprintf(st->run[i].arm, sizeof st->run[i].arm, "%.63s", implicit ? "" : arm[k]);
+        snprintf(st->run[i].point, sizeof st->run[i].point, "%.*s", (int)sizeof st->run[i].point - 1,
+                 name + (implicit ? 0 : strlen(shown[0] ? shown : arm[k])));
+      }
+    }
+  }
+  return 0;
+}

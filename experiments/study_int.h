@@ -1,0 +1,252 @@
+/* study_int.h: what the parts of the study machinery share (not installed;
+ * the public face is study.h).  One file per concept:
+ *   study.c          the table of built-in studies and the driver (study_main)
+ *   study_util.c     formatting, JSON text, findings
+ *   study_stats.c    statistics over runs (mean, sd, rank correlation)
+ *   study_runner.c   runs, their configs, the parallel runner, per-run data
+ *   study_table.c    tables (markdown and console) and gnuplot plots
+ *   study_report.c   runs.csv, summary.json, report.md's common sections
+ *   study_NAME.c     one built-in study: its runs (setup) and analysis (report) */
+#ifndef EXMY_STUDY_INT_H
+#define EXMY_STUDY_INT_H
+#include "experiments/study.h"
+#include "experiments/xp.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+
+#define MAX_KV 24
+#define MAX_BASE 32
+#define MAX_LR 16
+#define MAX_FIND 16
+#define MAX_PLOTS 24
+
+typedef struct kv { char k[48]; char v[300]; } kv;
+
+typedef struct srun {
+  char name[64];                /* the config's name (e8m3 rtz, hybrid delayed ...) */
+  char group[64];               /* plotting group */
+  char tag[32];                 /* study-specific tag (rounding, model ...) */
+  double x;                     /* study-specific number (mantissa bits, width ...) */
+  char label[160];              /* name [lr=] [seed=] */
+  char dir[200];                /* folder under DIR/runs */
+  double lr;
+  unsigned long long seed;
+  int lri, seedi, phase;
+  int nkv;
+  kv kv[MAX_KV];
+  xp_config cfg;
+  xp_result res;
+  int done, failed;
+  int reused;                   /* its result was read from an earlier invocation */
+  int resumed;                  /* it continued from its checkpoint */
+  int missing;                  /* --report or another shard: not run yet */
+  char id[24];                  /* hash of the resolved config (study_state.c) */
+  char arm[64], point[96];      /* study files: the arm and the axis values (" k=v ...") */
+  int nonconv;                  /* the non-convergence rule (study_claims.c) */
+  char err[EXMY_ERRLEN];
+} srun;
+
+typedef struct finding {
+  int verdict;                  /* 1 reproduced, 0 not reproduced, -1 inconclusive, 2 observation */
+  char claim[400];
+  char evidence[1600];
+} finding;
+
+/* A study file (study_file.c): its checked lines, each with its size
+ * (-1: every size, else STUDY_TINY / STUDY_FULL from a tiny./full. prefix). */
+#define ST_VALLEN 600
+#define ST_MAXVAL 64
+#define ST_MAXAXIS 8
+#define ST_MAXARM 64
+#define ST_NMETRIC 5
+typedef struct sf_line { int ln, size; char key[128]; char val[ST_VALLEN]; } sf_line;
+typedef struct study_file {
+  char path[XP_PATH];
+  int nline;
+  sf_line *line;
+} study_file;
+extern const char *const ST_METRICS[ST_NMETRIC];
+
+typedef struct study study;
+typedef struct study_def {
+  const char *name, *desc;
+  const char *published;        /* the published result (docs/studies.md), for the report */
+  void (*setup)(study *st);
+  void (*report)(study *st, FILE *md);
+} study_def;
+
+struct study {
+  const study_def *def;
+  const study_file *file;       /* the study file (NULL: a study defined in C) */
+  const study_opts *o;
+  FILE *log;
+  char dir[XP_PATH];
+  study_size size;
+  long steps;                   /* resolved: --steps or the study's default */
+  int nseeds, nlr;
+  double lr[MAX_LR];
+  double lr0;                   /* the engine's default learning rate */
+  int lrs_given;
+  int nbase;
+  kv base[MAX_BASE];
+  int nrun, cap;
+  srun *run;
+  int nfind;
+  finding find[MAX_FIND];
+  int gnuplot;
+  int nplot;
+  char plot[MAX_PLOTS][64];
+  double seconds;
+  int threads;
+  char note[2048];              /* extra lines for the report's setup (study-specific) */
+  int nclaim;                    /* study files' claims, evaluated (study_claims.c) */
+  struct st_claim_row *claim;
+  void *extra;                  /* study-specific results (accumulation GEMM table) */
+};
+
+
+#define TBL_ROWS 160
+#define TBL_COLS 14
+typedef struct tbl {
+  int ncol, nrow;
+  char h[TBL_COLS][48];
+  char c[TBL_ROWS][TBL_COLS][64];
+} tbl;
+
+/* Aggregate over runs with config name `name` (and lr index lri unless -1). */
+typedef struct agg {
+  int n, ndiv, nfail, nfinal;
+  long spikes, steps;
+  double final_mean, final_sd, val_mean, min_mean, first_mean;
+} agg;
+
+typedef struct stat_curve {     /* per stats step: one tensor kind of one run */
+  int n;
+  double step[1024], ratio[1024], over[1024], under[1024];
+} stat_curve;
+
+typedef struct series {
+  char title[96];
+  int n;
+  double *x, *y;
+  int points;                   /* 1: linespoints */
+} series;
+
+double st_now_s(void);
+void st_safe_name(const char *in, char *out, size_t n);
+void st_fmt_lr(double lr, char *buf, size_t n);
+void st_fmt_num(double v, char *buf, size_t n);
+void st_fmt_time(double s, char *buf, size_t n);
+void st_json_str(FILE *f, const char *s);
+void st_json_num(FILE *f, double v);
+const char *st_verdict_name(int v);
+void st_finding_add(study *st, int verdict, const char *claim, const char *fmt, ...)
+  __attribute__((format(printf, 4, 5)));
+void st_cat(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+double st_mean_of(const double *v, int n);
+double st_sd_of(const double *v, int n);
+double st_spearman(const double *x, const double *y, int n);
+void st_base_kv(study *st, const char *k, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void st_add_cfg(study *st, const char *name, const char *group, double x, const char *tag, int phase, ...);
+/* The same with the "key=value" strings in an array (study files). */
+void st_add_cfgv(study *st, const char *name, const char *group, double x, const char *tag, int phase,
+                 const char *const *kvs, int nk);
+int st_build_configs(study *st, char *err, size_t errlen);
+char **st_config_lines(const xp_config *c, int *n);
+void st_free_lines(char **l, int n);
+int st_skip_line(const char *l);
+int st_has_line(char **l, int n, const char *s);
+void st_run_all(study *st);
+int st_run_diverged(const srun *r);
+agg st_aggregate(const study *st, const char *name, int lri);
+const srun *st_find_run(const study *st, const char *name, int lri, int seedi);
+void st_read_stats(const srun *r, const char *kind, stat_curve *c);
+void st_small_gpt(study *st);
+void st_resolve(study *st, long steps_def, long steps_tiny, long steps_full, int seeds_def, int seeds_full,
+                    const double *lr_mult, int nmult, const double *lr_mult_full, int nmult_full);
+extern const double st_LR1[];
+tbl *st_tbl_new(int ncol, ...);
+void st_tbl_cell(tbl *t, int col, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void st_agg_cells(tbl *t, const char *name, const agg *a, const agg *ref);
+void st_tbl_end_row(tbl *t);
+void st_tbl_emit(study *st, tbl *t, FILE *md, const char *console_title);
+void st_series_free(series *s, int n);
+void st_series_alloc(series *s, int n, const char *title);
+int st_smooth_for(const study *st);
+void st_plot_draw(study *st, const char *stem, const char *title, const char *xl, const char *yl, int logx, int logy,
+                      int ns, series *s, double ycap);
+void st_gp_palette(FILE *g);
+void st_plot_seed_bands(study *st, FILE *md, const char *stem, const char *title, int lri, int smooth);
+void st_gp_terminal(FILE *g, const char *stem, int png);
+void st_md_plot(const study *st, FILE *md, const char *stem, const char *caption);
+void st_plot_losses(study *st, FILE *md, const char *stem, const char *title, int lri, int seedi,
+                        int (*pick)(const srun *r), int smooth, long from, long to);
+void st_plot_gap(study *st, FILE *md, const char *stem, const char *title, const char *ref, int lri, int seedi,
+                     int (*pick)(const srun *r), int smooth);
+void st_write_runs_csv(study *st);
+void st_write_summary_json(study *st);
+void st_report_setup(study *st, FILE *md);
+void st_report_runs_table(study *st, FILE *md);
+void st_report_findings(study *st, FILE *md);
+void st_report_console_findings(study *st);
+void st_finding_fp8_vs_bf16(study *st, const char *hyb, const char *bf);
+void st_report_default(study *st, FILE *md);
+void st_report_mantissa(study *st, FILE *md);
+void st_report_recipes(study *st, FILE *md);
+void st_report_fallback(study *st, FILE *md);
+void st_setup_calibration(study *st);
+void st_report_calibration(study *st, FILE *md);
+void st_setup_accumulation(study *st);
+void st_report_accumulation(study *st, FILE *md);
+void st_report_rounding(study *st, FILE *md);
+
+/* paired claims (study_stats.c) */
+#define ST_NRULE 3
+enum { ST_RULE_TRACKS = 0, ST_RULE_HIGHER, ST_RULE_LOWER };
+extern const char *const ST_RULES[ST_NRULE];
+typedef struct st_claim {
+  int n, dropped;               /* pairs used; pairs dropped (a value not finite) */
+  double mean, lo, hi;          /* mean gap, its 95% CI (rates: A's rate interval) */
+  double lo90, hi90;            /* the 90% CI for TOST (rates: B's interval) */
+  int ka, na, kb, nb;           /* rates: A's and B's counts */
+  int verdict;                  /* 1 reproduced, 0 not reproduced, -1 inconclusive */
+} st_claim;
+void st_bootstrap(const double *x, int n, uint64_t seed, double conf, double *lo, double *hi);
+void st_clopper_pearson(int k, int n, double conf, double *lo, double *hi);
+void st_claim_paired(const double *a, const double *b, int n, int rule, double margin, uint64_t seed, st_claim *c);
+void st_claim_rates(int ka, int na, int kb, int nb, int rule, st_claim *c);
+typedef struct st_claim_row {
+  char name[64], a[64], b[64], metric[16], text[400], published[400];
+  int rule;
+  double margin;
+  st_claim c;
+} st_claim_row;
+/* study_claims.c: the rules on every run, the claims, their report sections */
+void st_claims_eval(study *st);
+void st_report_rules(study *st, FILE *md);
+void st_report_conclude(study *st, FILE *md);
+void st_claims_json(const study *st, FILE *f);
+void st_plot_claims(study *st, FILE *md);
+
+/* run state between invocations (study_state.c) */
+void st_run_id(const study *st, const srun *r, char *id, size_t n);
+int st_result_save(const srun *r);
+int st_result_load(srun *r);
+void st_run_prepare(const srun *r, xp_config *c);
+void st_run_finish(const srun *r, const xp_config *c);
+
+/* study files (study_file.c) */
+int st_file_read(study_file *f, const char *path, char *err, size_t errlen);
+void st_file_free(study_file *f);
+const char *st_file_get(const study_file *f, int size, const char *key, int *ln);
+int st_file_effective(const study_file *f, int size, int i);
+int st_file_setup(study *st, char *err, size_t errlen);
+int st_axis_values(const char *text, char vals[][ST_VALLEN], int max, char *why, size_t whylen);
+/* the C analyses a study file may name (report = NAME, study.c) */
+typedef void (*st_report_fn)(study *st, FILE *md);
+st_report_fn st_report_hook(const char *name);
+const char *st_report_hooks(void);
+
+#endif

@@ -1,0 +1,224 @@
+/* study_report.c: a study's runs.csv, summary.json and the common sections
+ * of report.md (study_int.h). */
+#include "experiments/study_int.h"
+#include "exmy.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ====================================================================== */
+/* outputs: runs.csv, summary.json, report.md                              */
+/* ====================================================================== */
+
+void st_write_runs_csv(study *st) {
+  char path[XP_PATH + 32];
+  snprintf(path, sizeof path, "%s/runs.csv", st->dir);
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  fprintf(f, "label,group,lr,seed,final_loss,final_loss_avg,min_loss,val_loss,first_loss,spikes,first_spike,"
+             "diverged_at,fallbacks,steps_done,seconds,error\n");
+  for (int i = 0; i < st->nrun; i++) {
+    const srun *r = &st->run[i];
+    const xp_result *s = &r->res;
+    fprintf(f, "\"%s\",\"%s\",%.9g,%llu,%.9g,%.9g,%.9g,%.9g,%.9g,%ld,%ld,%ld,%ld,%ld,%.3f,\"%s\"\n", r->label, r->group,
+            r->lr, r->seed, s->final_loss, s->final_loss_avg, s->min_loss, s->val_loss, s->first_loss, s->spikes,
+            s->first_spike, s->diverged_at, s->fallbacks, s->steps_done, s->seconds, r->failed ? r->err : "");
+  }
+  fclose(f);
+}
+
+void st_write_summary_json(study *st) {
+  char path[XP_PATH + 32];
+  snprintf(path, sizeof path, "%s/summary.json", st->dir);
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  fprintf(f, "{\n  \"study\": ");
+  st_json_str(f, st->def->name);
+  fprintf(f, ",\n  \"description\": ");
+  st_json_str(f, st->def->desc);
+  fprintf(f, ",\n  \"exmy_version\": ");
+  st_json_str(f, exmy_version());
+  fprintf(f, ",\n  \"command\": ");
+  st_json_str(f, st->o->command ? st->o->command : "");
+  fprintf(f, ",\n  \"study_file\": ");
+  st_json_str(f, st->file ? st->file->path : "");
+  fprintf(f, ",\n  \"base\": {"); /* the keys every run shares, before each run's own */
+  for (int i = 0; i < st->nbase; i++) {
+    fprintf(f, "%s", i ? ", " : "");
+    st_json_str(f, st->base[i].k);
+    fprintf(f, ": ");
+    st_json_str(f, st->base[i].v);
+  }
+  fprintf(f, "}");
+  fprintf(f, ",\n  \"size\": \"%s\",\n  \"steps\": %ld,\n  \"seeds\": %d,\n  \"lrs\": [",
+          st->size == STUDY_TINY ? "tiny" : st->size == STUDY_FULL ? "full" : "default", st->steps, st->nseeds);
+  for (int i = 0; i < st->nlr; i++) fprintf(f, "%s%.9g", i ? ", " : "", st->lr[i]);
+  fprintf(f, "],\n  \"threads\": %d,\n  \"seconds\": %.3f,\n  \"runs\": [\n", st->threads, st->seconds);
+  for (int i = 0; i < st->nrun; i++) {
+    const srun *r = &st->run[i];
+    const xp_result *s = &r->res;
+    fprintf(f, "    {\"label\": ");
+    st_json_str(f, r->label);
+    fprintf(f, ", \"name\": ");
+    st_json_str(f, r->name);
+    fprintf(f, ", \"group\": ");
+    st_json_str(f, r->group);
+    fprintf(f, ", \"dir\": ");
+    st_json_str(f, r->dir);
+    fprintf(f, ", \"id\": ");
+    st_json_str(f, r->id);
+    fprintf(f, ", \"missing\": %s", r->missing ? "true" : "false");
+    fprintf(f, ", \"lr\": %.9g, \"seed\": %llu, \"final_loss\": ", r->lr, r->seed);
+    st_json_num(f, s->final_loss);
+    fprintf(f, ", \"final_loss_avg\": ");
+    st_json_num(f, s->final_loss_avg);
+    fprintf(f, ", \"min_loss\": ");
+    st_json_num(f, s->min_loss);
+    fprintf(f, ", \"val_loss\": ");
+    st_json_num(f, s->val_loss);
+    fprintf(f, ", \"first_loss\": ");
+    st_json_num(f, s->first_loss);
+    fprintf(f, ", \"spikes\": %ld, \"diverged_at\": %ld, \"fallbacks\": %ld, \"steps_done\": %ld, \"seconds\": %.3f",
+            s->spikes, s->diverged_at, s->fallbacks, s->steps_done, s->seconds);
+    fprintf(f, ", \"config\": {");
+    for (int k = 0; k < r->nkv; k++) {
+      fprintf(f, "%s", k ? ", " : "");
+      st_json_str(f, r->kv[k].k);
+      fputs(": ", f);
+      st_json_str(f, r->kv[k].v);
+    }
+    fprintf(f, "}");
+    if (r->failed) {
+      fprintf(f, ", \"error\": ");
+      st_json_str(f, r->err);
+    }
+    fprintf(f, "}%s\n", i + 1 < st->nrun ? "," : "");
+  }
+  fprintf(f, "  ],\n  \"findings\": [\n");
+  for (int i = 0; i < st->nfind; i++) {
+    fprintf(f, "    {\"verdict\": \"%s\", \"claim\": ", st_verdict_name(st->find[i].verdict));
+    st_json_str(f, st->find[i].claim);
+    fprintf(f, ", \"evidence\": ");
+    st_json_str(f, st->find[i].evidence);
+    fprintf(f, "}%s\n", i + 1 < st->nfind ? "," : "");
+  }
+  fprintf(f, "  ]");
+  if (st->file) st_claims_json(st, f);
+  fprintf(f, "\n}\n");
+  fclose(f);
+}
+
+/* The setup section: keys common to every run, then each config's own. */
+void st_report_setup(study *st, FILE *md) {
+  xp_config def;
+  xp_config_default(&def);
+  int nd;
+  char **dl = st_config_lines(&def, &nd);
+  int n0;
+  char **l0 = st->nrun ? st_config_lines(&st->run[0].cfg, &n0) : NULL;
+  if (!st->nrun) n0 = 0;
+  /* common = lines of run 0 not in default, present in every run */
+  char **lines[4096];
+  int nl[4096];
+  int nr = st->nrun < 4096 ? st->nrun : 4096;
+  for (int i = 0; i < nr; i++) lines[i] = st_config_lines(&st->run[i].cfg, &nl[i]);
+  fprintf(md, "## Setup\n\n");
+  fprintf(md, "Engine defaults (`xp_config_default`) except, in every run:\n\n```\n");
+  for (int j = 0; j < n0; j++) {
+    if (st_has_line(dl, nd, l0[j]) || st_skip_line(l0[j])) continue;
+    if (!strncmp(l0[j], "lr ", 3) || !strncmp(l0[j], "seed ", 5)) continue;
+    int all = 1;
+    for (int i = 1; i < nr && all; i++) all = st_has_line(lines[i], nl[i], l0[j]);
+    if (all) fprintf(md, "%s\n", l0[j]);
+  }
+  fprintf(md, "```\n\nand per configuration (crossed with the learning rates and seeds below):\n\n");
+  fprintf(md, "| configuration | keys that differ |\n| --- | --- |\n");
+  for (int i = 0; i < nr; i++) {
+    const srun *r = &st->run[i];
+    if (r->lri != 0 || r->seedi != 0) continue;
+    fprintf(md, "| %s | ", r->name);
+    int first = 1;
+    for (int j = 0; j < nl[i]; j++) {
+      const char *s = lines[i][j];
+      if (st_has_line(dl, nd, s) || st_skip_line(s) || !strncmp(s, "lr ", 3) || !strncmp(s, "seed ", 5)) continue;
+      int all = 1;
+      for (int q = 0; q < nr && all; q++) all = st_has_line(lines[q], nl[q], s);
+      if (all) continue;
+      fprintf(md, "%s`", first ? "" : " ");
+      for (const char *p = s; *p; p++) fputc(*p == '|' ? '/' : *p, md);
+      fputc('`', md);
+      first = 0;
+    }
+    fprintf(md, "%s |\n", first ? "(none)" : "");
+  }
+  fprintf(md, "\nLearning rates: ");
+  for (int i = 0; i < st->nlr; i++) {
+    char b[32];
+    st_fmt_lr(st->lr[i], b, sizeof b);
+    fprintf(md, "%s%s", i ? ", " : "", b);
+  }
+  fprintf(md, " (engine default %g); seeds: %d (1..%d); steps: %ld. %d runs, %d at a time (one thread each), %.0f s in all.\n\n",
+          st->lr0, st->nseeds, st->nseeds, st->steps, st->nrun, st->threads, st->seconds);
+  if (st->note[0]) fprintf(md, "%s\n\n", st->note);
+  for (int i = 0; i < nr; i++) st_free_lines(lines[i], nl[i]);
+  if (l0) st_free_lines(l0, n0);
+  st_free_lines(dl, nd);
+}
+
+void st_report_runs_table(study *st, FILE *md) {
+  tbl *t = st_tbl_new(10, "run", "lr", "seed", "final", "min", "val", "spikes", "diverged", "fallbacks", "s");
+  for (int i = 0; i < st->nrun; i++) {
+    const srun *r = &st->run[i];
+    char b[32];
+    st_tbl_cell(t, 0, "%s", r->name);
+    st_fmt_lr(r->lr, b, sizeof b);
+    st_tbl_cell(t, 1, "%s", b);
+    st_tbl_cell(t, 2, "%llu", r->seed);
+    if (r->failed) {
+      st_tbl_cell(t, 3, "failed");
+      st_tbl_end_row(t);
+      continue;
+    }
+    st_fmt_num(r->res.final_loss_avg, b, sizeof b);
+    st_tbl_cell(t, 3, "%s", b);
+    st_fmt_num(r->res.min_loss, b, sizeof b);
+    st_tbl_cell(t, 4, "%s", b);
+    st_fmt_num(r->res.val_loss, b, sizeof b);
+    st_tbl_cell(t, 5, "%s", b);
+    st_tbl_cell(t, 6, "%ld", r->res.spikes);
+    if (r->res.diverged_at >= 0) st_tbl_cell(t, 7, "at %ld", r->res.diverged_at);
+    else st_tbl_cell(t, 7, "no");
+    st_tbl_cell(t, 8, "%ld", r->res.fallbacks);
+    st_tbl_cell(t, 9, "%.1f", r->res.seconds);
+    st_tbl_end_row(t);
+  }
+  fprintf(md, "## Runs\n\n`final` is the mean loss of the last 10%% of steps, `min` the lowest step loss, `val` the "
+              "validation loss at the end (nan: not evaluated or diverged). Every run: `runs.csv`, `runs/LABEL/`.\n\n");
+  st_tbl_emit(st, t, md, st->nrun <= 40 ? "runs (final = mean loss of the last 10% of steps):" : NULL);
+  if (st->nrun > 40) fprintf(st->log, "\n(%d runs: see %s/runs.csv)\n", st->nrun, st->dir);
+}
+
+void st_report_findings(study *st, FILE *md) {
+  fprintf(md, "## Reproduced / not reproduced\n\n");
+  fprintf(md, "Computed from the numbers above by the study's code (experiments/study.c); thresholds are fixed in "
+              "the code and the docs, not tuned to the outcome.\n\n");
+  for (int i = 0; i < st->nfind; i++)
+    fprintf(md, "- **%s**: %s %s\n", st_verdict_name(st->find[i].verdict), st->find[i].claim, st->find[i].evidence);
+  if (!st->nfind) fprintf(md, "- (no finding: the study produced no usable runs)\n");
+  if (st->file) return; /* a study file's rules: st_report_rules */
+  fprintf(md, "\n## Rules\n\nSpike: a loss above %g x the median of the previous %d losses (the engine's detector, "
+              "applied identically to every run). Divergence: a non-finite loss, or after warmup a loss above the "
+              "first step's loss. Plots of the loss show a trailing mean (stated on the axis); tables use the mean "
+              "of the last 10%% of steps.\n",
+          st->nrun ? st->run[0].cfg.spike_factor : 1.5, st->nrun ? st->run[0].cfg.spike_window : 32);
+}
+
+void st_report_console_findings(study *st) {
+  fprintf(st->log, "\nfindings:\n");
+  for (int i = 0; i < st->nfind; i++)
+    fprintf(st->log, "  [%s] %s %s\n", st_verdict_name(st->find[i].verdict), st->find[i].claim, st->find[i].evidence);
+}

@@ -1,0 +1,105 @@
+/* study_util.c: formatting, JSON text and findings for the studies (study_int.h). */
+#include "experiments/study_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ====================================================================== */
+/* small helpers                                                           */
+/* ====================================================================== */
+
+double st_now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+void st_safe_name(const char *in, char *out, size_t n) {
+  size_t j = 0;
+  for (size_t i = 0; in[i] && j + 1 < n; i++) {
+    char c = in[i];
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+        c == '_' || c == '+')
+      out[j++] = c;
+    else if (j && out[j - 1] != '_')
+      out[j++] = '_';
+  }
+  while (j && out[j - 1] == '_') j--;
+  out[j] = 0;
+}
+
+/* %g without a trailing exponent "e-03" style noise: 3e-3 */
+void st_fmt_lr(double lr, char *buf, size_t n) {
+  char t[24];
+  snprintf(t, sizeof t, "%.3g", lr);
+  char *e = strchr(t, 'e');
+  if (e) { /* 0.003 prints as 0.003 with %g; only tiny values reach here */
+    int ex = atoi(e + 1);
+    *e = 0;
+    snprintf(buf, n, "%se%d", t, ex);
+  } else snprintf(buf, n, "%s", t);
+}
+
+void st_fmt_num(double v, char *buf, size_t n) {
+  if (isnan(v)) snprintf(buf, n, "nan");
+  else if (isinf(v)) snprintf(buf, n, v < 0 ? "-inf" : "inf");
+  else snprintf(buf, n, "%.4f", v);
+}
+
+void st_fmt_time(double s, char *buf, size_t n) {
+  if (s < 60) snprintf(buf, n, "%.0fs", s);
+  else if (s < 3600) snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+  else snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+}
+
+void st_json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c == '\n') fputs("\\n", f);
+    else if (c < 0x20) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+void st_json_num(FILE *f, double v) {
+  if (isfinite(v)) fprintf(f, "%.9g", v);
+  else fputs("null", f);
+}
+
+const char *st_verdict_name(int v) {
+  switch (v) {
+  case 1: return "reproduced";
+  case 0: return "not reproduced";
+  case 2: return "observation";
+  default: return "inconclusive";
+  }
+}
+
+void st_finding_add(study *st, int verdict, const char *claim, const char *fmt, ...) {
+  if (st->nfind >= MAX_FIND) return;
+  finding *f = &st->find[st->nfind++];
+  f->verdict = verdict;
+  snprintf(f->claim, sizeof f->claim, "%s", claim);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(f->evidence, sizeof f->evidence, fmt, ap);
+  va_end(ap);
+}
+
+/* Append printf text to a fixed buffer. */
+void st_cat(char *buf, size_t n, const char *fmt, ...) {
+  size_t l = strlen(buf);
+  if (l + 1 >= n) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf + l, n - l, fmt, ap);
+  va_end(ap);
+}

@@ -1,0 +1,96 @@
+/* test_study_stats.c: the verdict functions of study claims
+ * (experiments/study_stats.c) on synthetic per-seed tables of two arms:
+ * one seed, every run diverged (NaN), ties, a NaN among seeds, a clear gap,
+ * a gap straddling the margin; the bootstrap is deterministic and its CI
+ * holds the mean; Clopper-Pearson intervals against closed forms; rate
+ * verdicts.  Noise comes from EXMY_TEST_SEED's generator. */
+#include "experiments/study_int.h"
+#include "tests/testutil.h"
+
+#include <math.h>
+
+static uint64_t rs;
+static double noise(double sd) { /* uniform in [-sd, sd] */
+  return sd * (2.0 * (double)(tu_next(&rs) >> 11) / 9007199254740992.0 - 1.0);
+}
+
+static void paired(const char *what, const double *a, const double *b, int n, int rule, double margin, int want_n,
+                   int want_verdict) {
+  st_claim c;
+  st_claim_paired(a, b, n, rule, margin, 1, &c);
+  CHECK(c.n == want_n && c.verdict == want_verdict, "%s (%s, margin %g): n %d verdict %d, want n %d verdict %d "
+        "(mean %a, ci [%a, %a], 90%% [%a, %a])", what, ST_RULES[rule], margin, c.n, c.verdict, want_n, want_verdict,
+        c.mean, c.lo, c.hi, c.lo90, c.hi90);
+}
+
+int main(void) {
+  rs = tu_seed(20261126);
+  enum { T = ST_RULE_TRACKS, H = ST_RULE_HIGHER, L = ST_RULE_LOWER };
+  /* one seed: inconclusive whatever the gap */
+  const double a1[] = {3.5}, b1[] = {2.0};
+  paired("one seed", a1, b1, 1, H, 0, 1, -1);
+  paired("one seed", a1, b1, 1, T, 0.1, 1, -1);
+  /* every run of A diverged (no value): no pairs, inconclusive, mean NaN */
+  const double an[] = {NAN, NAN, NAN, NAN, NAN}, bn[] = {2, 2.1, 2.2, 2.3, 2.4};
+  paired("all diverged", an, bn, 5, H, 0, 0, -1);
+  st_claim c;
+  st_claim_paired(an, bn, 5, H, 0, 1, &c);
+  CHECK(isnan(c.mean) && c.dropped == 5, "all diverged: mean %a dropped %d", c.mean, c.dropped);
+  /* ties: identical arms */
+  const double at[] = {2.5, 2.6, 2.4, 2.55, 2.45};
+  paired("ties", at, at, 5, T, 0.01, 5, 1);
+  paired("ties, no margin", at, at, 5, H, 0, 5, -1);
+  paired("ties, a margin: equivalent, so not higher", at, at, 5, H, 0.01, 5, 0);
+  paired("ties, a margin: not lower", at, at, 5, L, 0.01, 5, 0);
+  /* a NaN among the seeds: that pair dropped */
+  const double ah[] = {2.6, NAN, 2.61, 2.62, 2.6}, bh[] = {2.5, 2.5, 2.51, 2.52, 2.5};
+  paired("one NaN", ah, bh, 5, H, 0, 4, 1);
+  /* two pairs left: inconclusive */
+  const double a2[] = {2.6, NAN, NAN, 2.62, INFINITY};
+  paired("two finite pairs", a2, bh, 5, H, 0, 2, -1);
+  /* a clear gap +0.1 with small noise, 8 seeds */
+  double ag[8], bg[8];
+  for (int i = 0; i < 8; i++) { bg[i] = 2.5 + noise(0.05); ag[i] = bg[i] + 0.1 + noise(0.01); }
+  paired("gap +0.1", ag, bg, 8, H, 0, 8, 1);
+  paired("gap +0.1", ag, bg, 8, L, 0, 8, 0);
+  paired("gap +0.1 vs margin 0.02", ag, bg, 8, T, 0.02, 8, 0);
+  paired("gap +0.1 vs margin 0.5", ag, bg, 8, T, 0.5, 8, 1);
+  /* a gap straddling the margin: inconclusive */
+  double as[6], bs[6];
+  const double sg[6] = {0.0, 0.04, 0.01, 0.03, 0.005, 0.035};
+  for (int i = 0; i < 6; i++) { bs[i] = 2.5; as[i] = 2.5 + sg[i]; }
+  paired("gap straddling the margin", as, bs, 6, T, 0.02, 6, -1);
+  /* the bootstrap: deterministic, holds the mean, narrows with n */
+  double l1, h1, l2, h2;
+  st_bootstrap(sg, 6, 7, 0.95, &l1, &h1);
+  st_bootstrap(sg, 6, 7, 0.95, &l2, &h2);
+  CHECK(tu_bits64(l1) == tu_bits64(l2) && tu_bits64(h1) == tu_bits64(h2), "bootstrap not deterministic: %a %a vs %a %a",
+        l1, h1, l2, h2);
+  const double m = st_mean_of(sg, 6);
+  CHECK(l1 <= m && m <= h1 && l1 >= 0 && h1 <= 0.04, "bootstrap CI [%a, %a] vs mean %a", l1, h1, m);
+  st_bootstrap(sg, 6, 7, 0.90, &l2, &h2);
+  CHECK(l2 >= l1 && h2 <= h1, "90%% CI [%a, %a] not inside the 95%% one [%a, %a]", l2, h2, l1, h1);
+  /* Clopper-Pearson against closed forms: k = 0 and k = n, and 5 of 10 */
+  double lo, hi;
+  st_clopper_pearson(0, 10, 0.95, &lo, &hi);
+  CHECK(lo == 0 && fabs(hi - (1 - pow(0.025, 0.1))) < 1e-9, "CP 0/10: [%a, %a]", lo, hi);
+  st_clopper_pearson(10, 10, 0.95, &lo, &hi);
+  CHECK(hi == 1 && fabs(lo - pow(0.025, 0.1)) < 1e-9, "CP 10/10: [%a, %a]", lo, hi);
+  st_clopper_pearson(5, 10, 0.95, &lo, &hi); /* published: 0.1871, 0.8129 */
+  CHECK(fabs(lo - 0.187086) < 1e-5 && fabs(hi - 0.812914) < 1e-5 && fabs(lo + hi - 1) < 1e-9, "CP 5/10: [%.6f, %.6f]",
+        lo, hi);
+  st_clopper_pearson(1, 20, 0.95, &lo, &hi); /* published: 0.00127, 0.2487 */
+  CHECK(fabs(lo - 0.0012650) < 1e-6 && fabs(hi - 0.2487) < 1e-4, "CP 1/20: [%.7f, %.5f]", lo, hi);
+  /* rates */
+  st_claim_rates(10, 10, 0, 10, H, &c);
+  CHECK(c.verdict == 1, "rates 10/10 vs 0/10 higher: verdict %d", c.verdict);
+  st_claim_rates(10, 10, 0, 10, L, &c);
+  CHECK(c.verdict == 0, "rates 10/10 vs 0/10 lower: verdict %d", c.verdict);
+  st_claim_rates(2, 2, 0, 2, H, &c);
+  CHECK(c.verdict == -1, "rates with 2 runs per arm: verdict %d", c.verdict);
+  st_claim_rates(0, 20, 0, 20, H, &c);
+  CHECK(c.verdict == -1, "rates 0/20 vs 0/20 (ties): verdict %d", c.verdict);
+  st_claim_rates(3, 20, 1, 20, H, &c);
+  CHECK(c.verdict == -1, "rates 3/20 vs 1/20 overlap: verdict %d", c.verdict);
+  return tu_finish("test_study_stats");
+}
