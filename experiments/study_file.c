@@ -376,10 +376,20 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
   }
   const int implicit = narm == 0;
   if (implicit) narm = 1;
-  /* points of the non-lr axes: mixed radix over the groups */
-  int grp[ST_MAXAXIS], ng = 0, npt = 1;
+  /* points of the non-lr axes: mixed radix over the groups; counted in
+   * double first, since 8 axes of 64 values overflow an int */
+  int grp[ST_MAXAXIS], ng = 0, last_ln = 0;
+  double npt_d = 1;
   for (int a = 0; a < na; a++)
-    if (agrp[a] == a) { grp[ng++] = a; npt *= an[a]; }
+    if (agrp[a] == a) { grp[ng++] = a; npt_d *= an[a]; }
+  for (int i = 0; i < f->nline; i++)
+    if (st_file_effective(f, sz, i)) last_ln = f->line[i].ln;
+  const double nruns = st->nrun + npt_d * narm * st->nlr * st->nseeds;
+  if (nruns > ST_MAXRUNS)
+    return ferr(err, errlen, f, last_ln, "%.0f runs (%d arm%s x %.0f axis point%s x %d learning rate%s x %d seed%s): at most %d",
+                nruns, narm, narm > 1 ? "s" : "", npt_d, npt_d > 1 ? "s" : "", st->nlr, st->nlr > 1 ? "s" : "",
+                st->nseeds, st->nseeds > 1 ? "s" : "", ST_MAXRUNS);
+  const int npt = (int)npt_d;
   for (int k = 0; k < narm; k++) {
     char group[64] = "", tag[32] = "", shown[64] = "";
     double x = 0;

@@ -61,6 +61,9 @@ typedef struct finding {
 #define ST_MAXAXIS 8
 #define ST_MAXARM 64
 #define ST_NMETRIC 5
+/* A study's runs at most: each run's record is about 45 KB, so 20,000 runs
+ * hold about 1 GB before any training. */
+#define ST_MAXRUNS 20000
 typedef struct sf_line { int ln, size; char key[128]; char val[ST_VALLEN]; } sf_line;
 typedef struct study_file {
   char path[XP_PATH];

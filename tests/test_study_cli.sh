@@ -78,6 +78,11 @@ sf_err "bad seeds" 'description = d\nseeds = 0\n' 2 'seeds = 0'
 sf_err "a zip of unequal axes" 'description = d\naxis.prec = fp32, bf16\naxis.weight_decay = 0, 0.1, 0.2\nzip = prec, weight_decay\n' 4 weight_decay
 sf_err "no description" 'steps = 3\n' 1 description
 sf_err "a claim on an unknown arm" 'description = d\narm.a.prec = bf16\nclaim.c.arms = a, nosucharm\n' 3 nosucharm
+# 8 axes of 61 values would be 1.9e14 points (an int overflow, then an
+# allocation of every run): refused before any run is made
+big='description = d\n'
+for k in n_layer d_model n_head batch weight_decay clip log_every calibrate; do big="${big}axis.$k = linspace(4, 64, 61)\n"; done
+sf_err "too many runs" "$big" 9 'at most 20000'
 run study "$T/no-such.study"
 check_err "a missing study file" "no-such.study"
 
