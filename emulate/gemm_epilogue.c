@@ -28,18 +28,19 @@ float exmy__gemm_epilogue(const gemm_plan *p, size_t i, size_t j, float P, unsig
   return isnan(z) ? 0.0f : fabsf(z);
 }
 
-/* Rows [i0, i1) of D from P: z as exmy__gemm_epilogue, then one vectorized
- * cast of the row (the float32 fast path of the conversions). */
-static void epilogue_rows(const gemm_plan *p, const float *P, size_t i0, size_t i1, unsigned *flags, float *amax) {
+/* Rows [i0, i1) of D from P (row stride ldp): z as exmy__gemm_epilogue,
+ * then one vectorized cast of the row (the float32 fast path of the
+ * conversions); z is the caller's n floats of scratch. */
+static void epilogue_rows(const gemm_plan *p, const float *P, size_t ldp, size_t i0, size_t i1, float *z,
+                          unsigned *flags, float *amax) {
   const size_t n = p->n;
   const size_t cb = (size_t)exmy_code_bytes(p->d_fmt);
-  float *z = malloc((n + 1) * sizeof *z);
   exmy__f32q q;
   exmy__f32q_init(&q, p->d_fmt, &p->d_rnd);
   unsigned fl = 0;
   float am = 0.0f;
   for (size_t i = i0; i < i1; i++) {
-    const float *Pr = P + i * n;
+    const float *Pr = P + i * ldp;
     for (size_t j = 0; j < n; j++) {
       const float s = exmy__gemm_out_scale(p, i, j);
       float zz;
@@ -55,17 +56,80 @@ static void epilogue_rows(const gemm_plan *p, const float *P, size_t i0, size_t 
     }
     fl |= exmy__f32q_run(&q, z, n, p->scale_d, (uint64_t)i * n, (char *)p->d + i * n * cb);
   }
-  free(z);
   *flags |= fl;
   *amax = fmaxf(*amax, am);
 }
 
-unsigned exmy__gemm_epilogue_all(const gemm_plan *p, const float *P, int nt, float *amax) {
+/* The same for D in binary32 cast exactly (exmy__f32q's ident: no
+ * saturation, ftz or daz) without C: D = the bits of fp32(z * scale_d),
+ * z = s * P, written straight from P; NaNs the long way, as the reference. */
+static void epilogue_rows_f32(const gemm_plan *p, const float *P, size_t ldp, size_t i0, size_t i1, unsigned *flags,
+                              float *amax) {
+  const size_t n = p->n;
+  const float sd = p->scale_d;
+  unsigned fl = 0;
+  float am = 0.0f;
+  for (size_t i = i0; i < i1; i++) {
+    const float *Pr = P + i * ldp;
+    float *Dr = (float *)p->d + i * n;
+    int nan = 0;
+    if (p->style == GEMM_OUTER) {
+      const float ra = p->alpha * p->as[i];
+      const float *bs = p->bs;
+      for (size_t j = 0; j < n; j++) {
+        const float zz = (ra * bs[j]) * Pr[j], x = zz * sd;
+        nan |= x != x;
+        am = fmaxf(am, fabsf(zz)); /* fmaxf ignores a NaN */
+        Dr[j] = x;
+      }
+    } else {
+      const float s = exmy__gemm_out_scale(p, i, 0); /* alpha, or alpha tA tB: the same for every j */
+      for (size_t j = 0; j < n; j++) {
+        const float zz = s * Pr[j], x = zz * sd;
+        nan |= x != x;
+        am = fmaxf(am, fabsf(zz));
+        Dr[j] = x;
+      }
+    }
+    if (nan)
+      for (size_t j = 0; j < n; j++)
+        if (isnan(Dr[j])) {
+          const uint32_t c = (uint32_t)exmy_from_float(p->d_fmt, &p->d_rnd, NAN, (uint64_t)i * n + j, &fl);
+          memcpy(&Dr[j], &c, 4);
+        }
+  }
+  *flags |= fl;
+  *amax = fmaxf(*amax, am);
+}
+
+unsigned exmy__gemm_epilogue_all_ld(const gemm_plan *p, const float *P, size_t ldp, int nt, float *amax) {
   unsigned flags = 0;
   float am = 0.0f;
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : flags) reduction(max : am)
-  for (size_t i = 0; i < p->m; i++) epilogue_rows(p, P, i, i + 1, &flags, &am);
+  exmy__f32q q;
+  exmy__f32q_init(&q, p->d_fmt, &p->d_rnd);
+  const int direct = q.ident && !p->use_c;
+  const size_t m = p->m;
+  if (nt > 1 && (double)m * (double)p->n < 16384.0) nt = 1; /* a team costs more than a small D */
+#pragma omp parallel num_threads(nt) reduction(| : flags) reduction(max : am)
+  {
+    float *z = direct ? NULL : malloc((p->n + 1) * sizeof *z);
+    unsigned fl = 0;
+    float a1 = 0.0f;
+#pragma omp for schedule(static)
+    for (size_t i = 0; i < m; i++) {
+      if (direct) epilogue_rows_f32(p, P, ldp, i, i + 1, &fl, &a1);
+      else if (z) epilogue_rows(p, P, ldp, i, i + 1, z, &fl, &a1);
+      else /* out of memory for the scratch row: one element at a time */
+        for (size_t j = 0; j < p->n; j++) a1 = fmaxf(a1, exmy__gemm_epilogue(p, i, j, P[i * ldp + j], &fl));
+    }
+    free(z);
+    flags |= fl;
+    am = fmaxf(am, a1);
+  }
   *amax = fmaxf(*amax, am);
   return flags;
 }
 
+unsigned exmy__gemm_epilogue_all(const gemm_plan *p, const float *P, int nt, float *amax) {
+  return exmy__gemm_epilogue_all_ld(p, P, p->n, nt, amax);
+}

@@ -90,14 +90,14 @@ int exmy__gemm_fast_exact(const gemm_plan *p, int nt, unsigned *flags, float *am
   int lk = 0;
   while (((size_t)1 << lk) < p->k + 1) lk++;
   if (int_bits(fa) + int_bits(fb) + lk > 53) return 0; /* sums would not stay exact in double */
-  micro_fn micro;
-  size_t nr;
-  if (!exmy__gemm_micro(1, &micro, &nr)) return 0;
+  gemm_micro mk;
+  if (!exmy__gemm_micro(1, &mk)) return 0;
+  const size_t mr = mk.mr, nr = mk.nr;
   const int la = fa->emin - fa->mbits, lb = fb->emin - fb->mbits;
-  const size_t k = p->k, apan = (p->m + GEMM_MR - 1) / GEMM_MR, bpan = (p->n + nr - 1) / nr;
-  double *A = calloc(apan * k * GEMM_MR + 1, sizeof *A), *B = calloc(bpan * k * nr + 1, sizeof *B);
+  const size_t k = p->k, apan = (p->m + mr - 1) / mr, bpan = (p->n + nr - 1) / nr;
+  double *A = calloc(apan * k * mr + 1, sizeof *A), *B = calloc(bpan * k * nr + 1, sizeof *B);
   const size_t ldp = bpan * nr;
-  double *P = calloc(apan * GEMM_MR * ldp + 1, sizeof *P);
+  double *P = calloc(apan * mr * ldp + 1, sizeof *P);
   if (!A || !B || !P) {
     free(A), free(B), free(P);
     return 0;
@@ -105,13 +105,13 @@ int exmy__gemm_fast_exact(const gemm_plan *p, int nt, unsigned *flags, float *am
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (size_t i = 0; i < p->m; i++)
     for (size_t l = 0; l < k; l++)
-      A[(i / GEMM_MR) * k * GEMM_MR + l * GEMM_MR + i % GEMM_MR] = ldexp(p->ad[i * k + l], -la);
+      A[(i / mr) * k * mr + l * mr + i % mr] = ldexp(p->ad[i * k + l], -la);
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (size_t j = 0; j < p->n; j++)
     for (size_t l = 0; l < k; l++) B[(j / nr) * k * nr + l * nr + j % nr] = ldexp(p->bd[j * k + l], -lb);
   for (size_t k0 = 0; k0 < k; k0 += GEMM_KC)
-    exmy__gemm_block_run(micro, sizeof(double), nr, A, apan, B, bpan, k, k0, k0 + GEMM_KC < k ? k0 + GEMM_KC : k, P,
-                         ldp, k0 == 0, nt);
+    exmy__gemm_block_run(&mk, sizeof(double), A, apan, B, bpan, k, k0, k0 + GEMM_KC < k ? k0 + GEMM_KC : k, P,
+                         ldp, k0 == 0, 0, nt);
   free(A), free(B);
   unsigned fl = 0;
   float am = 0.0f;
