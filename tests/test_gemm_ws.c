@@ -7,7 +7,8 @@
  * (256), with chunks that divide a slab, do not, and span several;
  * operands f32 (a view), bf16, f16, e4m3fn, e5m2 in every transpose, per
  * tensor, block:1x128 (PROMOTE) and mx (INNER) scaling; D in f32 (the
- * direct epilogue) and bf16; inputs with zeros, subnormals, inf and NaN.
+ * direct epilogue) and bf16; inputs with zeros, subnormals, inf and NaN;
+ * the exact model too (packed from 8-bit codes).
  * Each case runs through exmy_gemm, exmy_gemm_ws_run with one workspace
  * kept over all cases (shapes grow and shrink) and exmy_gemm_batched on 1
  * and 2 threads; on an AVX-512 machine everything runs again with
@@ -174,8 +175,8 @@ static void sweep(const char *isa, exmy_gemm_ws *ws) {
                                      {13, 33, 257}, {12, 32, 256}, {50, 17, 129}, {7, 100, 40}};
   static const char *fmts[] = {"f32", "bf16", "f16", "e4m3fn", "e5m2"};
   static const char *models[] = {"fp32", "chunk=64,inner=fp32", "chunk=100,inner=fp32", "chunk=300,inner=fp32",
-                                 "fp32", "fp32"};
-  static const char *recipes[] = {"none", "none", "current", "current", "block:1x128", "mx"};
+                                 "fp32", "fp32", "exact"};
+  static const char *recipes[] = {"none", "none", "current", "current", "block:1x128", "mx", "none"};
   const int nshape = (int)(sizeof shapes / sizeof *shapes), nmodel = (int)(sizeof models / sizeof *models);
   tcase batch[NB];
   int nb = 0, ncase = 0;
@@ -191,8 +192,10 @@ static void sweep(const char *isa, exmy_gemm_ws *ws) {
       t.fa = inner ? ((r >> 2) & 1 ? "e4m3fn" : "e5m2") : fmts[(r >> 2) % 5];
       t.fb = inner ? ((r >> 5) & 1 ? "e4m3fn" : "e5m2") : fmts[(r >> 5) % 5];
       if (!strcmp(t.recipe, "current") && !strcmp(t.fa, "f32")) t.fa = "bf16";
+      if (!strcmp(t.model, "exact")) /* formats whose products and sums fit the double kernel */
+        t.fa = (r >> 2) & 1 ? "e4m3fn" : "e3m2fn", t.fb = (r >> 5) & 1 ? "e4m3fn" : "e2m1fn";
       t.dfmt = (r >> 8) % 4 ? "f32" : "bf16";
-      t.special = (r >> 10) % 3 == 0;
+      t.special = (r >> 10) % 3 == 0 || !strcmp(t.model, "exact");
       t.alpha = (r >> 12) % 3 ? 1.0f : -0.75f;
       t.scale_d = (r >> 14) % 4 ? 1.0f : ((r >> 16) & 1 ? 0.0f : 3e30f); /* 0 * inf, overflow to inf */
       batch[nb++] = t;
