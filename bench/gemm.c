@@ -4,13 +4,15 @@
  * shapes, f32 operands) through exmy_gemm fp32 and through SGEMM.  Goals
  * (issue 12, 2 threads): fp32 >= 0.6 of SGEMM, chunk=128 >= 0.45, tc >= 0.3,
  * exact >= 0.2, acc=f16/bf16 >= 0.1, the step list >= 0.4.  Prints GFLOP/s
- * (2mnk / s) and the ratio to SGEMM.  bench/gemm [threads [n ...]]. */
+ * (2mnk / s) and the ratio to SGEMM.  bench/gemm [threads [n ...]];
+ * BENCH_GEMM_MODELS="fp32;exact" runs only those models. */
 #include "bench/bench.h"
 #include "exmy.h"
 
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* OpenBLAS's own thread count (its pthreads build ignores OMP_NUM_THREADS). */
@@ -98,6 +100,8 @@ static double run_step(void *v) {
   exmy_accum acc;
   exmy_accum_parse("fp32", &acc, NULL, 0);
   char err[EXMY_ERRLEN];
+  exmy_gemm_ws ws; /* as the training engine: one workspace over the step */
+  exmy_gemm_ws_init(&ws);
   const double t0 = bench_now();
   for (size_t i = 0; i < s->nl; i++) {
     const step_gemm *g = &s->L[i];
@@ -114,13 +118,15 @@ static double run_step(void *v) {
       exmy_gemm_args_init(&ga);
       ga.a = &qa, ga.b = &qb, ga.trans_a = g->ta, ga.trans_b = g->tb;
       ga.accum = &acc, ga.d_fmt = &f32, ga.threads = s->threads;
-      if (exmy_gemm(&ga, s->c, NULL, NULL, err, sizeof err)) {
+      if (exmy_gemm_ws_run(&ga, &ws, s->c, NULL, NULL, err, sizeof err)) {
         fprintf(stderr, "bench/gemm: %s\n", err);
         exit(1);
       }
     }
   }
-  return bench_now() - t0;
+  const double t = bench_now() - t0;
+  exmy_gemm_ws_free(&ws);
+  return t;
 }
 
 int main(int argc, char **argv) {
@@ -173,7 +179,15 @@ int main(int argc, char **argv) {
     const double flop = 2.0 * (double)n * n * n;
     const double ts = best_of(3, run_sgemm, &sc);
     printf("%6d %-24s %10.2f %10.2f %8.3f\n", n, "OpenBLAS sgemm", flop / ts * 1e-9, flop / ts * 1e-9, 1.0);
+    const char *only = getenv("BENCH_GEMM_MODELS"); /* ';'-separated subset, e.g. "fp32;exact" */
     for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+      if (only) {
+        char list[512], *save = NULL;
+        int want = 0;
+        snprintf(list, sizeof list, "%s", only);
+        for (char *t = strtok_r(list, ";", &save); t; t = strtok_r(NULL, ";", &save)) want |= !strcmp(t, models[m]);
+        if (!want) continue;
+      }
       exmy_accum acc;
       exmy_accum_parse(models[m], &acc, NULL, 0);
       exmy_gemm_args g;

@@ -17,7 +17,7 @@
 
 /* Promotion at the end of a piece: F = fmaf(w, P, F). */
 static void promote_all(const gemm_plan *p, size_t l0, const float *P, size_t ldp, float *F, int nt) {
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (size_t i = 0; i < p->m; i++)
     for (size_t j = 0; j < p->n; j++)
       F[i * p->n + j] = fmaf(exmy__gemm_promote_w(p, i, j, l0), P[i * ldp + j], F[i * p->n + j]);
