@@ -50,11 +50,14 @@ static void epilogue_rows(const gemm_plan *p, const float *P, size_t ldp, size_t
       } else {
         zz = s * Pr[j];
       }
-      if (isnan(zz)) zz = NAN; /* as the reference: the positive NaN (z * scale_d stays NaN) */
-      z[j] = zz;
+      if (isnan(zz)) zz = NAN; /* as the reference: the positive NaN */
       if (!isnan(zz)) am = fmaxf(am, fabsf(zz));
+      /* x = z * scale_d here, so inf * 0 gives the reference's positive NaN too
+       * (the cast below multiplies by 1: exact) */
+      const float x = zz * p->scale_d;
+      z[j] = isnan(x) ? NAN : x;
     }
-    fl |= exmy__f32q_run(&q, z, n, p->scale_d, (uint64_t)i * n, (char *)p->d + i * n * cb);
+    fl |= exmy__f32q_run(&q, z, n, 1.0f, (uint64_t)i * n, (char *)p->d + i * n * cb);
   }
   *flags |= fl;
   *amax = fmaxf(*amax, am);
