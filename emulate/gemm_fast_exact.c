@@ -65,10 +65,12 @@ static void exact_epilogue_rows(const gemm_plan *p, const double *S, size_t lds,
       const int neg = sneg != (p->alpha < 0);
       int sh;
       uint64_t top = top64_mul(mag, m3, &sh); /* |V| before scale_d: top * 2^(lsb + q1 + q2 + q3 + sh) */
-      const uint32_t ab = (uint32_t)exmy_round_pack(&p->f32, &rne, 0, top, lsb + q1 + q2 + q3 + sh, 0, NULL);
-      float af;
-      memcpy(&af, &ab, sizeof af);
-      am = fmaxf(am, af);
+      if (p->amax_d) { /* amax_d = fp32(|V|): a second rounding, only when asked for */
+        const uint32_t ab = (uint32_t)exmy_round_pack(&p->f32, &rne, 0, top, lsb + q1 + q2 + q3 + sh, 0, NULL);
+        float af;
+        memcpy(&af, &ab, sizeof af);
+        am = fmaxf(am, af);
+      }
       uint64_t code;
       if (m4 == 0) {
         code = exmy_round_pack(p->d_fmt, &p->d_rnd, 0, 0, 0, index, &fl);
