@@ -152,3 +152,98 @@ int exmy__gemm_fast_fp32(const gemm_plan *p, int nt, unsigned *flags, float *ama
   return 1;
 }
 #endif /* __x86_64__ */
+
+/* ---- fp32:pairwise ---------------------------------------------------------
+ * The same packed operands (A one row per panel, B in panels of 32 columns);
+ * each piece's products x_l = fmaf(a, b, +0) summed over the reference's
+ * tree (halves of floor(n/2)), 32 outputs at once: every node is one IEEE
+ * addition per lane, as the reference's.  AVX-512 only (else the reference). */
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+__attribute__((target("avx512f"))) static void pw_sum(const float *a, const float *Bp, size_t n, __m512 *s0,
+                                                        __m512 *s1) {
+  const __m512 z = _mm512_setzero_ps();
+  if (n == 0) {
+    *s0 = *s1 = z;
+    return;
+  }
+  if (n <= 3) { /* x0; x0 + x1; x0 + (x1 + x2) */
+    const __m512 a0 = _mm512_set1_ps(a[0]);
+    __m512 x0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(Bp), z), x1 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(Bp + 16), z);
+    if (n >= 2) {
+      const __m512 a1 = _mm512_set1_ps(a[1]);
+      __m512 y0 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(Bp + 32), z), y1 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(Bp + 48), z);
+      if (n == 3) {
+        const __m512 a2 = _mm512_set1_ps(a[2]);
+        y0 = _mm512_add_ps(y0, _mm512_fmadd_ps(a2, _mm512_loadu_ps(Bp + 64), z));
+        y1 = _mm512_add_ps(y1, _mm512_fmadd_ps(a2, _mm512_loadu_ps(Bp + 80), z));
+      }
+      x0 = _mm512_add_ps(x0, y0);
+      x1 = _mm512_add_ps(x1, y1);
+    }
+    *s0 = x0;
+    *s1 = x1;
+    return;
+  }
+  const size_t h = n / 2;
+  __m512 x0, x1, y0, y1;
+  pw_sum(a, Bp, h, &x0, &x1);
+  pw_sum(a + h, Bp + h * 32, n - h, &y0, &y1);
+  *s0 = _mm512_add_ps(x0, y0);
+  *s1 = _mm512_add_ps(x1, y1);
+}
+
+/* Row i, columns [32 jp, 32 jp + 32) of P: the pieces, promoted as the reference. */
+__attribute__((target("avx512f"))) static void pw_tile(const gemm_plan *p, const float *A, const float *B, size_t i,
+                                                         size_t jp, float *Pr) {
+  const size_t k = p->k, n = p->n;
+  const float *a = A + i * k, *Bp = B + jp * k * 32;
+  __m512 s0, s1;
+  if (!p->acc.chunk && p->style != GEMM_PROMOTE) {
+    pw_sum(a, Bp, k, &s0, &s1);
+  } else {
+    __m512 F0 = _mm512_setzero_ps(), F1 = _mm512_setzero_ps();
+    for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
+      l1 = exmy__gemm_piece_end(p, l0);
+      __m512 P0, P1;
+      pw_sum(a + l0, Bp + l0 * 32, l1 - l0, &P0, &P1);
+      if (p->style == GEMM_PROMOTE) { /* F = fmaf(fp32(sa sb), P, F) */
+        float w[32];
+        for (size_t t = 0; t < 32; t++) {
+          const size_t j = jp * 32 + t < n ? jp * 32 + t : n - 1;
+          w[t] = exmy__gemm_promote_w(p, i, j, l0);
+        }
+        F0 = _mm512_fmadd_ps(_mm512_loadu_ps(w), P0, F0);
+        F1 = _mm512_fmadd_ps(_mm512_loadu_ps(w + 16), P1, F1);
+      } else { /* fmaf(1, P, F) = P + F */
+        F0 = _mm512_add_ps(P0, F0);
+        F1 = _mm512_add_ps(P1, F1);
+      }
+    }
+    s0 = F0, s1 = F1;
+  }
+  _mm512_storeu_ps(Pr, s0);
+  _mm512_storeu_ps(Pr + 16, s1);
+}
+
+int exmy__gemm_fast_pairwise(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
+  __builtin_cpu_init();
+  const char *e = getenv("EXMY_NO_AVX512");
+  if (!__builtin_cpu_supports("avx512f") || (e && *e && *e != '0')) return 0;
+  const size_t m = p->m, n = p->n, k = p->k, bpan = (n + 31) / 32, ldp = bpan * 32;
+  gemm_ws *ws = p->ws;
+  float *A = exmy__gemm_ws_get(ws, GEMM_WS_A, (m * k + 1) * sizeof(float));
+  float *B = exmy__gemm_ws_get(ws, GEMM_WS_B, (bpan * k * 32 + 1) * sizeof(float));
+  float *P = exmy__gemm_ws_get(ws, GEMM_WS_P, (m * ldp + 1) * sizeof(float));
+  opdec da, db;
+  if (!A || !B || !P || opdec_init(&da, ws, 0, p->A) || opdec_init(&db, ws, 1, p->B)) return 0;
+  const size_t ca = p->A->cols, cb = p->B->cols;
+  pack(p, &da, p->as, m, p->ta ? 1 : ca, p->ta ? ca : 1, 1, A, nt);
+  pack(p, &db, p->bs, n, p->tb ? cb : 1, p->tb ? 1 : cb, 32, B, nt);
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 4) if (nt > 1)
+  for (size_t t = 0; t < m * bpan; t++) pw_tile(p, A, B, t / bpan, t % bpan, P + (t / bpan) * ldp + (t % bpan) * 32);
+  *flags |= exmy__gemm_epilogue_all_ld(p, P, ldp, nt, amax);
+  return 1;
+}
+#endif

@@ -9,7 +9,8 @@
  * tensor, block:1x128 (PROMOTE) and mx (INNER) scaling; D in f32 (the
  * direct epilogue) and bf16; inputs with zeros, subnormals, inf and NaN;
  * the exact model too (packed from 8-bit codes) and acc=f16 / chunked
- * acc=bf16 (the AVX-512 accumulator kernel; f16 overflows to inf).
+ * acc=bf16 (the AVX-512 accumulator kernel; f16 overflows to inf) and
+ * fp32:pairwise, whole, chunked and promoted.
  * Each case runs through exmy_gemm, exmy_gemm_ws_run with one workspace
  * kept over all cases (shapes grow and shrink) and exmy_gemm_batched on 1
  * and 2 threads; on an AVX-512 machine everything runs again with
@@ -176,8 +177,10 @@ static void sweep(const char *isa, exmy_gemm_ws *ws) {
                                      {13, 33, 257}, {12, 32, 256}, {50, 17, 129}, {7, 100, 40}};
   static const char *fmts[] = {"f32", "bf16", "f16", "e4m3fn", "e5m2"};
   static const char *models[] = {"fp32", "chunk=64,inner=fp32", "chunk=100,inner=fp32", "chunk=300,inner=fp32",
-                                 "fp32", "fp32", "exact", "acc=f16", "chunk=64,inner=acc=bf16"};
-  static const char *recipes[] = {"none", "none", "current", "current", "block:1x128", "mx", "none", "none", "block:1x128"};
+                                 "fp32", "fp32", "exact", "acc=f16", "chunk=64,inner=acc=bf16",
+                                 "fp32:pairwise", "chunk=100,inner=fp32:pairwise", "fp32:pairwise"};
+  static const char *recipes[] = {"none", "none", "current", "current", "block:1x128", "mx", "none", "none", "block:1x128",
+                                  "current", "none", "block:1x128"};
   const int nshape = (int)(sizeof shapes / sizeof *shapes), nmodel = (int)(sizeof models / sizeof *models);
   tcase batch[NB];
   int nb = 0, ncase = 0;
