@@ -3,7 +3,7 @@
  * problem (gemm_plan.c) with the inline pieces of the semantics that read
  * it, the rounding of a sum (gemm_round.c) and the epilogue
  * (gemm_epilogue.c).  Calls go one way, never back up:
- *   gemm.c -> gemm_plan.c (build, free)
+ *   gemm.c -> gemm_plan.c (build, free), gemm_ws.c (buffers kept across calls)
  *          -> gemm_fast.c -> gemm_fast_{fp32,exact,tc,format}.c -> gemm_block.c
  *          -> gemm_ref.c -> gemm_ref_exact.c
  *   kernels and reference -> gemm_epilogue.c, gemm_round.c

@@ -1,7 +1,9 @@
 /* gemm_plan.c: the prepared GEMM problem: the arguments checked, where the
- * scales apply (OUTER, PROMOTE, INNER; docs/gemm.md), and the operands
- * decoded exactly once into op(A) and op(B)^T row-major doubles, so every
- * path above reads them the same way. */
+ * scales apply (OUTER, PROMOTE, INNER; docs/gemm.md), the scales per row and
+ * segment (in the workspace), and, when a path needs them, the operands
+ * decoded exactly once into op(A) and op(B)^T row-major doubles
+ * (exmy__gemm_plan_decode; the fp32, pairwise and exact kernels pack from
+ * the codes instead), so every path above reads them the same way. */
 #include "emulate/gemm_internal.h"
 #include "formats/internal.h"
 #include "emulate/parallel.h"
