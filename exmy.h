@@ -514,6 +514,30 @@ EXMY_API int exmy_gemm(const exmy_gemm_args *args, void *d, float *amax_d, unsig
 EXMY_API int exmy_gemm_ref(const exmy_gemm_args *args, void *d, float *amax_d, unsigned *flags, char *err,
                   size_t errlen);
 
+/* ---- GEMM workspace and batches ---- */
+/* A caller's workspace for exmy_gemm_ws_run: the packed operands, partial
+ * sums and scales stay allocated between calls (grown when a call needs
+ * more), so repeated GEMMs of a training step allocate nothing after the
+ * first.  Results are exmy_gemm's, bit for bit.  One workspace per thread
+ * that calls at the same time.  exmy_gemm_ws_init (or zeroing) makes an
+ * empty one; exmy_gemm_ws_free releases it (and leaves it empty). */
+typedef struct exmy_gemm_ws {
+  void *impl;                   /* NULL until the first call */
+} exmy_gemm_ws;
+EXMY_API void exmy_gemm_ws_init(exmy_gemm_ws *ws);
+EXMY_API void exmy_gemm_ws_free(exmy_gemm_ws *ws);
+/* exmy_gemm using ws's buffers (ws NULL: exmy_gemm). */
+EXMY_API int exmy_gemm_ws_run(const exmy_gemm_args *args, exmy_gemm_ws *ws, void *d, float *amax_d,
+                              unsigned *flags, char *err, size_t errlen);
+/* count independent GEMMs, args[b] writing d[b] (amax_d NULL, or amax_d[b]
+ * for each), in parallel over the batch on threads threads (0: OpenMP's
+ * default); each problem runs on one thread (its args->threads is not
+ * used), so the bits are exmy_gemm's for any thread count.  The flags of
+ * all are OR-ed into *flags.  0, or -1 with err naming the first problem
+ * that failed (the others are still computed). */
+EXMY_API int exmy_gemm_batched(const exmy_gemm_args *args, size_t count, int threads, void *const *d,
+                               float *amax_d, unsigned *flags, char *err, size_t errlen);
+
 /* ---- GPU (kernels/) ---- */
 /* CUDA kernels, cuBLASLt FP8 GEMM and the tensor-core probe
  * (docs/gpu-crosscheck.md).  Every function exists in every build and follows

@@ -17,63 +17,102 @@ static int use_avx512(void) {
   return __builtin_cpu_supports("avx512f") && !(e && *e && *e != '0');
 }
 
-/* The micro_fn of gemm_kernels.h; NR is two vectors; one definition for
- * each element type and ISA. */
-#define MICRO_KERNEL(NAME, TARGET, T, V, W, LOAD, STORE, SET1, ZERO, FMA)                                      \
+/* The micro_fn of gemm_kernels.h: an MR x 2W tile; one definition for each
+ * element type and ISA.  pl = 0: the running sums start from C (or zero)
+ * and stay in registers over all kc steps.  pl > 0 (chunked promotion with
+ * weight 1): every pl steps start a piece from +0, and the piece is added
+ * into C (C starts at +0 when zero): fmaf(1, P, F) is the plain sum P + F. */
+#define MICRO_KERNEL(NAME, TARGET, T, V, W, MR, LOAD, STORE, SET1, ZERO, FMA, ADD)                             \
   __attribute__((target(TARGET))) static void NAME(const void *Av, const void *Bv, size_t kc, void *Cv,       \
-                                                   size_t ldc, int zero) {                                    \
+                                                   size_t ldc, int zero, size_t pl) {                         \
     const T *A = Av, *B = Bv;                                                                                 \
     T *C = Cv;                                                                                                \
-    V c0[GEMM_MR], c1[GEMM_MR];                                                                               \
-    for (int r = 0; r < GEMM_MR; r++) {                                                                       \
-      c0[r] = zero ? ZERO() : LOAD(C + r * ldc);                                                              \
-      c1[r] = zero ? ZERO() : LOAD(C + r * ldc + W);                                                          \
+    V c0[MR], c1[MR];                                                                                         \
+    if (!pl) {                                                                                                \
+      for (int r = 0; r < MR; r++) {                                                                          \
+        c0[r] = zero ? ZERO() : LOAD(C + r * ldc);                                                            \
+        c1[r] = zero ? ZERO() : LOAD(C + r * ldc + W);                                                        \
+      }                                                                                                       \
+      for (size_t l = 0; l < kc; l++) {                                                                       \
+        const V b0 = LOAD(B + l * 2 * W), b1 = LOAD(B + l * 2 * W + W);                                       \
+        for (int r = 0; r < MR; r++) {                                                                        \
+          const V a = SET1(A[l * MR + r]);                                                                    \
+          c0[r] = FMA(a, b0, c0[r]);                                                                          \
+          c1[r] = FMA(a, b1, c1[r]);                                                                          \
+        }                                                                                                     \
+      }                                                                                                       \
+      for (int r = 0; r < MR; r++) {                                                                          \
+        STORE(C + r * ldc, c0[r]);                                                                            \
+        STORE(C + r * ldc + W, c1[r]);                                                                        \
+      }                                                                                                       \
+      return;                                                                                                 \
     }                                                                                                         \
-    for (size_t l = 0; l < kc; l++) {                                                                         \
-      const V b0 = LOAD(B + l * 2 * W), b1 = LOAD(B + l * 2 * W + W);                                         \
-      for (int r = 0; r < GEMM_MR; r++) {                                                                     \
-        const V a = SET1(A[l * GEMM_MR + r]);                                                                 \
-        c0[r] = FMA(a, b0, c0[r]);                                                                            \
-        c1[r] = FMA(a, b1, c1[r]);                                                                            \
+    for (size_t l0 = 0; l0 < kc; l0 += pl) {                                                                  \
+      const size_t l1 = l0 + pl < kc ? l0 + pl : kc;                                                          \
+      for (int r = 0; r < MR; r++) c0[r] = c1[r] = ZERO();                                                    \
+      for (size_t l = l0; l < l1; l++) {                                                                      \
+        const V b0 = LOAD(B + l * 2 * W), b1 = LOAD(B + l * 2 * W + W);                                       \
+        for (int r = 0; r < MR; r++) {                                                                        \
+          const V a = SET1(A[l * MR + r]);                                                                    \
+          c0[r] = FMA(a, b0, c0[r]);                                                                          \
+          c1[r] = FMA(a, b1, c1[r]);                                                                          \
+        }                                                                                                     \
+      }                                                                                                       \
+      const int z = zero && l0 == 0;                                                                          \
+      for (int r = 0; r < MR; r++) {                                                                          \
+        STORE(C + r * ldc, ADD(z ? ZERO() : LOAD(C + r * ldc), c0[r]));                                       \
+        STORE(C + r * ldc + W, ADD(z ? ZERO() : LOAD(C + r * ldc + W), c1[r]));                               \
       }                                                                                                       \
     }                                                                                                         \
-    for (int r = 0; r < GEMM_MR; r++) {                                                                       \
-      STORE(C + r * ldc, c0[r]);                                                                              \
-      STORE(C + r * ldc + W, c1[r]);                                                                          \
-    }                                                                                                         \
   }
-MICRO_KERNEL(micro_f32_512, "avx512f", float, __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_set1_ps,
-             _mm512_setzero_ps, _mm512_fmadd_ps)
-MICRO_KERNEL(micro_f32_256, "avx2,fma", float, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps,
-             _mm256_setzero_ps, _mm256_fmadd_ps)
+/* 12 x 32 (24 of the 32 zmm registers) with AVX-512, 6 x 16 (12 of 16 ymm) with AVX2 */
+MICRO_KERNEL(micro_f32_512, "avx512f", float, __m512, 16, 12, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_set1_ps,
+             _mm512_setzero_ps, _mm512_fmadd_ps, _mm512_add_ps)
+MICRO_KERNEL(micro_f32_256, "avx2,fma", float, __m256, 8, 6, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps,
+             _mm256_setzero_ps, _mm256_fmadd_ps, _mm256_add_ps)
 /* double kernels of the exact path: integers below 2^53, so the FMAs are exact */
-MICRO_KERNEL(micro_f64_512, "avx512f", double, __m512d, 8, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_set1_pd,
-             _mm512_setzero_pd, _mm512_fmadd_pd)
-MICRO_KERNEL(micro_f64_256, "avx2,fma", double, __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd,
-             _mm256_setzero_pd, _mm256_fmadd_pd)
+MICRO_KERNEL(micro_f64_512, "avx512f", double, __m512d, 8, 12, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_set1_pd,
+             _mm512_setzero_pd, _mm512_fmadd_pd, _mm512_add_pd)
+MICRO_KERNEL(micro_f64_256, "avx2,fma", double, __m256d, 4, 6, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd,
+             _mm256_setzero_pd, _mm256_fmadd_pd, _mm256_add_pd)
 
-int exmy__gemm_micro(int dbl, micro_fn *micro, size_t *nr) {
+int exmy__gemm_micro(int dbl, gemm_micro *mk) {
   __builtin_cpu_init();
-  if (use_avx512()) *micro = dbl ? micro_f64_512 : micro_f32_512, *nr = dbl ? 16 : 32;
-  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    *micro = dbl ? micro_f64_256 : micro_f32_256, *nr = dbl ? 8 : 16;
-  else return 0;
+  if (use_avx512()) {
+    mk->fn = dbl ? micro_f64_512 : micro_f32_512;
+    mk->mr = 12;
+    mk->nr = dbl ? 16 : 32;
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    mk->fn = dbl ? micro_f64_256 : micro_f32_256;
+    mk->mr = 6;
+    mk->nr = dbl ? 8 : 16;
+  } else {
+    return 0;
+  }
   return 1;
 }
 
-/* Each GEMM_MR-row panel of A is reused across all nr-column panels of B. */
-void exmy__gemm_block_run(micro_fn micro, size_t esz, size_t nr, const void *A, size_t apan, const void *B,
-                          size_t bpan, size_t k, size_t k0, size_t k1, void *P, size_t ldp, int zero, int nt) {
-  const size_t per = GEMM_MC / GEMM_MR, nblk = (apan + per - 1) / per;
+/* Tiles of D (GEMM_MC rows x GEMM_NC columns) in parallel; in a tile, each
+ * nr-column panel of B (kc x nr, in L1) meets every mr-row panel of the
+ * tile's A block (in L2).  Any split gives the same bits: every output's k
+ * order is the slab's, in order. */
+void exmy__gemm_block_run(const gemm_micro *mk, size_t esz, const void *A, size_t apan, const void *B, size_t bpan,
+                          size_t k, size_t k0, size_t k1, void *P, size_t ldp, int zero, size_t pl, int nt) {
+  const size_t mr = mk->mr, nr = mk->nr;
+  const size_t per = (GEMM_MC + mr - 1) / mr, pern = GEMM_NC / nr;
+  const size_t nbi = (apan + per - 1) / per, nbj = (bpan + pern - 1) / pern, nblk = nbi * nbj;
   const char *a = A, *b = B;
   char *pp = P;
-#pragma omp parallel for num_threads(nt) schedule(static)
+  const micro_fn micro = mk->fn;
+#pragma omp parallel for num_threads(nblk < (size_t)nt ? (int)nblk : nt) schedule(dynamic, 1) if (nt > 1 && nblk > 1)
   for (size_t blk = 0; blk < nblk; blk++) {
-    const size_t ip1 = (blk + 1) * per < apan ? (blk + 1) * per : apan;
-    for (size_t jp = 0; jp < bpan; jp++)
-      for (size_t ip = blk * per; ip < ip1; ip++)
-        micro(a + (ip * k * GEMM_MR + k0 * GEMM_MR) * esz, b + (jp * k * nr + k0 * nr) * esz, k1 - k0,
-              pp + (ip * GEMM_MR * ldp + jp * nr) * esz, ldp, zero);
+    const size_t bi = blk / nbj, bj = blk % nbj;
+    const size_t ip1 = (bi + 1) * per < apan ? (bi + 1) * per : apan;
+    const size_t jp1 = (bj + 1) * pern < bpan ? (bj + 1) * pern : bpan;
+    for (size_t jp = bj * pern; jp < jp1; jp++)
+      for (size_t ip = bi * per; ip < ip1; ip++)
+        micro(a + (ip * k * mr + k0 * mr) * esz, b + (jp * k * nr + k0 * nr) * esz, k1 - k0,
+              pp + (ip * mr * ldp + jp * nr) * esz, ldp, zero, pl);
   }
 }
 #endif /* __x86_64__ */

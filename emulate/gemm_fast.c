@@ -20,6 +20,7 @@ static int nthreads_of(int threads) {
 }
 
 static int operands_finite(const gemm_plan *p) {
+  if (!p->ad) return 0;
   for (size_t t = 0; t < p->m * p->k; t++)
     if (!isfinite(p->ad[t])) return 0;
   for (size_t t = 0; t < p->n * p->k; t++)
@@ -32,7 +33,9 @@ int exmy__gemm_fast(const gemm_plan *p, int threads, unsigned *flags, float *ama
   const int nt = nthreads_of(threads);
   if (p->m == 0 || p->n == 0) return 0;
   if (p->acc.kind == EXMY_ACCUM_FP32) return exmy__gemm_fast_fp32(p, nt, flags, amax);
-  if (p->acc.kind == EXMY_ACCUM_EXACT && operands_finite(p)) return exmy__gemm_fast_exact(p, nt, flags, amax);
+  if (p->acc.kind == EXMY_ACCUM_FP32_PAIRWISE) return exmy__gemm_fast_pairwise(p, nt, flags, amax);
+  /* exact packs from 8-bit codes before the operands are decoded (and checks them itself) */
+  if (p->acc.kind == EXMY_ACCUM_EXACT && (!p->ad || operands_finite(p))) return exmy__gemm_fast_exact(p, nt, flags, amax);
   if (p->acc.kind == EXMY_ACCUM_TC && operands_finite(p)) return exmy__gemm_fast_tc(p, nt, flags, amax);
   if (p->acc.kind == EXMY_ACCUM_FORMAT) return exmy__gemm_fast_format(p, nt, flags, amax);
   return 0;

@@ -65,10 +65,12 @@ static void exact_epilogue_rows(const gemm_plan *p, const double *S, size_t lds,
       const int neg = sneg != (p->alpha < 0);
       int sh;
       uint64_t top = top64_mul(mag, m3, &sh); /* |V| before scale_d: top * 2^(lsb + q1 + q2 + q3 + sh) */
-      const uint32_t ab = (uint32_t)exmy_round_pack(&p->f32, &rne, 0, top, lsb + q1 + q2 + q3 + sh, 0, NULL);
-      float af;
-      memcpy(&af, &ab, sizeof af);
-      am = fmaxf(am, af);
+      if (p->amax_d) { /* amax_d = fp32(|V|): a second rounding, only when asked for */
+        const uint32_t ab = (uint32_t)exmy_round_pack(&p->f32, &rne, 0, top, lsb + q1 + q2 + q3 + sh, 0, NULL);
+        float af;
+        memcpy(&af, &ab, sizeof af);
+        am = fmaxf(am, af);
+      }
       uint64_t code;
       if (m4 == 0) {
         code = exmy_round_pack(p->d_fmt, &p->d_rnd, 0, 0, 0, index, &fl);
@@ -84,40 +86,65 @@ static void exact_epilogue_rows(const gemm_plan *p, const double *S, size_t lds,
   *amax = fmaxf(*amax, am);
 }
 
+/* op(A) (rows = m) or op(B)^T (rows = n) as integers x * 2^-lsb in panels
+ * of w rows ([panel][l][w], zero padded): from the decoded doubles when the
+ * plan has them, else straight from 8-bit codes through a table.  0 when
+ * an element is not finite (the reference runs) or the codes are wider
+ * than 8 bits without decoded doubles. */
+static int pack_exact(const gemm_plan *p, int which, size_t rows, size_t w, int lsb, double *X, int nt) {
+  const exmy_qtensor *q = which ? p->B : p->A;
+  const double *src = which ? p->bd : p->ad;
+  const size_t k = p->k, npan = (rows + w - 1) / w, cols = q->cols;
+  const int tr = which ? !p->tb : p->ta; /* 1: element (x, l) stored at l*cols + x, else x*cols + l */
+  double lut[256];
+  if (!src) {
+    if (q->fmt.bits > 8) return 0;
+    for (size_t c = 0; c < ((size_t)1 << q->fmt.bits); c++) lut[c] = ldexp(exmy_decode(&q->fmt, c), -lsb);
+  }
+  const uint8_t *codes = q->codes;
+  int finite = 1;
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(& : finite) if (nt > 1 && npan > 1)
+  for (size_t pn = 0; pn < npan; pn++) {
+    double *Xp = X + pn * k * w;
+    const size_t x0 = pn * w, xe = x0 + w < rows ? x0 + w : rows;
+    double acc = 0.0; /* 0 * (sum of the values): NaN when one is not finite */
+    for (size_t l = 0; l < k; l++)
+      for (size_t r = 0; r < w; r++) {
+        const size_t x = x0 + r;
+        double v = 0.0;
+        if (x < xe) v = src ? ldexp(src[x * k + l], -lsb) : lut[codes[tr ? l * cols + x : x * cols + l]];
+        acc += 0.0 * v;
+        Xp[l * w + r] = v;
+      }
+    finite &= acc == 0.0;
+  }
+  return finite;
+}
+
 int exmy__gemm_fast_exact(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
   if (p->style != GEMM_OUTER || p->use_c) return 0;
   const exmy_format *fa = &p->A->fmt, *fb = &p->B->fmt;
   int lk = 0;
   while (((size_t)1 << lk) < p->k + 1) lk++;
   if (int_bits(fa) + int_bits(fb) + lk > 53) return 0; /* sums would not stay exact in double */
-  micro_fn micro;
-  size_t nr;
-  if (!exmy__gemm_micro(1, &micro, &nr)) return 0;
+  gemm_micro mk;
+  if (!exmy__gemm_micro(1, &mk)) return 0;
+  const size_t mr = mk.mr, nr = mk.nr;
   const int la = fa->emin - fa->mbits, lb = fb->emin - fb->mbits;
-  const size_t k = p->k, apan = (p->m + GEMM_MR - 1) / GEMM_MR, bpan = (p->n + nr - 1) / nr;
-  double *A = calloc(apan * k * GEMM_MR + 1, sizeof *A), *B = calloc(bpan * k * nr + 1, sizeof *B);
+  const size_t k = p->k, apan = (p->m + mr - 1) / mr, bpan = (p->n + nr - 1) / nr;
   const size_t ldp = bpan * nr;
-  double *P = calloc(apan * GEMM_MR * ldp + 1, sizeof *P);
-  if (!A || !B || !P) {
-    free(A), free(B), free(P);
-    return 0;
-  }
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (size_t i = 0; i < p->m; i++)
-    for (size_t l = 0; l < k; l++)
-      A[(i / GEMM_MR) * k * GEMM_MR + l * GEMM_MR + i % GEMM_MR] = ldexp(p->ad[i * k + l], -la);
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (size_t j = 0; j < p->n; j++)
-    for (size_t l = 0; l < k; l++) B[(j / nr) * k * nr + l * nr + j % nr] = ldexp(p->bd[j * k + l], -lb);
+  double *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, (apan * k * mr + 1) * sizeof *A);
+  double *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, (bpan * k * nr + 1) * sizeof *B);
+  double *P = exmy__gemm_ws_get(p->ws, GEMM_WS_P, (apan * mr * ldp + 1) * sizeof *P);
+  if (!A || !B || !P) return 0;
+  if (!pack_exact(p, 0, p->m, mr, la, A, nt) || !pack_exact(p, 1, p->n, nr, lb, B, nt)) return 0;
   for (size_t k0 = 0; k0 < k; k0 += GEMM_KC)
-    exmy__gemm_block_run(micro, sizeof(double), nr, A, apan, B, bpan, k, k0, k0 + GEMM_KC < k ? k0 + GEMM_KC : k, P,
-                         ldp, k0 == 0, nt);
-  free(A), free(B);
+    exmy__gemm_block_run(&mk, sizeof(double), A, apan, B, bpan, k, k0, k0 + GEMM_KC < k ? k0 + GEMM_KC : k, P,
+                         ldp, k0 == 0, 0, nt);
   unsigned fl = 0;
   float am = 0.0f;
 #pragma omp parallel for num_threads(nt) schedule(static) reduction(| : fl) reduction(max : am)
   for (size_t i = 0; i < p->m; i++) exact_epilogue_rows(p, k ? P : NULL, ldp, la + lb, i, i + 1, &fl, &am);
-  free(P);
   *flags |= fl;
   *amax = fmaxf(*amax, am);
   return 1;

@@ -7,6 +7,7 @@
 #include "formats/internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* c = round_fmt(c + p) as exmy__round_sum2 does it, faster where it is easy:
@@ -38,7 +39,10 @@ static inline double format_step(const fmt_fast *ff, double c, double pr, uint64
   if (e2 == 0 && ex != 0 && ex != 0x7ff) {
     int e = ex - 1023;
     if (e < ff->emin) e = ff->emin;
-    const double q = ldexp(1.0, e - ff->mbits), magic = 1.5 * 0x1p52 * q;
+    /* magic = 1.5 * 2^52 * 2^(e - M), built from its bits (e - M + 52 stays a normal exponent: format_fast_applies) */
+    const uint64_t mb = ((uint64_t)(e - ff->mbits + 1075) << 52) | ((uint64_t)1 << 51);
+    double magic;
+    memcpy(&magic, &mb, 8);
     const double r = (s + magic) - magic;
     if (r != 0 && fabs(r) <= ff->vmax) return r;
   }
@@ -53,10 +57,140 @@ static float format_piece(const gemm_plan *p, const fmt_fast *ff, size_t i, size
   return (float)c;
 }
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* The AVX-512 form of format_step for 32 outputs of a row at once (4 vectors
+ * of 8 doubles), the products from B packed [l][32]: the same test and the
+ * same magic-constant rounding lane by lane, plus two cases the IEEE double
+ * sum already gets right under rne: an exact zero sum (IEEE's sign is the
+ * reference's) and an infinite accumulator that stays infinite (when the
+ * format rounds an infinity to itself).  Lanes that fail take the reference
+ * step (exmy__round_sum2), one at a time. */
+enum { FW = 32 };
+
+typedef struct fmt_vec {
+  const fmt_fast *ff;
+  int inf_ok;       /* decode(round(+-inf)) is +-inf */
+  uint64_t k, n;
+} fmt_vec;
+
+__attribute__((target("avx512f,avx512dq"))) static void piece_512(const fmt_vec *fv, const double *a,
+                                                                    const double *Bp, size_t len, double *c,
+                                                                    unsigned nvalid, uint64_t base0, size_t l0) {
+  const fmt_fast *ff = fv->ff;
+  const __m512i e_lo = _mm512_set1_epi64(ff->emin + 1023), m52 = _mm512_set1_epi64(52 - ff->mbits);
+  const __m512i half = _mm512_set1_epi64((int64_t)1 << 51), x7ff = _mm512_set1_epi64(0x7ff);
+  const __m512d vmax = _mm512_set1_pd(ff->vmax), zero = _mm512_setzero_pd();
+  __m512d vc[4];
+  __mmask8 valid[4];
+  for (int v = 0; v < 4; v++) {
+    vc[v] = _mm512_loadu_pd(c + 8 * v);
+    const unsigned lo = 8 * (unsigned)v;
+    valid[v] = nvalid >= lo + 8 ? 0xff : nvalid > lo ? (__mmask8)((1u << (nvalid - lo)) - 1) : 0;
+  }
+  for (size_t l = 0; l < len; l++) {
+    const __m512d va = _mm512_set1_pd(a[l]);
+    for (int v = 0; v < 4; v++) {
+      const __m512d pv = _mm512_mul_pd(va, _mm512_loadu_pd(Bp + l * FW + 8 * v)), cv = vc[v];
+      const __m512d sv = _mm512_add_pd(cv, pv), bp = _mm512_sub_pd(sv, cv);
+      const __m512d e2 = _mm512_add_pd(_mm512_sub_pd(cv, _mm512_sub_pd(sv, bp)), _mm512_sub_pd(pv, bp));
+      const __m512i ex = _mm512_and_si512(_mm512_srli_epi64(_mm512_castpd_si512(sv), 52), x7ff);
+      const __m512i mg = _mm512_or_si512(_mm512_slli_epi64(_mm512_add_epi64(_mm512_max_epi64(ex, e_lo), m52), 52), half);
+      const __m512d magic = _mm512_castsi512_pd(mg);
+      const __m512d r = _mm512_sub_pd(_mm512_add_pd(sv, magic), magic);
+      const __mmask8 exact = _mm512_cmp_pd_mask(e2, zero, _CMP_EQ_OQ);
+      const __mmask8 normal = _mm512_cmpneq_epi64_mask(ex, _mm512_setzero_si512()) & _mm512_cmpneq_epi64_mask(ex, x7ff) &
+                              _mm512_cmp_pd_mask(r, zero, _CMP_NEQ_OQ) &
+                              _mm512_cmp_pd_mask(_mm512_abs_pd(r), vmax, _CMP_LE_OQ);
+      const __mmask8 zsum = _mm512_cmp_pd_mask(sv, zero, _CMP_EQ_OQ);
+      const __mmask8 infs = fv->inf_ok ? (__mmask8)(_mm512_fpclass_pd_mask(cv, 0x18) & _mm512_cmp_pd_mask(sv, cv, _CMP_EQ_OQ)) : 0;
+      const __mmask8 ok = (exact & (normal | zsum)) | infs;
+      __m512d nc = _mm512_mask_blend_pd(zsum | infs, r, sv);
+      const __mmask8 fail = valid[v] & (__mmask8)~ok;
+      if (fail) {
+        double cs[8], ps[8], out[8];
+        _mm512_storeu_pd(cs, cv);
+        _mm512_storeu_pd(ps, pv);
+        _mm512_storeu_pd(out, nc);
+        for (int t = 0; t < 8; t++)
+          if (fail >> t & 1) {
+            const uint64_t idx = base0 + (uint64_t)(8 * v + t) * fv->k + l0 + l;
+            const uint64_t code = exmy__round_sum2(ff->f, ff->r, cs[t], ps[t], idx, NULL);
+            out[t] = ff->lut ? ff->lut[code] : exmy_decode(ff->f, code);
+          }
+        nc = _mm512_loadu_pd(out);
+      }
+      vc[v] = nc;
+    }
+  }
+  for (int v = 0; v < 4; v++) _mm512_storeu_pd(c + 8 * v, vc[v]);
+}
+
+/* The whole GEMM with piece_512: B packed in blocks of FW columns, tiles of
+ * (rows, FW columns) in parallel; P of each piece promoted as the reference;
+ * then the element epilogue.  0 when it does not apply. */
+static int format_512(const gemm_plan *p, const fmt_fast *ff, int nt, unsigned *flags, float *amax) {
+  if (p->style == GEMM_INNER || !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512dq")) return 0;
+  const char *e = getenv("EXMY_NO_AVX512");
+  if (e && *e && *e != '0') return 0;
+  const size_t m = p->m, n = p->n, k = p->k, nb = (n + FW - 1) / FW;
+  double *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, (nb * k * FW + 1) * sizeof *B);
+  if (!B) return 0;
+  fmt_vec fv = {ff, 0, k, n};
+  const double pinf = exmy_decode(ff->f, exmy_from_double(ff->f, ff->r, INFINITY, 0, NULL));
+  const double ninf = exmy_decode(ff->f, exmy_from_double(ff->f, ff->r, -INFINITY, 0, NULL));
+  fv.inf_ok = pinf == INFINITY && ninf == -INFINITY;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (size_t jb = 0; jb < nb; jb++)
+    for (size_t l = 0; l < k; l++)
+      for (size_t t = 0; t < FW; t++) {
+        const size_t j = jb * FW + t;
+        B[(jb * k + l) * FW + t] = j < n ? p->bd[j * k + l] : 0.0;
+      }
+  const int pieces = p->acc.chunk || p->style == GEMM_PROMOTE;
+  const size_t RB = 16, nrb = (m + RB - 1) / RB;
+  unsigned fl = 0;
+  float am = 0.0f;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) reduction(| : fl) reduction(max : am) if (nt > 1)
+  for (size_t t = 0; t < nrb * nb; t++) {
+    const size_t jb = t % nb, i0 = (t / nb) * RB, i1 = i0 + RB < m ? i0 + RB : m;
+    const size_t j0 = jb * FW, nv = n - j0 < FW ? n - j0 : FW;
+    unsigned f1 = 0;
+    for (size_t i = i0; i < i1; i++) {
+      float P[FW];
+      double c[FW];
+      const uint64_t base0 = ((uint64_t)i * n + j0) * k;
+      if (!pieces) {
+        memset(c, 0, sizeof c);
+        piece_512(&fv, p->ad + i * k, B + jb * k * FW, k, c, (unsigned)nv, base0, 0);
+        for (size_t q = 0; q < nv; q++) P[q] = (float)c[q];
+      } else { /* as the reference: pieces promoted into fp32 */
+        for (size_t q = 0; q < nv; q++) P[q] = 0.0f;
+        for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
+          l1 = exmy__gemm_piece_end(p, l0);
+          memset(c, 0, sizeof c);
+          piece_512(&fv, p->ad + i * k + l0, B + (jb * k + l0) * FW, l1 - l0, c, (unsigned)nv, base0, l0);
+          for (size_t q = 0; q < nv; q++) P[q] = fmaf(exmy__gemm_promote_w(p, i, j0 + q, l0), (float)c[q], P[q]);
+        }
+      }
+      for (size_t q = 0; q < nv; q++) am = fmaxf(am, exmy__gemm_epilogue(p, i, j0 + q, P[q], &f1));
+    }
+    fl |= f1;
+  }
+  *flags |= fl;
+  *amax = fmaxf(*amax, am);
+  return 1;
+}
+#endif
+
 int exmy__gemm_fast_format(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
   if (!format_fast_applies(p)) return 0;
   const exmy_format *f = &p->acc.acc_fmt;
   const fmt_fast ff = {f, &p->acc.acc_rnd, p->acc_lut, exmy_decode(f, f->max_mag), f->emin, f->mbits};
+#if defined(__x86_64__)
+  if (format_512(p, &ff, nt, flags, amax)) return 1;
+#endif
   const size_t k = p->k;
   const int pieces = p->acc.chunk || p->style == GEMM_PROMOTE;
   unsigned fl = 0;

@@ -1,8 +1,12 @@
 /* gemm_fast_fp32.c: the fast kernel of acc=fp32 (and its chunked and
- * promoted forms): operands rounded to float once into packed panels, the
- * block engine (gemm_block.c) over blocks of GEMM_KC along k, cut at every
- * piece boundary, so each output element sees c = fmaf(a, b, c) in k order
- * as the reference; pieces promoted into fp32, then the row epilogue. */
+ * promoted forms): operands decoded straight from their codes into packed
+ * float panels (a table, or a shift for binary32 and its truncations), the
+ * block engine (gemm_block.c) over slabs of k, so each output element sees
+ * c = fmaf(a, b, c) in k order as the reference.  A chunk of at most a slab
+ * is summed and added inside the micro-kernel; other pieces (PROMOTE's
+ * weights, long chunks) are promoted into fp32 by a pass at each piece's
+ * end.  Then the row epilogue, straight from the partial sums.  Buffers come
+ * from the plan's workspace. */
 #include "emulate/gemm_kernels.h"
 
 #include <math.h>
@@ -12,69 +16,234 @@
 #if defined(__x86_64__)
 
 /* Promotion at the end of a piece: F = fmaf(w, P, F). */
-static void promote_all(const gemm_plan *p, size_t l0, const float *P, float *F, int nt) {
-#pragma omp parallel for num_threads(nt) schedule(static)
+static void promote_all(const gemm_plan *p, size_t l0, const float *P, size_t ldp, float *F, int nt) {
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (size_t i = 0; i < p->m; i++)
     for (size_t j = 0; j < p->n; j++)
-      F[i * p->n + j] = fmaf(exmy__gemm_promote_w(p, i, j, l0), P[i * p->n + j], F[i * p->n + j]);
+      F[i * p->n + j] = fmaf(exmy__gemm_promote_w(p, i, j, l0), P[i * ldp + j], F[i * p->n + j]);
 }
 
-/* Packed operands: A in panels of GEMM_MR rows ([panel][l][GEMM_MR]), B in
- * panels of nr columns ([panel][l][nr]), zero padded; on the caller's nt
- * threads, so a small GEMM (one thread, parallel.h) starts no team here. */
-static float *pack_f32(const gemm_plan *p, const double *src, const float *scales, size_t rows, size_t w,
-                       size_t *np, int nt) {
+/* How an operand's codes become floats: fp32(decode(code)), exact for
+ * every format that fits binary32, as the reference's fp32(a). */
+typedef struct opdec {
+  const exmy_format *f;
+  const void *codes;
+  int sh;             /* >= 0: binary32 or a truncation of it, the code shifted left sh bits is the float */
+  const float *lut;   /* else the value of every code (formats of <= 16 bits) */
+  float lut8[256];
+} opdec;
+
+static int opdec_init(opdec *d, gemm_ws *ws, int w, const exmy_qtensor *q) {
+  const exmy_format *f = &q->fmt;
+  d->f = f;
+  d->codes = q->codes;
+  d->lut = NULL;
+  d->sh = f->ebits == 8 && f->bias == 127 && f->is_signed && f->has_zero && f->inf == EXMY_INF_IEEE &&
+                  f->nan == EXMY_NAN_IEEE && f->mbits <= 23 && (f->bits == 32 || f->bits == 16)
+              ? 23 - f->mbits
+              : -1;
+  if (d->sh >= 0) return 0;
+  if (f->bits <= 8) {
+    for (size_t c = 0; c < ((size_t)1 << f->bits); c++) d->lut8[c] = (float)exmy_decode(f, c);
+    d->lut = d->lut8;
+  } else if (f->bits <= 16) {
+    d->lut = exmy__gemm_ws_lut16(ws, w, f);
+    if (!d->lut) return -1;
+  }
+  return 0;
+}
+
+static inline float dec_at(const opdec *d, size_t idx) {
+  if (d->sh >= 0) {
+    const uint32_t b = d->f->bits == 32 ? ((const uint32_t *)d->codes)[idx]
+                                        : (uint32_t)((const uint16_t *)d->codes)[idx] << d->sh;
+    float v;
+    memcpy(&v, &b, 4);
+    return v;
+  }
+  return d->lut ? d->lut[exmy_code_get(d->f, d->codes, idx)] : (float)exmy_decode(d->f, exmy_code_get(d->f, d->codes, idx));
+}
+
+/* Packed operand: element (x, l) of op(A) (x < rows = m) or op(B)^T (x < n)
+ * at stored index x*sx + l*sl, into panels of w rows ([panel][l][w]), zero
+ * padded.  Under INNER the value is fp32(a * sa), as the reference. */
+static void pack(const gemm_plan *p, const opdec *d, const float *scales, size_t rows, size_t sx, size_t sl, size_t w,
+                 float *X, int nt) {
   const size_t k = p->k, npan = (rows + w - 1) / w;
-  float *X = calloc(npan * k * w + 1, sizeof *X);
-  if (!X) return NULL;
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (size_t i = 0; i < rows; i++)
-    for (size_t l = 0; l < k; l++) {
-      const double x = src[i * k + l];
-      X[(i / w) * k * w + l * w + i % w] =
-          (float)(p->style == GEMM_INNER ? x * (double)scales[i * p->nseg + l / p->seg] : x);
+  const int inner = p->style == GEMM_INNER;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && npan > 1)
+  for (size_t pn = 0; pn < npan; pn++) {
+    float *Xp = X + pn * k * w;
+    const size_t x0 = pn * w, xe = x0 + w < rows ? x0 + w : rows;
+    if (xe - x0 < w)
+      for (size_t l = 0; l < k; l++)
+        for (size_t r = xe - x0; r < w; r++) Xp[l * w + r] = 0.0f;
+    if (inner) {
+      for (size_t x = x0; x < xe; x++)
+        for (size_t l = 0; l < k; l++)
+          Xp[l * w + x - x0] = (float)(exmy_decode(d->f, exmy_code_get(d->f, d->codes, x * sx + l * sl)) *
+                                       (double)scales[x * p->nseg + l / p->seg]);
+    } else if (d->lut && d->f->bits <= 8 && sx == 1) { /* FP8 along rows: contiguous codes */
+      const uint8_t *c = d->codes;
+      for (size_t l = 0; l < k; l++)
+        for (size_t x = x0; x < xe; x++) Xp[l * w + x - x0] = d->lut[c[x + l * sl]];
+    } else if (d->lut && d->f->bits <= 8) {
+      const uint8_t *c = d->codes;
+      for (size_t x = x0; x < xe; x++)
+        for (size_t l = 0; l < k; l++) Xp[l * w + x - x0] = d->lut[c[x * sx + l]];
+    } else if (d->sh == 0 && sx == 1) { /* f32 along rows: a copy */
+      const float *c = d->codes;
+      for (size_t l = 0; l < k; l++) memcpy(Xp + l * w, c + x0 + l * sl, (xe - x0) * sizeof(float));
+    } else if (d->sh == 0) {
+      const float *c = d->codes;
+      for (size_t x = x0; x < xe; x++)
+        for (size_t l = 0; l < k; l++) Xp[l * w + x - x0] = c[x * sx + l];
+    } else if (sx == 1) {
+      for (size_t l = 0; l < k; l++)
+        for (size_t x = x0; x < xe; x++) Xp[l * w + x - x0] = dec_at(d, x + l * sl);
+    } else {
+      for (size_t x = x0; x < xe; x++)
+        for (size_t l = 0; l < k; l++) Xp[l * w + x - x0] = dec_at(d, x * sx + l * sl);
     }
-  *np = npan;
-  return X;
+  }
 }
 
 int exmy__gemm_fast_fp32(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
-  micro_fn micro;
-  size_t nr;
-  if (!exmy__gemm_micro(0, &micro, &nr)) return 0;
-  size_t apan = 0, bpan = 0;
-  float *A = pack_f32(p, p->ad, p->as, p->m, GEMM_MR, &apan, nt);
-  float *B = pack_f32(p, p->bd, p->bs, p->n, nr, &bpan, nt);
-  const size_t ldp = bpan * nr, rows = apan * GEMM_MR;
-  const int promoted = p->acc.chunk || p->style == GEMM_PROMOTE;
-  float *P = calloc(rows * ldp + 1, sizeof *P);
-  float *F = promoted ? calloc(p->m * p->n + 1, sizeof *F) : NULL;
-  float *D = malloc(p->m * p->n * sizeof *D + 1);
-  if (!A || !B || !P || (promoted && !F) || !D) {
-    free(A), free(B), free(P), free(F), free(D);
-    return 0;
-  }
-  const size_t k = p->k;
-  for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
-    l1 = exmy__gemm_piece_end(p, l0);
-    for (size_t k0 = l0; k0 < l1; k0 += GEMM_KC) {
-      const size_t k1 = k0 + GEMM_KC < l1 ? k0 + GEMM_KC : l1;
-      exmy__gemm_block_run(micro, sizeof(float), nr, A, apan, B, bpan, k, k0, k1, P, ldp, k0 == l0, nt);
-    }
-    if (promoted) {
-      for (size_t i = 0; i < p->m; i++) memcpy(D + i * p->n, P + i * ldp, p->n * sizeof *D);
-      promote_all(p, l0, D, F, nt);
-    }
-  }
-  if (promoted) {
-    memcpy(D, F, p->m * p->n * sizeof *D);
-  } else if (k == 0) {
-    memset(D, 0, p->m * p->n * sizeof *D);
+  gemm_micro mk;
+  if (!exmy__gemm_micro(0, &mk)) return 0;
+  const size_t mr = mk.mr, nr = mk.nr, m = p->m, n = p->n, k = p->k;
+  const size_t apan = (m + mr - 1) / mr, bpan = (n + nr - 1) / nr, ldp = bpan * nr, rows = apan * mr;
+  const size_t ch = p->acc.chunk;
+  const int fused = ch && ch <= GEMM_KC && p->style != GEMM_PROMOTE; /* chunks inside the micro-kernel */
+  const int promoted = !fused && (ch || p->style == GEMM_PROMOTE);
+  gemm_ws *ws = p->ws;
+  float *A = exmy__gemm_ws_get(ws, GEMM_WS_A, (apan * k * mr + 1) * sizeof(float));
+  float *B = exmy__gemm_ws_get(ws, GEMM_WS_B, (bpan * k * nr + 1) * sizeof(float));
+  float *P = exmy__gemm_ws_get(ws, GEMM_WS_P, (rows * ldp + 1) * sizeof(float));
+  float *F = promoted ? exmy__gemm_ws_get(ws, GEMM_WS_F, (m * n + 1) * sizeof(float)) : NULL;
+  opdec da, db;
+  if (!A || !B || !P || (promoted && !F) || opdec_init(&da, ws, 0, p->A) || opdec_init(&db, ws, 1, p->B)) return 0;
+  const size_t ca = p->A->cols, cb = p->B->cols;
+  /* op(A)(i, l): A stored m x k at i*ca + l, or k x m at l*ca + i; op(B)(l, j): k x n at l*cb + j, or n x k at j*cb + l */
+  pack(p, &da, p->as, m, p->ta ? 1 : ca, p->ta ? ca : 1, mr, A, nt);
+  pack(p, &db, p->bs, n, p->tb ? cb : 1, p->tb ? 1 : cb, nr, B, nt);
+  const float *R = P;
+  size_t ldr = ldp;
+  if (k == 0) {
+    memset(P, 0, rows * ldp * sizeof *P);
+  } else if (!promoted) {
+    const size_t slab = fused ? ch * (GEMM_KC / ch) : GEMM_KC;
+    for (size_t k0 = 0; k0 < k; k0 += slab)
+      exmy__gemm_block_run(&mk, sizeof(float), A, apan, B, bpan, k, k0, k0 + slab < k ? k0 + slab : k, P, ldp,
+                           k0 == 0, fused ? ch : 0, nt);
   } else {
-    for (size_t i = 0; i < p->m; i++) memcpy(D + i * p->n, P + i * ldp, p->n * sizeof *D);
+    memset(F, 0, m * n * sizeof *F);
+    for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
+      l1 = exmy__gemm_piece_end(p, l0);
+      for (size_t k0 = l0; k0 < l1; k0 += GEMM_KC)
+        exmy__gemm_block_run(&mk, sizeof(float), A, apan, B, bpan, k, k0, k0 + GEMM_KC < l1 ? k0 + GEMM_KC : l1, P,
+                             ldp, k0 == l0, 0, nt);
+      promote_all(p, l0, P, ldp, F, nt);
+    }
+    R = F;
+    ldr = n;
   }
-  *flags |= exmy__gemm_epilogue_all(p, D, nt, amax);
-  free(A), free(B), free(P), free(F), free(D);
+  *flags |= exmy__gemm_epilogue_all_ld(p, R, ldr, nt, amax);
   return 1;
 }
 #endif /* __x86_64__ */
+
+/* ---- fp32:pairwise ---------------------------------------------------------
+ * The same packed operands (A one row per panel, B in panels of 32 columns);
+ * each piece's products x_l = fmaf(a, b, +0) summed over the reference's
+ * tree (halves of floor(n/2)), 32 outputs at once: every node is one IEEE
+ * addition per lane, as the reference's.  AVX-512 only (else the reference). */
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+__attribute__((target("avx512f"))) static void pw_sum(const float *a, const float *Bp, size_t n, __m512 *s0,
+                                                        __m512 *s1) {
+  const __m512 z = _mm512_setzero_ps();
+  if (n == 0) {
+    *s0 = *s1 = z;
+    return;
+  }
+  if (n <= 3) { /* x0; x0 + x1; x0 + (x1 + x2) */
+    const __m512 a0 = _mm512_set1_ps(a[0]);
+    __m512 x0 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(Bp), z), x1 = _mm512_fmadd_ps(a0, _mm512_loadu_ps(Bp + 16), z);
+    if (n >= 2) {
+      const __m512 a1 = _mm512_set1_ps(a[1]);
+      __m512 y0 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(Bp + 32), z), y1 = _mm512_fmadd_ps(a1, _mm512_loadu_ps(Bp + 48), z);
+      if (n == 3) {
+        const __m512 a2 = _mm512_set1_ps(a[2]);
+        y0 = _mm512_add_ps(y0, _mm512_fmadd_ps(a2, _mm512_loadu_ps(Bp + 64), z));
+        y1 = _mm512_add_ps(y1, _mm512_fmadd_ps(a2, _mm512_loadu_ps(Bp + 80), z));
+      }
+      x0 = _mm512_add_ps(x0, y0);
+      x1 = _mm512_add_ps(x1, y1);
+    }
+    *s0 = x0;
+    *s1 = x1;
+    return;
+  }
+  const size_t h = n / 2;
+  __m512 x0, x1, y0, y1;
+  pw_sum(a, Bp, h, &x0, &x1);
+  pw_sum(a + h, Bp + h * 32, n - h, &y0, &y1);
+  *s0 = _mm512_add_ps(x0, y0);
+  *s1 = _mm512_add_ps(x1, y1);
+}
+
+/* Row i, columns [32 jp, 32 jp + 32) of P: the pieces, promoted as the reference. */
+__attribute__((target("avx512f"))) static void pw_tile(const gemm_plan *p, const float *A, const float *B, size_t i,
+                                                         size_t jp, float *Pr) {
+  const size_t k = p->k, n = p->n;
+  const float *a = A + i * k, *Bp = B + jp * k * 32;
+  __m512 s0, s1;
+  if (!p->acc.chunk && p->style != GEMM_PROMOTE) {
+    pw_sum(a, Bp, k, &s0, &s1);
+  } else {
+    __m512 F0 = _mm512_setzero_ps(), F1 = _mm512_setzero_ps();
+    for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
+      l1 = exmy__gemm_piece_end(p, l0);
+      __m512 P0, P1;
+      pw_sum(a + l0, Bp + l0 * 32, l1 - l0, &P0, &P1);
+      if (p->style == GEMM_PROMOTE) { /* F = fmaf(fp32(sa sb), P, F) */
+        float w[32];
+        for (size_t t = 0; t < 32; t++) {
+          const size_t j = jp * 32 + t < n ? jp * 32 + t : n - 1;
+          w[t] = exmy__gemm_promote_w(p, i, j, l0);
+        }
+        F0 = _mm512_fmadd_ps(_mm512_loadu_ps(w), P0, F0);
+        F1 = _mm512_fmadd_ps(_mm512_loadu_ps(w + 16), P1, F1);
+      } else { /* fmaf(1, P, F) = P + F */
+        F0 = _mm512_add_ps(P0, F0);
+        F1 = _mm512_add_ps(P1, F1);
+      }
+    }
+    s0 = F0, s1 = F1;
+  }
+  _mm512_storeu_ps(Pr, s0);
+  _mm512_storeu_ps(Pr + 16, s1);
+}
+
+int exmy__gemm_fast_pairwise(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
+  __builtin_cpu_init();
+  const char *e = getenv("EXMY_NO_AVX512");
+  if (!__builtin_cpu_supports("avx512f") || (e && *e && *e != '0')) return 0;
+  const size_t m = p->m, n = p->n, k = p->k, bpan = (n + 31) / 32, ldp = bpan * 32;
+  gemm_ws *ws = p->ws;
+  float *A = exmy__gemm_ws_get(ws, GEMM_WS_A, (m * k + 1) * sizeof(float));
+  float *B = exmy__gemm_ws_get(ws, GEMM_WS_B, (bpan * k * 32 + 1) * sizeof(float));
+  float *P = exmy__gemm_ws_get(ws, GEMM_WS_P, (m * ldp + 1) * sizeof(float));
+  opdec da, db;
+  if (!A || !B || !P || opdec_init(&da, ws, 0, p->A) || opdec_init(&db, ws, 1, p->B)) return 0;
+  const size_t ca = p->A->cols, cb = p->B->cols;
+  pack(p, &da, p->as, m, p->ta ? 1 : ca, p->ta ? ca : 1, 1, A, nt);
+  pack(p, &db, p->bs, n, p->tb ? cb : 1, p->tb ? 1 : cb, 32, B, nt);
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 4) if (nt > 1)
+  for (size_t t = 0; t < m * bpan; t++) pw_tile(p, A, B, t / bpan, t % bpan, P + (t / bpan) * ldp + (t % bpan) * 32);
+  *flags |= exmy__gemm_epilogue_all_ld(p, P, ldp, nt, amax);
+  return 1;
+}
+#endif

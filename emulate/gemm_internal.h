@@ -3,7 +3,7 @@
  * problem (gemm_plan.c) with the inline pieces of the semantics that read
  * it, the rounding of a sum (gemm_round.c) and the epilogue
  * (gemm_epilogue.c).  Calls go one way, never back up:
- *   gemm.c -> gemm_plan.c (build, free)
+ *   gemm.c -> gemm_plan.c (build, free), gemm_ws.c (buffers kept across calls)
  *          -> gemm_fast.c -> gemm_fast_{fp32,exact,tc,format}.c -> gemm_block.c
  *          -> gemm_ref.c -> gemm_ref_exact.c
  *   kernels and reference -> gemm_epilogue.c, gemm_round.c
@@ -21,6 +21,23 @@ typedef unsigned __int128 u128;
 typedef __int128 i128;
 
 enum { GEMM_OUTER = 0, GEMM_PROMOTE, GEMM_INNER };
+
+/* The workspace behind exmy_gemm_ws (gemm_ws.c): buffers kept across calls
+ * and grown when a call needs more, and the decode tables of 16-bit operand
+ * formats, kept while the format stays the same. */
+enum { GEMM_WS_A = 0, GEMM_WS_B, GEMM_WS_P, GEMM_WS_F, GEMM_WS_AS, GEMM_WS_BS, GEMM_WS_NBUF };
+typedef struct gemm_ws {
+  void *buf[GEMM_WS_NBUF];
+  size_t cap[GEMM_WS_NBUF];
+  exmy_format lut_fmt[2];
+  float *lut16[2];       /* value (float) of every code of lut_fmt[w] (A: 0, B: 1) */
+} gemm_ws;
+
+/* Buffer slot of ws with room for bytes (NULL: out of memory). */
+void *exmy__gemm_ws_get(gemm_ws *ws, int slot, size_t bytes);
+/* The float table of fmt's codes for operand w (NULL: out of memory). */
+const float *exmy__gemm_ws_lut16(gemm_ws *ws, int w, const exmy_format *fmt);
+void exmy__gemm_ws_release(gemm_ws *ws);
 
 typedef struct gemm_plan {
   size_t m, n, k;
@@ -44,6 +61,7 @@ typedef struct gemm_plan {
   float *amax_d;
   exmy_format f32;       /* for amax of the exact model */
   double *acc_lut;       /* acc=FORMAT of <= 16 bits: value of every code */
+  gemm_ws *ws;           /* buffers of the kernels and the scales (never NULL once planned) */
 } gemm_plan;
 
 /* ---- pieces of the semantics every path shares (docs/gemm.md) ---- */
@@ -129,8 +147,12 @@ static inline float exmy__f32_from_bits(uint32_t b) {
 
 /* ---- gemm_plan.c ---- */
 
-/* Build the plan (validates; decodes operands unless decode is 0). */
-int exmy__gemm_plan(const exmy_gemm_args *args, gemm_plan *p, int decode, char *err, size_t errlen);
+/* Build the plan (validates; decode 0: nothing more; 1: the scales and the
+ * operands in double (ad, bd); 2: the scales only, the operands stay codes
+ * (the kernels that pack from codes; exmy__gemm_plan_decode adds ad, bd)).
+ * ws holds the scales (decode >= 1). */
+int exmy__gemm_plan(const exmy_gemm_args *args, gemm_plan *p, int decode, gemm_ws *ws, char *err, size_t errlen);
+int exmy__gemm_plan_decode(gemm_plan *p, char *err, size_t errlen);
 void exmy__gemm_plan_free(gemm_plan *p);
 
 /* ---- gemm_round.c ---- */
@@ -149,4 +171,6 @@ float exmy__gemm_epilogue(const gemm_plan *p, size_t i, size_t j, float P, unsig
 /* The same for all of D from the m x n matrix P (row-major), rows in
  * parallel on nt threads; returns the flags, amax raised to max |z|. */
 unsigned exmy__gemm_epilogue_all(const gemm_plan *p, const float *P, int nt, float *amax);
+/* The same from P with row stride ldp. */
+unsigned exmy__gemm_epilogue_all_ld(const gemm_plan *p, const float *P, size_t ldp, int nt, float *amax);
 #endif

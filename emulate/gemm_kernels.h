@@ -12,27 +12,34 @@
 int exmy__gemm_fast_fp32(const gemm_plan *p, int nt, unsigned *flags, float *amax);  /* gemm_fast_fp32.c */
 int exmy__gemm_fast_exact(const gemm_plan *p, int nt, unsigned *flags, float *amax); /* gemm_fast_exact.c */
 int exmy__gemm_fast_tc(const gemm_plan *p, int nt, unsigned *flags, float *amax);    /* gemm_fast_tc.c */
+int exmy__gemm_fast_pairwise(const gemm_plan *p, int nt, unsigned *flags, float *amax); /* gemm_fast_fp32.c */
 #endif
 int exmy__gemm_fast_format(const gemm_plan *p, int nt, unsigned *flags, float *amax); /* gemm_fast_format.c */
 
 /* ---- the packed block engine (gemm_block.c) ---- */
 
 #if defined(__x86_64__)
-/* Rows of a panel of A, the k step of a block, rows per parallel block. */
-enum { GEMM_MR = 8, GEMM_KC = 256, GEMM_MC = 64 };
+/* The k step of a slab, the rows and columns of a parallel tile of D. */
+enum { GEMM_KC = 256, GEMM_MC = 240, GEMM_NC = 512 };
 
-/* One GEMM_MR x nr tile over kc steps; C (ldc) holds the running sums
- * (zero = start). */
-typedef void (*micro_fn)(const void *A, const void *B, size_t kc, void *C, size_t ldc, int zero);
+/* One mr x nr tile over kc steps; C (ldc) holds the running sums (zero:
+ * start from +0); pl > 0: chunked, pieces of pl steps each summed from +0
+ * and added into C. */
+typedef void (*micro_fn)(const void *A, const void *B, size_t kc, void *C, size_t ldc, int zero, size_t pl);
 
-/* The micro-kernel for float (dbl 0) or double (dbl 1) elements on this CPU
- * and its tile width nr; 0 when the CPU has neither AVX-512 nor AVX2+FMA. */
-int exmy__gemm_micro(int dbl, micro_fn *micro, size_t *nr);
+typedef struct gemm_micro {
+  micro_fn fn;
+  size_t mr, nr; /* tile rows (a panel of A) and columns (a panel of B) */
+} gemm_micro;
 
-/* P (padded: rows multiple of GEMM_MR, ldp multiple of nr) += A B over
- * [k0, k1) on nt threads; A and B packed in panels ([panel][l][width]).
- * esz: 4 (float kernels) or 8 (double). */
-void exmy__gemm_block_run(micro_fn micro, size_t esz, size_t nr, const void *A, size_t apan, const void *B,
-                          size_t bpan, size_t k, size_t k0, size_t k1, void *P, size_t ldp, int zero, int nt);
+/* The micro-kernel for float (dbl 0) or double (dbl 1) elements on this CPU;
+ * 0 when the CPU has neither AVX-512 nor AVX2+FMA. */
+int exmy__gemm_micro(int dbl, gemm_micro *mk);
+
+/* P (padded: rows multiple of mr, ldp multiple of nr) += A B over [k0, k1)
+ * on nt threads; A and B packed in panels ([panel][l][width], k steps
+ * each).  esz: 4 (float kernels) or 8 (double).  pl as micro_fn. */
+void exmy__gemm_block_run(const gemm_micro *mk, size_t esz, const void *A, size_t apan, const void *B, size_t bpan,
+                          size_t k, size_t k0, size_t k1, void *P, size_t ldp, int zero, size_t pl, int nt);
 #endif
 #endif

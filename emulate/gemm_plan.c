@@ -1,7 +1,9 @@
 /* gemm_plan.c: the prepared GEMM problem: the arguments checked, where the
- * scales apply (OUTER, PROMOTE, INNER; docs/gemm.md), and the operands
- * decoded exactly once into op(A) and op(B)^T row-major doubles, so every
- * path above reads them the same way. */
+ * scales apply (OUTER, PROMOTE, INNER; docs/gemm.md), the scales per row and
+ * segment (in the workspace), and, when a path needs them, the operands
+ * decoded exactly once into op(A) and op(B)^T row-major doubles
+ * (exmy__gemm_plan_decode; the fp32, pairwise and exact kernels pack from
+ * the codes instead), so every path above reads them the same way. */
 #include "emulate/gemm_internal.h"
 #include "formats/internal.h"
 #include "emulate/parallel.h"
@@ -29,8 +31,9 @@ static int check_operand(const char *name, const exmy_qtensor *q, char *err, siz
   return 0;
 }
 
-int exmy__gemm_plan(const exmy_gemm_args *a, gemm_plan *p, int decode, char *err, size_t errlen) {
+int exmy__gemm_plan(const exmy_gemm_args *a, gemm_plan *p, int decode, gemm_ws *ws, char *err, size_t errlen) {
   memset(p, 0, sizeof *p);
+  p->ws = ws;
   if (!a) return exmy__fail(err, errlen, "GEMM: no arguments");
   if (check_operand("A", a->a, err, errlen) || check_operand("B", a->b, err, errlen)) return -1;
   if (!a->accum) return exmy__fail(err, errlen, "GEMM: no accumulation model");
@@ -122,29 +125,12 @@ int exmy__gemm_plan(const exmy_gemm_args *a, gemm_plan *p, int decode, char *err
   if (p->acc.kind == EXMY_ACCUM_EXACT) exmy_format_parse("f32", &p->f32, NULL, 0); /* amax_d's rounding */
 
   const size_t m = p->m, n = p->n, ns = p->nseg;
-  p->ad = malloc((m * k + 1) * sizeof(double));
-  p->bd = malloc((n * k + 1) * sizeof(double));
-  p->as = malloc((m * ns + 1) * sizeof(float));
-  p->bs = malloc((n * ns + 1) * sizeof(float));
-  double *tmp = malloc(((A->rows * A->cols) > (B->rows * B->cols) ? A->rows * A->cols : B->rows * B->cols) *
-                           sizeof(double) + sizeof(double));
-  if (!p->ad || !p->bd || !p->as || !p->bs || !tmp) {
-    free(tmp);
-    exmy__gemm_plan_free(p);
-    return exmy__fail(err, errlen, "GEMM: out of memory for %zu x %zu x %zu", m, n, k);
-  }
-  exmy_decode_f64(&A->fmt, A->codes, A->rows * A->cols, tmp);
-#pragma omp parallel for schedule(static) if (m * k > EXMY_OMP_MIN_TENSOR)
-  for (size_t i = 0; i < m; i++)
-    for (size_t l = 0; l < k; l++) p->ad[i * k + l] = p->ta ? tmp[l * A->cols + i] : tmp[i * A->cols + l];
-  exmy_decode_f64(&B->fmt, B->codes, B->rows * B->cols, tmp);
-#pragma omp parallel for schedule(static) if (n * k > EXMY_OMP_MIN_TENSOR)
-  for (size_t j = 0; j < n; j++)
-    for (size_t l = 0; l < k; l++) p->bd[j * k + l] = p->tb ? tmp[j * B->cols + l] : tmp[l * B->cols + j];
-  free(tmp);
-  /* A decode table for the accumulator when the GEMM decodes more values than it holds. */
+  p->as = exmy__gemm_ws_get(ws, GEMM_WS_AS, (m * ns + 1) * sizeof(float));
+  p->bs = exmy__gemm_ws_get(ws, GEMM_WS_BS, (n * ns + 1) * sizeof(float));
+  if (!p->as || !p->bs) return exmy__fail(err, errlen, "GEMM: out of memory for %zu x %zu x %zu", m, n, k);
   if (p->acc.kind == EXMY_ACCUM_FORMAT && p->acc.acc_fmt.bits <= 16 &&
       (double)m * (double)n * (double)k > (double)((size_t)1 << p->acc.acc_fmt.bits)) {
+    /* A decode table for the accumulator when the GEMM decodes more values than it holds. */
     const size_t nc = (size_t)1 << p->acc.acc_fmt.bits;
     p->acc_lut = malloc(nc * sizeof(double));
     if (p->acc_lut)
@@ -156,14 +142,39 @@ int exmy__gemm_plan(const exmy_gemm_args *a, gemm_plan *p, int decode, char *err
     for (size_t i = 0; i < m; i++) p->as[i * ns + s] = k ? A->scale_inv[p->ta ? group_of(A, l, i) : group_of(A, i, l)] : 1.0f;
     for (size_t j = 0; j < n; j++) p->bs[j * ns + s] = k ? B->scale_inv[p->tb ? group_of(B, j, l) : group_of(B, l, j)] : 1.0f;
   }
+  return decode == 1 ? exmy__gemm_plan_decode(p, err, errlen) : 0;
+}
+
+int exmy__gemm_plan_decode(gemm_plan *p, char *err, size_t errlen) {
+  if (p->ad) return 0;
+  const exmy_qtensor *A = p->A, *B = p->B;
+  const size_t m = p->m, n = p->n, k = p->k;
+  p->ad = malloc((m * k + 1) * sizeof(double));
+  p->bd = malloc((n * k + 1) * sizeof(double));
+  double *tmp = malloc(((A->rows * A->cols) > (B->rows * B->cols) ? A->rows * A->cols : B->rows * B->cols) *
+                           sizeof(double) + sizeof(double));
+  if (!p->ad || !p->bd || !tmp) {
+    free(tmp);
+    free(p->ad), free(p->bd);
+    p->ad = p->bd = NULL;
+    return exmy__fail(err, errlen, "GEMM: out of memory for %zu x %zu x %zu", m, n, k);
+  }
+  exmy_decode_f64(&A->fmt, A->codes, A->rows * A->cols, tmp);
+#pragma omp parallel for schedule(static) if (m * k > EXMY_OMP_MIN_TENSOR)
+  for (size_t i = 0; i < m; i++)
+    for (size_t l = 0; l < k; l++) p->ad[i * k + l] = p->ta ? tmp[l * A->cols + i] : tmp[i * A->cols + l];
+  exmy_decode_f64(&B->fmt, B->codes, B->rows * B->cols, tmp);
+#pragma omp parallel for schedule(static) if (n * k > EXMY_OMP_MIN_TENSOR)
+  for (size_t j = 0; j < n; j++)
+    for (size_t l = 0; l < k; l++) p->bd[j * k + l] = p->tb ? tmp[j * B->cols + l] : tmp[l * B->cols + j];
+  free(tmp);
   return 0;
 }
 
+/* The scales live in the workspace (its owner frees them). */
 void exmy__gemm_plan_free(gemm_plan *p) {
   free(p->ad);
   free(p->bd);
-  free(p->as);
-  free(p->bs);
   free(p->acc_lut);
   p->acc_lut = NULL;
   p->ad = p->bd = NULL;

@@ -8,6 +8,7 @@
 #include "emulate/round_core.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -65,6 +66,7 @@ void xp_ctx_free(xp_ctx *ctx) {
         if (ctx->ls[i].have_rec[t]) exmy_recipe_state_free(&ctx->ls[i].st_rec[t]);
   free(ctx->ls);
   free(ctx->lin_prec);
+  exmy_gemm_ws_free(&ctx->ws);
   ctx->ls = NULL;
   ctx->lin_prec = NULL;
 }
@@ -246,7 +248,10 @@ void xp_matmul(xp_ctx *ctx, const xp_gemm_desc *g) {
   ga.accum = &p->accum[role];
   ga.threads = lin < 0 ? 1 : ctx->cfg->threads;
   char e[EXMY_ERRLEN];
-  if (exmy_gemm(&ga, d, NULL, NULL, e, sizeof e)) {
+  /* the linear layers (called from one thread) reuse the context's buffers;
+   * attention's products run in parallel over heads, each on its own */
+  if (lin >= 0 && !omp_in_parallel() ? exmy_gemm_ws_run(&ga, &ctx->ws, d, NULL, NULL, e, sizeof e)
+                                     : exmy_gemm(&ga, d, NULL, NULL, e, sizeof e)) {
     set_err(ctx, lin >= 0 ? ctx->lin_name[lin] : "attention", e);
     nan_fill(d, m * n);
   }

@@ -156,6 +156,7 @@ typedef struct xp_ctx {
   int failed;
   xp_prec fp32, bf16;           /* the precisions of XP_MODE_FP32 and XP_MODE_HIGH */
   exmy_format f32;              /* every GEMM's output format */
+  exmy_gemm_ws ws;              /* the linear layers' GEMM buffers, kept across calls (one thread) */
 } xp_ctx;
 
 enum {
