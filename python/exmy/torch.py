@@ -127,8 +127,8 @@ class ExmyLinear(torch.nn.Module):
         object.__setattr__(self, "_patched", patched)  # not a submodule
 
     def forward(self, x):
-        _cpu(x, "input of " + self.name)
-        _cpu(self.weight, "weight of " + self.name)
+        _cpu(x, "input of layer '%s'" % self.name)
+        _cpu(self.weight, "weight of layer '%s'" % self.name)
         shape = x.shape
         x2 = x.reshape(-1, self.in_features)
         y = _LinearFn.apply(x2, self.weight, self).to(x.dtype)

@@ -21,14 +21,12 @@ MODES = ["rne", "rna", "rtz", "rup", "rdn", "rto", "sr"]
 
 def _inputs(dtype, salt):
     r = rng(salt)
-    x = np.concatenate([boundary_f32(), (r.standard_normal(300) * 2.0 ** r.integers(-20, 20, 300)),
-                        r.integers(0, 2 ** 32, 200, dtype=np.uint64).astype(np.uint32).view(np.float32)])
-    if dtype == "bf16":
-        if ml_dtypes is None:
-            return None
-        return x.astype(ml_dtypes.bfloat16)
-    with np.errstate(over="ignore", invalid="ignore"), warnings.catch_warnings():
+    with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        x = np.concatenate([boundary_f32(), (r.standard_normal(300) * 2.0 ** r.integers(-20, 20, 300)),
+                            r.integers(0, 2 ** 32, 200, dtype=np.uint64).astype(np.uint32).view(np.float32)])
+        if dtype == "bf16":
+            return None if ml_dtypes is None else x.astype(ml_dtypes.bfloat16)
         return x.astype(dtype)
 
 
