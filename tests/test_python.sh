@@ -29,7 +29,12 @@ PYTHONPATH=$(cd "$srcdir" && pwd)/python${PYTHONPATH:+:$PYTHONPATH}
 OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 PYTHONDONTWRITEBYTECODE=1
 export EXMY EXMY_LIB EXMY_XP_LIB PYTHONPATH OMP_WAIT_POLICY PYTHONDONTWRITEBYTECODE
-tests=$srcdir/python/tests
+tests=$(cd "$srcdir" && pwd)/python/tests
+# hypothesis keeps a cache folder: in a temporary place, not the build tree
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/exmy-python-test.XXXXXX") || exit 1
+trap 'rm -rf "$scratch"' EXIT
+HYPOTHESIS_STORAGE_DIRECTORY=$scratch/hypothesis
+export HYPOTHESIS_STORAGE_DIRECTORY
 cd "$build" || exit 1
 if "$PYTHON" -c 'import pytest' >/dev/null 2>&1; then
   "$PYTHON" -m pytest -q -p no:cacheprovider -rs "$tests"
@@ -38,4 +43,4 @@ if "$PYTHON" -c 'import pytest' >/dev/null 2>&1; then
   exit $rc
 fi
 echo "test_python: pytest not installed: running the tests with python/tests/harness.py"
-exec "$PYTHON" "$tests/harness.py" "$tests"/test_*.py
+"$PYTHON" "$tests/harness.py" "$tests"/test_*.py

@@ -83,7 +83,7 @@ def test_fuzz_parsers():
     alphabet = st.sampled_from(list("e0123456789m,=:x.;-+ abfnuzioprstcdklgwh"))
     texts = st.text(alphabet, max_size=40)
 
-    @hypothesis.settings(max_examples=400, deadline=None, derandomize=True)
+    @hypothesis.settings(max_examples=400, deadline=None, derandomize=True, database=None)
     @hypothesis.given(texts, texts, texts)
     def run(f, r, a):
         for fn, arg in ((exmy.Format, f), (exmy.Recipe, r)):
