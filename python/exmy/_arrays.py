@@ -192,20 +192,30 @@ def ptr(a):
 
 
 def quantize(x, fmt, round="rne", saturate=False, ftz=False, daz=False, seed=0, stream=0, sr_bits=0,
-             index0=0, flags=False, dtype=None):
+             index0=0, flags=False, dtype=None, out=None):
     """Codes of fmt for every element of x (float32, float64, float16 or
     ml_dtypes.bfloat16, any shape, C-contiguous), as exmy_quantize: element i
     (C order) uses counter index0 + i for stochastic rounding.  Codes come as
     the smallest unsigned dtype holding them; dtype="ml_dtypes" (or an ml_dtypes
     type) views them as ml_dtypes' type of the format.  flags=True returns
-    (codes, Flags)."""
+    (codes, Flags).  out: a C-contiguous array of x's shape and the codes'
+    width to write into (no allocation), returned."""
     f = as_format(fmt)
     x = as_array(x)
     st = src_type(x)
     contiguous(x)
     r = rounding(round, saturate, ftz, daz, seed, stream, sr_bits)
     out_view = _code_view(f, dtype)
-    codes = np.empty(x.shape, dtype=f.code_dtype)
+    if out is None:
+        codes = np.empty(x.shape, dtype=f.code_dtype)
+    else:
+        if not isinstance(out, np.ndarray) or out.shape != x.shape or out.dtype.itemsize != f.code_bytes \
+                or out.dtype.kind not in "uVf" or out.dtype.kind == "f" and out.dtype != f.ml_dtype:
+            raise TypeError("exmy: out must be a numpy array of shape %s holding %s codes (%s)" %
+                            (x.shape, f.name, f.code_dtype))
+        if not out.flags.c_contiguous or not out.flags.writeable:
+            raise ValueError("exmy: out is not a writeable C-contiguous array")
+        codes, out_view = out, None
     fl = ctypes.c_uint(0)
     err = _lib.errbuf()
     _lib.check(lib.exmy_quantize(ctypes.byref(f._f), ctypes.byref(r), st, ptr(x), x.size, _u64(index0, "index0"),

@@ -168,3 +168,18 @@ def test_no_copy_and_threads():
     q = exmy.quantize(x, "e5m2", round="sr", seed=1)
     same_bits(x, x0, None, "input untouched")
     assert q.flags.c_contiguous and q.flags.owndata
+
+
+def test_quantize_into_out():
+    x = rng(12).standard_normal((5, 7)).astype(np.float32)
+    out = np.zeros((5, 7), np.uint8)
+    r = exmy.quantize(x, "e4m3fn", round="sr", seed=2, out=out)
+    assert r is out
+    same_bits(out, exmy.quantize(x, "e4m3fn", round="sr", seed=2), x, "out=")
+    for bad, exc in ((np.zeros((5, 6), np.uint8), TypeError), (np.zeros((5, 7), np.uint16), TypeError),
+                     (np.zeros((7, 5), np.uint8).T, ValueError)):
+        try:
+            exmy.quantize(x, "e4m3fn", out=bad)
+            raise AssertionError("out=%s %s accepted" % (bad.dtype, bad.shape))
+        except exc:
+            pass
