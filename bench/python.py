@@ -12,11 +12,13 @@ measured in the same run (docs/python.md):
 
 Run from the build tree: EXMY_LIB=.libs/libexmy.so.1
 EXMY_XP_LIB=python/.libs/exmy_xp.so PYTHONPATH=python python3 bench/python.py
-(make bench-python sets these).  The fastest of --reps runs each (a shared machine)."""
+(make bench-python sets these).  Anchor and measured call alternate; the ratio is the median of the per-pair
+ratios (the load of a shared machine drifts)."""
 import argparse
 import ctypes
 import os
 import sys
+import statistics
 import time
 
 import numpy as np
@@ -26,16 +28,22 @@ import exmy  # noqa: E402
 from exmy import _lib  # noqa: E402
 
 
-def median_time(fn, reps):
-    """The fastest of reps runs after a warm-up: the machine is shared, and
-    the minimum is what other jobs disturb least (the ratios use it)."""
-    fn()  # warm up (page faults, OpenMP threads)
-    ts = []
+def paired(anchor, fn, reps):
+    """Median times of anchor and fn, run alternately (a pair per rep), and
+    the median of the per-pair ratios anchor/fn: on a shared machine the load
+    drifts, and a pair sees about the same load."""
+    anchor(), fn()  # warm up (page faults, OpenMP threads)
+    ta, tf, ratios = [], [], []
     for _ in range(reps):
         t0 = time.perf_counter()
+        anchor()
+        t1 = time.perf_counter()
         fn()
-        ts.append(time.perf_counter() - t0)
-    return min(ts)
+        t2 = time.perf_counter()
+        ta.append(t1 - t0)
+        tf.append(t2 - t1)
+        ratios.append((t1 - t0) / (t2 - t1))
+    return statistics.median(ta), statistics.median(tf), statistics.median(ratios)
 
 
 def bench_quantize(reps):
@@ -52,19 +60,17 @@ def bench_quantize(reps):
     def c_call():
         if _lib.lib.exmy_quantize(fp, rp, 0, xp, n, 0, op, ctypes.byref(fl), err, 512):
             raise RuntimeError(err.value)
-    t_c = median_time(c_call, reps)
-    t_py = median_time(lambda: exmy.quantize(x, f, saturate="finite"), reps)
+    t_c, t_py, r_py = paired(c_call, lambda: exmy.quantize(x, f, saturate="finite"), reps)
     out2 = np.empty(n, np.uint8)
-    t_py_out = median_time(lambda: exmy.quantize(x, f, saturate="finite", out=out2), reps)
+    _, t_py_out, r_out = paired(c_call, lambda: exmy.quantize(x, f, saturate="finite", out=out2), reps)
     rs = exmy.rounding("sr", "finite", seed=1)
     rsp = ctypes.byref(rs)
-    t_c_sr = median_time(lambda: _lib.lib.exmy_quantize(fp, rsp, 0, xp, n, 0, op, ctypes.byref(fl), err, 512), reps)
-    t_py_sr = median_time(lambda: exmy.quantize(x, f, round="sr", seed=1, saturate="finite"), reps)
+    t_c_sr, t_py_sr, r_sr = paired(lambda: _lib.lib.exmy_quantize(fp, rsp, 0, xp, n, 0, op, ctypes.byref(fl), err, 512),
+                                   lambda: exmy.quantize(x, f, round="sr", seed=1, saturate="finite"), reps)
     print("quantize 2^24 float32 -> e4m3fn rne: C call %.2f ms, exmy.quantize %.2f ms: C/Python %.3f; "
-          "with out= (no new array) %.2f ms: C/Python %.3f" %
-          (1e3 * t_c, 1e3 * t_py, t_c / t_py, 1e3 * t_py_out, t_c / t_py_out))
+          "with out= (no new array) %.2f ms: C/Python %.3f" % (1e3 * t_c, 1e3 * t_py, r_py, 1e3 * t_py_out, r_out))
     print("quantize 2^24 float32 -> e4m3fn sr:  C call %.2f ms, exmy.quantize %.2f ms: C/Python %.3f" %
-          (1e3 * t_c_sr, 1e3 * t_py_sr, t_c_sr / t_py_sr))
+          (1e3 * t_c_sr, 1e3 * t_py_sr, r_sr))
 
 
 def bench_patch(reps):
@@ -91,10 +97,9 @@ def bench_patch(reps):
     def direct():
         eng.forward(0, xn, wn, y)
         eng.backward(0, dyn, xn, wn, dw, dx)
-    t_d = median_time(direct, reps)
-    t_p = median_time(patched, reps)
+    t_d, t_p, r = paired(direct, patched, reps)
     print("patched Linear %dx%d, T=%d, fprop+dgrad+wgrad (hybrid): engine calls %.2f ms, patched %.2f ms: "
-          "overhead %+.1f%%" % (n_out, n_in, T, 1e3 * t_d, 1e3 * t_p, 100 * (t_p / t_d - 1)))
+          "overhead %+.1f%%" % (n_out, n_in, T, 1e3 * t_d, 1e3 * t_p, 100 * (1 / r - 1)))
 
 
 def bench_transformer(reps):
@@ -120,15 +125,14 @@ def bench_transformer(reps):
     torch.manual_seed(0)
     patched = TinyGPT(d=128)
     p = et.patch(patched, prec="hybrid")
-    t_plain = median_time(stepper(plain, None), reps)
-    t_patch = median_time(stepper(patched, p), reps)
+    t_plain, t_patch, r = paired(stepper(plain, None), stepper(patched, p), reps)
     print("small transformer (2 layers, d=128, 8x32 tokens) training step: PyTorch fp32 %.2f ms, patched hybrid "
-          "%.2f ms: patched/plain %.1f" % (1e3 * t_plain, 1e3 * t_patch, t_patch / t_plain))
+          "%.2f ms: patched/plain %.1f" % (1e3 * t_plain, 1e3 * t_patch, 1 / r))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--reps", type=int, default=21)
     a = ap.parse_args()
     print("libexmy %s (%s), OMP_NUM_THREADS=%s, %d cores" % (exmy.__version__, exmy.lib_path,
                                                               os.environ.get("OMP_NUM_THREADS", "default"),
