@@ -196,7 +196,7 @@ def _linears(model):
     return out
 
 
-def patch(model, prec="hybrid", layer=None, accum=None, attn=None, seed=0, threads=0, stats_every=0, out_dir=None):
+def patch(model, prec="hybrid", layer=None, accum=None, seed=0, threads=0, stats_every=0, out_dir=None):
     """Swap every nn.Linear of model (in place) for an ExmyLinear whose fprop,
     dgrad and wgrad run through the engine with `exmy train`'s grammar:
     prec="PRESET[;key=value...]" (fp32 bf16 fp16 hybrid or a format;
@@ -221,8 +221,6 @@ def patch(model, prec="hybrid", layer=None, accum=None, attn=None, seed=0, threa
     elif accum is not None:
         raise TypeError("exmy.torch.patch: accum must be a str or a dict {role: model}")
     keys = [("prec", prec), ("seed", str(int(seed))), ("threads", str(int(threads)))]
-    if attn is not None:
-        keys.append(("attn", attn))
     if layer:
         if not isinstance(layer, dict):
             raise TypeError("exmy.torch.patch: layer must be a dict {NAME: prec}")
