@@ -183,3 +183,30 @@ def test_quantize_into_out():
             raise AssertionError("out=%s %s accepted" % (bad.dtype, bad.shape))
         except exc:
             pass
+
+
+def test_gil_released_during_c_calls():
+    """Another Python thread keeps running while exmy_quantize works: the
+    longest pause of the main thread's loop is far shorter than the C call
+    (ctypes drops the GIL; with the GIL held the pause would be the whole call)."""
+    import threading
+    import time
+    x = rng(13).standard_normal(1 << 23).astype(np.float32)
+    done, took = threading.Event(), []
+
+    def work():
+        t0 = time.perf_counter()
+        exmy.quantize(x, "e5m2", round="sr", seed=1)  # one long C call
+        took.append(time.perf_counter() - t0)
+        done.set()
+    t = threading.Thread(target=work)
+    last, gap = time.perf_counter(), 0.0
+    t.start()
+    while not done.is_set():
+        now = time.perf_counter()
+        gap, last = max(gap, now - last), now
+    gap = max(gap, time.perf_counter() - last)
+    t.join()
+    assert took[0] > 0.05, "the call took %.3f s: too short to tell" % took[0]
+    assert gap < 0.5 * took[0], "the main thread stalled %.3f s during a %.3f s C call: is the GIL held?" % (
+        gap, took[0])
