@@ -1,7 +1,7 @@
 #!/bin/sh
 # autogen.sh: generate ./configure.  With --deps, first install what a fresh
-# Debian/Ubuntu machine lacks (apt when root or with sudo; ml_dtypes and
-# numpy from PyPI for the Python oracle test, best effort).
+# Debian/Ubuntu machine lacks (apt when root or with sudo; ml_dtypes,
+# numpy, pytest and hypothesis from PyPI for the Python tests, best effort).
 set -e
 cd "$(dirname "$0")"
 if [ "$1" = "--deps" ]; then
@@ -22,6 +22,15 @@ if [ "$1" = "--deps" ]; then
     python3 -m pip install -q numpy ml_dtypes >/dev/null 2>&1 ||
       python3 -m pip install -q --break-system-packages numpy ml_dtypes >/dev/null 2>&1 ||
       echo "autogen.sh: could not install ml_dtypes; that test will skip" >&2
+  fi
+  # The Python package's tests (tests/test_python.sh) run under pytest, and
+  # fuzz the parsers with hypothesis; without them they use their own runner.
+  # PyTorch (exmy.torch) is not installed here (5 GB from PyPI): .ci/run does.
+  if ! python3 -c 'import pytest, hypothesis' >/dev/null 2>&1; then
+    echo "autogen.sh: installing pytest and hypothesis (PyPI) for the Python package's tests"
+    python3 -m pip install -q pytest hypothesis >/dev/null 2>&1 ||
+      python3 -m pip install -q --break-system-packages pytest hypothesis >/dev/null 2>&1 ||
+      echo "autogen.sh: could not install pytest/hypothesis; the Python tests use their own runner" >&2
   fi
 fi
 autoreconf -fi >/dev/null

@@ -358,7 +358,9 @@ unsigned exmy__quantize(const exmy_format *f, const exmy_rounding *r, exmy_dtype
 
 /* ---- decode arrays ----------------------------------------------------- */
 
-/* For long arrays of a narrow format, decode every code once. */
+/* For long arrays of a narrow format, decode every code once.  Codes with
+ * bits above the format's width (NaN class, exmy_classify) bypass the table
+ * and the bit-prefix path: they must not index past it. */
 static double *decode_lut(const exmy_format *f, size_t n) {
   if (f->bits > 16 || n <= ((size_t)4 << f->bits)) return NULL;
   size_t m = (size_t)1 << f->bits;
@@ -388,7 +390,7 @@ static int f32_prefix_shift(const exmy_format *f) {
         const uint32_t bits = (uint32_t)(c << sh);                       \
         float v;                                                         \
         memcpy(&v, &bits, 4);                                            \
-        out[i] = isnan(v) ? (T)exmy_decode(f, c) : (T)v;                 \
+        out[i] = isnan(v) || c >> f->bits ? (T)exmy_decode(f, c) : (T)v; \
       }                                                                  \
       return;                                                            \
     }                                                                    \
@@ -396,7 +398,7 @@ static int f32_prefix_shift(const exmy_format *f) {
     _Pragma("omp parallel for schedule(static) if(n > EXMY_OMP_MIN_SCALAR)")            \
     for (size_t i = 0; i < n; i++) {                                     \
       uint64_t c = exmy_code_get(f, codes, i);                           \
-      out[i] = (T)(lut ? lut[c] : exmy_decode(f, c));                    \
+      out[i] = (T)(lut && !(c >> f->bits) ? lut[c] : exmy_decode(f, c)); \
     }                                                                    \
     free(lut);                                                           \
   } while (0)

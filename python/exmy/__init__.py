@@ -1,0 +1,10 @@
+"""exmy: bit-exact FP8 / ExMy numerics on numpy arrays (and PyTorch tensors:
+exmy.torch), over libexmy.  docs/python.md."""
+from ._lib import lib as _libexmy, lib_path
+from ._arrays import Format, Flags, quantize, decode, cast, rounding
+from ._tensor import Recipe, RecipeState, QTensor, scale, stats, whatif, gemm
+
+__version__ = _libexmy.exmy_version().decode()
+
+__all__ = ["Format", "Flags", "quantize", "decode", "cast", "Recipe", "RecipeState", "QTensor", "scale", "stats",
+           "whatif", "gemm", "lib_path", "__version__"]

@@ -1,0 +1,173 @@
+"""_lib.py: libexmy through ctypes (the C structs of exmy.h and the calls).
+
+ctypes releases the GIL around every foreign call (CDLL, not PyDLL), and the
+arrays are passed as pointers into numpy's own buffers: no copy.  Where the
+library is: $EXMY_LIB (a path to libexmy.so), else the libdir `make install`
+wrote into _paths.py, else the loader's search (ctypes.util.find_library).
+"""
+import ctypes
+import ctypes.util
+import os
+
+c_int, c_uint, c_float, c_double = ctypes.c_int, ctypes.c_uint, ctypes.c_float, ctypes.c_double
+c_size_t, c_u64, c_u8 = ctypes.c_size_t, ctypes.c_uint64, ctypes.c_uint8
+c_char_p, c_void_p, c_long = ctypes.c_char_p, ctypes.c_void_p, ctypes.c_long
+P = ctypes.POINTER
+
+ERRLEN = 512
+HIST_BINS = 279
+HIST_LO = -150
+
+
+class Format(ctypes.Structure):
+    _fields_ = [("ebits", c_int), ("mbits", c_int), ("bias", c_int), ("is_signed", c_int),
+                ("has_zero", c_int), ("inf", c_int), ("nan", c_int),
+                ("bits", c_int), ("emin", c_int), ("emax", c_int),
+                ("mag_mask", c_u64), ("sign_mask", c_u64), ("max_mag", c_u64), ("inf_mag", c_u64),
+                ("nan_code", c_u64), ("name", ctypes.c_char * 48)]
+
+
+class Rounding(ctypes.Structure):
+    _fields_ = [("mode", c_int), ("sat", c_int), ("ftz", c_int), ("daz", c_int), ("sr_bits", c_int),
+                ("seed", c_u64), ("stream", c_u64)]
+
+
+class Info(ctypes.Structure):
+    _fields_ = [("max_finite", c_double), ("min_normal", c_double), ("min_subnormal", c_double),
+                ("epsilon", c_double), ("finite_count", c_u64), ("n_zero", c_int), ("n_inf", c_int),
+                ("n_nan", c_u64), ("zero_codes", c_u64 * 2), ("inf_codes", c_u64 * 2),
+                ("nan_first", c_u64 * 2), ("nan_last", c_u64 * 2), ("n_nan_ranges", c_int)]
+
+
+class Recipe(ctypes.Structure):
+    _fields_ = [("kind", c_int), ("block_rows", c_size_t), ("block_cols", c_size_t), ("epsilon", c_float),
+                ("pow2", c_int), ("deepgemm", c_int), ("history_len", c_int), ("most_recent", c_int),
+                ("margin", c_int), ("interval", c_int), ("exact_product", c_int)]
+
+
+class RecipeState(ctypes.Structure):
+    _fields_ = [("history_len", c_int), ("history", P(c_float)), ("scale", c_float), ("scale_inv", c_float),
+                ("fmax", c_float), ("steps", c_long)]
+
+
+class QTensor(ctypes.Structure):
+    _fields_ = [("fmt", Format), ("rows", c_size_t), ("cols", c_size_t), ("codes", c_void_p),
+                ("block_rows", c_size_t), ("block_cols", c_size_t), ("srows", c_size_t), ("scols", c_size_t),
+                ("scale", P(c_float)), ("scale_inv", P(c_float)), ("scale_codes", P(c_u8)), ("amax", P(c_float)),
+                ("tensor_scale", c_float), ("tensor_scale_inv", c_float), ("recipe", c_int), ("rnd", Rounding),
+                ("exact_product", c_int), ("is_view", c_int)]
+
+
+class QStats(ctypes.Structure):
+    _fields_ = [("n", c_size_t), ("n_nonzero", c_size_t), ("amin", c_double), ("amax", c_double),
+                ("underflow_frac", c_double), ("overflow_frac", c_double), ("mse", c_double),
+                ("cosine", c_double), ("snr_db", c_double), ("max_rel_err", c_double),
+                ("scale_ratio", c_double), ("hist", c_u64 * HIST_BINS), ("fmt_log2_min", c_int),
+                ("fmt_log2_max", c_int)]
+
+
+class Accum(ctypes.Structure):
+    _fields_ = [("kind", c_int), ("chunk", c_size_t), ("acc_fmt", Format), ("acc_rnd", Rounding),
+                ("tc_group", c_int), ("tc_frac", c_int), ("tc_align_rne", c_int), ("tc_out_frac", c_int),
+                ("tc_norm_rne", c_int)]
+
+
+class GemmArgs(ctypes.Structure):
+    _fields_ = [("trans_a", c_int), ("trans_b", c_int), ("a", P(QTensor)), ("b", P(QTensor)),
+                ("alpha", c_float), ("beta", c_float), ("c_fmt", P(Format)), ("c", c_void_p),
+                ("scale_c", c_float), ("d_fmt", P(Format)), ("scale_d", c_float), ("d_rnd", Rounding),
+                ("accum", P(Accum)), ("threads", c_int)]
+
+
+# sizeof of each struct in exmy.h 1.0 on LP64 (checked at load: a header
+# change that moves a field must not go unnoticed).
+_SIZES = {Format: 128, Rounding: 40, Info: 128, Recipe: 56, RecipeState: 40, QTensor: 280, QStats: 2328,
+          Accum: 208, GemmArgs: 128}
+
+# name: (restype, argtypes)
+_SIGS = {
+    "exmy_version": (c_char_p, []),
+    "exmy_format_parse": (c_int, [c_char_p, P(Format), c_char_p, c_size_t]),
+    "exmy_format_to_string": (c_int, [P(Format), c_char_p, c_size_t]),
+    "exmy_format_info": (None, [P(Format), P(Info)]),
+    "exmy_code_bytes": (c_int, [P(Format)]),
+    "exmy_decode": (c_double, [P(Format), c_u64]),
+    "exmy_round_mode_parse": (c_int, [c_char_p, P(c_int), c_char_p, c_size_t]),
+    "exmy_quantize": (c_int, [P(Format), P(Rounding), c_int, c_void_p, c_size_t, c_u64, c_void_p, P(c_uint),
+                              c_char_p, c_size_t]),
+    "exmy_decode_f64": (None, [P(Format), c_void_p, c_size_t, c_void_p]),
+    "exmy_decode_f32": (None, [P(Format), c_void_p, c_size_t, c_void_p]),
+    "exmy_recipe_parse": (c_int, [c_char_p, P(Recipe), c_char_p, c_size_t]),
+    "exmy_recipe_to_string": (c_int, [P(Recipe), c_char_p, c_size_t]),
+    "exmy_recipe_has_state": (c_int, [P(Recipe)]),
+    "exmy_recipe_state_init": (c_int, [P(Recipe), P(RecipeState), c_char_p, c_size_t]),
+    "exmy_recipe_state_free": (None, [P(RecipeState)]),
+    "exmy_recipe_quantize": (c_int, [P(Recipe), P(Format), P(Rounding), c_void_p, c_size_t, c_size_t,
+                                     P(RecipeState), P(QTensor), P(c_uint), c_char_p, c_size_t]),
+    "exmy_recipe_step": (None, [P(Recipe), P(RecipeState)]),
+    "exmy_qtensor_dequant_f32": (None, [P(QTensor), c_void_p]),
+    "exmy_qtensor_free": (None, [P(QTensor)]),
+    "exmy_qtensor_stats": (c_int, [P(QTensor), c_void_p, P(QStats), c_char_p, c_size_t]),
+    "exmy_accum_parse": (c_int, [c_char_p, P(Accum), c_char_p, c_size_t]),
+    "exmy_accum_to_string": (c_int, [P(Accum), c_char_p, c_size_t]),
+    "exmy_gemm_args_init": (None, [P(GemmArgs)]),
+    "exmy_gemm_check": (c_int, [P(GemmArgs), P(c_size_t), P(c_size_t), P(c_size_t), c_char_p, c_size_t]),
+    "exmy_gemm": (c_int, [P(GemmArgs), c_void_p, P(c_float), P(c_uint), c_char_p, c_size_t]),
+}
+
+
+def _candidates():
+    env = os.environ.get("EXMY_LIB")
+    if env:
+        return [env]
+    out = []
+    try:
+        from . import _paths  # written by `make install`
+        out.append(os.path.join(_paths.LIBDIR, "libexmy.so.1"))
+    except ImportError:
+        pass
+    found = ctypes.util.find_library("exmy")
+    if found:
+        out.append(found)
+    out.append("libexmy.so.1")
+    return out
+
+
+def _load():
+    errors = []
+    for path in _candidates():
+        try:
+            # RTLD_GLOBAL: the engine module (_xp) resolves libexmy's symbols from this copy.
+            return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL), path
+        except OSError as e:
+            errors.append(str(e))
+    raise ImportError("exmy: cannot load libexmy (set EXMY_LIB to the path of libexmy.so): " + "; ".join(errors))
+
+
+lib, lib_path = _load()
+for _name, (_res, _args) in _SIGS.items():
+    _f = getattr(lib, _name)
+    _f.restype, _f.argtypes = _res, _args
+for _t, _n in _SIZES.items():
+    if ctypes.sizeof(_t) != _n:  # pragma: no cover
+        raise ImportError("exmy: struct %s is %d bytes here, %d in exmy.h" % (_t.__name__, ctypes.sizeof(_t), _n))
+if lib.exmy_version().decode() .split(".")[0] != "1":  # pragma: no cover
+    raise ImportError("exmy: %s is version %s; this package needs 1.x" % (lib_path, lib.exmy_version().decode()))
+
+
+def errbuf():
+    return ctypes.create_string_buffer(ERRLEN)
+
+
+def check(rc, err, exc=ValueError):
+    """The library's 0/-1 convention: -1 raises exc with its one-line message."""
+    if rc != 0:
+        raise exc(err.value.decode("utf-8", "replace"))
+
+
+def text(s, what):
+    if not isinstance(s, str):
+        raise TypeError("exmy: %s must be a str, not %s" % (what, type(s).__name__))
+    if "\0" in s:
+        raise ValueError("exmy: %s contains a NUL character" % what)
+    return s.encode("utf-8", "surrogateescape")

@@ -1,0 +1,128 @@
+"""_xp.py: the training engine's GEMM context (exmy_xp.so, python/exmy_xp.c)
+through ctypes: a linear layer's fprop, dgrad and wgrad exactly as `exmy
+train` runs them.  exmy.torch builds on it."""
+import ctypes
+import os
+
+import numpy as np
+
+from . import _lib
+
+_c = ctypes
+P = ctypes.POINTER
+_fp = P(ctypes.c_float)
+
+
+def _load():
+    cands = []
+    env = os.environ.get("EXMY_XP_LIB")
+    if env:
+        cands.append(env)
+    else:
+        try:
+            from . import _paths
+            cands.append(os.path.join(_paths.XPDIR, "exmy_xp.so"))
+        except ImportError:
+            pass
+        cands.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "exmy_xp.so"))
+    errors = []
+    for p in cands:
+        try:
+            return ctypes.CDLL(p)
+        except OSError as e:
+            errors.append(str(e))
+    raise ImportError("exmy: cannot load exmy_xp.so, the engine module of exmy.torch (set EXMY_XP_LIB): " +
+                      "; ".join(errors))
+
+
+xlib = _load()
+_sz = ctypes.c_size_t
+_SIGS = {
+    "exmy_xp_new": (ctypes.c_int, [ctypes.c_int, P(ctypes.c_char_p), ctypes.c_int, P(ctypes.c_char_p),
+                                   P(ctypes.c_char_p), P(ctypes.c_void_p), ctypes.c_char_p, _sz]),
+    "exmy_xp_free": (None, [ctypes.c_void_p]),
+    "exmy_xp_begin_step": (None, [ctypes.c_void_p, ctypes.c_long, ctypes.c_int]),
+    "exmy_xp_linear_forward": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                                              ctypes.c_void_p, _sz, _sz, _sz, ctypes.c_char_p, _sz]),
+    "exmy_xp_linear_backward": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                                               ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, _sz, _sz, _sz,
+                                               ctypes.c_char_p, _sz]),
+    "exmy_xp_end_step": (None, [ctypes.c_void_p]),
+    "exmy_xp_stats_write": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_long, ctypes.c_char_p, ctypes.c_char_p,
+                                           ctypes.c_char_p, _sz]),
+    "exmy_xp_recipe_state": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, _fp, _fp,
+                                            P(ctypes.c_long), _fp, ctypes.c_int, ctypes.c_char_p, _sz]),
+    "exmy_xp_layer_prec": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, _sz]),
+}
+for _n, (_r, _a) in _SIGS.items():
+    _f = getattr(xlib, _n)
+    _f.restype, _f.argtypes = _r, _a
+
+KINDS = ("input", "weight", "grad")
+
+
+class Engine:
+    """One xp_ctx over named linear layers with `exmy train`'s keys (prec,
+    layer.NAME, seed, threads, ...) applied in order."""
+
+    def __init__(self, names, keys):
+        names = [_lib.text(n, "layer name") for n in names]
+        ks = [_lib.text(k, "key") for k, _ in keys]
+        vs = [_lib.text(v, "value of " + k) for k, v in keys]
+        arr = lambda xs: (ctypes.c_char_p * max(len(xs), 1))(*xs)
+        h = ctypes.c_void_p()
+        err = _lib.errbuf()
+        _lib.check(xlib.exmy_xp_new(len(names), arr(names), len(ks), arr(ks), arr(vs), ctypes.byref(h), err,
+                                    _lib.ERRLEN), err)
+        self._h = h
+        self.names = [n.decode() for n in names]
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            xlib.exmy_xp_free(self._h)
+            self._h = None
+
+    def begin_step(self, step, collect_stats):
+        xlib.exmy_xp_begin_step(self._h, int(step), int(bool(collect_stats)))
+
+    def end_step(self):
+        xlib.exmy_xp_end_step(self._h)
+
+    def forward(self, lin, x, w, y):
+        """y (T x out) = x (T x in) w^T; float32 C-contiguous numpy arrays (or addresses)."""
+        T, i = x.shape
+        o = w.shape[0]
+        err = _lib.errbuf()
+        _lib.check(xlib.exmy_xp_linear_forward(self._h, lin, x.ctypes.data, w.ctypes.data, y.ctypes.data, T, i, o,
+                                               err, _lib.ERRLEN), err, RuntimeError)
+
+    def backward(self, lin, dy, x, w, dw, dx):
+        T, i = x.shape
+        o = w.shape[0]
+        err = _lib.errbuf()
+        _lib.check(xlib.exmy_xp_linear_backward(self._h, lin, dy.ctypes.data, x.ctypes.data, w.ctypes.data,
+                                                dw.ctypes.data, None if dx is None else dx.ctypes.data, T, i, o,
+                                                err, _lib.ERRLEN), err, RuntimeError)
+
+    def stats_write(self, step, csv_path, jsonl_path):
+        err = _lib.errbuf()
+        enc = lambda p: None if p is None else os.fsencode(p)
+        _lib.check(xlib.exmy_xp_stats_write(self._h, int(step), enc(csv_path), enc(jsonl_path), err, _lib.ERRLEN),
+                   err, OSError)
+
+    def recipe_state(self, lin, kind):
+        """Delayed-scaling state of layer lin's tensor kind: dict(scale, scale_inv, steps, history)."""
+        k = KINDS.index(kind) if isinstance(kind, str) else int(kind)
+        s, si, st = ctypes.c_float(), ctypes.c_float(), ctypes.c_long()
+        hist = np.zeros(4096, np.float32)
+        err = _lib.errbuf()
+        n = xlib.exmy_xp_recipe_state(self._h, lin, k, ctypes.byref(s), ctypes.byref(si), ctypes.byref(st),
+                                      hist.ctypes.data_as(_fp), hist.size, err, _lib.ERRLEN)
+        if n < 0:
+            raise ValueError(err.value.decode())
+        return {"scale": s.value, "scale_inv": si.value, "steps": st.value, "history": hist[:min(n, hist.size)].copy()}
+
+    def layer_prec(self, lin):
+        buf = ctypes.create_string_buffer(2048)
+        xlib.exmy_xp_layer_prec(self._h, lin, buf, 2048)
+        return buf.value.decode()

@@ -1,0 +1,235 @@
+"""exmy.torch: exmy's numerics on PyTorch CPU tensors, and patch(), which
+runs a model's nn.Linear GEMMs (fprop, dgrad, wgrad) through the training
+engine's xp_matmul with `exmy train`'s precision grammar.
+
+GPU tensors are refused with a ValueError (exmy emulates on the CPU; move
+them with .cpu()): nothing is moved behind the caller's back.
+"""
+import os
+
+import numpy as np
+import torch
+
+from . import _arrays
+from ._arrays import Format, Flags
+
+__all__ = ["quantize", "cast", "fake_quant", "FakeQuant", "patch", "ExmyLinear", "Patched"]
+
+_NP_OF = {torch.float32: np.float32, torch.float64: np.float64, torch.float16: np.float16}
+
+
+def _cpu(t, what="tensor"):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError("exmy.torch: expected a torch.Tensor, not %s" % type(t).__name__)
+    if t.device.type != "cpu":
+        raise ValueError("exmy.torch: the %s is on %s; exmy emulates on the CPU: move it with .cpu() first" %
+                         (what, t.device))
+    return t
+
+
+def _to_numpy(t):
+    """A zero-copy numpy view of a contiguous CPU float tensor."""
+    t = _cpu(t).detach()
+    if not t.is_contiguous():
+        t = t.contiguous()
+    if t.dtype == torch.bfloat16:
+        if _arrays.ml_dtypes is None:
+            raise TypeError("exmy.torch: bfloat16 tensors need ml_dtypes (pip install ml_dtypes)")
+        return t.view(torch.int16).numpy().view(_arrays.ml_dtypes.bfloat16)
+    if t.dtype not in _NP_OF:
+        raise TypeError("exmy.torch: dtype %s is not a float input (float32, float64, float16, bfloat16)" % t.dtype)
+    return t.numpy()
+
+
+def _codes_tensor(c):
+    if c.dtype == np.uint8:
+        return torch.from_numpy(c)
+    # torch's wider unsigned types are limited: keep the bits in the signed type of the same width
+    return torch.from_numpy(c.view({2: np.int16, 4: np.int32, 8: np.int64}[c.dtype.itemsize]))
+
+
+def quantize(t, fmt, **kw):
+    """Codes of fmt for a CPU float tensor (exmy.quantize's keywords): uint8
+    for formats of up to 8 bits, else the signed torch type of the code width
+    holding the same bits.  flags=True returns (codes, Flags)."""
+    kw.pop("dtype", None)
+    r = _arrays.quantize(_to_numpy(t), fmt, **kw)
+    if kw.get("flags"):
+        return _codes_tensor(r[0]), r[1]
+    return _codes_tensor(r)
+
+
+def cast(t, fmt, **kw):
+    """decode(quantize(t)): float64 for float64 tensors, else float32 (exact for formats that fit)."""
+    r = _arrays.cast(_to_numpy(t), fmt, **kw)
+    if kw.get("flags"):
+        return torch.from_numpy(r[0]), r[1]
+    return torch.from_numpy(r)
+
+
+class FakeQuant(torch.autograd.Function):
+    """Straight-through fake quantization: forward cast, backward the gradient unchanged."""
+
+    @staticmethod
+    def forward(ctx, x, fmt, kw):
+        return cast(x, fmt, **kw).to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None, None
+
+
+def fake_quant(x, fmt, **kw):
+    """FakeQuant.apply(x, fmt, kw): differentiable with the straight-through estimator."""
+    return FakeQuant.apply(x, fmt, kw)
+
+
+# ---- patch: nn.Linear through the engine's GEMMs -------------------------------
+
+class _LinearFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x2, w, mod):
+        eng, lin = mod._patched.engine, mod.lin
+        xn = np.ascontiguousarray(_to_numpy(x2), np.float32)
+        wn = np.ascontiguousarray(_to_numpy(w), np.float32)
+        y = np.empty((xn.shape[0], wn.shape[0]), np.float32)
+        eng.forward(lin, xn, wn, y)
+        ctx.mod = mod
+        ctx.save_for_backward(torch.from_numpy(xn), torch.from_numpy(wn))
+        ctx.dtypes = (x2.dtype, w.dtype)
+        return torch.from_numpy(y)
+
+    @staticmethod
+    def backward(ctx, dy):
+        xt, wt = ctx.saved_tensors
+        mod = ctx.mod
+        xn, wn = xt.numpy(), wt.numpy()
+        dyn = np.ascontiguousarray(_to_numpy(dy), np.float32)
+        dw = np.empty_like(wn)
+        need_dx = ctx.needs_input_grad[0]
+        dx = np.empty_like(xn) if need_dx else None
+        mod._patched.engine.backward(mod.lin, dyn, xn, wn, dw, dx)
+        gx = torch.from_numpy(dx).to(ctx.dtypes[0]) if need_dx else None
+        gw = torch.from_numpy(dw).to(ctx.dtypes[1]) if ctx.needs_input_grad[1] else None
+        return gx, gw, None
+
+
+class ExmyLinear(torch.nn.Module):
+    """nn.Linear whose three GEMMs run through exmy (the engine's xp_matmul):
+    the original layer's weight and bias Parameters, unchanged."""
+
+    def __init__(self, linear, patched, lin, name):
+        super().__init__()
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.weight = linear.weight
+        self.bias = linear.bias
+        self.lin, self.name = lin, name
+        object.__setattr__(self, "_patched", patched)  # not a submodule
+
+    def forward(self, x):
+        _cpu(x, "input of layer '%s'" % self.name)
+        _cpu(self.weight, "weight of layer '%s'" % self.name)
+        shape = x.shape
+        x2 = x.reshape(-1, self.in_features)
+        y = _LinearFn.apply(x2, self.weight, self).to(x.dtype)
+        if self.bias is not None:
+            y = y + self.bias
+        return y.reshape(*shape[:-1], self.out_features)
+
+    def extra_repr(self):
+        return "in_features=%d, out_features=%d, lin=%d (%s)" % (self.in_features, self.out_features, self.lin,
+                                                                 self.name)
+
+
+class Patched:
+    """What patch() returns: the engine context of the patched layers.  Call
+    step() after each optimizer step (delayed scaling rolls its histories,
+    statistics are written, the step counter that keys stochastic rounding
+    advances)."""
+
+    def __init__(self, engine, names, stats_every, out_dir):
+        self.engine, self.names = engine, names
+        self.stats_every, self.out_dir = stats_every, out_dir
+        self.step_index = 0
+        if out_dir and stats_every:
+            os.makedirs(out_dir, exist_ok=True)
+        self._begin()
+
+    def _collect(self):
+        return bool(self.stats_every) and self.step_index % self.stats_every == 0
+
+    def _begin(self):
+        self.engine.begin_step(self.step_index, self._collect())
+
+    def step(self):
+        self.engine.end_step()
+        if self._collect() and self.out_dir:
+            self.engine.stats_write(self.step_index, os.path.join(self.out_dir, "stats.csv"),
+                                    os.path.join(self.out_dir, "stats.jsonl"))
+        self.step_index += 1
+        self._begin()
+
+    def recipe_state(self, layer, kind):
+        """Delayed-scaling state of a layer (name or index) and tensor kind (input, weight, grad)."""
+        lin = self.names.index(layer) if isinstance(layer, str) else int(layer)
+        return self.engine.recipe_state(lin, kind)
+
+    def layer_prec(self, layer):
+        lin = self.names.index(layer) if isinstance(layer, str) else int(layer)
+        return self.engine.layer_prec(lin)
+
+
+def _linears(model):
+    """(name, module, parent, attr) of every nn.Linear called as a module, in
+    registration order (depth first: the order `first`, `last` and indices
+    refer to).  nn.MultiheadAttention's out_proj is read, not called: left
+    as it is."""
+    out, skip = [], []
+    for name, mod in model.named_modules():
+        if any(name.startswith(s + ".") for s in skip):
+            continue
+        if isinstance(mod, torch.nn.MultiheadAttention):
+            skip.append(name)
+        elif type(mod) is torch.nn.Linear:
+            parent_name, _, attr = name.rpartition(".")
+            out.append((name, mod, model.get_submodule(parent_name) if parent_name else model, attr))
+    return out
+
+
+def patch(model, prec="hybrid", layer=None, accum=None, seed=0, threads=0, stats_every=0, out_dir=None):
+    """Swap every nn.Linear of model (in place) for an ExmyLinear whose fprop,
+    dgrad and wgrad run through the engine with `exmy train`'s grammar:
+    prec="PRESET[;key=value...]" (fp32 bf16 fp16 hybrid or a format;
+    fmt|round|sat|recipe[.input|.weight|.grad], accum[.fprop|.dgrad|.wgrad]),
+    layer={NAME: prec} (NAME: first, last, an index, a module name or a
+    glob), accum="MODEL" or {role: MODEL} (appended to prec), seed (keys
+    stochastic rounding), stats_every and out_dir (stats.csv/stats.jsonl as
+    the engine writes them).  Returns a Patched; call .step() after each
+    optimizer step.  Bad keys raise ValueError with the engine's message."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError("exmy.torch.patch: expected a torch.nn.Module, not %s" % type(model).__name__)
+    if not isinstance(prec, str):
+        raise TypeError("exmy.torch.patch: prec must be a str")
+    found = _linears(model)
+    if not found:
+        raise ValueError("exmy.torch.patch: the model has no nn.Linear layers")
+    if isinstance(accum, str):
+        prec += ";accum=" + accum
+    elif isinstance(accum, dict):
+        for role, model_text in accum.items():
+            prec += ";accum.%s=%s" % (role, model_text)
+    elif accum is not None:
+        raise TypeError("exmy.torch.patch: accum must be a str or a dict {role: model}")
+    keys = [("prec", prec), ("seed", str(int(seed))), ("threads", str(int(threads)))]
+    if layer:
+        if not isinstance(layer, dict):
+            raise TypeError("exmy.torch.patch: layer must be a dict {NAME: prec}")
+        keys += [("layer." + str(k), v) for k, v in layer.items()]
+    from ._xp import Engine
+    names = [n for n, _, _, _ in found]
+    eng = Engine(names, keys)
+    p = Patched(eng, names, int(stats_every), out_dir)
+    for i, (name, mod, parent, attr) in enumerate(found):
+        setattr(parent, attr, ExmyLinear(mod, p, i, name))
+    model._exmy = p
+    return p

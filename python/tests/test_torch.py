@@ -1,0 +1,240 @@
+"""exmy.torch: quantize/cast on CPU tensors, the straight-through fake
+quant, and patch(): the patched Linear's fprop, dgrad and wgrad equal
+exmy.gemm (exmy_gemm) bit for bit for the same formats, recipes and
+accumulation models; delayed scaling advances exactly as exmy.RecipeState
+(the engine's exmy_recipe_step); a two-layer model and a small transformer
+train with prec="hybrid"; stats.jsonl has the engine's schema.  Skips
+without torch."""
+import json
+import os
+
+import numpy as np
+
+import exmy
+from harness import SkipTest, TempDir, run, rng, same_bits
+
+try:
+    import torch
+    import exmy.torch as et
+except ImportError as e:  # torch is optional
+    raise SkipTest("torch not importable: %s" % e)
+
+torch.set_num_threads(2)
+
+
+def test_quantize_cast_tensors():
+    x = torch.from_numpy(rng(1).standard_normal((4, 33)).astype(np.float32))
+    same_bits(et.quantize(x, "e4m3fn", round="sr", seed=3).numpy(),
+              exmy.quantize(x.numpy(), "e4m3fn", round="sr", seed=3), x.numpy(), "quantize")
+    same_bits(et.cast(x, "e5m2").numpy(), exmy.cast(x.numpy(), "e5m2"), x.numpy(), "cast")
+    xb = x.to(torch.bfloat16)
+    same_bits(et.cast(xb, "e4m3fn").numpy(), et.cast(xb.float(), "e4m3fn").numpy(), None, "bf16 tensor")
+    assert et.quantize(x, "e8m3").dtype == torch.int16
+    codes, fl = et.quantize(x * 1e6, "e4m3fn", flags=True)
+    assert fl & exmy.Flags.OVERFLOW
+    # a tensor on another device is refused, never moved
+    meta = torch.empty(3, device="meta")
+    try:
+        et.cast(meta, "e4m3fn")
+        raise AssertionError("a meta tensor was accepted")
+    except ValueError as e:
+        assert "cpu()" in str(e), e
+    try:
+        et.cast(x.to(torch.int32), "e4m3fn")
+        raise AssertionError("an int tensor was accepted")
+    except TypeError:
+        pass
+
+
+def test_fake_quant_straight_through():
+    x = torch.linspace(-500, 500, 101, requires_grad=True)
+    y = et.fake_quant(x, "e4m3fn", saturate=True)
+    same_bits(y.detach().numpy(), exmy.cast(x.detach().numpy(), "e4m3fn", saturate=True), None, "forward")
+    (y * torch.arange(101.0)).sum().backward()
+    same_bits(x.grad.numpy(), np.arange(101.0, dtype=np.float32), None, "gradient passes straight through")
+
+
+def _gemm_refs(x, w, dy, prec):
+    """fprop, dgrad, wgrad through exmy.gemm as the engine lays the operands
+    out (grouped recipes along k: A as m x k, B as n x k)."""
+    f = dict(input=prec["input"], weight=prec["weight"], grad=prec["grad"])
+    kw = dict(scaling=prec["recipe"], saturate="finite", trans_b=True)
+    y = exmy.gemm(x, w, format_a=f["input"], format_b=f["weight"], accum=prec["accum"]["fprop"], **kw)
+    dx = exmy.gemm(dy, np.ascontiguousarray(w.T), format_a=f["grad"], format_b=f["weight"],
+                   accum=prec["accum"]["dgrad"], **kw)
+    dw = exmy.gemm(np.ascontiguousarray(dy.T), np.ascontiguousarray(x.T), format_a=f["grad"], format_b=f["input"],
+                   accum=prec["accum"]["wgrad"], **kw)
+    return y, dx, dw
+
+
+CONFIGS = [
+    ("hybrid", dict(input="e4m3fn", weight="e4m3fn", grad="e5m2", recipe="current",
+                    accum=dict(fprop="fp32", dgrad="fp32", wgrad="fp32")), None),
+    ("hybrid", dict(input="e4m3fn", weight="e4m3fn", grad="e5m2", recipe="current",
+                    accum=dict(fprop="tc:hopper", dgrad="fp32:pairwise", wgrad="acc=bf16")),
+     {"fprop": "tc:hopper", "dgrad": "fp32:pairwise", "wgrad": "acc=bf16"}),
+    ("e4m3fn;recipe=block:1x128", dict(input="e4m3fn", weight="e4m3fn", grad="e4m3fn", recipe="block:1x128",
+                                       accum=dict(fprop="exact", dgrad="exact", wgrad="exact")), "exact"),
+    ("hybrid;recipe=mx", dict(input="e4m3fn", weight="e4m3fn", grad="e5m2", recipe="mx",
+                              accum=dict(fprop="tc:blackwell", dgrad="tc:blackwell", wgrad="tc:blackwell")),
+     "tc:blackwell"),
+]
+
+
+def test_patched_linear_equals_exmy_gemm():
+    r = rng(2)
+    T, n_in, n_out = 64, 256, 96
+    for prec, ref, accum in CONFIGS:
+        lin = torch.nn.Linear(n_in, n_out, bias=False)
+        model = torch.nn.Sequential(lin)
+        p = et.patch(model, prec=prec, accum=accum)
+        x_np = (r.standard_normal((T, n_in)) * 3).astype(np.float32)
+        dy_np = (r.standard_normal((T, n_out)) * 1e-3).astype(np.float32)
+        x = torch.from_numpy(x_np.copy()).requires_grad_(True)
+        y = model(x)
+        y.backward(torch.from_numpy(dy_np))
+        w_np = lin.weight.detach().numpy()
+        want_y, want_dx, want_dw = _gemm_refs(x_np, w_np, dy_np, ref)
+        same_bits(y.detach().numpy(), want_y, None, "fprop %s" % prec)
+        same_bits(x.grad.numpy(), want_dx, None, "dgrad %s" % prec)
+        same_bits(lin.weight.grad.numpy(), want_dw, None, "wgrad %s" % prec)
+        p.step()
+
+
+def test_delayed_scaling_advances_as_recipe_state():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 48), torch.nn.ReLU(), torch.nn.Linear(48, 8))
+    p = et.patch(model, prec="hybrid;recipe=delayed:len=4")
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    mirror = {k: exmy.Recipe("delayed:len=4").state() for k in ("input", "weight")}
+    r = rng(3)
+    for step in range(7):
+        x_np = (r.standard_normal((16, 32)) * (1 + step)).astype(np.float32)
+        w_np = model[0].weight.detach().numpy().copy()
+        loss = model(torch.from_numpy(x_np)).square().mean()
+        opt.zero_grad()
+        loss.backward()
+        # layer 0's input is quantized by fprop and wgrad, its weight by fprop (no dgrad: x needs no gradient)
+        for t, fmt in ((x_np, "e4m3fn"), (x_np, "e4m3fn")):
+            exmy.scale(t, "delayed:len=4", fmt, state=mirror["input"])
+        exmy.scale(w_np, "delayed:len=4", "e4m3fn", state=mirror["weight"])
+        opt.step()
+        p.step()
+        for kind, st in mirror.items():
+            st.step()
+            got = p.recipe_state(0, kind)
+            assert got["steps"] == st.steps == step + 1
+            same_bits(np.float32(got["scale"]), np.float32(st.scale), None, "step %d %s scale" % (step, kind))
+            same_bits(got["history"], st.history, None, "step %d %s history" % (step, kind))
+
+
+def _train(model, p, batches, steps, lr):
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    losses = []
+    for s in range(steps):
+        x, y = batches(s)
+        out = model(x)
+        loss = torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1)) \
+            if y.dtype == torch.long else (out - y).square().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        p.step()
+        losses.append(loss.item())
+    return losses
+
+
+def test_two_layer_model_trains_hybrid():
+    torch.manual_seed(1)
+    teacher = torch.nn.Linear(16, 4)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.GELU(), torch.nn.Linear(64, 4))
+    td = TempDir()
+    p = et.patch(model, prec="hybrid", stats_every=5, out_dir=td("run"))
+    g = torch.Generator().manual_seed(2)
+
+    def batch(s):
+        x = torch.randn(64, 16, generator=g)
+        return x, teacher(x).detach()
+    losses = _train(model, p, batch, 60, 1e-2)
+    assert np.isfinite(losses).all() and np.mean(losses[-5:]) < 0.3 * np.mean(losses[:5]), losses
+    # stats.jsonl: the engine's schema (exmy train --stats_every writes the same keys in the same order)
+    rows = [json.loads(l) for l in open(td("run/stats.jsonl"))]
+    assert {r["step"] for r in rows} == set(range(0, 60, 5))
+    run(["train", "--model", "mlp", "--steps", "1", "--stats_every", "1", "--out_dir", td("eng"), "--prec", "hybrid",
+         "--progress", "0"])
+    eng = [json.loads(l) for l in open(td("eng/stats.jsonl"))]
+    assert list(rows[0].keys()) == list(eng[0].keys()), (list(rows[0]), list(eng[0]))
+    assert {(r["gemm"], r["tensor"]) for r in rows} == {(r["gemm"], r["tensor"]) for r in eng}
+    assert open(td("run/stats.csv")).readline() == open(td("eng/stats.csv")).readline()
+
+
+class _Block(torch.nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.h = h
+        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.qkv, self.proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        self.fc1, self.fc2 = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.h, C // self.h).transpose(1, 2) for t in (q, k, v))
+        a = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(B, T, C))
+        return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.ln2(x))))
+
+
+class TinyGPT(torch.nn.Module):
+    def __init__(self, vocab=32, d=64, h=4, layers=2, T=32):
+        super().__init__()
+        self.wte, self.wpe = torch.nn.Embedding(vocab, d), torch.nn.Embedding(T, d)
+        self.blocks = torch.nn.ModuleList(_Block(d, h) for _ in range(layers))
+        self.ln, self.head = torch.nn.LayerNorm(d), torch.nn.Linear(d, vocab, bias=False)
+
+    def forward(self, idx):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.ln(x))
+
+
+def test_small_transformer_trains_hybrid():
+    torch.manual_seed(3)
+    model = TinyGPT()
+    p = et.patch(model, prec="hybrid", layer={"last": "bf16"})
+    assert len(p.names) == 9 and p.names[-1] == "head"
+    assert p.layer_prec("head").startswith("input=bf16") and p.layer_prec(0).startswith("input=e4m3fn")
+    text = np.frombuffer(b"the quick brown fox jumps over the lazy dog; " * 200, np.uint8) % 32
+    g = np.random.default_rng(4)
+
+    def batch(s):
+        i = g.integers(0, text.size - 33, 8)
+        seq = torch.from_numpy(np.stack([text[j:j + 33] for j in i]).astype(np.int64))
+        return seq[:, :-1], seq[:, 1:]
+    losses = _train(model, p, batch, 40, 3e-3)
+    assert np.isfinite(losses).all() and np.mean(losses[-5:]) < 0.75 * np.mean(losses[:5]), losses
+
+
+def test_patch_errors():
+    m = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    for kw, exc, text in [(dict(prec="hybrid;fmt=e9m99"), ValueError, "e9m99"),
+                          (dict(prec="hybrid", layer={"nosuch": "bf16"}), ValueError, "nosuch"),
+                          (dict(prec="hybrid", accum={"fprop": "tc:volta"}), ValueError, "volta"),
+                          (dict(prec=3), TypeError, "str")]:
+        try:
+            et.patch(torch.nn.Sequential(torch.nn.Linear(4, 4)), **kw)
+            raise AssertionError("patch(%r) accepted" % kw)
+        except exc as e:
+            assert text in str(e), (kw, e)
+    try:
+        et.patch(torch.nn.Sequential(torch.nn.ReLU()))
+        raise AssertionError("a model without Linear layers was accepted")
+    except ValueError:
+        pass
+    et.patch(m)
+    try:
+        m(torch.empty(2, 4, device="meta"))
+        raise AssertionError("a meta-device input was accepted")
+    except ValueError as e:
+        assert "cpu()" in str(e)

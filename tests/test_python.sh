@@ -1,0 +1,46 @@
+#!/bin/sh
+# test_python.sh: the Python package's tests (python/tests, pytest when it is
+# installed, else the tests' own runner), against the library and the
+# engine module of this build tree.  Skips (77) only when numpy is missing,
+# or when this build has no shared library to load (--disable-shared, or a
+# sanitizer build, whose libraries an uninstrumented python cannot load).
+srcdir=${srcdir:-.}
+EXMY=${EXMY:-./exmy}
+build=$(cd "$(dirname "$EXMY")" && pwd)
+PYTHON=${PYTHON3:-python3}
+[ -n "$PYTHON" ] || PYTHON=python3
+if ! command -v "$PYTHON" >/dev/null 2>&1; then
+  echo "test_python: skipped: $PYTHON not found"; exit 77
+fi
+if ! reason=$("$PYTHON" -c 'import numpy' 2>&1); then
+  echo "test_python: skipped: numpy not importable: $(printf '%s\n' "$reason" | tail -n 1)"; exit 77
+fi
+lib=$build/.libs/libexmy.so.1
+if [ ! -f "$lib" ]; then
+  echo "test_python: skipped: no shared libexmy in this build ($lib; configured --disable-shared?)"; exit 77
+fi
+if grep -q '^SAN_FLAGS = -fsanitize' "$build/Makefile" 2>/dev/null; then
+  echo "test_python: skipped: a sanitizer build (python cannot load an ASan-instrumented library)"; exit 77
+fi
+EXMY_LIB=$lib
+EXMY_XP_LIB=$build/python/.libs/exmy_xp.so
+PYTHONPATH=$(cd "$srcdir" && pwd)/python${PYTHONPATH:+:$PYTHONPATH}
+# Python's threads and OpenMP's share 2 cores with other tests: no spinning.
+OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
+PYTHONDONTWRITEBYTECODE=1
+export EXMY EXMY_LIB EXMY_XP_LIB PYTHONPATH OMP_WAIT_POLICY PYTHONDONTWRITEBYTECODE
+tests=$(cd "$srcdir" && pwd)/python/tests
+# hypothesis keeps a cache folder: in a temporary place, not the build tree
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/exmy-python-test.XXXXXX") || exit 1
+trap 'rm -rf "$scratch"' EXIT
+HYPOTHESIS_STORAGE_DIRECTORY=$scratch/hypothesis
+export HYPOTHESIS_STORAGE_DIRECTORY
+cd "$build" || exit 1
+if "$PYTHON" -c 'import pytest' >/dev/null 2>&1; then
+  "$PYTHON" -m pytest -q -p no:cacheprovider -rs "$tests"
+  rc=$?
+  [ $rc = 5 ] && rc=77   # pytest: no tests collected
+  exit $rc
+fi
+echo "test_python: pytest not installed: running the tests with python/tests/harness.py"
+"$PYTHON" "$tests/harness.py" "$tests"/test_*.py
