@@ -29,9 +29,9 @@ extern "C" {
 #endif
 
 #define EXMY_VERSION_MAJOR 1
-#define EXMY_VERSION_MINOR 0
+#define EXMY_VERSION_MINOR 1
 #define EXMY_VERSION_PATCH 0
-#define EXMY_VERSION "1.0.0"
+#define EXMY_VERSION "1.1.0"
 
 /* Public symbols; everything else in libexmy is hidden. */
 #if defined(__GNUC__)

@@ -15,7 +15,7 @@ fi
 if ! reason=$("$PYTHON" -c 'import numpy' 2>&1); then
   echo "test_python: skipped: numpy not importable: $(printf '%s\n' "$reason" | tail -n 1)"; exit 77
 fi
-lib=$build/.libs/libexmy.so.1
+lib=$build/.libs/libexmy.so
 if [ ! -f "$lib" ]; then
   echo "test_python: skipped: no shared libexmy in this build ($lib; configured --disable-shared?)"; exit 77
 fi
