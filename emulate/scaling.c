@@ -65,20 +65,30 @@ float exmy__fmax_f32(const exmy_format *f) {
   return in.max_finite > FLT_MAX ? FLT_MAX : (float)in.max_finite;
 }
 
+/* Integer max needs SSE4.1 at least: AVX2 and AVX-512 clones, picked at run
+ * time (the baseline clone stays scalar). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define EXMY_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define EXMY_CLONES
+#endif
+
 /* max |x| over a run, on the bits (vectorizes): NaN dropped as TE's fmaxf
- * does, inf kept; *has_nan is set when a NaN was seen. */
-static float run_amax(const float *x, size_t n, int *has_nan) {
-  uint32_t m = 0, nan = 0;
+ * does, inf kept; *has_nan is set when a NaN was seen.  The magnitudes are
+ * below 2^31, so signed compares give the unsigned order. */
+EXMY_CLONES static float run_amax(const float *restrict x, size_t n, int *has_nan) {
+  int32_t m = 0, nan = 0;
   for (size_t i = 0; i < n; i++) {
-    uint32_t b;
-    memcpy(&b, x + i, 4);
-    b &= 0x7fffffffu;
-    nan |= b > 0x7f800000u;
-    b = b > 0x7f800000u ? 0 : b;
-    m = b > m ? b : m;
+    uint32_t u;
+    memcpy(&u, x + i, 4);
+    const int32_t b = (int32_t)(u & 0x7fffffffu);
+    const int32_t isn = b > 0x7f800000;
+    nan |= isn;
+    const int32_t v = isn ? 0 : b;
+    m = v > m ? v : m;
   }
   *has_nan |= (int)nan;
-  return u2f(m);
+  return u2f((uint32_t)m);
 }
 
 typedef struct group_view {
