@@ -76,7 +76,7 @@ float exmy__fmax_f32(const exmy_format *f) {
 /* max |x| over a run, on the bits (vectorizes): NaN dropped as TE's fmaxf
  * does, inf kept; *has_nan is set when a NaN was seen.  The magnitudes are
  * below 2^31, so signed compares give the unsigned order. */
-EXMY_CLONES static float run_amax(const float *restrict x, size_t n, int *has_nan) {
+static inline __attribute__((always_inline)) float run_amax_body(const float *restrict x, size_t n, int *has_nan) {
   int32_t m = 0, nan = 0;
   for (size_t i = 0; i < n; i++) {
     uint32_t u;
@@ -89,6 +89,18 @@ EXMY_CLONES static float run_amax(const float *restrict x, size_t n, int *has_na
   }
   *has_nan |= (int)nan;
   return u2f((uint32_t)m);
+}
+EXMY_CLONES static float run_amax(const float *restrict x, size_t n, int *has_nan) { return run_amax_body(x, n, has_nan); }
+
+/* The runs of one row, bc columns each: am[cbk] and nan[cbk] (one call per
+ * row, so short runs such as MX's 32 do not pay a call each). */
+EXMY_CLONES static void row_amax(const float *restrict x, size_t cols, size_t bc, float *restrict am,
+                                 uint8_t *restrict nan) {
+  for (size_t cbk = 0, c0 = 0; c0 < cols; cbk++, c0 += bc) {
+    int has_nan = 0;
+    am[cbk] = run_amax_body(x + c0, c0 + bc < cols ? bc : cols - c0, &has_nan);
+    nan[cbk] = (uint8_t)has_nan;
+  }
 }
 
 typedef struct group_view {
@@ -311,14 +323,16 @@ int exmy_recipe_quantize(const exmy_recipe *r, const exmy_format *f, const exmy_
     /* several groups per row: expand the row's scales and make one call */
     float *row_sc = (!one_rounding && sc > 1) ? malloc(cols * sizeof *row_sc) : NULL;
     nomem |= !one_rounding && sc > 1 && !row_sc;
+    uint8_t *row_nan = fused ? malloc(sc + 1) : NULL;
+    nomem |= fused && !row_nan;
 #pragma omp for schedule(static)
     for (size_t i = 0; i < rows; i++) {
-      if (fused) /* one row group per row: its amax and scales here, while the row is in cache */
+      if (fused && !row_nan) continue; /* out of memory: reported below */
+      if (fused) { /* one row group per row: its amax and scales here, while the row is in cache */
+        row_amax(x + i * cols, cols, bc, q->amax + i * sc, row_nan);
         for (size_t cbk = 0; cbk < sc; cbk++) {
-          const size_t c0 = cbk * bc, len = c0 + bc < cols ? bc : cols - c0, g = i * sc + cbk;
-          int has_nan = 0;
-          const float m = run_amax(x + i * cols + c0, len, &has_nan);
-          q->amax[g] = (ocp && has_nan) ? NAN : m;
+          const size_t g = i * sc + cbk;
+          if (ocp && row_nan[cbk]) q->amax[g] = NAN;
           float scale = 1.0f, scale_inv = 1.0f;
           uint8_t code = 0;
           group_scale(r, st, &e4m3, fmax, q->amax[g], q->tensor_scale, &scale, &scale_inv, &code);
@@ -326,9 +340,11 @@ int exmy_recipe_quantize(const exmy_recipe *r, const exmy_format *f, const exmy_
           q->scale_inv[g] = scale_inv;
           if (q->scale_codes) q->scale_codes[g] = code;
         }
+      }
       fl |= quantize_row(q, &fq, f, &rnd, x, i, one_rounding, row_sc);
     }
     free(row_sc);
+    free(row_nan);
   }
   if (nomem) {
     exmy_qtensor_free(q);
