@@ -61,12 +61,14 @@ typedef struct fast_params {
   int32_t emin127;             /* emin + 127: the format's emin as a biased float exponent */
   uint32_t ovf_mag0, ovf_magx; /* overflow magnitude for +, and its xor with the one for - */
   uint32_t lean;               /* signed with -0: the hot loop applies */
+  uint64_t sr_key;             /* stochastic rounding: the generator's key, mixed once from (seed, stream) */
+  uint64_t sr_mask;            /* and the top sr_bits bits set: the part of the dropped fraction that counts */
 } fast_params;
 
 /* Preconditions: float's exponent range maps onto the format with one shift
  * per element, and codes fit 32 bits. */
 static int fast_applies(const exmy_format *f, const exmy_rounding *r) {
-  return r->mode != EXMY_SR && f->has_zero && f->mbits <= 23 && f->emin >= -126 && f->bits <= 32 &&
+  return f->has_zero && f->mbits <= 23 && f->emin >= -126 && f->bits <= 32 &&
          (f->max_mag >> f->mbits) != 0; /* not a format whose finite values are all subnormal */
 }
 
@@ -97,7 +99,29 @@ static void fast_setup(const exmy_format *f, const exmy_rounding *r, fast_params
   p->ovf_mag0 = p->ovf_code[0] & (uint32_t)f->mag_mask;
   p->ovf_magx = p->ovf_mag0 ^ (p->ovf_code[1] & (uint32_t)f->mag_mask);
   p->lean = p->keep_neg_zero;
+  const int R = (r->sr_bits <= 0 || r->sr_bits > 64) ? 64 : r->sr_bits;
+  p->sr_key = exmy__mix64(r->seed ^ exmy__mix64(r->stream + EXMY__GOLDEN_GAMMA)); /* as exmy__random64 */
+  p->sr_mask = R == 64 ? ~(uint64_t)0 : ~((((uint64_t)1) << (64 - R)) - 1);
 }
+
+/* The stochastic-rounding increment of round_pack, for a significand
+ * sig < 2^24 of which d >= 0 low bits are dropped (not capped) and the
+ * element's random word u: the carry out of F + u, F the dropped part's top
+ * 64 bits, left-aligned, cut to the top sr_bits (sr_mask).  The carry of
+ * the cut F plus the whole u is the carry of the two cut words, as the core
+ * computes it (the cut-off low bits of F are zero). */
+static inline __attribute__((always_inline)) uint32_t sr_inc(uint32_t sig, int32_t d, uint64_t u, uint64_t mask) {
+  const uint64_t s = sig;
+  const int32_t dr = d - 64 < 63 ? d - 64 : 63;
+  uint64_t F = d < 64 ? s << ((64 - d) & 63) : s >> (dr & 63);
+  F = d == 0 ? 0 : F;
+  F &= mask;
+  return (uint32_t)(F + u < F);
+}
+
+/* The element's random word: SplitMix64's mixer of key + (index + 1) * gamma
+ * (exmy__random64 with the key mixed once); ctr is key + (index + 1) * gamma. */
+static inline __attribute__((always_inline)) uint64_t sr_word(uint64_t ctr) { return exmy__mix64(ctr); }
 
 /* Branch-free select: c is 0 or 1. */
 static inline __attribute__((always_inline)) uint32_t sel(uint32_t c, uint32_t x, uint32_t y) {
@@ -107,7 +131,7 @@ static inline __attribute__((always_inline)) uint32_t sel(uint32_t c, uint32_t x
 /* One element; MODE is a compile-time constant at each use, so the switch
  * folds away, and every choice is a select, so the loop vectorizes. */
 static inline __attribute__((always_inline)) uint32_t fast_one(const fast_params *p, uint32_t u, const int mode,
-                                                               unsigned *flp) {
+                                                               uint64_t rnd, unsigned *flp) {
   const uint32_t s = u >> 31;
   uint32_t a = u & 0x7fffffffu;
   const uint32_t ef = a >> 23;
@@ -117,13 +141,14 @@ static inline __attribute__((always_inline)) uint32_t fast_one(const fast_params
   const uint32_t sig = (a & 0x7fffffu) | (normal << 23);
   const int32_t eu = (int32_t)sel(normal, ef, 1) - 127;
   const int32_t te = (int32_t)sel(eu > p->emin, (uint32_t)eu, (uint32_t)p->emin);
-  uint32_t sh = p->shift0 + (uint32_t)(te - eu);
-  sh = sel(sh > 25, 25, sh);
+  const uint32_t d = p->shift0 + (uint32_t)(te - eu);
+  const uint32_t sh = sel(d > 25, 25, d);
   uint32_t kept = sig >> sh;
   const uint32_t rem = sig & ((1u << sh) - 1u);
   const uint32_t half = (1u << sh) >> 1;
   const uint32_t inexact = rem != 0;
-  const uint32_t inc = exmy__round_inc(mode, rem > half, (rem == half) & inexact, inexact, kept & 1u, s);
+  const uint32_t inc = mode == EXMY_SR ? sr_inc(sig, (int32_t)d, rnd, p->sr_mask)
+                                       : exmy__round_inc(mode, rem > half, (rem == half) & inexact, inexact, kept & 1u, s);
   kept |= exmy__round_jam(mode, inexact);
   uint32_t mag = ((uint32_t)(te - p->emin) << p->M) + kept + inc;
   uint32_t fl = inexact * EXMY_FLAG_INEXACT | ((a < p->tiny_thr) & inexact) * EXMY_FLAG_UNDERFLOW;
@@ -160,23 +185,35 @@ static inline __attribute__((always_inline)) uint32_t fast_one(const fast_params
  * with the full kernel.  Values compared are below 2^31, so signed compares
  * (native in AVX2) give the unsigned answer. */
 static inline __attribute__((always_inline)) uint32_t fast_hot(const fast_params *p, uint32_t u, const int mode,
-                                                               uint32_t *any_rem, uint32_t *any_tiny_rem,
+                                                               uint32_t rhi, uint32_t *any_far, uint32_t *any_rem, uint32_t *any_tiny_rem,
                                                                uint32_t *any_ovf, uint32_t *max_a) {
   const uint32_t smask = (uint32_t)((int32_t)u >> 31); /* all ones when negative */
   const uint32_t a = u & 0x7fffffffu;
   const int32_t efc = (int32_t)sel((a >> 23) != 0, a >> 23, 1);    /* biased exponent, subnormals as 1 */
   const uint32_t sig = a - ((uint32_t)(efc - 1) << 23);              /* significand with hidden bit */
-  const int32_t d = p->emin127 - efc;                                /* bits below the format's emin */
-  const int32_t below = d > 0 ? d : 0;
-  int32_t sh = (int32_t)p->shift0 + below;
-  sh = sh > 25 ? 25 : sh;
+  const int32_t de = p->emin127 - efc;                               /* bits below the format's emin */
+  const int32_t below = de > 0 ? de : 0;
+  const int32_t d = (int32_t)p->shift0 + below;                      /* bits dropped */
+  const int32_t sh = d > 25 ? 25 : d;
   uint32_t kept = sig >> sh;
   const uint32_t p2 = 1u << sh;
   const uint32_t rem = sig & (p2 - 1u);
   const int32_t half = (int32_t)(p2 >> 1);
   const uint32_t inexact = rem != 0;
-  const uint32_t inc = exmy__round_inc(mode, (int32_t)rem > half, ((int32_t)rem == half) & inexact, inexact,
-                                       kept & 1u, smask & 1u);
+  uint32_t inc;
+  if (mode == EXMY_SR) {
+    /* d <= 32: the dropped part lies in the top 32 bits of F, so only the
+     * random word's top 32 bits can carry; a lane with d > 32 marks the block,
+     * which is then redone by fast_one */
+    uint32_t fh = rem << ((32 - d) & 31);
+    fh = sel(d == 0, 0, fh);
+    fh &= (uint32_t)(p->sr_mask >> 32);
+    inc = fh + rhi < fh;
+    *any_far |= d > 32;
+  } else {
+    inc = exmy__round_inc(mode, (int32_t)rem > half, ((int32_t)rem == half) & inexact, inexact, kept & 1u,
+                          smask & 1u);
+  }
   kept |= exmy__round_jam(mode, inexact);
   const int32_t up = efc - p->emin127;                               /* te - emin when above emin */
   uint32_t mag = ((uint32_t)(up > 0 ? up : 0) << p->M) + kept + inc;
@@ -200,15 +237,19 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
 }
 
 #define BLOCK 2048
+/* The random word of element i of a run whose element 0 has counter ctr0
+ * (0 outside stochastic rounding: the compiler drops it). */
+#define RND(MODE, ctr0, i) ((MODE) == EXMY_SR ? sr_word((ctr0) + (uint64_t)(i) * EXMY__GOLDEN_GAMMA) : 0)
 #define CHUNK_FN(NAME, T, MODE, SCALED)                                                      \
   EXMY_CLONES static unsigned NAME(const fast_params *pp, const float *restrict in, float scale, \
-                                   const float *restrict sc, T *restrict out, size_t n) {    \
+                                   const float *restrict sc, T *restrict out, size_t n, uint64_t index0) { \
     const fast_params p = *pp;                                                               \
+    const uint64_t ctr = p.sr_key + (index0 + 1) * EXMY__GOLDEN_GAMMA;                       \
     unsigned fl = 0;                                                                         \
     if (p.daz | p.ftz | !p.lean) {                                                           \
       for (size_t i = 0; i < n; i++) {                                                       \
         unsigned f1;                                                                         \
-        out[i] = (T)fast_one(&p, load_bits(in, i, scale, sc, SCALED), MODE, &f1);                \
+        out[i] = (T)fast_one(&p, load_bits(in, i, scale, sc, SCALED), MODE, RND(MODE, ctr, i), &f1); \
         fl |= f1;                                                                            \
       }                                                                                      \
       return fl;                                                                             \
@@ -217,13 +258,15 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
       const size_t m = n - b < BLOCK ? n - b : BLOCK;                                        \
       const float *bin = in + b;                                                             \
       T *bout = out + b;                                                                     \
-      uint32_t inx = 0, tiny = 0, ovf = 0, max_a = 0;                                        \
+      const uint64_t bctr = ctr + (uint64_t)b * EXMY__GOLDEN_GAMMA;                          \
+      uint32_t inx = 0, tiny = 0, ovf = 0, max_a = 0, far = 0;                               \
       for (size_t i = 0; i < m; i++)                                                         \
-        bout[i] = (T)fast_hot(&p, load_bits(bin, i, scale, sc ? sc + b : sc, SCALED), MODE, &inx, &tiny, &ovf, &max_a); \
-      if (max_a >= 0x7f800000u) {                                                            \
+        bout[i] = (T)fast_hot(&p, load_bits(bin, i, scale, sc ? sc + b : sc, SCALED), MODE,  \
+                              (uint32_t)(RND(MODE, bctr, i) >> 32), &far, &inx, &tiny, &ovf, &max_a); \
+      if ((max_a >= 0x7f800000u) | far) {                                                    \
         for (size_t i = 0; i < m; i++) {                                                     \
           unsigned f1;                                                                       \
-          bout[i] = (T)fast_one(&p, load_bits(bin, i, scale, sc ? sc + b : sc, SCALED), MODE, &f1);            \
+          bout[i] = (T)fast_one(&p, load_bits(bin, i, scale, sc ? sc + b : sc, SCALED), MODE, RND(MODE, bctr, i), &f1); \
           fl |= f1;                                                                          \
         }                                                                                    \
       } else {                                                                               \
@@ -249,14 +292,19 @@ CHUNK_FNS(EXMY_RTZ, rtz)
 CHUNK_FNS(EXMY_RUP, rup)
 CHUNK_FNS(EXMY_RDN, rdn)
 CHUNK_FNS(EXMY_RTO, rto)
+CHUNK_FNS(EXMY_SR, sr)
 
-typedef unsigned (*chunk_fn)(const fast_params *, const float *, float, const float *, void *, size_t);
+/* indexed by exmy_round_mode (RNE .. RTO, SR) and code width */
+typedef unsigned (*chunk_fn)(const fast_params *, const float *, float, const float *, void *, size_t, uint64_t);
 #define ROW(SUF) {(chunk_fn)chunk8_##SUF, (chunk_fn)chunk16_##SUF, (chunk_fn)chunk32_##SUF}
 #define SROW(SUF) {(chunk_fn)schunk8_##SUF, (chunk_fn)schunk16_##SUF, (chunk_fn)schunk32_##SUF}
-static const chunk_fn chunk_table[6][3] = {ROW(rne), ROW(rna), ROW(rtz), ROW(rup), ROW(rdn), ROW(rto)};
-static const chunk_fn schunk_table[6][3] = {SROW(rne), SROW(rna), SROW(rtz), SROW(rup), SROW(rdn), SROW(rto)};
+static const chunk_fn chunk_table[7][3] = {ROW(rne), ROW(rna), ROW(rtz), ROW(rup), ROW(rdn), ROW(rto), ROW(sr)};
+static const chunk_fn schunk_table[7][3] = {SROW(rne), SROW(rna), SROW(rtz), SROW(rup), SROW(rdn), SROW(rto),
+                                            SROW(sr)};
 #define VROW(SUF) {(chunk_fn)vchunk8_##SUF, (chunk_fn)vchunk16_##SUF, (chunk_fn)vchunk32_##SUF}
-static const chunk_fn vchunk_table[6][3] = {VROW(rne), VROW(rna), VROW(rtz), VROW(rup), VROW(rdn), VROW(rto)};
+static const chunk_fn vchunk_table[7][3] = {VROW(rne), VROW(rna), VROW(rtz), VROW(rup), VROW(rdn), VROW(rto),
+                                            VROW(sr)};
+_Static_assert(EXMY_SR == 6, "the chunk tables are indexed by exmy_round_mode");
 
 static int width_index(const exmy_format *f) {
   const int bytes = exmy_code_bytes(f);
@@ -304,7 +352,7 @@ unsigned exmy__f32q_run(const exmy__f32q *q, const float *x, size_t n, float sca
   if (q->fast) {
     fast_params p;
     memcpy(&p, q->params, sizeof p);
-    return schunk_table[q->r.mode][width_index(&q->f)](&p, x, scale, NULL, codes, n);
+    return schunk_table[q->r.mode][width_index(&q->f)](&p, x, scale, NULL, codes, n, index0);
   }
   unsigned fl = 0;
   for (size_t i = 0; i < n; i++)
@@ -318,7 +366,7 @@ unsigned exmy__f32q_run_v(const exmy__f32q *q, const float *x, size_t n, const f
   if (q->fast) {
     fast_params p;
     memcpy(&p, q->params, sizeof p);
-    return vchunk_table[q->r.mode][width_index(&q->f)](&p, x, 1.0f, scales, codes, n);
+    return vchunk_table[q->r.mode][width_index(&q->f)](&p, x, 1.0f, scales, codes, n, index0);
   }
   unsigned fl = 0;
   for (size_t i = 0; i < n; i++)
@@ -326,7 +374,8 @@ unsigned exmy__f32q_run_v(const exmy__f32q *q, const float *x, size_t n, const f
   return fl;
 }
 
-static unsigned fast_f32(const exmy_format *f, const exmy_rounding *r, const float *src, size_t n, void *codes) {
+static unsigned fast_f32(const exmy_format *f, const exmy_rounding *r, const float *src, size_t n, uint64_t index0,
+                         void *codes) {
   fast_params p;
   fast_setup(f, r, &p);
   const int bytes = exmy_code_bytes(f);
@@ -338,14 +387,14 @@ static unsigned fast_f32(const exmy_format *f, const exmy_rounding *r, const flo
     size_t t = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();
     size_t lo = n / nt * t + (t < n % nt ? t : n % nt);
     size_t hi = lo + n / nt + (t < n % nt);
-    fl |= fn(&p, src + lo, 1.0f, NULL, (char *)codes + lo * (size_t)bytes, hi - lo);
+    fl |= fn(&p, src + lo, 1.0f, NULL, (char *)codes + lo * (size_t)bytes, hi - lo, index0 + lo);
   }
   return fl;
 }
 
 unsigned exmy__quantize(const exmy_format *f, const exmy_rounding *r, exmy_dtype t,
                        const void *src, size_t n, uint64_t index0, void *codes) {
-  if (t == EXMY_DTYPE_F32 && fast_applies(f, r)) return fast_f32(f, r, (const float *)src, n, codes);
+  if (t == EXMY_DTYPE_F32 && fast_applies(f, r)) return fast_f32(f, r, (const float *)src, n, index0, codes);
   unsigned fl = 0;
 #pragma omp parallel for schedule(static) reduction(|:fl) if(n > EXMY_OMP_MIN_SCALAR)
   for (size_t i = 0; i < n; i++) {

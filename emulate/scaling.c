@@ -65,20 +65,42 @@ float exmy__fmax_f32(const exmy_format *f) {
   return in.max_finite > FLT_MAX ? FLT_MAX : (float)in.max_finite;
 }
 
+/* Integer max needs SSE4.1 at least: AVX2 and AVX-512 clones, picked at run
+ * time (the baseline clone stays scalar). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define EXMY_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define EXMY_CLONES
+#endif
+
 /* max |x| over a run, on the bits (vectorizes): NaN dropped as TE's fmaxf
- * does, inf kept; *has_nan is set when a NaN was seen. */
-static float run_amax(const float *x, size_t n, int *has_nan) {
-  uint32_t m = 0, nan = 0;
+ * does, inf kept; *has_nan is set when a NaN was seen.  The magnitudes are
+ * below 2^31, so signed compares give the unsigned order. */
+static inline __attribute__((always_inline)) float run_amax_body(const float *restrict x, size_t n, int *has_nan) {
+  int32_t m = 0, nan = 0;
   for (size_t i = 0; i < n; i++) {
-    uint32_t b;
-    memcpy(&b, x + i, 4);
-    b &= 0x7fffffffu;
-    nan |= b > 0x7f800000u;
-    b = b > 0x7f800000u ? 0 : b;
-    m = b > m ? b : m;
+    uint32_t u;
+    memcpy(&u, x + i, 4);
+    const int32_t b = (int32_t)(u & 0x7fffffffu);
+    const int32_t isn = b > 0x7f800000;
+    nan |= isn;
+    const int32_t v = isn ? 0 : b;
+    m = v > m ? v : m;
   }
   *has_nan |= (int)nan;
-  return u2f(m);
+  return u2f((uint32_t)m);
+}
+EXMY_CLONES static float run_amax(const float *restrict x, size_t n, int *has_nan) { return run_amax_body(x, n, has_nan); }
+
+/* The runs of one row, bc columns each: am[cbk] and nan[cbk] (one call per
+ * row, so short runs such as MX's 32 do not pay a call each). */
+EXMY_CLONES static void row_amax(const float *restrict x, size_t cols, size_t bc, float *restrict am,
+                                 uint8_t *restrict nan) {
+  for (size_t cbk = 0, c0 = 0; c0 < cols; cbk++, c0 += bc) {
+    int has_nan = 0;
+    am[cbk] = run_amax_body(x + c0, c0 + bc < cols ? bc : cols - c0, &has_nan);
+    nan[cbk] = (uint8_t)has_nan;
+  }
 }
 
 typedef struct group_view {
@@ -169,6 +191,36 @@ static float nvfp4_s_enc(float amax, float fp4_max) {
   return s;
 }
 
+/* Row i's elements: the vectorized kernel with the multiply fused in
+ * (row_sc: the row's scales expanded, when it has several groups), or one
+ * exact rounding of x * scale in double. */
+static unsigned quantize_row(exmy_qtensor *q, const exmy__f32q *fq, const exmy_format *f, const exmy_rounding *rnd,
+                             const float *x, size_t i, int one_rounding, float *row_sc) {
+  const size_t cols = q->cols, bc = q->block_cols, sc = q->scols, cb = (size_t)exmy_code_bytes(f);
+  const size_t k0 = i * cols, g0 = (i / q->block_rows) * sc;
+  unsigned fl = 0;
+  if (row_sc) {
+    for (size_t cbk = 0, c0 = 0; cbk < sc; cbk++, c0 += bc) {
+      const size_t len = c0 + bc < cols ? bc : cols - c0;
+      const float s1 = q->scale[g0 + cbk];
+      for (size_t j = 0; j < len; j++) row_sc[c0 + j] = s1;
+    }
+    return exmy__f32q_run_v(fq, x + k0, cols, row_sc, k0, (char *)q->codes + k0 * cb);
+  }
+  for (size_t cbk = 0; cbk < sc; cbk++) {
+    const size_t g = g0 + cbk, c0 = cbk * bc, len = c0 + bc < cols ? bc : cols - c0;
+    const size_t kk = k0 + c0;
+    const float scale = q->scale[g];
+    if (!one_rounding) {
+      fl |= exmy__f32q_run(fq, x + kk, len, scale, kk, (char *)q->codes + kk * cb);
+      continue;
+    }
+    for (size_t k = kk; k < kk + len; k++) /* x * 2^-e (ocp) or x * scale, exact in double: one rounding */
+      exmy_code_set(f, q->codes, k, exmy_from_double(f, rnd, isnan(scale) ? NAN : (double)x[k] * (double)scale, k, &fl));
+  }
+  return fl;
+}
+
 int exmy_recipe_quantize(const exmy_recipe *r, const exmy_format *f, const exmy_rounding *rnd_in,
                          const float *x, size_t rows, size_t cols, exmy_recipe_state *st, exmy_qtensor *q,
                          unsigned *flags, char *err, size_t errlen) {
@@ -211,48 +263,53 @@ int exmy_recipe_quantize(const exmy_recipe *r, const exmy_format *f, const exmy_
   /* Phase 1: amax of every (row, column block) run, in parallel over rows;
    * max is order-independent, so the result does not depend on threads. */
   const size_t bc = q->block_cols, br = q->block_rows, sc = q->scols;
-  float *pam = malloc(rows * sc * sizeof *pam + 1);
-  uint8_t *pnan = malloc(rows * sc + 1);
-  if (!pam || !pnan) {
+  /* groups of one row (mx, block:1xN) without a tensor-wide scale: phases 1
+   * and 2 run inside phase 3's row loop, one pass over x */
+  const int fused = br == 1 && r->kind != EXMY_RECIPE_NVFP4;
+  if (!fused) {
+    float *pam = malloc(rows * sc * sizeof *pam + 1);
+    uint8_t *pnan = malloc(rows * sc + 1);
+    if (!pam || !pnan) {
+      free(pam);
+      free(pnan);
+      exmy_qtensor_free(q);
+      return fail(err, errlen, "out of memory for a %zu x %zu tensor", rows, cols);
+    }
+#pragma omp parallel for schedule(static) if(n > EXMY_OMP_MIN_TENSOR)
+    for (size_t i = 0; i < rows; i++)
+      for (size_t cbk = 0; cbk < sc; cbk++) {
+        const size_t c0 = cbk * bc, len = c0 + bc < cols ? bc : cols - c0;
+        int has_nan = 0;
+        pam[i * sc + cbk] = run_amax(x + i * cols + c0, len, &has_nan);
+        pnan[i * sc + cbk] = (uint8_t)has_nan;
+      }
+    for (size_t g = 0; g < ng; g++) {
+      const size_t gr = g / sc, cbk = g % sc, r0 = gr * br, r1 = r0 + br < rows ? r0 + br : rows;
+      float m = 0.0f;
+      int nan = 0;
+      for (size_t i = r0; i < r1; i++) {
+        m = fmaxf(m, pam[i * sc + cbk]);
+        nan |= pnan[i * sc + cbk];
+      }
+      q->amax[g] = (ocp && nan) ? NAN : m;
+    }
     free(pam);
     free(pnan);
-    exmy_qtensor_free(q);
-    return fail(err, errlen, "out of memory for a %zu x %zu tensor", rows, cols);
-  }
-#pragma omp parallel for schedule(static) if(n > EXMY_OMP_MIN_TENSOR)
-  for (size_t i = 0; i < rows; i++)
-    for (size_t cbk = 0; cbk < sc; cbk++) {
-      const size_t c0 = cbk * bc, len = c0 + bc < cols ? bc : cols - c0;
-      int has_nan = 0;
-      pam[i * sc + cbk] = run_amax(x + i * cols + c0, len, &has_nan);
-      pnan[i * sc + cbk] = (uint8_t)has_nan;
+    /* Phase 2: the scales. */
+    if (r->kind == EXMY_RECIPE_NVFP4) {
+      float tamax = 0.0f;
+      for (size_t g = 0; g < ng; g++) tamax = fmaxf(tamax, q->amax[g]);
+      q->tensor_scale = nvfp4_s_enc(tamax, fmax);
+      q->tensor_scale_inv = (float)(1.0 / (double)q->tensor_scale);
     }
-  for (size_t g = 0; g < ng; g++) {
-    const size_t gr = g / sc, cbk = g % sc, r0 = gr * br, r1 = r0 + br < rows ? r0 + br : rows;
-    float m = 0.0f;
-    int nan = 0;
-    for (size_t i = r0; i < r1; i++) {
-      m = fmaxf(m, pam[i * sc + cbk]);
-      nan |= pnan[i * sc + cbk];
+    for (size_t g = 0; g < ng; g++) {
+      float scale = 1.0f, scale_inv = 1.0f;
+      uint8_t code = 0;
+      group_scale(r, st, &e4m3, fmax, q->amax[g], q->tensor_scale, &scale, &scale_inv, &code);
+      q->scale[g] = scale;
+      q->scale_inv[g] = scale_inv;
+      if (q->scale_codes) q->scale_codes[g] = code;
     }
-    q->amax[g] = (ocp && nan) ? NAN : m;
-  }
-  free(pam);
-  free(pnan);
-  /* Phase 2: the scales. */
-  if (r->kind == EXMY_RECIPE_NVFP4) {
-    float tamax = 0.0f;
-    for (size_t g = 0; g < ng; g++) tamax = fmaxf(tamax, q->amax[g]);
-    q->tensor_scale = nvfp4_s_enc(tamax, fmax);
-    q->tensor_scale_inv = (float)(1.0 / (double)q->tensor_scale);
-  }
-  for (size_t g = 0; g < ng; g++) {
-    float scale = 1.0f, scale_inv = 1.0f;
-    uint8_t code = 0;
-    group_scale(r, st, &e4m3, fmax, q->amax[g], q->tensor_scale, &scale, &scale_inv, &code);
-    q->scale[g] = scale;
-    q->scale_inv[g] = scale_inv;
-    if (q->scale_codes) q->scale_codes[g] = code;
   }
   /* Phase 3: the elements, row runs in parallel; the float path is the
    * vectorized kernel with the multiply fused in. */
@@ -266,31 +323,28 @@ int exmy_recipe_quantize(const exmy_recipe *r, const exmy_format *f, const exmy_
     /* several groups per row: expand the row's scales and make one call */
     float *row_sc = (!one_rounding && sc > 1) ? malloc(cols * sizeof *row_sc) : NULL;
     nomem |= !one_rounding && sc > 1 && !row_sc;
+    uint8_t *row_nan = fused ? malloc(sc + 1) : NULL;
+    nomem |= fused && !row_nan;
 #pragma omp for schedule(static)
     for (size_t i = 0; i < rows; i++) {
-      const size_t k0 = i * cols, g0 = (i / br) * sc;
-      if (row_sc) {
-        for (size_t cbk = 0, c0 = 0; cbk < sc; cbk++, c0 += bc) {
-          const size_t len = c0 + bc < cols ? bc : cols - c0;
-          const float s1 = q->scale[g0 + cbk];
-          for (size_t j = 0; j < len; j++) row_sc[c0 + j] = s1;
+      if (fused && !row_nan) continue; /* out of memory: reported below */
+      if (fused) { /* one row group per row: its amax and scales here, while the row is in cache */
+        row_amax(x + i * cols, cols, bc, q->amax + i * sc, row_nan);
+        for (size_t cbk = 0; cbk < sc; cbk++) {
+          const size_t g = i * sc + cbk;
+          if (ocp && row_nan[cbk]) q->amax[g] = NAN;
+          float scale = 1.0f, scale_inv = 1.0f;
+          uint8_t code = 0;
+          group_scale(r, st, &e4m3, fmax, q->amax[g], q->tensor_scale, &scale, &scale_inv, &code);
+          q->scale[g] = scale;
+          q->scale_inv[g] = scale_inv;
+          if (q->scale_codes) q->scale_codes[g] = code;
         }
-        fl |= exmy__f32q_run_v(&fq, x + k0, cols, row_sc, k0, (char *)q->codes + k0 * cb);
-        continue;
       }
-      for (size_t cbk = 0; cbk < sc; cbk++) {
-        const size_t g = g0 + cbk, c0 = cbk * bc, len = c0 + bc < cols ? bc : cols - c0;
-        const size_t kk = k0 + c0;
-        const float scale = q->scale[g];
-        if (!one_rounding) {
-          fl |= exmy__f32q_run(&fq, x + kk, len, scale, kk, (char *)q->codes + kk * cb);
-          continue;
-        }
-        for (size_t k = kk; k < kk + len; k++) /* x * 2^-e (ocp) or x * scale, exact in double: one rounding */
-          exmy_code_set(f, q->codes, k, exmy_from_double(f, &rnd, isnan(scale) ? NAN : (double)x[k] * (double)scale, k, &fl));
-      }
+      fl |= quantize_row(q, &fq, f, &rnd, x, i, one_rounding, row_sc);
     }
     free(row_sc);
+    free(row_nan);
   }
   if (nomem) {
     exmy_qtensor_free(q);

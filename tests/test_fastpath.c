@@ -1,7 +1,10 @@
 /* test_fastpath.c: the OpenMP / vectorized array path (exmy_quantize) equals
  * the serial scalar reference (exmy_quantize_ref) bit for bit, codes and
  * flags, for every named format, random formats, every rounding mode,
- * saturation, ftz and daz, every input type, with 1 and 2 threads. */
+ * saturation, ftz and daz, every input type, with 1 and 2 threads; and the
+ * vectorized stochastic rounding against the reference for 2^24 float32
+ * patterns spanning every exponent, many sr_bits, random seeds, streams and
+ * starting indices (near 2^64 too). */
 #include "testutil.h"
 #include <math.h>
 #include <omp.h>
@@ -122,8 +125,57 @@ static void check_format(const exmy_format *f, uint64_t *st, int full) {
   free(h);
 }
 
+/* Stochastic rounding: the fast path's counter-based generator in SIMD lanes
+ * against the scalar reference, bit for bit, codes and flags. */
+static void check_sr(uint64_t *st) {
+  const char *names[] = {"e4m3fn", "e5m2", "e4m3fnuz", "e2m1fn", "bf16", "e3m2fn"};
+  const int bits[] = {0, 64, 1, 2, 7, 8, 16, 23, 24, 25, 31, 32, 33, 40, 63};
+  const size_t n = (size_t)1 << 24;
+  float *x = malloc(n * sizeof *x);
+  for (size_t i = 0; i < n; i++) /* every exponent and sign, 2^15 mantissas each, random low bits */
+    x[i] = tu_f32((uint32_t)(i << 8) | (uint32_t)(tu_next(st) & 0xff));
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+    exmy_format f = tu_format(names[k]);
+    for (size_t b = 0; b < sizeof bits / sizeof bits[0]; b++) {
+      exmy_rounding r = exmy_rounding_default();
+      r.mode = EXMY_SR;
+      r.seed = tu_next(st);
+      r.stream = b & 1 ? tu_next(st) : b;
+      r.sr_bits = bits[b];
+      r.sat = b & 2 ? EXMY_SAT_FINITE : EXMY_SAT_NONE;
+      /* the long sweep for two settings, slices elsewhere; starting index random, near 2^64 once */
+      const size_t m = (k == 0 && b < 2) ? n : 65536 + 13 * b;
+      const size_t off = (size_t)(tu_next(st) % (n - m + 1));
+      const uint64_t index0 = b == 4 ? ~(uint64_t)0 - 5000 : tu_next(st) >> (b % 3) * 20;
+      size_t cb = (size_t)exmy_code_bytes(&f);
+      void *a = malloc(m * cb), *c = malloc(m * cb);
+      char err[EXMY_ERRLEN] = "";
+      unsigned fa = 0, fc = 0;
+      int rc = exmy_quantize_ref(&f, &r, EXMY_DTYPE_F32, x + off, m, index0, a, &fa, err, sizeof err);
+      omp_set_num_threads(1 + (int)(b & 1));
+      rc |= exmy_quantize(&f, &r, EXMY_DTYPE_F32, x + off, m, index0, c, &fc, err, sizeof err);
+      CHECK(rc == 0 && fa == fc, "sr %s sr_bits=%d seed=0x%" PRIx64 " stream=0x%" PRIx64 " index0=0x%" PRIx64
+            ": flags fast %u ref %u (%s)", f.name, r.sr_bits, r.seed, r.stream, index0, fc, fa, err);
+      size_t bad = 0;
+      for (size_t i = 0; i < m; i++) {
+        const uint64_t ca = exmy_code_get(&f, a, i), cc = exmy_code_get(&f, c, i);
+        if (ca != cc && bad++ < 3)
+          CHECK(0, "sr %s sr_bits=%d seed=0x%" PRIx64 " stream=0x%" PRIx64 " index 0x%" PRIx64
+                " input 0x%08" PRIx32 ": fast 0x%" PRIx64 " ref 0x%" PRIx64, f.name, r.sr_bits, r.seed, r.stream,
+                index0 + i, tu_bits32(x[off + i]), cc, ca);
+      }
+      CHECK(bad == 0, "sr %s sr_bits=%d: %zu of %zu codes differ", f.name, r.sr_bits, bad, m);
+      free(a);
+      free(c);
+    }
+  }
+  omp_set_num_threads(2);
+  free(x);
+}
+
 int main(void) {
   uint64_t st = tu_seed(7);
+  check_sr(&st);
   for (size_t i = 0; i < exmy_named_format_count(); i++) {
     exmy_format f = tu_format(exmy_named_format_get(i)->name);
     check_format(&f, &st, 1);
