@@ -183,6 +183,17 @@ static void group_scale(const exmy_recipe *r, const exmy_recipe_state *st, const
   }
 }
 
+/* Group g's scale, inverse and code from its amax, stored in q. */
+static void set_group_scale(const exmy_recipe *r, const exmy_recipe_state *st, const exmy_format *e4m3, float fmax,
+                            exmy_qtensor *q, size_t g) {
+  float scale = 1.0f, scale_inv = 1.0f;
+  uint8_t code = 0;
+  group_scale(r, st, e4m3, fmax, q->amax[g], q->tensor_scale, &scale, &scale_inv, &code);
+  q->scale[g] = scale;
+  q->scale_inv[g] = scale_inv;
+  if (q->scale_codes) q->scale_codes[g] = code;
+}
+
 /* core_nvfp4.cuh compute_global_encode_scaling_factor_FP4. */
 static float nvfp4_s_enc(float amax, float fp4_max) {
   float s = (448.0f * fp4_max) / amax;
@@ -302,14 +313,7 @@ int exmy_recipe_quantize(const exmy_recipe *r, const exmy_format *f, const exmy_
       q->tensor_scale = nvfp4_s_enc(tamax, fmax);
       q->tensor_scale_inv = (float)(1.0 / (double)q->tensor_scale);
     }
-    for (size_t g = 0; g < ng; g++) {
-      float scale = 1.0f, scale_inv = 1.0f;
-      uint8_t code = 0;
-      group_scale(r, st, &e4m3, fmax, q->amax[g], q->tensor_scale, &scale, &scale_inv, &code);
-      q->scale[g] = scale;
-      q->scale_inv[g] = scale_inv;
-      if (q->scale_codes) q->scale_codes[g] = code;
-    }
+    for (size_t g = 0; g < ng; g++) set_group_scale(r, st, &e4m3, fmax, q, g);
   }
   /* Phase 3: the elements, row runs in parallel; the float path is the
    * vectorized kernel with the multiply fused in. */
@@ -333,12 +337,7 @@ int exmy_recipe_quantize(const exmy_recipe *r, const exmy_format *f, const exmy_
         for (size_t cbk = 0; cbk < sc; cbk++) {
           const size_t g = i * sc + cbk;
           if (ocp && row_nan[cbk]) q->amax[g] = NAN;
-          float scale = 1.0f, scale_inv = 1.0f;
-          uint8_t code = 0;
-          group_scale(r, st, &e4m3, fmax, q->amax[g], q->tensor_scale, &scale, &scale_inv, &code);
-          q->scale[g] = scale;
-          q->scale_inv[g] = scale_inv;
-          if (q->scale_codes) q->scale_codes[g] = code;
+          set_group_scale(r, st, &e4m3, fmax, q, g);
         }
       }
       fl |= quantize_row(q, &fq, f, &rnd, x, i, one_rounding, row_sc);
