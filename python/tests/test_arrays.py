@@ -191,22 +191,33 @@ def test_gil_released_during_c_calls():
     (ctypes drops the GIL; with the GIL held the pause would be the whole call)."""
     import threading
     import time
-    x = rng(13).standard_normal(1 << 23).astype(np.float32)
-    done, took = threading.Event(), []
 
-    def work():
-        t0 = time.perf_counter()
-        exmy.quantize(x, "e5m2", round="sr", seed=1)  # one long C call
-        took.append(time.perf_counter() - t0)
-        done.set()
-    t = threading.Thread(target=work)
-    last, gap = time.perf_counter(), 0.0
-    t.start()
-    while not done.is_set():
-        now = time.perf_counter()
-        gap, last = max(gap, now - last), now
-    gap = max(gap, time.perf_counter() - last)
-    t.join()
+    def measure(x):
+        done, took = threading.Event(), []
+
+        def work():
+            t0 = time.perf_counter()
+            exmy.quantize(x, "e5m2", round="sr", seed=1)  # one long C call
+            took.append(time.perf_counter() - t0)
+            done.set()
+        t = threading.Thread(target=work)
+        last, gap = time.perf_counter(), 0.0
+        t.start()
+        while not done.is_set():
+            now = time.perf_counter()
+            gap, last = max(gap, now - last), now
+        gap = max(gap, time.perf_counter() - last)
+        t.join()
+        return gap, took[0]
+    # a call long enough to tell (sr is vectorized: 2^23 elements can take
+    # 20 ms), grown 4x at a time up to 2^27 elements (512 MB)
+    n = 1 << 23
+    while True:
+        gap, took = measure(rng(13).standard_normal(n).astype(np.float32))
+        if took > 0.05 or n >= 1 << 27:
+            break
+        n <<= 2
+    took = [took]
     assert took[0] > 0.05, "the call took %.3f s: too short to tell" % took[0]
     assert gap < 0.5 * took[0], "the main thread stalled %.3f s during a %.3f s C call: is the GIL held?" % (
         gap, took[0])
