@@ -159,6 +159,11 @@ def test_mma_errors():
     np.save(t("b.npy"), onesb)
     rc, _, err = run(["mma", instr, "--a", t("a.npy"), "--b", t("b.npy")], ok=False)
     assert rc == 2 and err.strip() == "exmy: " + msg, err
+    # an A with no columns: a clean error in both (the command once divided by zero reading it)
+    assert "A has 0 columns" in _raises(ValueError, exmy.mma, instr, np.zeros((4, 0)), onesb)
+    np.save(t("a0.npy"), np.zeros((4, 0)))
+    rc, _, err = run(["mma", instr, "--a", t("a0.npy"), "--b", t("b.npy")], ok=False)
+    assert rc == 2 and err.startswith("exmy: mma: A has 0 columns"), (rc, err)
     # NaN where the format has none (e2m1fn), inf in e4m3fn, C not an f32... value
     nv = "sm_100:tcgen05.kind::mxf4nvf4"
     a4 = np.zeros((1, 64))
