@@ -100,14 +100,14 @@ def mma(instr, a, b, c=None, sa=None, sb=None, codes=False):
         C = np.zeros((m, n), np.float64)
     elif isinstance(c, (int, float)) and not isinstance(c, bool):
         C = np.full((m, n), float(c), np.float64)
+    elif isinstance(c, (np.generic, np.ndarray)) and np.ndim(c) == 0:  # a numpy scalar fills C too
+        C = np.repeat(_values(np.asarray(c).reshape(1, 1), "C", _row), m * n).reshape(m, n)
     else:
         C = _values(c, "C", lambda s: (m, n) if s == m * n and (m == 1 or n == 1) else (1, s))
         if C.shape != (m, n):
             raise ValueError("exmy: mma: C is %d x %d, expected %d x %d" % (C.shape + (m, n)))
     SA = SB = None
-    if i.has_scale:
-        if sa is None or sb is None:
-            raise ValueError("exmy: mma: %s needs block scales sa and sb" % name)
+    if i.has_scale and sa is not None and sb is not None:
         nb = k // i.block
         SA = _values(sa, "sa", _row)
         SB = _values(sb, "sb", _col)
@@ -115,8 +115,9 @@ def mma(instr, a, b, c=None, sa=None, sb=None, codes=False):
             raise ValueError("exmy: mma: sa is %d x %d, expected %d x %d" % (SA.shape + (m, nb)))
         if SB.shape != (nb, n):
             raise ValueError("exmy: mma: sb is %d x %d, expected %d x %d" % (SB.shape + (nb, n)))
-    elif sa is not None or sb is not None:
+    elif not i.has_scale and (sa is not None or sb is not None):
         raise ValueError("exmy: mma: %s takes no block scales" % name)
+    # a scaled instruction without both scales: NULLs, and the library says what is missing
     fd = _fmt(i.d_fmt)
     d = np.zeros((m, n), dtype=fd.code_dtype)
     err = _lib.errbuf()

@@ -175,8 +175,9 @@ def test_mma_errors():
     assert "is not a value of e4m3fn" in _raises(ValueError, exmy.mma, instr, a, onesb)
     assert "C[0] = " in _raises(ValueError, exmy.mma, "sm_90:wgmma.f16.e4m3", ones, onesb, 1e-30)
     # scales: missing, unwanted, wrong shape, not a value of the scale format
-    assert "needs block scales" in _raises(ValueError, exmy.mma, nv, np.zeros((1, 64)), np.zeros((64, 1)))
-    assert "needs block scales" in _raises(ValueError, exmy.mma, nv, np.zeros((1, 64)), np.zeros((64, 1)), sa=s)
+    want = "mma: sm_100:tcgen05.kind::mxf4nvf4 needs block scales"
+    assert want == _raises(ValueError, exmy.mma, nv, np.zeros((1, 64)), np.zeros((64, 1)))
+    assert want == _raises(ValueError, exmy.mma, nv, np.zeros((1, 64)), np.zeros((64, 1)), sa=s)
     assert "takes no block scales" in _raises(ValueError, exmy.mma, instr, ones, onesb, sa=s, sb=s.T)
     assert "sa is 1 x 2, expected 1 x 4" in _raises(ValueError, exmy.mma, nv, np.zeros((1, 64)), np.zeros((64, 1)),
                                                     None, np.ones((1, 2)), s.T)
@@ -191,3 +192,18 @@ def test_mma_errors():
     assert "dtype int64" in _raises(TypeError, exmy.mma, instr, ones.astype(np.int64), onesb)
     assert "expected a numpy array" in _raises(TypeError, exmy.mma, instr, [1.0] * 32, onesb)
     assert "must be a str" in _raises(TypeError, exmy.mma, 7, ones, onesb)
+
+
+def test_mma_vectors_and_scalar_c():
+    # a 1-D a is a row, a 1-D b a column; a number c fills C; float16/float32 inputs hold the same values
+    instr = "sm_90:wgmma.f32.f16"
+    g = rng(5)
+    a = exmy.cast(g.standard_normal(16), "f16")
+    b = exmy.cast(g.standard_normal(16), "f16")
+    want = exmy.mma(instr, a.reshape(1, 16), b.reshape(16, 1), np.full((1, 1), 0.375), codes=True)
+    same_bits(exmy.mma(instr, a, b, 0.375, codes=True), want, what="1-D a, b and a number c")
+    same_bits(exmy.mma(instr, a.astype(np.float16), b.astype(np.float16), np.float32(0.375), codes=True), want,
+              what="float16 a, b")
+    bt = np.asfortranarray(np.tile(b.reshape(16, 1), (1, 3)))  # any layout: copied
+    d = exmy.mma(instr, np.tile(a, (2, 1)), bt, 0.375, codes=True)
+    assert d.shape == (2, 3) and (d == want[0, 0]).all(), d
