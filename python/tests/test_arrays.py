@@ -186,17 +186,21 @@ def test_quantize_into_out():
 
 
 def test_gil_released_during_c_calls():
-    """Another Python thread keeps running while exmy_quantize works: the
-    longest pause of the main thread's loop is far shorter than the C call
-    (ctypes drops the GIL; with the GIL held the pause would be the whole call)."""
+    """Another Python thread keeps running while libexmy works: the longest
+    pause of the main thread's loop is far shorter than the C call (ctypes
+    drops the GIL; with the GIL held the pause would be the whole call).  The
+    call is exmy_mma on a 512 x 512 tile (single-threaded, about 0.2 s here):
+    exmy_quantize on 2^23 elements became too fast (4 ms) to tell."""
     import threading
     import time
-    x = rng(13).standard_normal(1 << 23).astype(np.float32)
+    g = rng(13)
+    a = exmy.cast(g.standard_normal((512, 32)), "e4m3fn", saturate=True)
+    b = exmy.cast(g.standard_normal((32, 512)), "e4m3fn", saturate=True)
     done, took = threading.Event(), []
 
     def work():
         t0 = time.perf_counter()
-        exmy.quantize(x, "e5m2", round="sr", seed=1)  # one long C call
+        exmy.mma("sm_90:wgmma.f32.e4m3", a, b)  # one long C call
         took.append(time.perf_counter() - t0)
         done.set()
     t = threading.Thread(target=work)
