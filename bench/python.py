@@ -10,7 +10,7 @@ measured in the same run (docs/python.md):
   3. one training step of a small transformer patched with prec="hybrid" vs
      the same model in plain PyTorch (fp32): the emulation's price.
 
-Run from the build tree: EXMY_LIB=.libs/libexmy.so.1
+Run from the build tree: EXMY_LIB=.libs/libexmy.so
 EXMY_XP_LIB=python/.libs/exmy_xp.so PYTHONPATH=python python3 bench/python.py
 (make bench-python sets these).  Anchor and measured call alternate; the ratio is the median of the per-pair
 ratios (the load of a shared machine drifts)."""

@@ -64,7 +64,10 @@ static double *read_operand(const char *what, const char *text, const exmy_forma
                        exmy_dtype_name(a.dtype));
       }
     }
-    *r_out = a.ndim >= 2 ? a.count / a.shape[a.ndim - 1] : 1;
+    /* rows: the leading axes' product (not count / columns: a .npy may have 0 columns) */
+    size_t rows_n = 1;
+    for (int d = 0; d + 1 < (int)a.ndim; d++) rows_n *= a.shape[d];
+    *r_out = rows_n;
     *c_out = a.ndim >= 1 ? a.shape[a.ndim - 1] : 1;
     exmy_array_free(&a);
     return v;

@@ -3,8 +3,9 @@ exmy.torch), over libexmy.  docs/python.md."""
 from ._lib import lib as _libexmy, lib_path
 from ._arrays import Format, Flags, quantize, decode, cast, rounding
 from ._tensor import Recipe, RecipeState, QTensor, scale, stats, whatif, gemm
+from ._mma import mma, mma_names, mma_info
 
 __version__ = _libexmy.exmy_version().decode()
 
 __all__ = ["Format", "Flags", "quantize", "decode", "cast", "Recipe", "RecipeState", "QTensor", "scale", "stats",
-           "whatif", "gemm", "lib_path", "__version__"]
+           "whatif", "gemm", "mma", "mma_names", "mma_info", "lib_path", "__version__"]

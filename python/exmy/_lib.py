@@ -79,11 +79,17 @@ class GemmArgs(ctypes.Structure):
                 ("accum", P(Accum)), ("threads", c_int)]
 
 
+class MmaInstr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char * 96), ("datapath", c_char_p), ("a_fmt", Format), ("b_fmt", Format),
+                ("c_fmt", Format), ("d_fmt", Format), ("s_fmt", Format), ("has_scale", c_int), ("block", c_int),
+                ("k", c_int), ("zero", c_int), ("path", c_int)]
+
+
 # The C name of each mirrored struct: python/tests/test_layout.py compiles
 # exmy.h and checks every size and field offset against these classes.
 C_NAMES = {Format: "exmy_format", Rounding: "exmy_rounding", Info: "exmy_info", Recipe: "exmy_recipe",
            RecipeState: "exmy_recipe_state", QTensor: "exmy_qtensor", QStats: "exmy_qstats", Accum: "exmy_accum",
-           GemmArgs: "exmy_gemm_args"}
+           GemmArgs: "exmy_gemm_args", MmaInstr: "exmy_mma_instr"}
 
 # name: (restype, argtypes)
 _SIGS = {
@@ -114,6 +120,11 @@ _SIGS = {
     "exmy_gemm_args_init": (None, [P(GemmArgs)]),
     "exmy_gemm_check": (c_int, [P(GemmArgs), P(c_size_t), P(c_size_t), P(c_size_t), c_char_p, c_size_t]),
     "exmy_gemm": (c_int, [P(GemmArgs), c_void_p, P(c_float), P(c_uint), c_char_p, c_size_t]),
+    "exmy_mma_parse": (c_int, [c_char_p, P(MmaInstr), c_char_p, c_size_t]),
+    "exmy_mma_count": (c_size_t, []),
+    "exmy_mma_name": (c_int, [c_size_t, c_char_p, c_size_t]),
+    "exmy_mma": (c_int, [P(MmaInstr), c_size_t, c_size_t, P(c_double), P(c_double), P(c_double), P(c_double),
+                         P(c_double), c_void_p, c_char_p, c_size_t]),
 }
 
 
