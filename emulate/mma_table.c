@@ -173,7 +173,7 @@ static void expand(const mma_name *nm, const char *a, const char *b, char *out, 
   const char *p = nm->pattern;
   size_t o = 0;
   while (*p && o + 8 < sizeof body) {
-    if (!strncmp(p, "{a}", 3) || !strncmp(p, "{b}", 3)) {
+    if (p[0] == '{' && (p[1] == 'a' || p[1] == 'b') && p[2] == '}') {
       o += (size_t)snprintf(body + o, sizeof body - o, "%s", p[1] == 'a' ? a : b);
       p += 3;
     } else {
@@ -184,10 +184,17 @@ static void expand(const mma_name *nm, const char *a, const char *b, char *out, 
   snprintf(out, len, "%s:%s", nm->arch, body);
 }
 
-/* Calls fn for every (pattern, a, b) name until it returns nonzero. */
-static int each_name(int (*fn)(void *ctx, const mma_name *nm, const char *a, const char *b, const char *full), void *ctx) {
+/* Calls fn for every (pattern, a, b) name until it returns nonzero; with
+ * text, only for the names of the architecture text starts with ("sm_90:"),
+ * so a lookup expands one architecture's rows, not all. */
+static int each_name(const char *text, int (*fn)(void *ctx, const mma_name *nm, const char *a, const char *b, const char *full),
+                     void *ctx) {
   for (size_t i = 0; i < N_NAMES; i++) {
     const mma_name *nm = &names[i];
+    if (text) {
+      const size_t al = strlen(nm->arch);
+      if (strncmp(text, nm->arch, al) || text[al] != ':') continue;
+    }
     char a[16], b[16], full[128];
     for (int ia = 0; word(nm->a_types, ia, a, sizeof a); ia++) {
       const char *bl = nm->b_types ? nm->b_types : a;
@@ -219,13 +226,13 @@ static int count_fn(void *ctx, const mma_name *nm, const char *a, const char *b,
 
 size_t exmy_mma_count(void) {
   size_t n = 0;
-  each_name(count_fn, &n);
+  each_name(NULL, count_fn, &n);
   return n;
 }
 
 int exmy_mma_name(size_t index, char *buf, size_t buflen) {
   nth_ctx c = {index, 0, buf, buflen, 0};
-  if (!each_name(nth_fn, &c)) return snprintf(buf, buflen, "?");
+  if (!each_name(NULL, nth_fn, &c)) return snprintf(buf, buflen, "?");
   return c.need;
 }
 
@@ -269,7 +276,7 @@ int exmy_mma_parse(const char *text, exmy_mma_instr *instr, char *err, size_t er
   find_ctx c;
   memset(&c, 0, sizeof c);
   c.text = buf;
-  if (!each_name(find_fn, &c))
+  if (!each_name(buf, find_fn, &c))
     return exmy__fail(err, errlen, "mma: unknown instruction '%s' (exmy mma --list prints the names, e.g. "
                       "sm_90:wgmma.f32.e4m3.e4m3, sm_100:tcgen05.kind::mxf4nvf4)", buf);
   exmy_mma_instr in;
