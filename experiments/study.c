@@ -191,6 +191,8 @@ static void free_study(study *st) {
   free(st->claim);
 }
 
+static int cmp_line(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
 int study_main(const char *name, const study_opts *o, char *err, size_t errlen) {
   if (!name || !*name) name = "default";
   study *st = calloc(1, sizeof *st);
@@ -266,6 +268,7 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
     xp_config_default(&d0);
     int nd;
     char **dl = st_config_lines(&d0, &nd);
+    qsort(dl, (size_t)nd, sizeof *dl, cmp_line); /* looked up once per line of every run */
     fprintf(st->log, "study %s: %d runs (%s size, %ld steps, %d seed%s, %d learning rate%s), results in %s\n", name,
             st->nrun, st->size == STUDY_TINY ? "tiny" : st->size == STUDY_FULL ? "full" : "default", st->steps,
             st->nseeds, st->nseeds > 1 ? "s" : "", st->nlr, st->nlr > 1 ? "s" : "", st->dir);
@@ -274,7 +277,7 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
       char **l = st_config_lines(&st->run[i].cfg, &nl);
       fprintf(st->log, "[%d/%d] %s%s:", i + 1, st->nrun, st->run[i].label, st->run[i].phase ? " (phase 2)" : "");
       for (int j = 0; j < nl; j++)
-        if (!st_has_line(dl, nd, l[j]) && !st_skip_line(l[j])) {
+        if (!bsearch(&l[j], dl, (size_t)nd, sizeof *dl, cmp_line) && !st_skip_line(l[j])) {
           /* "key = value" -> "key=value" */
           const char *eq = strstr(l[j], " = ");
           if (eq) fprintf(st->log, " %.*s=%s", (int)(eq - l[j]), l[j], eq + 3);

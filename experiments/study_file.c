@@ -118,9 +118,11 @@ static void placeholder(const char *in, char *out, size_t n) {
   out[j] = 0;
 }
 
-static int check_engine(const study_file *f, int ln, const char *key, const char *val, char *err, size_t errlen) {
-  xp_config c;
-  xp_config_default(&c);
+/* base: the engine's defaults, made once per file (making them parses the
+ * preset's formats) and copied per check. */
+static int check_engine(const study_file *f, const xp_config *base, int ln, const char *key, const char *val, char *err,
+                        size_t errlen) {
+  xp_config c = *base;
   char v[ST_VALLEN], e[EXMY_ERRLEN];
   placeholder(val, v, sizeof v);
   if (xp_config_set(&c, key, v, e, sizeof e)) return ferr(err, errlen, f, ln, "%s", e);
@@ -128,7 +130,7 @@ static int check_engine(const study_file *f, int ln, const char *key, const char
 }
 
 /* Check one line (key already without its size prefix). */
-static int check_line(const study_file *f, int ln, const char *key, const char *val, char *err, size_t errlen) {
+static int check_line(const study_file *f, const xp_config *base, int ln, const char *key, const char *val, char *err, size_t errlen) {
   char why[EXMY_ERRLEN];
   static const char *const TEXT[] = {"name", "description", "published", "note", "zip", "reference"};
   if (IN(key, TEXT) >= 0) return 0;
@@ -152,7 +154,7 @@ static int check_line(const study_file *f, int ln, const char *key, const char *
     const int n = st_axis_values(val, vals, ST_MAXVAL, why, sizeof why);
     if (n < 0) return ferr(err, errlen, f, ln, "%s: %s", key, why);
     for (int i = 0; i < n; i++)
-      if (check_engine(f, ln, key + 5, vals[i], err, errlen)) return 2;
+      if (check_engine(f, base, ln, key + 5, vals[i], err, errlen)) return 2;
     return 0;
   }
   if (!strncmp(key, "arm.", 4)) {
@@ -164,7 +166,7 @@ static int check_line(const study_file *f, int ln, const char *key, const char *
         return ferr(err, errlen, f, ln, "%s = %s: expected a number", key, val);
       return 0;
     }
-    return check_engine(f, ln, dot + 1, val, err, errlen);
+    return check_engine(f, base, ln, dot + 1, val, err, errlen);
   }
   if (!strncmp(key, "claim.", 6)) {
     const char *dot = strchr(key + 6, '.');
@@ -186,11 +188,12 @@ static int check_line(const study_file *f, int ln, const char *key, const char *
   }
   if (!strncmp(key, "tiny.", 5) || !strncmp(key, "full.", 5) || !strncmp(key, "default.", 8))
     return ferr(err, errlen, f, ln, "'%s': one size prefix at most", key);
-  return check_engine(f, ln, key, val, err, errlen);
+  return check_engine(f, base, ln, key, val, err, errlen);
 }
 
 void st_file_free(study_file *f) {
   free(f->line);
+  free(f->eff);
   memset(f, 0, sizeof *f);
 }
 
@@ -199,6 +202,9 @@ int st_file_read(study_file *f, const char *path, char *err, size_t errlen) {
   snprintf(f->path, sizeof f->path, "%s", path);
   FILE *in = fopen(path, "r");
   if (!in) { snprintf(err, errlen, "study: cannot open '%s': %s", path, strerror(errno)); return 2; }
+  xp_config *base = malloc(sizeof *base);
+  if (!base) { fclose(in); snprintf(err, errlen, "study: out of memory"); return 1; }
+  xp_config_default(base);
   char buf[4096];
   int ln = 0, cap = 0, rc = 0;
   while (fgets(buf, sizeof buf, in)) {
@@ -216,7 +222,7 @@ int st_file_read(study_file *f, const char *path, char *err, size_t errlen) {
       rc = ferr(err, errlen, f, ln, "'%.40s...': key or value too long", k);
       break;
     }
-    if ((rc = check_line(f, ln, k, v, err, errlen))) break;
+    if ((rc = check_line(f, base, ln, k, v, err, errlen))) break;
     if (f->nline == cap) {
       cap = cap ? 2 * cap : 64;
       sf_line *nl = realloc(f->line, (size_t)cap * sizeof *nl);
@@ -230,8 +236,21 @@ int st_file_read(study_file *f, const char *path, char *err, size_t errlen) {
     snprintf(L->val, sizeof L->val, "%s", v);
   }
   fclose(in);
+  free(base);
   if (!rc && !st_file_get(f, STUDY_DEFAULT, "description", NULL))
     rc = ferr(err, errlen, f, ln, "no 'description = ...' line (every study says what it is)");
+  /* which line is in effect per size, once: the setup asks for every line */
+  if (!rc && !(f->eff = malloc(3 * (size_t)f->nline + 1))) {
+    snprintf(err, errlen, "study: out of memory");
+    rc = 1;
+  }
+  for (int size = 0; !rc && size < 3; size++)
+    for (int i = 0; i < f->nline; i++) {
+      const sf_line *L = &f->line[i];
+      int eln = -1;
+      if (L->size < 0 || L->size == size) st_file_get(f, size, L->key, &eln);
+      f->eff[size * f->nline + i] = eln == L->ln;
+    }
   if (rc) st_file_free(f);
   return rc;
 }
@@ -251,11 +270,7 @@ const char *st_file_get(const study_file *f, int size, const char *key, int *ln)
 
 /* Whether line i is the one in effect for its key at this size. */
 int st_file_effective(const study_file *f, int size, int i) {
-  const sf_line *L = &f->line[i];
-  if (L->size >= 0 && L->size != size) return 0;
-  int ln;
-  st_file_get(f, size, L->key, &ln);
-  return ln == L->ln;
+  return f->eff[size * f->nline + i];
 }
 
 static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_MAXVAL][ST_VALLEN], char *err,

@@ -69,6 +69,7 @@ typedef struct study_file {
   char path[XP_PATH];
   int nline;
   sf_line *line;
+  unsigned char *eff; /* eff[size * nline + i]: line i is in effect at size (made once by st_file_read) */
 } study_file;
 extern const char *const ST_METRICS[ST_NMETRIC];
 

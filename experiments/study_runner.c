@@ -114,12 +114,26 @@ void st_add_cfgv(study *st, const char *name, const char *group, double x, const
 }
 
 /* Build every run's config; 2 with err on a rejected key or value. */
+static int build_configs(study *st, const xp_config *def, char *err, size_t errlen);
 int st_build_configs(study *st, char *err, size_t errlen) {
+  /* the defaults once (making them parses the preset's formats), copied per run */
+  xp_config *def = malloc(sizeof *def);
+  if (!def) {
+    snprintf(err, errlen, "study: out of memory");
+    return 1;
+  }
+  xp_config_default(def);
+  const int rc = build_configs(st, def, err, errlen);
+  free(def);
+  return rc;
+}
+
+static int build_configs(study *st, const xp_config *def, char *err, size_t errlen) {
   char e[EXMY_ERRLEN];
   for (int i = 0; i < st->nrun; i++) {
     srun *r = &st->run[i];
     xp_config *c = &r->cfg;
-    xp_config_default(c);
+    *c = *def;
     for (int b = 0; b < st->nbase; b++) {
       char v[XP_PATH];
       subst(st, r, st->base[b].v, v, sizeof v);
