@@ -49,6 +49,10 @@ static const study_def STUDIES[] = {
    "Stochastic rounding removes the bias that makes small updates vanish (pure bf16 weights: round-to-nearest "
    "stalls as the learning rate decays).",
    NULL, st_report_rounding},
+  {"lrsweep", "the largest stable learning rate (LR_max) and LR sensitivity per format, paired against fp32 over seeds",
+   "Lee et al. 2024 (arXiv 2405.18710): E8M3-E8M5 training is unstable; Wortsman et al. 2023 (arXiv 2309.14322): "
+   "precision and stability effects show first at the edge of the stable learning-rate range (LR sensitivity).",
+   NULL, st_report_lrsweep},
 };
 #define NSTUDY ((int)(sizeof STUDIES / sizeof STUDIES[0]))
 
@@ -57,7 +61,7 @@ st_report_fn st_report_hook(const char *name) {
     if (!strcmp(STUDIES[i].name, name)) return STUDIES[i].report;
   return NULL;
 }
-const char *st_report_hooks(void) { return "default, mantissa, recipes, fallback, calibration, accumulation, rounding"; }
+const char *st_report_hooks(void) { return "default, mantissa, recipes, fallback, calibration, accumulation, rounding, lrsweep"; }
 
 /* Folders that hold the built-in study files, in the order searched: the
  * EXMY_STUDY_DIR environment variable, the source tree (a build tree's
@@ -338,6 +342,7 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
   st_report_runs_table(st, md);
   int nok = 0;
   for (int i = 0; i < st->nrun; i++) nok += !st->run[i].failed;
+  st_rules_eval(st);
   if (nok && st->def->report) st->def->report(st, md);
   else if (nok) { /* a study file without a C analysis: loss curves with seed bands per learning rate */
     fprintf(md, "## Loss curves\n\n");

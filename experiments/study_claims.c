@@ -19,7 +19,7 @@
 
 #define NONCONV_DEFAULT 0.5
 
-static double nonconv_nats(const study *st) {
+double st_nonconv_nats(const study *st) {
   const char *v = st_file_get(st->file, st->size, "nonconv_nats", NULL);
   return v ? strtod(v, NULL) : NONCONV_DEFAULT;
 }
@@ -60,16 +60,21 @@ static const char *field(const study *st, const char *claim, const char *f) {
   return st_file_get(st->file, st->size, k, NULL);
 }
 
-void st_claims_eval(study *st) {
+/* The non-convergence rule on every run (before a study's analysis). */
+void st_rules_eval(study *st) {
   if (!st->file) return;
   const char *ref = st_file_get(st->file, st->size, "reference", NULL);
-  const double nats = nonconv_nats(st);
+  const double nats = st_nonconv_nats(st);
   for (int i = 0; i < st->nrun; i++) {
     srun *r = &st->run[i];
     const srun *q = ref ? partner(st, r, ref) : NULL;
     r->nonconv = q && usable(r) && usable(q) && isfinite(r->res.val_loss) && isfinite(q->res.val_loss) &&
                  r->res.val_loss > q->res.val_loss + nats;
   }
+}
+
+void st_claims_eval(study *st) {
+  if (!st->file) return;
   /* the claims, in the order their names first appear */
   char names[MAX_FIND][64];
   int nn = 0;
@@ -165,7 +170,7 @@ void st_report_rules(study *st, FILE *md) {
               "losses. ", st->nrun ? st->run[0].cfg.spike_factor : 1.5, st->nrun ? st->run[0].cfg.spike_window : 32);
   if (ref)
     fprintf(md, "Non-convergence: a final validation loss more than %g nats above the `%s` arm's at the same seed, "
-                "learning rate and axis point.\n\n", nonconv_nats(st), ref);
+                "learning rate and axis point.\n\n", st_nonconv_nats(st), ref);
   else fprintf(md, "Non-convergence: not applied (the study names no `reference` arm).\n\n");
   fprintf(md, "Plots of the loss show a trailing mean (stated on the axis); tables use the mean of the last 10%% of "
               "steps; claims on val_loss use the validation loss at the end (the held-out tail of the corpus).\n\n");

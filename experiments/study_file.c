@@ -6,6 +6,7 @@
  *   report = NAME                            a C analysis hook (study.c's table)
  *   seeds = N                                paired seeds 1..N for every arm
  *   reference = ARM, nonconv_nats = X        the non-convergence rule's reference
+ *   lr_delta = X                             the lrsweep analysis's LR_max tolerance (nats)
  *   arm.NAME.KEY = VALUE                     an arm: engine keys (and group, tag,
  *                                            x, phase for the analysis; name, the
  *                                            runs' name when not NAME)
@@ -144,9 +145,9 @@ static int check_line(const study_file *f, const xp_config *base, int ln, const 
       return ferr(err, errlen, f, ln, "seeds = %s: expected a whole number 1..64", val);
     return 0;
   }
-  if (!strcmp(key, "nonconv_nats")) {
+  if (!strcmp(key, "nonconv_nats") || !strcmp(key, "lr_delta")) {
     double v;
-    if (!parse_num(val, &v) || !(v > 0)) return ferr(err, errlen, f, ln, "nonconv_nats = %s: expected a positive number", val);
+    if (!parse_num(val, &v) || !(v > 0)) return ferr(err, errlen, f, ln, "%s = %s: expected a positive number", key, val);
     return 0;
   }
   if (!strncmp(key, "axis.", 5)) {
@@ -312,7 +313,7 @@ int st_file_setup(study *st, char *err, size_t errlen) {
         !strncmp(L->key, "claim.", 6))
       continue;
     static const char *const SWEEP[] = {"name", "description", "published", "note", "report", "seeds", "zip",
-                                        "reference", "nonconv_nats", "steps", "lr"};
+                                        "reference", "nonconv_nats", "lr_delta", "steps", "lr"};
     if (IN(L->key, SWEEP) >= 0) continue;
     if (st->nbase >= MAX_BASE) return ferr(err, errlen, f, L->ln, "more than %d engine keys", MAX_BASE);
     st_base_kv(st, L->key, "%s", L->val);

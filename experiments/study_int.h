@@ -135,6 +135,7 @@ typedef struct series {
   char title[96];
   int n;
   double *x, *y;
+  double *lo, *hi;              /* error bars (seed bands) when not NULL: st_series_bars */
   int points;                   /* 1: linespoints */
 } series;
 
@@ -178,6 +179,7 @@ void st_tbl_end_row(tbl *t);
 void st_tbl_emit(study *st, tbl *t, FILE *md, const char *console_title);
 void st_series_free(series *s, int n);
 void st_series_alloc(series *s, int n, const char *title);
+void st_series_bars(series *s, int n);
 int st_smooth_for(const study *st);
 void st_plot_draw(study *st, const char *stem, const char *title, const char *xl, const char *yl, int logx, int logy,
                       int ns, series *s, double ycap);
@@ -205,6 +207,14 @@ void st_report_calibration(study *st, FILE *md);
 void st_setup_accumulation(study *st);
 void st_report_accumulation(study *st, FILE *md);
 void st_report_rounding(study *st, FILE *md);
+void st_report_lrsweep(study *st, FILE *md);
+/* learning-rate sweeps (study_lrsweep.c); loss[i] over learning rates in
+ * ascending order, +inf for a failed run */
+int st_lr_max_index(const double *loss, int nlr, double best, double delta);
+double st_lr_sensitivity(const double *loss, int nlr, double l0);
+/* a predicted lower LR_max: 1 the shift's 95% CI [lo, hi] (log2) lies below 0,
+ * 0 it excludes a drop of one grid step, -1 inconclusive (and when n < 3) */
+int st_lr_shift_verdict(int n, double lo, double hi, double step);
 
 /* paired claims (study_stats.c) */
 #define ST_NRULE 3
@@ -228,6 +238,8 @@ typedef struct st_claim_row {
   st_claim c;
 } st_claim_row;
 /* study_claims.c: the rules on every run, the claims, their report sections */
+double st_nonconv_nats(const study *st);
+void st_rules_eval(study *st);
 void st_claims_eval(study *st);
 void st_report_rules(study *st, FILE *md);
 void st_report_conclude(study *st, FILE *md);

@@ -93,7 +93,13 @@ void st_tbl_emit(study *st, tbl *t, FILE *md, const char *console_title) {
 
 
 void st_series_free(series *s, int n) {
-  for (int i = 0; i < n; i++) { free(s[i].x); free(s[i].y); }
+  for (int i = 0; i < n; i++) { free(s[i].x); free(s[i].y); free(s[i].lo); free(s[i].hi); }
+}
+
+/* Give a series (allocated for n points) error bars lo..hi. */
+void st_series_bars(series *s, int n) {
+  s->lo = calloc((size_t)n + 1, sizeof *s->lo);
+  s->hi = calloc((size_t)n + 1, sizeof *s->hi);
 }
 
 void st_series_alloc(series *s, int n, const char *title) {
@@ -169,9 +175,11 @@ void st_plot_draw(study *st, const char *stem, const char *title, const char *xl
     fprintf(d, "# %s\n", s[i].title);
     for (int j = 0; j < s[i].n; j++) {
       if (isfinite(s[i].y[j])) {
-        fprintf(d, "%.9g %.9g\n", s[i].x[j], s[i].y[j]);
+        fprintf(d, "%.9g %.9g", s[i].x[j], s[i].y[j]);
+        if (s[i].lo && s[i].hi) fprintf(d, " %.9g %.9g", s[i].lo[j], s[i].hi[j]);
+        fputc('\n', d);
         if (s[i].y[j] > ymax) ymax = s[i].y[j];
-      } else fprintf(d, "%.9g NaN\n", s[i].x[j]);
+      } else fprintf(d, "%.9g NaN%s\n", s[i].x[j], s[i].lo && s[i].hi ? " NaN NaN" : "");
     }
     fprintf(d, "\n\n");
   }
@@ -187,7 +195,7 @@ void st_plot_draw(study *st, const char *stem, const char *title, const char *xl
   fprintf(g, "set title '%s' noenhanced\nset xlabel '%s' noenhanced\nset ylabel '%s' noenhanced\n", qt, qx, qy);
   fprintf(g, "set key noenhanced outside right top\nset grid\nset datafile missing 'NaN'\n");
   st_gp_palette(g);
-  if (logx) fprintf(g, "set logscale x 2\n");
+  if (logx) fprintf(g, "set logscale x %d\n", logx == 10 ? 10 : 2); /* logx: 10 for decades (learning rates), else 2 */
   if (logy) fprintf(g, "set logscale y\nset format y '%%.0e'\n");
   if (isfinite(ycap) && ymax > ycap) fprintf(g, "set yrange [*:%.6g]\n", ycap);
   st_gp_terminal(g, stem, 0);
@@ -197,8 +205,12 @@ void st_plot_draw(study *st, const char *stem, const char *title, const char *xl
     gp_quote(s[i].title, t, sizeof t);
     /* markers on every curve (a few per line, so curves are told apart without colour) */
     int pi = s[i].n / 8;
-    fprintf(g, "%s'%s.dat' index %d using 1:2 with linespoints pt %d ps %s pi %d lw 1.6 title '%s'", i ? ", \\\n     " : "",
-            stem, i, 1 + i % 13, s[i].points ? "0.7" : "0.5", s[i].points ? 1 : pi > 1 ? pi : 1, t);
+    if (s[i].lo && s[i].hi) /* a seed band as error bars */
+      fprintf(g, "%s'%s.dat' index %d using 1:2:3:4 with yerrorlines pt %d ps 0.7 lw 1.6 title '%s'", i ? ", \\\n     " : "",
+              stem, i, 1 + i % 13, t);
+    else
+      fprintf(g, "%s'%s.dat' index %d using 1:2 with linespoints pt %d ps %s pi %d lw 1.6 title '%s'", i ? ", \\\n     " : "",
+              stem, i, 1 + i % 13, s[i].points ? "0.7" : "0.5", s[i].points ? 1 : pi > 1 ? pi : 1, t);
   }
   fputc('\n', g);
   st_gp_terminal(g, stem, 1);

@@ -30,7 +30,7 @@ run study --help
 if [ "$rc" -eq 0 ] && grep -q "usage: exmy study" "$T/out"; then pass "study --help"; else fail "study --help" "status $rc"; fi
 
 run study --list
-studies="default mantissa recipes fallback calibration accumulation rounding"
+studies="default mantissa recipes fallback calibration accumulation rounding lrsweep"
 ok=1
 for s in $studies; do grep -Eq "^$s +[a-zA-Z0-9]" "$T/out" || ok=0; done
 if [ "$rc" -eq 0 ] && [ $ok -eq 1 ]; then pass "study --list names every study with a description"
@@ -240,6 +240,10 @@ accumulation: - **observation**: FP16 accumulation of per-tensor-scaled FP8 oper
 rounding: - **not reproduced**: Stochastic rounding of low-mantissa gradients trains at least as well as round-to-nearest. E8M3: rne 3.6262 (0/1 diverged), sr 3.6262 (0/1), difference +0.0001 vs seed sd nan/nan; E8M4: rne 3.6259 (0/1 diverged), sr 3.6258 (0/1), difference -0.0001 vs seed sd nan/nan; E8M5: rne 3.6257 (0/1 diverged), sr 3.6254 (0/1), difference -0.0002 vs seed sd nan/nan; bf16 gradients: 3.6255. Reproduced when sr's final loss is lower (or it diverges less) at every width; here at 2 of 3.
 rounding: - **reproduced**: With bf16 weights, round-to-nearest updates vanish as the learning rate decays; stochastic rounding removes the bias. final loss above fp32 master weights: rne +0.0018, sr +0.0005 (fp32 master 3.6255). Reproduced when rne's gap is positive and larger than sr's.
 rounding: - **inconclusive**: With pure bf16 weights, stochastic rounding of the updates ends below round-to-nearest (validation loss) (SR removes the bias that makes small updates vanish). val_loss bf16 weights sr - bf16 weights rne over n = 1 paired runs: mean -0.0003, 95% CI [-0.0003, -0.0003] (bootstrap, 2000 resamples); lower = the 95% CI below 0; inconclusive: fewer than 3 pairs (one seed).
+lrsweep: - **inconclusive**: e8m3 rtz: LR_max below fp32's (paired by seed), as the published claim predicts (Lee et al. 2024: E8M3-E8M5 unstable). shift log2 LR_max = +0.00 over n = 1 seeds (0 censored); inconclusive: fewer than 3 seeds
+lrsweep: - **observation**: hybrid: LR_max against fp32's (paired by seed). shift log2 LR_max = +0.00 over n = 1 seeds (0 censored); inconclusive: fewer than 3 seeds
+lrsweep: - **inconclusive**: E8M3 with round-toward-zero on every GEMM input fails more often than fp32 over the grid (Lee et al. 2024: E8M3-E8M5 fail to converge at 120M). failed rate: e8m3 rtz 0/3 [0.00, 0.71], fp32 0/3 [0.00, 0.71] (exact 95% intervals); higher = the intervals disjoint in that direction.
+lrsweep: - **inconclusive**: HYBRID FP8 (current scaling) tracks fp32 in validation loss within 0.05 nats (Micikevicius et al. 2022 (arXiv 2209.05433): FP8 training matches 16-bit training). val_loss hybrid - fp32 over n = 3 paired runs: mean -0.0252, 95% CI [-0.0787, +0.0034] (bootstrap, 2000 resamples); tracks = the 90% CI inside the margin (TOST), margin 0.05 nats.
 END_OF_VERDICTS
 }
 

@@ -3,7 +3,8 @@
  * one seed, every run diverged (NaN), ties, a NaN among seeds, a clear gap,
  * a gap straddling the margin; the bootstrap is deterministic and its CI
  * holds the mean; Clopper-Pearson intervals against closed forms; rate
- * verdicts.  Noise comes from EXMY_TEST_SEED's generator. */
+ * verdicts; the lrsweep analysis's LR_max and LR sensitivity (Wortsman et
+ * al.) on hand-computed grids.  Noise comes from EXMY_TEST_SEED's generator. */
 #include "experiments/study_int.h"
 #include "tests/testutil.h"
 
@@ -92,5 +93,28 @@ int main(void) {
   CHECK(c.verdict == -1, "rates 0/20 vs 0/20 (ties): verdict %d", c.verdict);
   st_claim_rates(3, 20, 1, 20, H, &c);
   CHECK(c.verdict == -1, "rates 3/20 vs 1/20 overlap: verdict %d", c.verdict);
+  /* LR_max: the largest lr (ascending) within delta of best; +inf and NaN never qualify */
+  const double g1[] = {2.0, 1.8, 1.75, 1.9, INFINITY};
+  CHECK(st_lr_max_index(g1, 5, 1.75, 0.05) == 2, "LR_max of a U-shaped curve: %d, want 2", st_lr_max_index(g1, 5, 1.75, 0.05));
+  CHECK(st_lr_max_index(g1, 5, 1.75, 0.15) == 3, "LR_max with delta 0.15: %d, want 3", st_lr_max_index(g1, 5, 1.75, 0.15));
+  CHECK(st_lr_max_index(g1, 5, 1.70, 0.05) == 2, "LR_max at best + delta exactly: %d, want 2", st_lr_max_index(g1, 5, 1.70, 0.05));
+  const double g2[] = {INFINITY, NAN, INFINITY};
+  CHECK(st_lr_max_index(g2, 3, 1.7, 0.05) == -1, "LR_max of an arm that never trained: %d, want -1",
+        st_lr_max_index(g2, 3, 1.7, 0.05));
+  CHECK(st_lr_max_index(g1, 5, INFINITY, 0.05) == -1, "LR_max without a reference best: %d, want -1",
+        st_lr_max_index(g1, 5, INFINITY, 0.05));
+  /* LR sensitivity: mean of min(loss, l0) minus its minimum; failures count as l0 */
+  const double g3[] = {3.0, 2.0, 2.5, INFINITY}; /* l0 4: min(.)= 3, 2, 2.5, 4 -> mean 2.875 - 2 */
+  CHECK(st_lr_sensitivity(g3, 4, 4.0) == 0.875, "LR sensitivity %a, want 0.875", st_lr_sensitivity(g3, 4, 4.0));
+  const double g4[] = {5.0, NAN}; /* both count as l0: a flat curve, sensitivity 0 */
+  CHECK(st_lr_sensitivity(g4, 2, 4.0) == 0, "LR sensitivity of an arm that never trained: %a", st_lr_sensitivity(g4, 2, 4.0));
+  CHECK(isnan(st_lr_sensitivity(g3, 4, NAN)), "LR sensitivity without a first loss is not NaN");
+  /* the LR_max shift's verdict (grid step 1 in log2) */
+  CHECK(st_lr_shift_verdict(5, -2.0, -0.5, 1) == 1, "shift CI below 0: not reproduced");
+  CHECK(st_lr_shift_verdict(5, -0.5, 0.5, 1) == 0, "shift CI excluding a one-step drop: not 'not reproduced'");
+  CHECK(st_lr_shift_verdict(5, -1.5, 0.5, 1) == -1, "shift CI reaching a one-step drop and 0: not inconclusive");
+  CHECK(st_lr_shift_verdict(5, -1.0, 0.0, 1) == -1, "shift CI touching -1 and 0: not inconclusive");
+  CHECK(st_lr_shift_verdict(2, -2.0, -1.0, 1) == -1, "two seeds: not inconclusive");
+  CHECK(st_lr_shift_verdict(5, NAN, NAN, 1) == -1, "no pairs: not inconclusive");
   return tu_finish("test_study_stats");
 }

@@ -1,0 +1,276 @@
+/* study_lrsweep.c: the analysis of learning-rate sweeps (report = lrsweep; the
+ * runs are a study file's arms crossed with axis.lr and seeds, e.g.
+ * experiments/studies/lrsweep.study).  Definitions (docs/studies/README.md,
+ * "The lrsweep analysis"), per arm a (and axis point), seed s, learning rate lr:
+ *   loss(a, lr, s)  the run's validation loss; +inf when it diverged, failed
+ *                   or is not finite;
+ *   best(s)         the reference arm's lowest loss over the learning rates;
+ *   LR_max(a, s)    the largest lr with loss <= best(s) + lr_delta;
+ *   shift(a, s)     log2 LR_max(a, s) - log2 LR_max(ref, s), paired by seed; an
+ *                   arm with no such lr sits one grid step below the grid
+ *                   (censored, counted);
+ *   sensitivity     Wortsman et al. 2023: the mean over the grid of
+ *                   min(loss, l0) minus its minimum (l0: the first loss);
+ *   did not train   loss is +inf or above best(s) + nonconv_nats. */
+#include "experiments/study_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LR_DELTA_DEFAULT 0.05
+
+int st_lr_max_index(const double *loss, int nlr, double best, double delta) {
+  if (!isfinite(best)) return -1;
+  for (int i = nlr - 1; i >= 0; i--)
+    if (loss[i] <= best + delta) return i; /* false for NaN and +inf */
+  return -1;
+}
+
+double st_lr_sensitivity(const double *loss, int nlr, double l0) {
+  if (nlr < 1 || !isfinite(l0)) return NAN;
+  double sum = 0, lo = INFINITY;
+  for (int i = 0; i < nlr; i++) {
+    const double v = loss[i] < l0 ? loss[i] : l0; /* NaN and +inf count as l0 */
+    sum += v;
+    if (v < lo) lo = v;
+  }
+  return sum / nlr - lo;
+}
+
+int st_lr_shift_verdict(int n, double lo, double hi, double step) {
+  if (n < 3 || !isfinite(lo) || !isfinite(hi)) return -1;
+  if (hi < 0) return 1;         /* the CI lies below 0: a lower LR_max */
+  if (lo > -step) return 0;     /* the CI excludes a one-step drop */
+  return -1;
+}
+
+/* One curve: an arm at one axis point, every seed and learning rate (in
+ * ascending lr order). */
+typedef struct curve {
+  char arm[64], point[96];
+  double *loss;   /* [seed * nlr + k] */
+  double *l0;     /* per seed */
+  int ref;        /* index of the reference curve at the same point, -1 none */
+  int unstable;   /* arm.NAME.tag = unstable: the published claim predicts a lower LR_max */
+} curve;
+
+static double num_key(const study *st, const char *key, double def) {
+  const char *v = st_file_get(st->file, st->size, key, NULL);
+  return v ? strtod(v, NULL) : def;
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Whether curve c did not train at seed s, learning rate k (ascending order). */
+static int failed_at(const curve *cv, int c, int s, int k, int nlr, double nats) {
+  const double v = cv[c].loss[(size_t)s * nlr + k];
+  if (!isfinite(v)) return 1;
+  if (cv[c].ref < 0) return 0;
+  const double *lr_ref = cv[cv[c].ref].loss + (size_t)s * nlr;
+  double best = INFINITY;
+  for (int q = 0; q < nlr; q++) best = lr_ref[q] < best ? lr_ref[q] : best;
+  return isfinite(best) && v > best + nats;
+}
+
+static double run_loss(const srun *r) {
+  if (r->failed || r->missing || st_run_diverged(r) || !isfinite(r->res.val_loss)) return INFINITY;
+  return r->res.val_loss;
+}
+
+static void fmt_ci(char *buf, size_t n, double m, double lo, double hi) {
+  if (!isfinite(m)) snprintf(buf, n, "-");
+  else if (!isfinite(lo)) snprintf(buf, n, "%+.2f", m);
+  else snprintf(buf, n, "%+.2f [%+.2f, %+.2f]", m, lo, hi);
+}
+
+void st_report_lrsweep(study *st, FILE *md) {
+  const int nlr = st->nlr, ns = st->nseeds;
+  if (!st->file || nlr < 1) return;
+  const char *refarm = st_file_get(st->file, st->size, "reference", NULL);
+  const double delta = num_key(st, "lr_delta", LR_DELTA_DEFAULT), nats = st_nonconv_nats(st);
+  int ord[MAX_LR], pos[MAX_LR]; /* the learning rates in ascending order (insertion sort: at most MAX_LR) */
+  for (int k = 0; k < nlr; k++) {
+    int j = k;
+    for (; j > 0 && st->lr[ord[j - 1]] > st->lr[k]; j--) ord[j] = ord[j - 1];
+    ord[j] = k;
+  }
+  for (int k = 0; k < nlr; k++) pos[ord[k]] = k;
+  const double step = nlr > 1 ? log2(st->lr[ord[1]] / st->lr[ord[0]]) : 1;
+
+  /* curves in the order their runs appear */
+  curve *cv = calloc((size_t)st->nrun + 1, sizeof *cv);
+  int nc = 0;
+  for (int i = 0; i < st->nrun; i++) {
+    const srun *r = &st->run[i];
+    int c = 0;
+    while (c < nc && (strcmp(cv[c].arm, r->arm) || strcmp(cv[c].point, r->point))) c++;
+    if (c == nc) {
+      snprintf(cv[c].arm, sizeof cv[c].arm, "%s", r->arm);
+      snprintf(cv[c].point, sizeof cv[c].point, "%s", r->point);
+      cv[c].loss = malloc((size_t)ns * nlr * sizeof *cv[c].loss);
+      cv[c].l0 = malloc((size_t)ns * sizeof *cv[c].l0);
+      for (int j = 0; j < ns * nlr; j++) cv[c].loss[j] = INFINITY;
+      for (int j = 0; j < ns; j++) cv[c].l0[j] = NAN;
+      cv[c].unstable = !strcmp(r->tag, "unstable");
+      nc++;
+    }
+    if (r->seedi >= ns || r->lri >= nlr) continue;
+    cv[c].loss[r->seedi * nlr + pos[r->lri]] = run_loss(r);
+    if (!r->failed && !r->missing && isfinite(r->res.first_loss) && !isfinite(cv[c].l0[r->seedi]))
+      cv[c].l0[r->seedi] = r->res.first_loss;
+  }
+  for (int c = 0; c < nc; c++) {
+    cv[c].ref = -1;
+    for (int q = 0; refarm && q < nc; q++)
+      if (!strcmp(cv[q].arm, refarm) && !strcmp(cv[q].point, cv[c].point)) cv[c].ref = q;
+  }
+
+  fprintf(md, "## LR_max and LR sensitivity\n\n"
+              "Per arm and seed: `LR_max` is the largest learning rate whose validation loss is within "
+              "lr_delta = %g nats of the reference arm's (%s) best loss over the learning rates at the same seed; "
+              "the shift is log2 LR_max(arm) - log2 LR_max(%s), paired by seed (grid step %.2f in log2), with a "
+              "95%% bootstrap CI over the seeds (2000 resamples, seeded). An arm that never comes within lr_delta "
+              "at a seed is placed one grid step below the smallest learning rate (censored: the true shift is "
+              "at least that large). `LR sensitivity` (Wortsman et al. 2023): the mean over the grid of "
+              "min(loss, first loss) minus its minimum, per seed. A run *did not train* when it diverged, "
+              "errored, or ended more than nonconv_nats = %g nats above the reference's best loss at its seed "
+              "(the claims' non-convergence rule below compares with the reference at the same learning rate "
+              "instead); rates with exact (Clopper-Pearson) 95%% intervals.\n\n",
+          delta, refarm ? refarm : "none", refarm ? refarm : "none", step, nats);
+  if (!refarm) fprintf(md, "No `reference = ARM` line: LR_max and failures cannot be measured.\n\n");
+
+  char h_fail[96];
+  snprintf(h_fail, sizeof h_fail, "did not train, per lr (of %d)", ns);
+  tbl *t = st_tbl_new(7, "arm", "seeds", "LR_max (median)", "shift, log2 [95% CI]", "LR sensitivity [95% CI]", h_fail,
+                      "did not train, all lrs [95% CI]");
+  double *gap = malloc((size_t)ns * sizeof *gap), *sens = malloc((size_t)ns * sizeof *sens);
+  for (int c = 0; c < nc; c++) {
+    const curve *a = &cv[c];
+    const curve *rf = a->ref >= 0 ? &cv[a->ref] : NULL;
+    int ng = 0, ncens = 0, nsens = 0, nmax = 0;
+    double lrmax[64];
+    for (int s = 0; s < ns; s++) {
+      const double *la = a->loss + (size_t)s * nlr;
+      const double sv = st_lr_sensitivity(la, nlr, a->l0[s]);
+      if (isfinite(sv)) sens[nsens++] = sv;
+      if (!rf) continue;
+      const double *lr_ref = rf->loss + (size_t)s * nlr;
+      double best = INFINITY;
+      for (int k = 0; k < nlr; k++) best = lr_ref[k] < best ? lr_ref[k] : best;
+      const int ir = st_lr_max_index(lr_ref, nlr, best, delta), ia = st_lr_max_index(la, nlr, best, delta);
+      if (ia >= 0 && nmax < 64) lrmax[nmax++] = st->lr[ord[ia]];
+      if (ir < 0) continue; /* the reference itself never trained at this seed */
+      const double xa = ia >= 0 ? log2(st->lr[ord[ia]]) : log2(st->lr[ord[0]]) - step;
+      ncens += ia < 0;
+      gap[ng++] = xa - log2(st->lr[ord[ir]]);
+    }
+    double m = ng ? st_mean_of(gap, ng) : NAN, lo = NAN, hi = NAN;
+    if (ng) st_bootstrap(gap, ng, 0x1e5eedULL + (uint64_t)c, 0.95, &lo, &hi);
+    double sm = nsens ? st_mean_of(sens, nsens) : NAN, slo = NAN, shi = NAN;
+    if (nsens) st_bootstrap(sens, nsens, 0x5e45ULL + (uint64_t)c, 0.95, &slo, &shi);
+    char b[96], shift[96], name[170];
+    fmt_ci(shift, sizeof shift, m, ng > 1 ? lo : NAN, hi);
+    snprintf(name, sizeof name, "%s%s", a->arm[0] ? a->arm : "base", a->point);
+    st_tbl_cell(t, 0, "%s", name);
+    st_tbl_cell(t, 1, "%d", ns);
+    if (nmax) {
+      qsort(lrmax, (size_t)nmax, sizeof *lrmax, cmp_dbl);
+      st_fmt_lr(nmax % 2 ? lrmax[nmax / 2] : sqrt(lrmax[nmax / 2 - 1] * lrmax[nmax / 2]), b, sizeof b);
+      st_tbl_cell(t, 2, "%s%s", b, nmax < ns ? " (some seeds: none)" : "");
+    } else st_tbl_cell(t, 2, "none");
+    if (rf && a != rf) st_tbl_cell(t, 3, "%s%s", shift, ncens ? " (censored)" : ""); else st_tbl_cell(t, 3, a == rf ? "reference" : "-");
+    fmt_ci(b, sizeof b, sm, nsens > 1 ? slo : NAN, shi);
+    st_tbl_cell(t, 4, "%s", b);
+    char per[160] = "";
+    int nfail = 0;
+    for (int k = 0; k < nlr; k++) {
+      int nf = 0;
+      for (int sd = 0; sd < ns; sd++) nf += failed_at(cv, c, sd, k, nlr, nats);
+      nfail += nf;
+      st_cat(per, sizeof per, "%s%d", k ? " " : "", nf);
+    }
+    st_tbl_cell(t, 5, "%s", per);
+    double plo, phi;
+    st_clopper_pearson(nfail, ns * nlr, 0.95, &plo, &phi);
+    st_tbl_cell(t, 6, "%d/%d [%.0f%%, %.0f%%]", nfail, ns * nlr, 100 * plo, 100 * phi);
+    st_tbl_end_row(t);
+    if (!rf || a == rf || st->nfind >= MAX_FIND) continue;
+    /* the finding: a lower LR_max than the reference, paired by seed */
+    int verdict = 2;
+    char claim[400];
+    if (a->unstable)
+      snprintf(claim, sizeof claim, "%s: LR_max below %s's (paired by seed), as the published claim predicts (Lee et al. "
+               "2024: E8M3-E8M5 unstable).", name, refarm);
+    else snprintf(claim, sizeof claim, "%s: LR_max against %s's (paired by seed).", name, refarm);
+    if (a->unstable) verdict = st_lr_shift_verdict(ng, lo, hi, step);
+    st_finding_add(st, verdict, claim,
+                   "shift log2 LR_max = %s over n = %d seeds (%d censored); %s", shift, ng, ncens,
+                   ng < 3 ? "inconclusive: fewer than 3 seeds"
+                   : hi < 0 ? "the 95% CI lies below 0: a lower LR_max"
+                   : lo > -step ? "the 95% CI excludes a drop of one grid step: no lower LR_max at this grid's resolution"
+                                : "the 95% CI reaches a one-step drop but also 0: inconclusive");
+  }
+  fprintf(md, "## Results per arm\n\n");
+  st_tbl_emit(st, t, md, "LR_max and LR sensitivity per arm:");
+
+  /* the classic figure: validation loss against the learning rate, seed bands */
+  series *sr = calloc((size_t)nc + 1, sizeof *sr);
+  for (int c = 0; c < nc; c++) {
+    char name[170];
+    snprintf(name, sizeof name, "%s%s", cv[c].arm[0] ? cv[c].arm : "base", cv[c].point);
+    st_series_alloc(&sr[c], nlr, name);
+    st_series_bars(&sr[c], nlr);
+    sr[c].points = 1;
+    for (int k = 0; k < nlr; k++) {
+      double sum = 0, lo = INFINITY, hi = -INFINITY;
+      int n = 0;
+      for (int s = 0; s < ns; s++) {
+        const double v = cv[c].loss[(size_t)s * nlr + k];
+        if (!isfinite(v)) continue;
+        sum += v, n++;
+        lo = v < lo ? v : lo, hi = v > hi ? v : hi;
+      }
+      sr[c].x[k] = st->lr[ord[k]];
+      sr[c].y[k] = n ? sum / n : NAN;
+      sr[c].lo[k] = n ? lo : NAN;
+      sr[c].hi[k] = n ? hi : NAN;
+    }
+    sr[c].n = nlr;
+  }
+  char ttl[200];
+  snprintf(ttl, sizeof ttl, "validation loss vs learning rate: mean of the runs that trained, bars min..max over %d seed%s",
+           ns, ns > 1 ? "s" : "");
+  st_plot_draw(st, "loss-vs-lr", ttl, "learning rate (log axis)", "validation loss (nats)", 10, 0, nc, sr, NAN);
+  st_series_free(sr, nc);
+  st_md_plot(st, md, "loss-vs-lr", ttl);
+  /* the rate of runs that did not train against the learning rate */
+  for (int c = 0; c < nc; c++) {
+    char name[170];
+    snprintf(name, sizeof name, "%s%s", cv[c].arm[0] ? cv[c].arm : "base", cv[c].point);
+    st_series_alloc(&sr[c], nlr, name);
+    sr[c].points = 1;
+    for (int k = 0; k < nlr; k++) {
+      int nf = 0;
+      for (int sd = 0; sd < ns; sd++) nf += failed_at(cv, c, sd, k, nlr, nats);
+      sr[c].x[k] = st->lr[ord[k]];
+      sr[c].y[k] = (double)nf / ns;
+    }
+    sr[c].n = nlr;
+  }
+  snprintf(ttl, sizeof ttl, "runs that did not train (diverged, or ended > %g nats above the reference's best) per learning rate", nats);
+  st_plot_draw(st, "failed-vs-lr", ttl, "learning rate (log axis)", "did not train (fraction of seeds)", 10, 0, nc, sr, NAN);
+  st_series_free(sr, nc);
+  st_md_plot(st, md, "failed-vs-lr", ttl);
+  if (ns < 5)
+    fprintf(md, "With %d seed%s per point, the rates of runs that did not train carry wide exact intervals (a rate of 0/%d has a 95%% upper "
+                "bound of %.0f%%).\n\n", ns, ns > 1 ? "s" : "", ns, 100 * (1 - pow(0.025, 1.0 / ns)));
+  free(sr);
+  free(gap);
+  free(sens);
+  for (int c = 0; c < nc; c++) { free(cv[c].loss); free(cv[c].l0); }
+  free(cv);
+}
