@@ -85,7 +85,8 @@ static uint64_t pack(const exmy_format *fmt, exmy_round_mode mode, int neg, u128
 typedef struct mma_ctx {
   const exmy_mma_instr *in;
   const mma_datapath *dp;
-  exmy_format e8m13, f32;
+  exmy_format e8m13, f32, wide;
+  const exmy_format *af, *bf; /* the operands' formats in the products (the row's widen, or A's and B's) */
 } mma_ctx;
 
 static uint64_t nan_code(const exmy_format *d) { return d->bits == 16 ? 0x7FFFu : 0x7FFFFFFFu; }
@@ -139,8 +140,8 @@ static int special(const mma_ctx *x, const piece *p, int *neg) {
     if (x->in->has_scale) v = v * p->sa[l / blk] * p->sb[(size_t)(l / blk) * p->sbstride];
     if (x->dp->algo == MMA_TR && isfinite(v) && v != 0) { /* TR: a product of 2^128 or more is inf */
       term ta, tb;
-      nominal(pa(p, l), &x->in->a_fmt, &ta);
-      nominal(pb(p, l), &x->in->b_fmt, &tb);
+      nominal(pa(p, l), x->af, &ta);
+      nominal(pb(p, l), x->bf, &tb);
       const term t = mul(&ta, &tb);
       if (t.e + (t.m >> (t.mt + 1) != 0) >= 128) v = copysign(INFINITY, v);
     }
@@ -162,8 +163,8 @@ static uint64_t t_fdpa(const mma_ctx *x, const piece *p) {
   int n = 0, emax = INT32_MIN;
   for (int l = 0; l < p->L; l++, n++) {
     term ta, tb;
-    nominal(pa(p, l), &in->a_fmt, &ta);
-    nominal(pb(p, l), &in->b_fmt, &tb);
+    nominal(pa(p, l), x->af, &ta);
+    nominal(pb(p, l), x->bf, &tb);
     t[n] = mul(&ta, &tb);
     if (in->has_scale) {
       term s1, s2;
@@ -194,7 +195,7 @@ static uint64_t gst_fdpa(const mma_ctx *x, const piece *p) {
   term t[17];
   int n = 0, emax = INT32_MIN;
   /* elements as integers in units 2^(emin - mbits) */
-  const int ua = in->a_fmt.emin - in->a_fmt.mbits, ub = in->b_fmt.emin - in->b_fmt.mbits;
+  const int ua = x->af->emin - x->af->mbits, ub = x->bf->emin - x->bf->mbits;
   for (int g0 = 0; g0 < p->L; g0 += dp->G, n++) {
     i128 P = 0;
     int allzero = 1, allneg = 1;
@@ -256,8 +257,8 @@ static uint64_t tr_fdpa(const mma_ctx *x, const piece *p) {
   term t[64];
   for (int l = 0; l < p->L; l++) {
     term ta, tb;
-    nominal(pa(p, l), &in->a_fmt, &ta);
-    nominal(pb(p, l), &in->b_fmt, &tb);
+    nominal(pa(p, l), x->af, &ta);
+    nominal(pb(p, l), x->bf, &tb);
     t[l] = mul(&ta, &tb);
   }
   int e_dot, dneg;
@@ -305,8 +306,8 @@ static uint64_t e_fdpa(const mma_ctx *x, const piece *p) {
   int n = 0;
   for (int l = 0; l < p->L; l++, n++) {
     term ta, tb;
-    nominal(pa(p, l), &in->a_fmt, &ta);
-    nominal(pb(p, l), &in->b_fmt, &tb);
+    nominal(pa(p, l), x->af, &ta);
+    nominal(pb(p, l), x->bf, &tb);
     t[n] = mul(&ta, &tb);
   }
   nominal(p->c, p->cf, &t[n++]);
@@ -363,13 +364,12 @@ static float ftz_in(double x, const exmy_format *f) {
 }
 
 static uint64_t ftz_fdpa(const mma_ctx *x, const piece *p) {
-  const exmy_mma_instr *in = x->in;
   const int P = x->dp->G;
   float c = ftz((float)p->c, 0);
   float pr[4];
   for (int l0 = 0; l0 < p->L; l0 += P) {
     for (int q = 0; q < P; q++)
-      pr[q] = ftz(ftz_in(pa(p, l0 + q), &in->a_fmt) * ftz_in(pb(p, l0 + q), &in->b_fmt), 1);
+      pr[q] = ftz(ftz_in(pa(p, l0 + q), x->af) * ftz_in(pb(p, l0 + q), x->bf), 1);
     float s = ftz(pr[0] + pr[1], 1);
     if (P == 4) s = ftz(s + ftz(pr[2] + pr[3], 1), 1);
     c = ftz(c + s, 1);
@@ -378,6 +378,34 @@ static uint64_t ftz_fdpa(const mma_ctx *x, const piece *p) {
   memcpy(&bits, &c, 4);
   if (isnan(c)) bits = 0x7FC00000u; /* one quiet NaN (the payload is not modelled) */
   return bits;
+}
+
+/* c_last: D = code + c, one add rounded to D's format (nearest even), the
+ * exact sum formed in integers.  An operand more than 64 binades below the
+ * other's last bit only decides the rounding, so it becomes a sticky unit. */
+static uint64_t add_last(const mma_ctx *x, uint64_t code, double c) {
+  const exmy_format *d = &x->in->d_fmt;
+  const double s = exmy_decode(d, code), t = s + c; /* t only classifies NaN and inf */
+  if (isnan(t)) return nan_code(d);
+  if (isinf(t)) return inf_code(d, t < 0);
+  term u, v;
+  nominal(s, d, &u);
+  nominal(c, &x->in->c_fmt, &v);
+  if (!u.m && !v.m) return u.neg && v.neg ? d->sign_mask : 0;
+  int qu = u.e - u.mt, qv = v.e - v.mt;
+  if (!u.m || (v.m && qv > qu)) { /* u: the nonzero term with the higher last bit */
+    const term w = u;
+    const int qw = qu;
+    u = v, v = w, qu = qv, qv = qw;
+  }
+  const i128 su = u.neg ? -1 : 1, sv = v.neg ? -1 : 1;
+  i128 S;
+  int q;
+  if (!v.m) S = su * (i128)u.m, q = qu;
+  else if (qu - qv > 64) S = su * ((i128)u.m << 4) + sv, q = qu - 4;
+  else S = su * ((i128)u.m << (qu - qv)) + sv * (i128)v.m, q = qv;
+  if (S == 0) return 0; /* exact cancellation: +0 */
+  return pack(d, EXMY_RNE, S < 0, S < 0 ? (u128)(-S) : (u128)S, q);
 }
 
 /* ---- the instruction --------------------------------------------------------- */
@@ -405,8 +433,12 @@ int exmy_mma(const exmy_mma_instr *in, size_t m, size_t n, const double *a, cons
   if (!in || !a || !b || !c || !d) return exmy__fail(err, errlen, "mma: NULL argument");
   if (in->path < 0 || (size_t)in->path >= exmy__mma_npaths) return exmy__fail(err, errlen, "mma: instruction not parsed");
   if (in->has_scale && (!sa || !sb)) return exmy__fail(err, errlen, "mma: %s needs block scales", in->name);
-  mma_ctx x = {in, &exmy__mma_paths[in->path], {0}, {0}};
+  mma_ctx x = {in, &exmy__mma_paths[in->path], {0}, {0}, {0}, &in->a_fmt, &in->b_fmt};
   if (exmy_format_parse("e8m13", &x.e8m13, err, errlen) || exmy_format_parse("f32", &x.f32, err, errlen)) return -1;
+  if (x.dp->widen) {
+    if (exmy_format_parse(x.dp->widen, &x.wide, err, errlen)) return -1;
+    x.af = x.bf = &x.wide; /* FP8 and f16 values are values of f16: widening is exact */
+  }
   const size_t k = (size_t)in->k, nb = in->has_scale ? k / (size_t)in->block : 0;
   double *av = malloc(sizeof(double) * (m * k + k * n + nb * (m + n) + 1));
   if (!av) return exmy__fail(err, errlen, "mma: out of memory");
@@ -422,13 +454,26 @@ int exmy_mma(const exmy_mma_instr *in, size_t m, size_t n, const double *a, cons
   }
   const mma_datapath *dp = x.dp;
   const int L = (int)(k < (size_t)dp->L ? k : (size_t)dp->L);
+  const size_t np = (k + (size_t)L - 1) / (size_t)L;
+  if (dp->W && (k % (np * (size_t)dp->W) || in->has_scale || k > 64)) {
+    free(av);
+    return exmy__fail(err, errlen, "mma: %s: k = %zu does not interleave in runs of %d", in->name, k, dp->W);
+  }
+  double ga[64], gb[64]; /* one interleaved piece's elements */
   for (size_t i = 0; i < m && !rc; i++)
     for (size_t j = 0; j < n; j++) {
       piece p = {NULL, NULL, n, NULL, NULL, n, L, c[i * n + j], &in->c_fmt};
+      if (dp->c_last) p.c = 0, p.cf = &in->d_fmt; /* the pieces start from +0 */
       uint64_t code = 0;
-      for (size_t l0 = 0; l0 < k; l0 += (size_t)L) {
+      for (size_t pi = 0, l0 = 0; pi < np; pi++, l0 += (size_t)L) {
         p.a = av + i * k + l0;
         p.b = bv + l0 * n + j;
+        if (dp->W) { /* element l is in piece (l / W) mod np */
+          int g = 0;
+          for (size_t l = 0; l < k; l++)
+            if ((l / (size_t)dp->W) % np == pi) ga[g] = av[i * k + l], gb[g++] = bv[l * n + j];
+          p.a = ga, p.b = gb, p.bstride = 1;
+        }
         if (in->has_scale) {
           p.sa = sav + i * nb + l0 / (size_t)in->block;
           p.sb = sbv + (l0 / (size_t)in->block) * n + j;
@@ -446,6 +491,7 @@ int exmy_mma(const exmy_mma_instr *in, size_t m, size_t n, const double *a, cons
         p.c = exmy_decode(&in->d_fmt, code);
         p.cf = &in->d_fmt;
       }
+      if (dp->c_last) code = add_last(&x, code, c[i * n + j]);
       exmy_code_set(&in->d_fmt, d, i * n + j, code);
     }
   free(av);

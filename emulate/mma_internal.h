@@ -33,6 +33,12 @@ typedef struct mma_datapath {
   int G;             /* GST: products summed exactly per group; FTZ: products per add tree (2, 4) */
   int e_zero;        /* exponent of a zero term (T/ST/GST, MMA-Sim v2) */
   mma_rho rho;
+  int W;             /* pieces interleaved in runs of W elements: element l is in
+                        piece (l / W) mod (k / L); 0: consecutive pieces of L */
+  int c_last;        /* C added after the pieces (which start from +0) by one
+                        add rounded to D's format, nearest even */
+  const char *widen; /* operands converted to this format before the products
+                        (alignment exponents as its values); NULL: as given */
   const char *source;
 } mma_datapath;
 

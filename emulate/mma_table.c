@@ -9,33 +9,37 @@
 #include <string.h>
 
 #define V2 "MMA-Sim v2 Table 4"
-/* name, algo, L, F, F2, G, e_zero, output, source */
+/* name, algo, L, F, F2, G, e_zero, output, W, c_last, widen, source */
 const mma_datapath exmy__mma_paths[] = {
-  {"volta-f16-f32", MMA_T, 4, 23, 0, 0, -131, MMA_RZ_FP32, V2 " (Volta)"},
-  {"volta-f16-f16", MMA_T, 4, 23, 0, 0, -20, MMA_RNE_FP16, V2 " (Volta)"},
-  {"ampere-16bit-f32", MMA_T, 8, 24, 0, 0, -132, MMA_RZ_FP32, V2 " (Turing f16; Ampere, Ada f16/bf16)"},
-  {"ampere-f16-f16", MMA_T, 8, 24, 0, 0, -21, MMA_RNE_FP16, V2 " (Turing, Ampere, Ada)"},
-  {"ampere-tf32", MMA_T, 4, 24, 0, 0, -132, MMA_RZ_FP32, V2 " (Ampere, Ada; inputs truncated to tf32)"},
-  {"ada-fp8-f32", MMA_T, 16, 13, 0, 0, -132, MMA_RZ_E8M13, V2 " (Ada)"},
-  {"ada-fp8-f16", MMA_T, 16, 13, 0, 0, -21, MMA_RNE_FP16, V2 " (Ada)"},
-  {"hopper-tf32", MMA_T, 8, 25, 0, 0, -133, MMA_RZ_FP32, V2 " (Hopper, Blackwell; inputs truncated to tf32)"},
-  {"hopper-16bit-f32", MMA_T, 16, 25, 0, 0, -133, MMA_RZ_FP32, V2 " (Hopper, Blackwell f16/bf16)"},
-  {"hopper-f16-f16", MMA_T, 16, 25, 0, 0, -133, MMA_RNE_FP16, V2 " (wgmma, tcgen05)"},
-  {"hopper-f16-f16-mma", MMA_T, 16, 25, 0, 0, -22, MMA_RNE_FP16, V2 " (mma.sync on sm_90+)"},
-  {"hopper-fp8-f32", MMA_T, 32, 13, 0, 0, -133, MMA_RZ_E8M13, V2 " (Hopper)"},
-  {"hopper-fp8-f16", MMA_T, 32, 13, 0, 0, -133, MMA_RNE_FP16, V2 " (Hopper)"},
-  {"blackwell-f8f6f4-f32", MMA_T, 32, 25, 0, 0, -133, MMA_RZ_FP32, V2 " (Blackwell, RTX Blackwell)"},
-  {"blackwell-f8f6f4-f16", MMA_T, 32, 25, 0, 0, -133, MMA_RNE_FP16, V2 " (tcgen05)"},
-  {"blackwell-f8f6f4-f16-mma", MMA_T, 32, 25, 0, 0, -22, MMA_RNE_FP16, V2 " (mma.sync, RTX Blackwell)"},
-  {"blackwell-mx", MMA_ST, 32, 25, 0, 0, -133, MMA_RZ_FP32, V2 " (MXFP8/6/4, scales in the products)"},
-  {"blackwell-mxf4nvf4", MMA_GST, 64, 35, 0, 16, -139, MMA_RZ_FP32, "MMA-Sim v2 Table 5 (exact 16-product sums)"},
-  {"cdna1-f16", MMA_E, 4, 0, 0, 0, 0, MMA_RNE_FP32, "MMA-Sim v2 amd/sim.py (CDNA1: exact sum of 4)"},
-  {"cdna1-bf16", MMA_E, 2, 0, 0, 0, 0, MMA_RNE_FP32, "MMA-Sim v2 amd/sim.py (CDNA1: exact sum of 2)"},
-  {"cdna2-p2", MMA_FTZ, 64, 0, 0, 2, 0, MMA_RNE_FP32, "MMA-Sim v2 amd/sim.py (CDNA2 bf16: flush-to-zero multiply-add in pairs)"},
-  {"cdna2-p4", MMA_FTZ, 64, 0, 0, 4, 0, MMA_RNE_FP32, "MMA-Sim v2 amd/sim.py (CDNA2 f16, bf16_1k: flush-to-zero multiply-add in fours)"},
-  {"cdna3-16bit", MMA_TR, 8, 24, 31, 0, 0, MMA_RNE_FP32, "MMA-Sim v2 amd/sim.py (CDNA3 f16/bf16)"},
-  {"cdna3-xf32", MMA_TR, 4, 24, 31, 0, 0, MMA_RNE_FP32, "MMA-Sim v2 amd/sim.py (CDNA3 xf32, inputs truncated to tf32)"},
-  {"cdna3-fp8", MMA_GTR, 16, 24, 31, 0, 0, MMA_RNE_FP32, "MMA-Sim v2 amd/sim.py (CDNA3 FP8: even and odd halves)"},
+  {"volta-f16-f32", MMA_T, 4, 23, 0, 0, -131, MMA_RZ_FP32, 0, 0, NULL, V2 " (Volta)"},
+  {"volta-f16-f16", MMA_T, 4, 23, 0, 0, -20, MMA_RNE_FP16, 0, 0, NULL, V2 " (Volta)"},
+  {"ampere-16bit-f32", MMA_T, 8, 24, 0, 0, -132, MMA_RZ_FP32, 0, 0, NULL, V2 " (Turing f16; Ampere, Ada f16/bf16)"},
+  {"ampere-f16-f16", MMA_T, 8, 24, 0, 0, -21, MMA_RNE_FP16, 0, 0, NULL, V2 " (Turing, Ampere, Ada)"},
+  {"ampere-tf32", MMA_T, 4, 24, 0, 0, -132, MMA_RZ_FP32, 0, 0, NULL, V2 " (Ampere, Ada; inputs truncated to tf32)"},
+  {"ada-fp8-f32", MMA_T, 16, 13, 0, 0, -132, MMA_RZ_E8M13, 0, 0, NULL, V2 " (Ada)"},
+  {"ada-fp8-f16", MMA_T, 16, 13, 0, 0, -21, MMA_RNE_FP16, 0, 0, NULL, V2 " (Ada)"},
+  {"hopper-tf32", MMA_T, 8, 25, 0, 0, -133, MMA_RZ_FP32, 0, 0, NULL, V2 " (Hopper, Blackwell; inputs truncated to tf32)"},
+  {"hopper-16bit-f32", MMA_T, 16, 25, 0, 0, -133, MMA_RZ_FP32, 0, 0, NULL, V2 " (Hopper, Blackwell f16/bf16)"},
+  {"hopper-f16-f16", MMA_T, 16, 25, 0, 0, -133, MMA_RNE_FP16, 0, 0, NULL, V2 " (wgmma, tcgen05)"},
+  {"hopper-f16-f16-mma", MMA_T, 16, 25, 0, 0, -22, MMA_RNE_FP16, 0, 0, NULL, V2 " (mma.sync on sm_90+)"},
+  {"hopper-fp8-f32", MMA_T, 32, 13, 0, 0, -133, MMA_RZ_E8M13, 0, 0, NULL, V2 " (Hopper)"},
+  {"hopper-fp8-f16", MMA_T, 32, 13, 0, 0, -133, MMA_RNE_FP16, 0, 0, NULL, V2 " (Hopper)"},
+  /* sm_90 has no FP8 mma.sync unit: the recordings fit FP8 widened to f16, two
+     f16 mma fused sums (k mod 4 in {0,1}, then {2,3}) from +0, then C added */
+  {"hopper-fp8-f16-mma", MMA_T, 16, 25, 0, 0, -22, MMA_RNE_FP16, 2, 1, "f16",
+   "recorded H100/H200 (Khattak & Mikaitis), 20,000 of 20,000; pieces as hopper-f16-f16-mma"},
+  {"blackwell-f8f6f4-f32", MMA_T, 32, 25, 0, 0, -133, MMA_RZ_FP32, 0, 0, NULL, V2 " (Blackwell, RTX Blackwell)"},
+  {"blackwell-f8f6f4-f16", MMA_T, 32, 25, 0, 0, -133, MMA_RNE_FP16, 0, 0, NULL, V2 " (tcgen05)"},
+  {"blackwell-f8f6f4-f16-mma", MMA_T, 32, 25, 0, 0, -22, MMA_RNE_FP16, 0, 0, NULL, V2 " (mma.sync, RTX Blackwell)"},
+  {"blackwell-mx", MMA_ST, 32, 25, 0, 0, -133, MMA_RZ_FP32, 0, 0, NULL, V2 " (MXFP8/6/4, scales in the products)"},
+  {"blackwell-mxf4nvf4", MMA_GST, 64, 35, 0, 16, -139, MMA_RZ_FP32, 0, 0, NULL, "MMA-Sim v2 Table 5 (exact 16-product sums)"},
+  {"cdna1-f16", MMA_E, 4, 0, 0, 0, 0, MMA_RNE_FP32, 0, 0, NULL, "MMA-Sim v2 amd/sim.py (CDNA1: exact sum of 4)"},
+  {"cdna1-bf16", MMA_E, 2, 0, 0, 0, 0, MMA_RNE_FP32, 0, 0, NULL, "MMA-Sim v2 amd/sim.py (CDNA1: exact sum of 2)"},
+  {"cdna2-p2", MMA_FTZ, 64, 0, 0, 2, 0, MMA_RNE_FP32, 0, 0, NULL, "MMA-Sim v2 amd/sim.py (CDNA2 bf16: flush-to-zero multiply-add in pairs)"},
+  {"cdna2-p4", MMA_FTZ, 64, 0, 0, 4, 0, MMA_RNE_FP32, 0, 0, NULL, "MMA-Sim v2 amd/sim.py (CDNA2 f16, bf16_1k: flush-to-zero multiply-add in fours)"},
+  {"cdna3-16bit", MMA_TR, 8, 24, 31, 0, 0, MMA_RNE_FP32, 0, 0, NULL, "MMA-Sim v2 amd/sim.py (CDNA3 f16/bf16)"},
+  {"cdna3-xf32", MMA_TR, 4, 24, 31, 0, 0, MMA_RNE_FP32, 0, 0, NULL, "MMA-Sim v2 amd/sim.py (CDNA3 xf32, inputs truncated to tf32)"},
+  {"cdna3-fp8", MMA_GTR, 16, 24, 31, 0, 0, MMA_RNE_FP32, 0, 0, NULL, "MMA-Sim v2 amd/sim.py (CDNA3 FP8: even and odd halves)"},
 };
 const size_t exmy__mma_npaths = sizeof exmy__mma_paths / sizeof exmy__mma_paths[0];
 
@@ -56,9 +60,14 @@ int exmy_mma_datapath_text(size_t index, char *buf, size_t buflen) {
   if (d->algo == MMA_GST) snprintf(extra, sizeof extra, " G=%d", d->G);
   if (d->algo == MMA_FTZ) snprintf(extra, sizeof extra, " P=%d", d->G);
   if (d->algo == MMA_TR || d->algo == MMA_GTR) snprintf(extra, sizeof extra, " F2=%d", d->F2);
+  if (d->W) snprintf(extra, sizeof extra, " W=%d", d->W);
   if (d->algo == MMA_T || d->algo == MMA_ST || d->algo == MMA_GST) snprintf(zero, sizeof zero, "%d", d->e_zero);
-  return snprintf(buf, buflen, "%-25s %-3s L=%-2d F=%-2d%-6s zero=%-4s out=%-8s %s", d->name, algo[d->algo], d->L, d->F,
-                  extra, zero, rho[d->rho], d->source);
+  char how[48] = "";
+  if (d->c_last || d->widen)
+    snprintf(how, sizeof how, "%s%s%s; ", d->c_last ? "C added last" : "", d->c_last && d->widen ? ", in " : "",
+             d->widen ? d->widen : "");
+  return snprintf(buf, buflen, "%-25s %-3s L=%-2d F=%-2d%-6s zero=%-4s out=%-8s %s%s", d->name, algo[d->algo], d->L, d->F,
+                  extra, zero, rho[d->rho], how, d->source);
 }
 
 /* PTX / CDNA type names and exmy formats. */
@@ -107,6 +116,7 @@ static const mma_name names[] = {
   {"sm_90", "wgmma.f16.{a}.{b}", "f16", NULL, "f16", "f16", NULL, 16, 0, "hopper-f16-f16"},
   {"sm_90", "wgmma.f32.{a}.{b}", FP8, FP8, "f32", "f32", NULL, 32, 0, "hopper-fp8-f32"},
   {"sm_90", "wgmma.f16.{a}.{b}", FP8, FP8, "f16", "f16", NULL, 32, 0, "hopper-fp8-f16"},
+  {"sm_90", "mma.m16n8k32.f16.{a}.{b}", FP8, FP8, "f16", "f16", NULL, 32, 0, "hopper-fp8-f16-mma"},
   {"sm_90", "mma.m16n8k16.f32.{a}.{b}", "f16", NULL, "f32", "f32", NULL, 16, 0, "hopper-16bit-f32"},
   {"sm_90", "mma.m16n8k16.f32.{a}.{b}", "bf16", NULL, "f32", "f32", NULL, 16, 0, "hopper-16bit-f32"},
   {"sm_90", "mma.m16n8k16.f16.{a}.{b}", "f16", NULL, "f16", "f16", NULL, 16, 0, "hopper-f16-f16-mma"},

@@ -285,9 +285,35 @@ def ftz_mul_add(a, b, c, p):
     return int(np.array(acc, dtype=np.float32).view(np.uint32))
 
 
+def f16_value(code):
+    return float(np.array(code, dtype=np.uint16).view(np.float16))
+
+
+def f16_pieces_then_c(a, b, c, p):
+    """FP8 mma.sync on sm_90 as the H100/H200 recordings show it: the operands
+    taken as f16 values; piece j holds the elements l with (l // W) mod
+    (k / L) = j; the pieces are T sums chained from +0; then one IEEE f16 add
+    of c, rounded to nearest even."""
+    W, L = p['W'], p['L']
+    npieces = len(a) // L
+    q = dict(p, emin_a=-14, emin_b=-14, emin_c=-14)
+    acc = 0.0
+    for j in range(npieces):
+        idx = [l for l in range(len(a)) if (l // W) % npieces == j]
+        acc = f16_value(t_fdpa([a[l] for l in idx], [b[l] for l in idx], acc, q))
+    sp = ieee_special([acc], c)
+    if sp:
+        return special_code(sp, True)
+    total = Fraction(acc) + Fraction(c)
+    both_negzero = acc == 0 and c == 0 and math.copysign(1, acc) < 0 and math.copysign(1, c) < 0
+    return out_format(total, 'rne-fp16', both_negzero)
+
+
 def dot(a, b, c, p, sa=None, sb=None):
     """A whole instruction's output: fused sums over pieces of L products
     chained through the accumulator (D's format after the first)."""
+    if p.get('W'):
+        return f16_pieces_then_c(a, b, c, p)
     L = min(len(a), p['L'])
     code = None
     for l0 in range(0, len(a), L):

@@ -133,6 +133,8 @@ CASES = [
     ('sm_90:wgmma.f32.e4m3.e4m3', P('t', 32, 13, 'rz-e8m13', -133), 'e4m3', 'e4m3', 32),
     ('sm_90:wgmma.f32.e5m2.e4m3', P('t', 32, 13, 'rz-e8m13', -133), 'e5m2', 'e4m3', 32),
     ('sm_90:wgmma.f16.e4m3.e4m3', P('t', 32, 13, 'rne-fp16', -133, True, emin_c=-14), 'e4m3', 'e4m3', 32),
+    ('sm_90:mma.m16n8k32.f16.e4m3.e5m2', dict(P('t', 16, 25, 'rne-fp16', -22, True, emin_c=-14), W=2), 'e4m3', 'e5m2', 32),
+    ('sm_90:mma.m16n8k32.f16.e5m2.e5m2', dict(P('t', 16, 25, 'rne-fp16', -22, True, emin_c=-14), W=2), 'e5m2', 'e5m2', 32),
     ('sm_90:wgmma.f32.bf16.bf16', P('t', 16, 25, 'rz-fp32', -133), 'bf16', 'bf16', 16),
     ('sm_90:wgmma.f32.f16.f16', P('t', 16, 25, 'rz-fp32', -133), 'f16', 'f16', 16),
     ('sm_90:wgmma.f16.f16.f16', P('t', 16, 25, 'rne-fp16', -133, True, emin_c=-14), 'f16', 'f16', 16),
@@ -190,9 +192,16 @@ for name, p, ta, tb, k in CASES:
                 col[0] = rand_code(tb, 'huge', 0)
                 col[g:2 * g] = col[:g]
             cols.append(col)
+        if p.get('W') and (ta, tb) == ('e4m3', 'e5m2'):
+            # +-2^-7 (an e4m3 subnormal) times 2^15 cancel beside 2^-9 * 1.5 * 2^-8: as f16
+            # values the cut is 2^-17 (D = 2^-17); at e4m3's nominal exponent -6 it is 2^-16 (D = 0)
+            rows[0] = [0x04, 0x84, 0, 0, 0x01] + [0] * (k - 5)
+            cols[0] = [0x78, 0x78, 0, 0, 0x1e] + [0] * (k - 5)
         cmodes = ['zero', 'finite', 'huge', 'tiny', 'random']
         C = [[c_code(p['d16'], ('zero' if (i + j) % 4 == 1 else 'finite') if 's' in p and (i + j) % 2 else cmodes[(i + j + rnd) % 5]) for j in range(N)]
              for i in range(M)]
+        if p.get('W') and (ta, tb) == ('e4m3', 'e5m2'):
+            C[0][0] = 0
         ctype = 'f16' if p['d16'] else 'f32'
         args = [EXMY, 'mma', name, '--m', str(M), '--n', str(N),
                 '--a', hexlist([c for r in rows for c in r]),
