@@ -28,7 +28,7 @@ static void promote_all(const gemm_plan *p, size_t l0, const float *P, size_t ld
 typedef struct opdec {
   const exmy_format *f;
   const void *codes;
-  int sh;             /* >= 0: binary32 or a truncation of it, the code shifted left sh bits is the float */
+  int sh;             /* >= 0: binary32 or a truncation of it (bf16, E8My), the code shifted left sh bits is the float */
   const float *lut;   /* else the value of every code (formats of <= 16 bits) */
   float lut8[256];
 } opdec;
@@ -39,8 +39,8 @@ static int opdec_init(opdec *d, gemm_ws *ws, int w, const exmy_qtensor *q) {
   d->codes = q->codes;
   d->lut = NULL;
   d->sh = f->ebits == 8 && f->bias == 127 && f->is_signed && f->has_zero && f->inf == EXMY_INF_IEEE &&
-                  f->nan == EXMY_NAN_IEEE && f->mbits <= 23 && (f->bits == 32 || f->bits == 16)
-              ? 23 - f->mbits
+                  f->nan == EXMY_NAN_IEEE && f->mbits <= 23 && f->bits > 8
+              ? 23 - f->mbits /* sign, 8 exponent bits, mbits: the top bits of binary32's layout */
               : -1;
   if (d->sh >= 0) return 0;
   if (f->bits <= 8) {
@@ -55,8 +55,8 @@ static int opdec_init(opdec *d, gemm_ws *ws, int w, const exmy_qtensor *q) {
 
 static inline float dec_at(const opdec *d, size_t idx) {
   if (d->sh >= 0) {
-    const uint32_t b = d->f->bits == 32 ? ((const uint32_t *)d->codes)[idx]
-                                        : (uint32_t)((const uint16_t *)d->codes)[idx] << d->sh;
+    const uint32_t b = d->f->bits > 16 ? ((const uint32_t *)d->codes)[idx] << d->sh
+                                       : (uint32_t)((const uint16_t *)d->codes)[idx] << d->sh;
     float v;
     memcpy(&v, &b, 4);
     return v;

@@ -1036,7 +1036,8 @@ static void code_pattern(gcase *g, int isB, int cp) {
     }
 }
 
-static const char *elem_formats[] = {"e4m3fn", "e5m2", "e4m3fnuz", "e3m2fn", "e2m1fn", "bf16", "f16", "f32"};
+/* e8m5, e8m1, e8m13: binary32's layout cut short (the fp32 kernel shifts their codes) */
+static const char *elem_formats[] = {"e4m3fn", "e5m2", "e4m3fnuz", "e3m2fn", "e2m1fn", "bf16", "f16", "f32", "e8m5", "e8m1", "e8m13"};
 #define N_ELEM (sizeof elem_formats / sizeof *elem_formats)
 
 /* random element format: a named one, or a random ExMy (E <= 8, M <= 10) */

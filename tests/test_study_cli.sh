@@ -75,6 +75,7 @@ sf_err "an unknown metric" 'description = d\nclaim.c.metric = accuracyx\n' 2 acc
 sf_err "an unknown rule" 'description = d\nclaim.c.rule = roughly\n' 2 roughly
 sf_err "a line without =" 'description = d\n\n# comment\nsteps 3\n' 4 'steps 3'
 sf_err "bad seeds" 'description = d\nseeds = 0\n' 2 'seeds = 0'
+sf_err "a bad lr_delta" 'description = d\nlr_delta = -0.1\n' 2 'lr_delta = -0.1'
 sf_err "a zip of unequal axes" 'description = d\naxis.prec = fp32, bf16\naxis.weight_decay = 0, 0.1, 0.2\nzip = prec, weight_decay\n' 4 weight_decay
 sf_err "no description" 'steps = 3\n' 1 description
 sf_err "a claim on an unknown arm" 'description = d\narm.a.prec = bf16\nclaim.c.arms = a, nosucharm\n' 3 nosucharm
