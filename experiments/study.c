@@ -39,7 +39,7 @@ static const study_def STUDIES[] = {
   {"calibration", "resume a bf16 checkpoint in FP8 delayed scaling with and without a calibration step: first steps",
    "Resuming FP8 training from a BF16 checkpoint without amax history gives an abnormal first-step loss; a "
    "calibration step (high-precision forward/backward that only fills the histories) fixes it.",
-   st_setup_calibration, st_report_calibration},
+   NULL, st_report_calibration},
   {"accumulation", "fp32 vs tc (fast / promoted every 128) vs chunked and plain fp16 accumulation as k grows; training",
    "DeepSeek-V3: limited FP8 tensor-core accumulation (~14 bits) hurts at large k; promoting every 128 products "
    "fixes it. Wang et al. 2018: 16384 positive FP8 products in an FP16 accumulator lose about half the sum; chunks "
@@ -272,7 +272,9 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
     for (int i = 0; i < st->nrun; i++) {
       int nl;
       char **l = st_config_lines(&st->run[i].cfg, &nl);
-      fprintf(st->log, "[%d/%d] %s%s:", i + 1, st->nrun, st->run[i].label, st->run[i].phase ? " (phase 2)" : "");
+      fprintf(st->log, "[%d/%d] %s", i + 1, st->nrun, st->run[i].label);
+      if (st->run[i].phase) fprintf(st->log, " (phase %d)", st->run[i].phase + 1);
+      fputc(':', st->log);
       for (int j = 0; j < nl; j++)
         if (!st_has_line(dl, nd, l[j]) && !st_skip_line(l[j])) {
           /* "key = value" -> "key=value" */

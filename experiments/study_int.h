@@ -45,6 +45,9 @@ typedef struct srun {
   char id[24];                  /* hash of the resolved config (study_state.c) */
   char arm[64], point[96];      /* study files: the arm and the axis values (" k=v ...") */
   int nonconv;                  /* the non-convergence rule (study_claims.c) */
+  int parent;                   /* from = ARM: the run whose final checkpoint it starts from (-1: none) */
+  long more_steps;              /* with a parent: train this many steps past its checkpoint (0: the config's steps) */
+  int keep_ckpt;                /* a later run starts from this run's checkpoint: keep it */
   char err[EXMY_ERRLEN];
 } srun;
 
@@ -199,7 +202,6 @@ void st_report_default(study *st, FILE *md);
 void st_report_mantissa(study *st, FILE *md);
 void st_report_recipes(study *st, FILE *md);
 void st_report_fallback(study *st, FILE *md);
-void st_setup_calibration(study *st);
 void st_report_calibration(study *st, FILE *md);
 void st_setup_accumulation(study *st);
 void st_report_accumulation(study *st, FILE *md);

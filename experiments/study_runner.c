@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -93,6 +94,7 @@ void st_add_cfgv(study *st, const char *name, const char *group, double x, const
       r->lri = li;
       r->seedi = si;
       r->phase = phase;
+      r->parent = -1;
       char lrs[32];
       st_fmt_lr(r->lr, lrs, sizeof lrs);
       snprintf(r->label, sizeof r->label, "%s", name);
@@ -111,6 +113,16 @@ void st_add_cfgv(study *st, const char *name, const char *group, double x, const
         subst(st, r, eq + 1, p->v, sizeof p->v);
       }
     }
+}
+
+/* A key the runner resolved (from, more_steps), in the run's listed config. */
+static void run_kv(srun *r, const char *k, const char *v) {
+  int i = 0;
+  while (i < r->nkv && strcmp(r->kv[i].k, k)) i++;
+  if (i == r->nkv && r->nkv < MAX_KV) r->nkv++;
+  if (i == MAX_KV) return;
+  snprintf(r->kv[i].k, sizeof r->kv[i].k, "%s", k);
+  snprintf(r->kv[i].v, sizeof r->kv[i].v, "%s", v);
 }
 
 /* Build every run's config; 2 with err on a rejected key or value. */
@@ -159,6 +171,41 @@ int st_build_configs(study *st, char *err, size_t errlen) {
     }
     xp_config_set(c, "threads", "1", e, sizeof e);
   }
+  /* from = ARM: a parent keeps its checkpoint (written every steps/10 and at
+   * the end, so it also resumes after an interruption); its children resume
+   * from it and train more_steps past it.  Phase order: a parent's steps are
+   * final before its children read them. */
+  int maxph = 0;
+  for (int i = 0; i < st->nrun; i++)
+    if (st->run[i].phase > maxph) maxph = st->run[i].phase;
+  for (int ph = 0; ph <= maxph; ph++)
+    for (int i = 0; i < st->nrun; i++) {
+      srun *r = &st->run[i];
+      if (r->phase != ph) continue;
+      xp_config *c = &r->cfg;
+      char v[XP_PATH + 32];
+      if (r->keep_ckpt) {
+        snprintf(v, sizeof v, "%.*s/ckpt.bin", (int)sizeof v - 10, c->out_dir);
+        if (xp_config_set(c, "ckpt", v, e, sizeof e)) {
+          snprintf(err, errlen, "study %s: run '%s': ckpt=%s: %s", st->def->name, r->label, v, e);
+          return 2;
+        }
+        c->ckpt_every = c->steps / 10 > 0 ? c->steps / 10 : 1;
+        run_kv(r, "ckpt", v);
+      }
+      if (r->parent < 0) continue;
+      const xp_config *pc = &st->run[r->parent].cfg;
+      if (xp_config_set(c, "resume", pc->ckpt, e, sizeof e)) {
+        snprintf(err, errlen, "study %s: run '%s': resume=%s: %s", st->def->name, r->label, pc->ckpt, e);
+        return 2;
+      }
+      run_kv(r, "resume", pc->ckpt);
+      if (r->more_steps > 0) {
+        c->steps = pc->steps + r->more_steps;
+        snprintf(v, sizeof v, "%ld", c->steps);
+        run_kv(r, "steps", v);
+      }
+    }
   return 0;
 }
 
@@ -238,10 +285,18 @@ static void run_one(study *st, int i, int mine) {
     snprintf(r->err, sizeof r->err, "missing: not run yet");
     r->res.final_loss = r->res.final_loss_avg = r->res.min_loss = r->res.val_loss = r->res.first_loss = NAN;
     r->res.diverged_at = -1;
+  } else if (r->parent >= 0 && access(r->cfg.resume, R_OK)) { /* its starting point is not there */
+    const srun *p = &st->run[r->parent];
+    r->failed = 1;
+    r->missing = !p->done || p->missing;
+    snprintf(r->err, sizeof r->err, "%s: no checkpoint %s from run '%s'", r->missing ? "missing" : "failed",
+             r->cfg.resume, p->label);
+    r->res.final_loss = r->res.final_loss_avg = r->res.min_loss = r->res.val_loss = r->res.first_loss = NAN;
+    r->res.diverged_at = -1;
   } else {
     xp_mkdir_p(r->cfg.out_dir, NULL, 0); /* a failure shows when the run writes */
     xp_config c = r->cfg;
-    if (!c.ckpt[0] && !c.resume[0]) { /* checkpoints to resume from after an interruption */
+    if (!c.ckpt[0] && (!c.resume[0] || r->parent >= 0)) { /* checkpoints to resume from after an interruption */
       snprintf(c.ckpt, sizeof c.ckpt, "%.*s/ckpt.bin", (int)sizeof c.ckpt - 10, c.out_dir);
       c.ckpt_every = c.steps / 10 > 0 ? c.steps / 10 : 1;
     }
