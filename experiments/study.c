@@ -44,7 +44,7 @@ static const study_def STUDIES[] = {
    "DeepSeek-V3: limited FP8 tensor-core accumulation (~14 bits) hurts at large k; promoting every 128 products "
    "fixes it. Wang et al. 2018: 16384 positive FP8 products in an FP16 accumulator lose about half the sum; chunks "
    "of 64 bring the error to about 0.15%.",
-   st_setup_accumulation, st_report_accumulation},
+   NULL, st_report_accumulation},
   {"rounding", "rne vs stochastic rounding for E8M3..E8M5 gradients and for bf16 weight updates as the LR decays",
    "Stochastic rounding removes the bias that makes small updates vanish (pure bf16 weights: round-to-nearest "
    "stalls as the learning rate decays).",
@@ -189,6 +189,7 @@ static void free_study(study *st) {
   for (int i = 0; i < st->nrun; i++) xp_result_free(&st->run[i].res);
   free(st->run);
   free(st->claim);
+  free(st->gemm);
 }
 
 int study_main(const char *name, const study_opts *o, char *err, size_t errlen) {
@@ -306,6 +307,12 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
   st_run_all(st);
   st->seconds = st_now_s() - t0;
   if (o->queue && o->queue_role == STUDY_QUEUE_WORKER) goto out; /* the server writes the report */
+  /* the direct GEMM experiment: run by whoever runs the study (shard 1 of N),
+   * read back by --report */
+  if (st->gemm) {
+    if (o->report_only || (o->shard_n > 1 && o->shard_i != 1)) st_gemm_load(st);
+    else st_gemm_run(st);
+  }
   if (o->shard_n > 1 && !o->report_only) {
     int mine = 0, fail = 0;
     for (int i = 0; i < st->nrun; i++)
@@ -338,7 +345,8 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
   int nok = 0;
   for (int i = 0; i < st->nrun; i++) nok += !st->run[i].failed;
   if (nok && st->def->report) st->def->report(st, md);
-  else if (nok) { /* a study file without a C analysis: loss curves with seed bands per learning rate */
+  else if (st->gemm) st_report_gemm(st, md, "GEMM error against the reference as k grows");
+  if (nok && !st->def->report) { /* a study file without a C analysis: loss curves with seed bands per learning rate */
     fprintf(md, "## Loss curves\n\n");
     for (int li = 0; li < st->nlr && li < 4; li++) {
       char stem[32], title[96], lrs[32];

@@ -13,6 +13,10 @@
  *                                            crossed with the arms (axis.lr is the
  *                                            learning-rate axis)
  *   zip = KEY, KEY                           these axes step together
+ *   arm.NAME.from = ARM, arm.NAME.more_steps = N
+ *                                            start from ARM's final checkpoint
+ *                                            (same point, lr, seed), N steps more
+ *   gemm.FIELD = VALUE                       a direct GEMM experiment (study_gemm.c)
  *   claim.NAME.FIELD = VALUE                 text, published, arms (A, B), metric,
  *                                            rule (tracks, higher, lower), margin
  *   tiny.KEY, default.KEY, full.KEY = VALUE  any line, only at that size
@@ -145,6 +149,10 @@ static int check_line(const study_file *f, int ln, const char *key, const char *
   if (!strcmp(key, "nonconv_nats")) {
     double v;
     if (!parse_num(val, &v) || !(v > 0)) return ferr(err, errlen, f, ln, "nonconv_nats = %s: expected a positive number", val);
+    return 0;
+  }
+  if (!strncmp(key, "gemm.", 5)) {
+    if (st_gemm_check(key + 5, val, why, sizeof why)) return ferr(err, errlen, f, ln, "%s", why);
     return 0;
   }
   if (!strncmp(key, "axis.", 5)) {
@@ -297,7 +305,7 @@ int st_file_setup(study *st, char *err, size_t errlen) {
   for (int i = 0; i < f->nline; i++) {
     const sf_line *L = &f->line[i];
     if (!st_file_effective(f, sz, i) || !strncmp(L->key, "axis.", 5) || !strncmp(L->key, "arm.", 4) ||
-        !strncmp(L->key, "claim.", 6))
+        !strncmp(L->key, "claim.", 6) || !strncmp(L->key, "gemm.", 5))
       continue;
     static const char *const SWEEP[] = {"name", "description", "published", "note", "report", "seeds", "zip",
                                         "reference", "nonconv_nats", "steps", "lr"};
@@ -308,8 +316,9 @@ int st_file_setup(study *st, char *err, size_t errlen) {
   if ((v = st_file_get(f, sz, "note", NULL))) snprintf(st->note, sizeof st->note, "%s", v);
   char(*avals)[ST_MAXVAL][ST_VALLEN] = calloc(ST_MAXAXIS, sizeof *avals);
   if (!avals) { snprintf(err, errlen, "study: out of memory"); return 1; }
-  const int rc = file_setup(st, f, sz, avals, err, errlen);
+  int rc = file_setup(st, f, sz, avals, err, errlen);
   free(avals);
+  if (!rc) rc = st_gemm_setup(st, err, errlen);
   return rc;
 }
 

@@ -6,7 +6,8 @@
  *   study_runner.c   runs, their configs, the parallel runner, per-run data
  *   study_table.c    tables (markdown and console) and gnuplot plots
  *   study_report.c   runs.csv, summary.json, report.md's common sections
- *   study_NAME.c     one built-in study: its runs (setup) and analysis (report) */
+ *   study_gemm.c     a study file's direct GEMM experiment (gemm.* keys)
+ *   study_NAME.c     one built-in study's analysis (report = NAME) */
 #ifndef EXMY_STUDY_INT_H
 #define EXMY_STUDY_INT_H
 #include "experiments/study.h"
@@ -109,7 +110,7 @@ struct study {
   char note[2048];              /* extra lines for the report's setup (study-specific) */
   int nclaim;                    /* study files' claims, evaluated (study_claims.c) */
   struct st_claim_row *claim;
-  void *extra;                  /* study-specific results (accumulation GEMM table) */
+  struct st_gemm *gemm;         /* the file's gemm.* experiment (NULL: none; study_gemm.c) */
 };
 
 
@@ -203,7 +204,6 @@ void st_report_mantissa(study *st, FILE *md);
 void st_report_recipes(study *st, FILE *md);
 void st_report_fallback(study *st, FILE *md);
 void st_report_calibration(study *st, FILE *md);
-void st_setup_accumulation(study *st);
 void st_report_accumulation(study *st, FILE *md);
 void st_report_rounding(study *st, FILE *md);
 
@@ -253,5 +253,28 @@ int st_axis_values(const char *text, char vals[][ST_VALLEN], int max, char *why,
 typedef void (*st_report_fn)(study *st, FILE *md);
 st_report_fn st_report_hook(const char *name);
 const char *st_report_hooks(void);
+
+/* a study file's direct GEMM experiment (study_gemm.c) */
+#define ST_GEMM_MAXMODEL 12
+#define ST_GEMM_MAXK 24
+#define ST_GEMM_MAXDATA 2
+typedef struct st_gemm {
+  char format[64], ref[128];
+  char model[ST_GEMM_MAXMODEL][128];
+  int nmodel, nk, ndata;
+  size_t k[ST_GEMM_MAXK], m, n;
+  int data[ST_GEMM_MAXDATA];    /* rows of the data table (positive, signed) */
+  uint64_t seed;
+  double err[ST_GEMM_MAXDATA][ST_GEMM_MAXK][ST_GEMM_MAXMODEL]; /* ||D - D_ref|| / ||D_ref|| */
+  int ran, missing;
+  char failed[600];
+} st_gemm;
+int st_gemm_check(const char *field, const char *val, char *why, size_t whylen);
+int st_gemm_setup(study *st, char *err, size_t errlen);
+void st_gemm_run(study *st);
+void st_gemm_load(study *st);
+double st_gemm_err(const study *st, const char *data, size_t k, const char *model);
+void st_report_gemm(study *st, FILE *md, const char *title);
+void st_gemm_json(const study *st, FILE *f);
 
 #endif

@@ -289,7 +289,7 @@ static void run_one(study *st, int i, int mine) {
     const srun *p = &st->run[r->parent];
     r->failed = 1;
     r->missing = !p->done || p->missing;
-    snprintf(r->err, sizeof r->err, "%s: no checkpoint %s from run '%s'", r->missing ? "missing" : "failed",
+    snprintf(r->err, sizeof r->err, "%s: no checkpoint %.300s from run '%s'", r->missing ? "missing" : "failed",
              r->cfg.resume, p->label);
     r->res.final_loss = r->res.final_loss_avg = r->res.min_loss = r->res.val_loss = r->res.first_loss = NAN;
     r->res.diverged_at = -1;
