@@ -80,7 +80,6 @@ typedef struct study study;
 typedef struct study_def {
   const char *name, *desc;
   const char *published;        /* the published result (docs/studies.md), for the report */
-  void (*setup)(study *st);
   void (*report)(study *st, FILE *md);
 } study_def;
 
@@ -156,8 +155,7 @@ double st_mean_of(const double *v, int n);
 double st_sd_of(const double *v, int n);
 double st_spearman(const double *x, const double *y, int n);
 void st_base_kv(study *st, const char *k, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void st_add_cfg(study *st, const char *name, const char *group, double x, const char *tag, int phase, ...);
-/* The same with the "key=value" strings in an array (study files). */
+/* A config ("key=value" strings) crossed with every learning rate and seed. */
 void st_add_cfgv(study *st, const char *name, const char *group, double x, const char *tag, int phase,
                  const char *const *kvs, int nk);
 int st_build_configs(study *st, char *err, size_t errlen);
@@ -166,14 +164,11 @@ void st_free_lines(char **l, int n);
 int st_skip_line(const char *l);
 int st_has_line(char **l, int n, const char *s);
 void st_run_all(study *st);
+int st_run_mine(const study *st, int i);
 int st_run_diverged(const srun *r);
 agg st_aggregate(const study *st, const char *name, int lri);
 const srun *st_find_run(const study *st, const char *name, int lri, int seedi);
 void st_read_stats(const srun *r, const char *kind, stat_curve *c);
-void st_small_gpt(study *st);
-void st_resolve(study *st, long steps_def, long steps_tiny, long steps_full, int seeds_def, int seeds_full,
-                    const double *lr_mult, int nmult, const double *lr_mult_full, int nmult_full);
-extern const double st_LR1[];
 tbl *st_tbl_new(int ncol, ...);
 void st_tbl_cell(tbl *t, int col, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void st_agg_cells(tbl *t, const char *name, const agg *a, const agg *ref);

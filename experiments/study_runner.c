@@ -66,19 +66,8 @@ static void subst(const study *st, const srun *r, const char *in, char *out, siz
   out[j] = 0;
 }
 
-/* Add a config (name, group, x, tag, phase, then "key=value" strings, NULL)
+/* Add a config (name, group, x, tag, phase, then "key=value" strings)
  * crossed with every learning rate and seed. */
-void st_add_cfg(study *st, const char *name, const char *group, double x, const char *tag, int phase, ...) {
-  const char *kvs[MAX_KV];
-  int nk = 0;
-  va_list ap;
-  va_start(ap, phase);
-  for (const char *s; (s = va_arg(ap, const char *)) != NULL;)
-    if (nk < MAX_KV - 2) kvs[nk++] = s;
-  va_end(ap);
-  st_add_cfgv(st, name, group, x, tag, phase, kvs, nk);
-}
-
 void st_add_cfgv(study *st, const char *name, const char *group, double x, const char *tag, int phase,
                  const char *const *kvs, int nk) {
   if (nk > MAX_KV - 2) nk = MAX_KV - 2;
@@ -312,6 +301,15 @@ static void run_one(study *st, int i, int mine) {
   r->done = 1;
 }
 
+/* Whether run i is this process's under --shard I/N: every Nth run, a run
+ * with from = ARM going with the first run of its chain, so that a shard
+ * never waits for another's checkpoint. */
+int st_run_mine(const study *st, int i) {
+  if (st->o->shard_n <= 1) return 1;
+  for (int hop = 0; st->run[i].parent >= 0 && hop < st->nrun; hop++) i = st->run[i].parent;
+  return i % st->o->shard_n == st->o->shard_i - 1;
+}
+
 void st_run_all(study *st) {
   const study_queue *q = st->o->queue;
   const double t0 = st_now_s();
@@ -334,7 +332,7 @@ void st_run_all(study *st) {
     return;
   }
   for (int i = 0; i < st->nrun; i++)
-    total += st->o->shard_n <= 1 || i % st->o->shard_n == st->o->shard_i - 1;
+    total += st_run_mine(st, i);
   int maxphase = 0;
   for (int i = 0; i < st->nrun; i++)
     if (st->run[i].phase > maxphase) maxphase = st->run[i].phase;
@@ -344,7 +342,7 @@ void st_run_all(study *st) {
       if (st->run[i].phase == ph) idx[n++] = i;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(st->threads)
     for (int j = 0; j < n; j++) {
-      const int mine = st->o->shard_n <= 1 || idx[j] % st->o->shard_n == st->o->shard_i - 1;
+      const int mine = st_run_mine(st, idx[j]);
       run_one(st, idx[j], mine);
       srun *r = &st->run[idx[j]];
       if (r->missing || !mine) continue;
@@ -509,49 +507,3 @@ void st_read_stats(const srun *r, const char *kind, stat_curve *c) {
   }
   fclose(f);
 }
-
-/* ====================================================================== */
-/* sizes                                                                   */
-/* ====================================================================== */
-
-/* The tiny model of make check: a GPT of one layer, 16 wide. */
-static void tiny_gpt(study *st) {
-  st_base_kv(st, "n_layer", "1");
-  st_base_kv(st, "d_model", "16");
-  st_base_kv(st, "n_head", "2");
-  st_base_kv(st, "seq_len", "16");
-  st_base_kv(st, "batch", "2");
-  st_base_kv(st, "eval_batches", "1");
-}
-
-/* A smaller GPT for the sweeps (two layers, 32 wide): ~5x cheaper per step. */
-void st_small_gpt(study *st) {
-  if (st->size == STUDY_TINY) return;
-  st_base_kv(st, "n_layer", "2");
-  st_base_kv(st, "d_model", "32");
-  st_base_kv(st, "n_head", "2");
-}
-
-/* Resolve steps, seeds and learning rates (multiples of the engine's lr). */
-void st_resolve(study *st, long steps_def, long steps_tiny, long steps_full, int seeds_def, int seeds_full,
-                    const double *lr_mult, int nmult, const double *lr_mult_full, int nmult_full) {
-  st->steps = st->o->steps > 0 ? st->o->steps
-              : st->size == STUDY_TINY ? steps_tiny
-              : st->size == STUDY_FULL ? steps_full : steps_def;
-  st->nseeds = st->o->seeds > 0 ? st->o->seeds : st->size == STUDY_TINY ? 1 : st->size == STUDY_FULL ? seeds_full : seeds_def;
-  if (!st->lrs_given) {
-    const double *m = st->size == STUDY_FULL ? lr_mult_full : lr_mult;
-    int n = st->size == STUDY_FULL ? nmult_full : nmult;
-    if (st->size == STUDY_TINY && n > 2) n = 2;
-    st->nlr = n;
-    for (int i = 0; i < n; i++) {
-      char b[32];
-      snprintf(b, sizeof b, "%.6g", st->lr0 * m[i]);
-      st->lr[i] = strtod(b, NULL);
-    }
-  }
-  st_base_kv(st, "steps", "%ld", st->steps);
-  if (st->size == STUDY_TINY) tiny_gpt(st);
-}
-
-const double st_LR1[] = {1};
