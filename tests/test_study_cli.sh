@@ -14,6 +14,10 @@
 #   recorded below (the runs are deterministic for any thread count);
 #   errors (unknown study, bad --lrs, --set with an unknown key, --tiny with
 #   --full, a bad --steps) exit 2 with one line naming the bad text.
+#   study files: bad lines (engine keys, ranges, claims, from/more_steps,
+#   gemm.*) exit 2 naming FILE:LINE; arm.NAME.from continuations resume their
+#   own parent's kept checkpoint, also sharded in any shard order; a gemm.*
+#   experiment writes gemm.csv, its report section and summary.json's gemm.
 # Prints `ok N - desc` / `not ok N - desc`; ends `test_study_cli: N checks, N failures`.
 
 NAME=test_study_cli
