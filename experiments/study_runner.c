@@ -268,7 +268,15 @@ static void run_one(study *st, int i, int mine) {
   char e[EXMY_ERRLEN] = "";
   memset(&r->res, 0, sizeof r->res);
   st_run_id(st, r, r->id, sizeof r->id);
-  if (st_result_load(r)) r->reused = 1; /* finished before: its numbers, exactly */
+  int have = st_result_load(r);
+  if (have && r->keep_ckpt && mine && !st->o->report_only && access(r->cfg.ckpt, R_OK)) {
+    /* finished, but a later run starts from its checkpoint and it is gone
+     * (deleted, or made by an older exmy): train it again, same numbers */
+    xp_result_free(&r->res);
+    memset(&r->res, 0, sizeof r->res);
+    have = 0;
+  }
+  if (have) r->reused = 1; /* finished before: its numbers, exactly */
   else if (st->o->report_only || !mine) {
     r->missing = r->failed = 1;
     snprintf(r->err, sizeof r->err, "missing: not run yet");

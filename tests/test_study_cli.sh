@@ -170,6 +170,15 @@ if [ "$rc" -eq 0 ] && [ "$(sed -n 2p "$T/from/runs/cont_weight_decay_0.1_seed_2/
   pass "from: the continuation trains steps 4..6 from its parent's kept checkpoint; gemm.csv, its report section and summary.json's gemm"
 else fail "from: the continuation trains from its parent's checkpoint; gemm.csv" "status $rc" "$(txt "$T/err")" "$(head -n 3 "$T/from/runs/cont_weight_decay_0.1_seed_2/loss.csv" 2>/dev/null | tr '\n' '|')"; fi
 norm "$T/from/summary.json" >"$T/from.json"
+# a parent's checkpoint gone (deleted, or an older exmy's folder) while a
+# continuation still has to run: the parent trains again, same numbers
+rm -f "$T/from/runs/pre_weight_decay_0_seed_2/ckpt.bin" "$T/from/runs/cont_weight_decay_0_seed_2/result.txt"
+run study "$T/from.study" --no-plots --threads 1 --out "$T/from"
+norm "$T/from/summary.json" >"$T/from2.json"
+if [ "$rc" -eq 0 ] && cmp -s "$T/from.json" "$T/from2.json" && [ -s "$T/from/runs/pre_weight_decay_0_seed_2/ckpt.bin" ] &&
+   [ "$(grep -c 'done before' "$T/out")" -eq 6 ] && grep -q '^\[[0-9]/8\] pre weight_decay=0 lr=0.003 seed=2: .*s)' "$T/out"; then
+  pass "from: a parent whose checkpoint is gone trains again for its continuation (6 runs done before; the same summary.json)"
+else fail "from: a parent whose checkpoint is gone trains again" "status $rc" "$(txt "$T/err")" "$(grep 'seed=2' "$T/out" | head -n 3 | tr '\n' '|')"; fi
 # sharded: a continuation goes to its parent's shard, so shards in any order
 # (here 3, 2, 1) need no other shard's checkpoint; --report equals one run
 ok=1
