@@ -1,7 +1,8 @@
 /* study.c: exmy's FP8 stability studies (study.h, docs/studies/README.md):
- * the table of built-in studies and the driver.  The machinery is split by
- * concept (study_int.h lists the files); each study's runs and analysis
- * live in study_NAME.c. */
+ * the table of analysis hooks, finding a study's file, and the driver.  The
+ * machinery is split by concept (study_int.h lists the files); every study
+ * is a file (experiments/studies/NAME.study), some with a C analysis in
+ * study_NAME.c. */
 #include "experiments/study_int.h"
 #include "exmy.h"
 
@@ -17,48 +18,23 @@
 #endif
 
 /* ====================================================================== */
-/* the table of studies                                                    */
+/* the analysis hooks and the study files                                  */
 /* ====================================================================== */
 
-static const study_def STUDIES[] = {
-  {"default", "fp32 vs bf16 vs HYBRID FP8 (current scaling) vs E8M2 round-toward-zero on the tiny GPT (~1-2 min)",
-   "Megatron-LM FP8 (Transformer Engine): loss tracks BF16, consistently a little higher. Lee et al. (2024): "
-   "low-mantissa E8My training with round-toward-zero fails to converge.",
-   NULL, st_report_default},
-  {"mantissa", "E8M1..E8M7 (rtz; rne and sr controls) vs fp32/bf16 over learning rates and seeds: divergences, spikes",
-   "\"To FP8 and Back Again\" (Lee et al., 2024, arXiv 2405.18710): E8M3, E8M4, E8M5 training of a 120M TinyLLaMA "
-   "fails to converge; at 7B only E8M5 and E8M6 are relatively stable; instability rises as mantissa bits fall.",
-   NULL, st_report_mantissa},
-  {"recipes", "bf16, e4m3fn, e5m2, HYBRID current vs delayed scaling (history 1/16/1024, margin 0/1): loss, scale ratio",
-   "Transformer Engine per-tensor delayed scaling (amax history) vs current scaling: delayed scales lag when the "
-   "distribution moves. Megatron-LM FP8: loss tracks BF16, a little higher.",
-   NULL, st_report_recipes},
-  {"fallback", "every layer FP8 (e4m3fn, e5m2) vs the first and last layers in bf16; a check-and-fallback run",
-   "Keeping the first and last layers in BF16 helps noticeably; periodic BF16 checks with fallback on disagreement.",
-   NULL, st_report_fallback},
-  {"calibration", "resume a bf16 checkpoint in FP8 delayed scaling with and without a calibration step: first steps",
-   "Resuming FP8 training from a BF16 checkpoint without amax history gives an abnormal first-step loss; a "
-   "calibration step (high-precision forward/backward that only fills the histories) fixes it.",
-   st_setup_calibration, st_report_calibration},
-  {"accumulation", "fp32 vs tc (fast / promoted every 128) vs chunked and plain fp16 accumulation as k grows; training",
-   "DeepSeek-V3: limited FP8 tensor-core accumulation (~14 bits) hurts at large k; promoting every 128 products "
-   "fixes it. Wang et al. 2018: 16384 positive FP8 products in an FP16 accumulator lose about half the sum; chunks "
-   "of 64 bring the error to about 0.15%.",
-   st_setup_accumulation, st_report_accumulation},
-  {"rounding", "rne vs stochastic rounding for E8M3..E8M5 gradients and for bf16 weight updates as the LR decays",
-   "Stochastic rounding removes the bias that makes small updates vanish (pure bf16 weights: round-to-nearest "
-   "stalls as the learning rate decays).",
-   NULL, st_report_rounding},
-  {"lrsweep", "the largest stable learning rate (LR_max) and LR sensitivity per format, paired against fp32 over seeds",
-   "Lee et al. 2024 (arXiv 2405.18710): E8M3-E8M5 training is unstable; Wortsman et al. 2023 (arXiv 2309.14322): "
-   "precision and stability effects show first at the edge of the stable learning-rate range (LR sensitivity).",
-   NULL, st_report_lrsweep},
+/* The C analyses a study file may name (report = NAME), in the order
+ * `exmy study --list` shows the built-in studies (default first). */
+typedef struct st_hook { const char *name; st_report_fn report; } st_hook;
+static const st_hook HOOKS[] = {
+  {"default", st_report_default},         {"mantissa", st_report_mantissa},
+  {"recipes", st_report_recipes},         {"fallback", st_report_fallback},
+  {"calibration", st_report_calibration}, {"accumulation", st_report_accumulation},
+  {"rounding", st_report_rounding},       {"lrsweep", st_report_lrsweep},
 };
-#define NSTUDY ((int)(sizeof STUDIES / sizeof STUDIES[0]))
+#define NHOOK ((int)(sizeof HOOKS / sizeof HOOKS[0]))
 
 st_report_fn st_report_hook(const char *name) {
-  for (int i = 0; i < NSTUDY; i++)
-    if (!strcmp(STUDIES[i].name, name)) return STUDIES[i].report;
+  for (int i = 0; i < NHOOK; i++)
+    if (!strcmp(HOOKS[i].name, name)) return HOOKS[i].report;
   return NULL;
 }
 const char *st_report_hooks(void) { return "default, mantissa, recipes, fallback, calibration, accumulation, rounding, lrsweep"; }
@@ -107,18 +83,15 @@ static int study_file_path(const char *name, char *path, size_t n) {
 
 int study_exists(const char *name) {
   char p[XP_PATH];
-  if (study_file_path(name, p, sizeof p)) return 1;
-  for (int i = 0; i < NSTUDY; i++)
-    if (STUDIES[i].setup && !strcmp(STUDIES[i].name, name)) return 1;
-  return 0;
+  return study_file_path(name, p, sizeof p);
 }
 
-/* The built-in studies: the C table's order (default first), each from its
- * file when there is one (its description line), then files not in the table. */
+/* The built-in studies: the hooks' order (default first), then the other
+ * files in the study folders; each with its file's description line. */
 void study_list(FILE *out) {
   char names[128][64];
   int n = 0;
-  for (int i = 0; i < NSTUDY; i++) snprintf(names[n++], sizeof names[0], "%s", STUDIES[i].name);
+  for (int i = 0; i < NHOOK; i++) snprintf(names[n++], sizeof names[0], "%s", HOOKS[i].name);
   const char *d[3];
   const int nd = study_dirs(d);
   for (int i = 0; i < nd; i++) {
@@ -146,9 +119,7 @@ void study_list(FILE *out) {
     if (study_file_path(names[k], path, sizeof path) && !st_file_read(&f, path, err, sizeof err)) {
       have = 1;
       desc = st_file_get(&f, STUDY_DEFAULT, "description", NULL);
-    } else
-      for (int i = 0; i < NSTUDY; i++)
-        if (!strcmp(STUDIES[i].name, names[k]) && STUDIES[i].setup) desc = STUDIES[i].desc;
+    }
     if (desc) fprintf(out, "%-13s %s\n", names[k], desc);
     if (have) st_file_free(&f);
   }
@@ -193,6 +164,7 @@ static void free_study(study *st) {
   for (int i = 0; i < st->nrun; i++) xp_result_free(&st->run[i].res);
   free(st->run);
   free(st->claim);
+  free(st->gemm);
 }
 
 static int cmp_line(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -229,15 +201,9 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
     st->def = fdef;
     name = nm;
   } else {
-    int idx = -1;
-    for (int i = 0; i < NSTUDY; i++)
-      if (STUDIES[i].setup && !strcmp(STUDIES[i].name, name)) idx = i;
-    if (idx < 0) {
-      snprintf(err, errlen, "study: unknown study '%s' (see exmy study --list; a study file's path also works)", name);
-      rc = 2;
-      goto out;
-    }
-    st->def = &STUDIES[idx];
+    snprintf(err, errlen, "study: unknown study '%s' (see exmy study --list; a study file's path also works)", name);
+    rc = 2;
+    goto out;
   }
   st->o = o;
   st->log = o->log ? o->log : stdout;
@@ -263,9 +229,7 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
     }
     fclose(df);
   }
-  if (st->file) {
-    if ((rc = st_file_setup(st, err, errlen))) goto out;
-  } else st->def->setup(st);
+  if ((rc = st_file_setup(st, err, errlen))) goto out;
   if ((rc = st_build_configs(st, err, errlen))) goto out;
   if (o->dry_run) {
     xp_config d0;
@@ -279,7 +243,9 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
     for (int i = 0; i < st->nrun; i++) {
       int nl;
       char **l = st_config_lines(&st->run[i].cfg, &nl);
-      fprintf(st->log, "[%d/%d] %s%s:", i + 1, st->nrun, st->run[i].label, st->run[i].phase ? " (phase 2)" : "");
+      fprintf(st->log, "[%d/%d] %s", i + 1, st->nrun, st->run[i].label);
+      if (st->run[i].phase) fprintf(st->log, " (phase %d)", st->run[i].phase + 1);
+      fputc(':', st->log);
       for (int j = 0; j < nl; j++)
         if (!bsearch(&l[j], dl, (size_t)nd, sizeof *dl, cmp_line) && !st_skip_line(l[j])) {
           /* "key = value" -> "key=value" */
@@ -311,16 +277,29 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
   st_run_all(st);
   st->seconds = st_now_s() - t0;
   if (o->queue && o->queue_role == STUDY_QUEUE_WORKER) goto out; /* the server writes the report */
+  /* the direct GEMM experiment: run by whoever runs the study (shard 1 of N),
+   * read back by --report */
+  if (st->gemm) {
+    if (o->report_only || (o->shard_n > 1 && o->shard_i != 1)) st_gemm_load(st);
+    else st_gemm_run(st);
+  }
   if (o->shard_n > 1 && !o->report_only) {
-    int mine = 0, fail = 0;
+    int mine = 0, fail = 0, wait = 0;
     for (int i = 0; i < st->nrun; i++)
-      if (i % o->shard_n == o->shard_i - 1) { mine++; fail += st->run[i].failed; }
+      if (st_run_mine(st, i)) {
+        mine++;
+        wait += st->run[i].missing; /* its starting checkpoint is not there */
+        fail += st->run[i].failed && !st->run[i].missing;
+      }
     fprintf(st->log, "shard %d/%d: %d of the %d runs (%d failed) in %s/runs; when every shard is done: exmy study %s --report%s%s\n",
             o->shard_i, o->shard_n, mine, st->nrun, fail, st->dir, st->file ? st->file->path : name,
             o->out_dir ? " --out " : "", o->out_dir ? o->out_dir : "");
-    if (fail) {
-      snprintf(err, errlen, "study %s: shard %d/%d: %d of its %d runs failed (runs.csv comes with --report)", name,
-               o->shard_i, o->shard_n, fail, mine);
+    if (wait)
+      fprintf(st->log, "shard %d/%d: %d of its runs start from a checkpoint that is not there (see runs/*/); rerun this shard\n",
+              o->shard_i, o->shard_n, wait);
+    if (fail || wait) {
+      snprintf(err, errlen, "study %s: shard %d/%d: of its %d runs, %d failed and %d could not start (runs.csv comes with --report)",
+               name, o->shard_i, o->shard_n, mine, fail, wait);
       rc = 1;
     }
     goto out;
@@ -344,7 +323,8 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
   for (int i = 0; i < st->nrun; i++) nok += !st->run[i].failed;
   st_rules_eval(st);
   if (nok && st->def->report) st->def->report(st, md);
-  else if (nok) { /* a study file without a C analysis: loss curves with seed bands per learning rate */
+  else if (st->gemm) st_report_gemm(st, md, "GEMM error against the reference as k grows");
+  if (nok && !st->def->report) { /* a study file without a C analysis: loss curves with seed bands per learning rate */
     fprintf(md, "## Loss curves\n\n");
     for (int li = 0; li < st->nlr && li < 4; li++) {
       char stem[32], title[96], lrs[32];

@@ -12,31 +12,9 @@
 /* study: calibration                                                      */
 /* ====================================================================== */
 
+/* The analysis of calibration.study (report = calibration): its runs are
+ * the file's (bf16 pretrain, then four continuations from its checkpoint). */
 #define CALIB_AFTER 20
-
-void st_setup_calibration(study *st) {
-  st_resolve(st, 150, 8, 400, 2, 4, st_LR1, 1, st_LR1, 1);
-  /* --steps is the bf16 pretraining; the continuation is CALIB_AFTER steps more */
-  const long pre = st->steps, after = st->size == STUDY_TINY ? 4 : CALIB_AFTER;
-  char s1[64];
-  snprintf(s1, sizeof s1, "steps=%ld", pre + after);
-  st_add_cfg(st, "bf16 pretrain", "pretrain", 0, "pre", 0, "prec=bf16", "ckpt={dir}/ckpt-{run}.bin", NULL);
-  st_add_cfg(st, "bf16 continue", "continue", 0, "ref", 1, "prec=bf16", "resume={dir}/ckpt-{run}.bin", s1, "stats_every=1", NULL);
-  st_add_cfg(st, "hybrid current", "continue", 0, "current", 1, "prec=hybrid", "resume={dir}/ckpt-{run}.bin", s1,
-          "stats_every=1", NULL);
-  st_add_cfg(st, "hybrid delayed, no calibration", "continue", 0, "nocal", 1, "prec=hybrid;recipe=delayed",
-          "resume={dir}/ckpt-{run}.bin", "calibrate=0", s1, "stats_every=1", NULL);
-  st_add_cfg(st, "hybrid delayed, calibrate=1", "continue", 1, "cal", 1, "prec=hybrid;recipe=delayed",
-          "resume={dir}/ckpt-{run}.bin", "calibrate=1", s1, "stats_every=1", NULL);
-  snprintf(st->note, sizeof st->note,
-           "Phase 1: bf16 training for %ld steps, checkpointed. Phase 2: resume from that checkpoint for %ld more "
-           "steps in bf16 (reference), HYBRID with current scaling (needs no history), and HYBRID with TE delayed "
-           "scaling (history 1024, initial scale 1: a bf16 checkpoint has no amax history) without and with one "
-           "calibration step (a high-precision step that only fills the histories). The first FP8 step is called "
-           "abnormal when its loss is more than 5%% above the bf16 continuation's loss at the same step. The "
-           "continuations record FP8 statistics every step (`stats_every = 1`).",
-           pre, after);
-}
 
 /* The losses of the first `max` training steps after the resume (the
  * engine keeps absolute step indices; calibration steps are not training

@@ -14,6 +14,10 @@
  *                                            crossed with the arms (axis.lr is the
  *                                            learning-rate axis)
  *   zip = KEY, KEY                           these axes step together
+ *   arm.NAME.from = ARM, arm.NAME.more_steps = N
+ *                                            start from ARM's final checkpoint
+ *                                            (same point, lr, seed), N steps more
+ *   gemm.FIELD = VALUE                       a direct GEMM experiment (study_gemm.c)
  *   claim.NAME.FIELD = VALUE                 text, published, arms (A, B), metric,
  *                                            rule (tracks, higher, lower), margin
  *   tiny.KEY, default.KEY, full.KEY = VALUE  any line, only at that size
@@ -31,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const ARM_META[] = {"group", "tag", "x", "phase", "name"};
+static const char *const ARM_META[] = {"group", "tag", "x", "phase", "name", "from", "more_steps"};
 static const char *const CLAIM_FIELDS[] = {"text", "published", "arms", "metric", "rule", "margin"};
 const char *const ST_METRICS[ST_NMETRIC] = {"val_loss", "final_loss", "min_loss", "diverged", "failed"};
 static const char *const RULES[] = {"tracks", "higher", "lower"};
@@ -150,6 +154,10 @@ static int check_line(const study_file *f, const xp_config *base, int ln, const 
     if (!parse_num(val, &v) || !(v > 0)) return ferr(err, errlen, f, ln, "%s = %s: expected a positive number", key, val);
     return 0;
   }
+  if (!strncmp(key, "gemm.", 5)) {
+    if (st_gemm_check(key + 5, val, why, sizeof why)) return ferr(err, errlen, f, ln, "%s", why);
+    return 0;
+  }
   if (!strncmp(key, "axis.", 5)) {
     char vals[ST_MAXVAL][ST_VALLEN];
     const int n = st_axis_values(val, vals, ST_MAXVAL, why, sizeof why);
@@ -165,6 +173,9 @@ static int check_line(const study_file *f, const xp_config *base, int ln, const 
       double v;
       if ((!strcmp(dot + 1, "x") || !strcmp(dot + 1, "phase")) && !parse_num(val, &v))
         return ferr(err, errlen, f, ln, "%s = %s: expected a number", key, val);
+      if (!strcmp(dot + 1, "more_steps") && (!parse_num(val, &v) || v != floor(v) || v < 1 || v > 1e9))
+        return ferr(err, errlen, f, ln, "%s = %s: expected a whole number of steps 1..1e9", key, val);
+      if (!strcmp(dot + 1, "from") && !*val) return ferr(err, errlen, f, ln, "%s: expected an arm's name", key);
       return 0;
     }
     return check_engine(f, base, ln, dot + 1, val, err, errlen);
@@ -310,7 +321,7 @@ int st_file_setup(study *st, char *err, size_t errlen) {
   for (int i = 0; i < f->nline; i++) {
     const sf_line *L = &f->line[i];
     if (!st_file_effective(f, sz, i) || !strncmp(L->key, "axis.", 5) || !strncmp(L->key, "arm.", 4) ||
-        !strncmp(L->key, "claim.", 6))
+        !strncmp(L->key, "claim.", 6) || !strncmp(L->key, "gemm.", 5))
       continue;
     static const char *const SWEEP[] = {"name", "description", "published", "note", "report", "seeds", "zip",
                                         "reference", "nonconv_nats", "lr_delta", "steps", "lr"};
@@ -321,8 +332,9 @@ int st_file_setup(study *st, char *err, size_t errlen) {
   if ((v = st_file_get(f, sz, "note", NULL))) snprintf(st->note, sizeof st->note, "%s", v);
   char(*avals)[ST_MAXVAL][ST_VALLEN] = calloc(ST_MAXAXIS, sizeof *avals);
   if (!avals) { snprintf(err, errlen, "study: out of memory"); return 1; }
-  const int rc = file_setup(st, f, sz, avals, err, errlen);
+  int rc = file_setup(st, f, sz, avals, err, errlen);
   free(avals);
+  if (!rc) rc = st_gemm_setup(st, err, errlen);
   return rc;
 }
 
@@ -406,10 +418,41 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
                 nruns, narm, narm > 1 ? "s" : "", npt_d, npt_d > 1 ? "s" : "", st->nlr, st->nlr > 1 ? "s" : "",
                 st->nseeds, st->nseeds > 1 ? "s" : "", ST_MAXRUNS);
   const int npt = (int)npt_d;
+  /* from = ARM: an arm of this study, not itself, no cycle; more_steps only with from */
+  int from[ST_MAXARM];
+  for (int k = 0; k < narm; k++) {
+    from[k] = -1;
+    int fln = 0, mln = 0;
+    char key[128];
+    snprintf(key, sizeof key, "arm.%s.from", arm[k]);
+    const char *fv = implicit ? NULL : st_file_get(f, sz, key, &fln);
+    snprintf(key, sizeof key, "arm.%s.more_steps", arm[k]);
+    if (!implicit && st_file_get(f, sz, key, &mln) && !fv)
+      return ferr(err, errlen, f, mln, "%s: more_steps needs arm.%s.from = ARM (the run it continues)", key, arm[k]);
+    if (!fv) continue;
+    int p = 0;
+    while (p < narm && strcmp(arm[p], fv)) p++;
+    if (p == narm) return ferr(err, errlen, f, fln, "arm.%s.from = %s: no arm '%s' in this study (arm.%s.KEY = ...)", arm[k], fv, fv, fv);
+    if (p == k) return ferr(err, errlen, f, fln, "arm.%s.from = %s: an arm cannot start from itself", arm[k], fv);
+    from[k] = p;
+  }
+  for (int k = 0; k < narm; k++) { /* a chain longer than the arms is a cycle */
+    int p = from[k], len = 0;
+    while (p >= 0 && len <= narm) { p = from[p]; len++; }
+    if (p >= 0) {
+      int fln = 0;
+      char key[128];
+      snprintf(key, sizeof key, "arm.%s.from", arm[k]);
+      st_file_get(f, sz, key, &fln);
+      return ferr(err, errlen, f, fln, "arm.%s.from = %s: the arms' from keys form a cycle", arm[k], arm[from[k]]);
+    }
+  }
+  const int run0 = st->nrun;
   for (int k = 0; k < narm; k++) {
     char group[64] = "", tag[32] = "", shown[64] = "";
     double x = 0;
     int phase = 0;
+    long more = 0;
     const char *kvs[MAX_KV];
     char kvbuf[MAX_KV][ST_VALLEN + 64];
     int nk = 0;
@@ -424,6 +467,8 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
       else if (!strcmp(key, "x")) x = strtod(L->val, NULL);
       else if (!strcmp(key, "phase")) phase = atoi(L->val);
       else if (!strcmp(key, "name")) snprintf(shown, sizeof shown, "%.63s", L->val);
+      else if (!strcmp(key, "more_steps")) more = strtol(L->val, NULL, 10);
+      else if (!strcmp(key, "from")) continue;
       else {
         if (nk >= MAX_KV - 2 - na) return ferr(err, errlen, f, L->ln, "arm %s: more than %d keys", arm[k], MAX_KV - 2 - na);
         snprintf(kvbuf[nk], sizeof kvbuf[nk], "%s=%s", key, L->val);
@@ -456,8 +501,30 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
         snprintf(st->run[i].arm, sizeof st->run[i].arm, "%.63s", implicit ? "" : arm[k]);
         snprintf(st->run[i].point, sizeof st->run[i].point, "%.*s", (int)sizeof st->run[i].point - 1,
                  name + (implicit ? 0 : strlen(shown[0] ? shown : arm[k])));
+        st->run[i].more_steps = more;
       }
     }
   }
+  /* from: each run's parent is the from arm's run at the same axis point,
+   * learning rate and seed; it runs a phase after its parent */
+  for (int i = run0; i < st->nrun; i++) {
+    srun *r = &st->run[i];
+    int k = 0;
+    while (k < narm && strcmp(arm[k], r->arm)) k++;
+    if (implicit || k == narm || from[k] < 0) continue;
+    for (int j = run0; j < st->nrun; j++) {
+      const srun *q = &st->run[j];
+      if (!strcmp(q->arm, arm[from[k]]) && !strcmp(q->point, r->point) && q->lri == r->lri && q->seedi == r->seedi) {
+        r->parent = j;
+        st->run[j].keep_ckpt = 1;
+        break;
+      }
+    }
+  }
+  for (int pass = 0; pass <= narm; pass++) /* phases along the chains (no cycles: checked above) */
+    for (int i = run0; i < st->nrun; i++) {
+      srun *r = &st->run[i];
+      if (r->parent >= 0 && r->phase <= st->run[r->parent].phase) r->phase = st->run[r->parent].phase + 1;
+    }
   return 0;
 }

@@ -6,7 +6,8 @@
  *   study_runner.c   runs, their configs, the parallel runner, per-run data
  *   study_table.c    tables (markdown and console) and gnuplot plots
  *   study_report.c   runs.csv, summary.json, report.md's common sections
- *   study_NAME.c     one built-in study: its runs (setup) and analysis (report) */
+ *   study_gemm.c     a study file's direct GEMM experiment (gemm.* keys)
+ *   study_NAME.c     one built-in study's analysis (report = NAME) */
 #ifndef EXMY_STUDY_INT_H
 #define EXMY_STUDY_INT_H
 #include "experiments/study.h"
@@ -45,6 +46,9 @@ typedef struct srun {
   char id[24];                  /* hash of the resolved config (study_state.c) */
   char arm[64], point[96];      /* study files: the arm and the axis values (" k=v ...") */
   int nonconv;                  /* the non-convergence rule (study_claims.c) */
+  int parent;                   /* from = ARM: the run whose final checkpoint it starts from (-1: none) */
+  long more_steps;              /* with a parent: train this many steps past its checkpoint (0: the config's steps) */
+  int keep_ckpt;                /* a later run starts from this run's checkpoint: keep it */
   char err[EXMY_ERRLEN];
 } srun;
 
@@ -77,7 +81,6 @@ typedef struct study study;
 typedef struct study_def {
   const char *name, *desc;
   const char *published;        /* the published result (docs/studies.md), for the report */
-  void (*setup)(study *st);
   void (*report)(study *st, FILE *md);
 } study_def;
 
@@ -107,7 +110,7 @@ struct study {
   char note[2048];              /* extra lines for the report's setup (study-specific) */
   int nclaim;                    /* study files' claims, evaluated (study_claims.c) */
   struct st_claim_row *claim;
-  void *extra;                  /* study-specific results (accumulation GEMM table) */
+  struct st_gemm *gemm;         /* the file's gemm.* experiment (NULL: none; study_gemm.c) */
 };
 
 
@@ -154,8 +157,7 @@ double st_mean_of(const double *v, int n);
 double st_sd_of(const double *v, int n);
 double st_spearman(const double *x, const double *y, int n);
 void st_base_kv(study *st, const char *k, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void st_add_cfg(study *st, const char *name, const char *group, double x, const char *tag, int phase, ...);
-/* The same with the "key=value" strings in an array (study files). */
+/* A config ("key=value" strings) crossed with every learning rate and seed. */
 void st_add_cfgv(study *st, const char *name, const char *group, double x, const char *tag, int phase,
                  const char *const *kvs, int nk);
 int st_build_configs(study *st, char *err, size_t errlen);
@@ -164,14 +166,11 @@ void st_free_lines(char **l, int n);
 int st_skip_line(const char *l);
 int st_has_line(char **l, int n, const char *s);
 void st_run_all(study *st);
+int st_run_mine(const study *st, int i);
 int st_run_diverged(const srun *r);
 agg st_aggregate(const study *st, const char *name, int lri);
 const srun *st_find_run(const study *st, const char *name, int lri, int seedi);
 void st_read_stats(const srun *r, const char *kind, stat_curve *c);
-void st_small_gpt(study *st);
-void st_resolve(study *st, long steps_def, long steps_tiny, long steps_full, int seeds_def, int seeds_full,
-                    const double *lr_mult, int nmult, const double *lr_mult_full, int nmult_full);
-extern const double st_LR1[];
 tbl *st_tbl_new(int ncol, ...);
 void st_tbl_cell(tbl *t, int col, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void st_agg_cells(tbl *t, const char *name, const agg *a, const agg *ref);
@@ -202,9 +201,7 @@ void st_report_default(study *st, FILE *md);
 void st_report_mantissa(study *st, FILE *md);
 void st_report_recipes(study *st, FILE *md);
 void st_report_fallback(study *st, FILE *md);
-void st_setup_calibration(study *st);
 void st_report_calibration(study *st, FILE *md);
-void st_setup_accumulation(study *st);
 void st_report_accumulation(study *st, FILE *md);
 void st_report_rounding(study *st, FILE *md);
 void st_report_lrsweep(study *st, FILE *md);
@@ -264,5 +261,28 @@ int st_axis_values(const char *text, char vals[][ST_VALLEN], int max, char *why,
 typedef void (*st_report_fn)(study *st, FILE *md);
 st_report_fn st_report_hook(const char *name);
 const char *st_report_hooks(void);
+
+/* a study file's direct GEMM experiment (study_gemm.c) */
+#define ST_GEMM_MAXMODEL 12
+#define ST_GEMM_MAXK 24
+#define ST_GEMM_MAXDATA 2
+typedef struct st_gemm {
+  char format[64], ref[128];
+  char model[ST_GEMM_MAXMODEL][128];
+  int nmodel, nk, ndata;
+  size_t k[ST_GEMM_MAXK], m, n;
+  int data[ST_GEMM_MAXDATA];    /* rows of the data table (positive, signed) */
+  uint64_t seed;
+  double err[ST_GEMM_MAXDATA][ST_GEMM_MAXK][ST_GEMM_MAXMODEL]; /* ||D - D_ref|| / ||D_ref|| */
+  int ran, missing;
+  char failed[600];
+} st_gemm;
+int st_gemm_check(const char *field, const char *val, char *why, size_t whylen);
+int st_gemm_setup(study *st, char *err, size_t errlen);
+void st_gemm_run(study *st);
+void st_gemm_load(study *st);
+double st_gemm_err(const study *st, const char *data, size_t k, const char *model);
+void st_report_gemm(study *st, FILE *md, const char *title);
+void st_gemm_json(const study *st, FILE *f);
 
 #endif

@@ -98,7 +98,9 @@ void st_write_summary_json(study *st) {
     }
     fprintf(f, "}%s\n", i + 1 < st->nrun ? "," : "");
   }
-  fprintf(f, "  ],\n  \"findings\": [\n");
+  fprintf(f, "  ],\n");
+  st_gemm_json(st, f);
+  fprintf(f, "  \"findings\": [\n");
   for (int i = 0; i < st->nfind; i++) {
     fprintf(f, "    {\"verdict\": \"%s\", \"claim\": ", st_verdict_name(st->find[i].verdict));
     st_json_str(f, st->find[i].claim);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -65,19 +66,8 @@ static void subst(const study *st, const srun *r, const char *in, char *out, siz
   out[j] = 0;
 }
 
-/* Add a config (name, group, x, tag, phase, then "key=value" strings, NULL)
+/* Add a config (name, group, x, tag, phase, then "key=value" strings)
  * crossed with every learning rate and seed. */
-void st_add_cfg(study *st, const char *name, const char *group, double x, const char *tag, int phase, ...) {
-  const char *kvs[MAX_KV];
-  int nk = 0;
-  va_list ap;
-  va_start(ap, phase);
-  for (const char *s; (s = va_arg(ap, const char *)) != NULL;)
-    if (nk < MAX_KV - 2) kvs[nk++] = s;
-  va_end(ap);
-  st_add_cfgv(st, name, group, x, tag, phase, kvs, nk);
-}
-
 void st_add_cfgv(study *st, const char *name, const char *group, double x, const char *tag, int phase,
                  const char *const *kvs, int nk) {
   if (nk > MAX_KV - 2) nk = MAX_KV - 2;
@@ -93,6 +83,7 @@ void st_add_cfgv(study *st, const char *name, const char *group, double x, const
       r->lri = li;
       r->seedi = si;
       r->phase = phase;
+      r->parent = -1;
       char lrs[32];
       st_fmt_lr(r->lr, lrs, sizeof lrs);
       snprintf(r->label, sizeof r->label, "%s", name);
@@ -111,6 +102,16 @@ void st_add_cfgv(study *st, const char *name, const char *group, double x, const
         subst(st, r, eq + 1, p->v, sizeof p->v);
       }
     }
+}
+
+/* A key the runner resolved (from, more_steps), in the run's listed config. */
+static void run_kv(srun *r, const char *k, const char *v) {
+  int i = 0;
+  while (i < r->nkv && strcmp(r->kv[i].k, k)) i++;
+  if (i == r->nkv && r->nkv < MAX_KV) r->nkv++;
+  if (i == MAX_KV) return;
+  snprintf(r->kv[i].k, sizeof r->kv[i].k, "%s", k);
+  snprintf(r->kv[i].v, sizeof r->kv[i].v, "%s", v);
 }
 
 /* Build every run's config; 2 with err on a rejected key or value. */
@@ -173,6 +174,41 @@ static int build_configs(study *st, const xp_config *def, char *err, size_t errl
     }
     xp_config_set(c, "threads", "1", e, sizeof e);
   }
+  /* from = ARM: a parent keeps its checkpoint (written every steps/10 and at
+   * the end, so it also resumes after an interruption); its children resume
+   * from it and train more_steps past it.  Phase order: a parent's steps are
+   * final before its children read them. */
+  int maxph = 0;
+  for (int i = 0; i < st->nrun; i++)
+    if (st->run[i].phase > maxph) maxph = st->run[i].phase;
+  for (int ph = 0; ph <= maxph; ph++)
+    for (int i = 0; i < st->nrun; i++) {
+      srun *r = &st->run[i];
+      if (r->phase != ph) continue;
+      xp_config *c = &r->cfg;
+      char v[XP_PATH + 32];
+      if (r->keep_ckpt) {
+        snprintf(v, sizeof v, "%.*s/ckpt.bin", (int)sizeof v - 10, c->out_dir);
+        if (xp_config_set(c, "ckpt", v, e, sizeof e)) {
+          snprintf(err, errlen, "study %s: run '%s': ckpt=%s: %s", st->def->name, r->label, v, e);
+          return 2;
+        }
+        c->ckpt_every = c->steps / 10 > 0 ? c->steps / 10 : 1;
+        run_kv(r, "ckpt", v);
+      }
+      if (r->parent < 0) continue;
+      const xp_config *pc = &st->run[r->parent].cfg;
+      if (xp_config_set(c, "resume", pc->ckpt, e, sizeof e)) {
+        snprintf(err, errlen, "study %s: run '%s': resume=%s: %s", st->def->name, r->label, pc->ckpt, e);
+        return 2;
+      }
+      run_kv(r, "resume", pc->ckpt);
+      if (r->more_steps > 0) {
+        c->steps = pc->steps + r->more_steps;
+        snprintf(v, sizeof v, "%ld", c->steps);
+        run_kv(r, "steps", v);
+      }
+    }
   return 0;
 }
 
@@ -246,16 +282,32 @@ static void run_one(study *st, int i, int mine) {
   char e[EXMY_ERRLEN] = "";
   memset(&r->res, 0, sizeof r->res);
   st_run_id(st, r, r->id, sizeof r->id);
-  if (st_result_load(r)) r->reused = 1; /* finished before: its numbers, exactly */
+  int have = st_result_load(r);
+  if (have && r->keep_ckpt && mine && !st->o->report_only && access(r->cfg.ckpt, R_OK)) {
+    /* finished, but a later run starts from its checkpoint and it is gone
+     * (deleted, or made by an older exmy): train it again, same numbers */
+    xp_result_free(&r->res);
+    memset(&r->res, 0, sizeof r->res);
+    have = 0;
+  }
+  if (have) r->reused = 1; /* finished before: its numbers, exactly */
   else if (st->o->report_only || !mine) {
     r->missing = r->failed = 1;
     snprintf(r->err, sizeof r->err, "missing: not run yet");
     r->res.final_loss = r->res.final_loss_avg = r->res.min_loss = r->res.val_loss = r->res.first_loss = NAN;
     r->res.diverged_at = -1;
+  } else if (r->parent >= 0 && access(r->cfg.resume, R_OK)) { /* its starting point is not there */
+    const srun *p = &st->run[r->parent];
+    r->failed = 1;
+    r->missing = !p->done || p->missing;
+    snprintf(r->err, sizeof r->err, "%s: no checkpoint %.300s from run '%s'", r->missing ? "missing" : "failed",
+             r->cfg.resume, p->label);
+    r->res.final_loss = r->res.final_loss_avg = r->res.min_loss = r->res.val_loss = r->res.first_loss = NAN;
+    r->res.diverged_at = -1;
   } else {
     xp_mkdir_p(r->cfg.out_dir, NULL, 0); /* a failure shows when the run writes */
     xp_config c = r->cfg;
-    if (!c.ckpt[0] && !c.resume[0]) { /* checkpoints to resume from after an interruption */
+    if (!c.ckpt[0] && (!c.resume[0] || r->parent >= 0)) { /* checkpoints to resume from after an interruption */
       snprintf(c.ckpt, sizeof c.ckpt, "%.*s/ckpt.bin", (int)sizeof c.ckpt - 10, c.out_dir);
       c.ckpt_every = c.steps / 10 > 0 ? c.steps / 10 : 1;
     }
@@ -269,6 +321,15 @@ static void run_one(study *st, int i, int mine) {
     } else st_run_finish(r, &c);
   }
   r->done = 1;
+}
+
+/* Whether run i is this process's under --shard I/N: every Nth run, a run
+ * with from = ARM going with the first run of its chain, so that a shard
+ * never waits for another's checkpoint. */
+int st_run_mine(const study *st, int i) {
+  if (st->o->shard_n <= 1) return 1;
+  for (int hop = 0; st->run[i].parent >= 0 && hop < st->nrun; hop++) i = st->run[i].parent;
+  return i % st->o->shard_n == st->o->shard_i - 1;
 }
 
 void st_run_all(study *st) {
@@ -293,7 +354,7 @@ void st_run_all(study *st) {
     return;
   }
   for (int i = 0; i < st->nrun; i++)
-    total += st->o->shard_n <= 1 || i % st->o->shard_n == st->o->shard_i - 1;
+    total += st_run_mine(st, i);
   int maxphase = 0;
   for (int i = 0; i < st->nrun; i++)
     if (st->run[i].phase > maxphase) maxphase = st->run[i].phase;
@@ -303,7 +364,7 @@ void st_run_all(study *st) {
       if (st->run[i].phase == ph) idx[n++] = i;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(st->threads)
     for (int j = 0; j < n; j++) {
-      const int mine = st->o->shard_n <= 1 || idx[j] % st->o->shard_n == st->o->shard_i - 1;
+      const int mine = st_run_mine(st, idx[j]);
       run_one(st, idx[j], mine);
       srun *r = &st->run[idx[j]];
       if (r->missing || !mine) continue;
@@ -468,49 +529,3 @@ void st_read_stats(const srun *r, const char *kind, stat_curve *c) {
   }
   fclose(f);
 }
-
-/* ====================================================================== */
-/* sizes                                                                   */
-/* ====================================================================== */
-
-/* The tiny model of make check: a GPT of one layer, 16 wide. */
-static void tiny_gpt(study *st) {
-  st_base_kv(st, "n_layer", "1");
-  st_base_kv(st, "d_model", "16");
-  st_base_kv(st, "n_head", "2");
-  st_base_kv(st, "seq_len", "16");
-  st_base_kv(st, "batch", "2");
-  st_base_kv(st, "eval_batches", "1");
-}
-
-/* A smaller GPT for the sweeps (two layers, 32 wide): ~5x cheaper per step. */
-void st_small_gpt(study *st) {
-  if (st->size == STUDY_TINY) return;
-  st_base_kv(st, "n_layer", "2");
-  st_base_kv(st, "d_model", "32");
-  st_base_kv(st, "n_head", "2");
-}
-
-/* Resolve steps, seeds and learning rates (multiples of the engine's lr). */
-void st_resolve(study *st, long steps_def, long steps_tiny, long steps_full, int seeds_def, int seeds_full,
-                    const double *lr_mult, int nmult, const double *lr_mult_full, int nmult_full) {
-  st->steps = st->o->steps > 0 ? st->o->steps
-              : st->size == STUDY_TINY ? steps_tiny
-              : st->size == STUDY_FULL ? steps_full : steps_def;
-  st->nseeds = st->o->seeds > 0 ? st->o->seeds : st->size == STUDY_TINY ? 1 : st->size == STUDY_FULL ? seeds_full : seeds_def;
-  if (!st->lrs_given) {
-    const double *m = st->size == STUDY_FULL ? lr_mult_full : lr_mult;
-    int n = st->size == STUDY_FULL ? nmult_full : nmult;
-    if (st->size == STUDY_TINY && n > 2) n = 2;
-    st->nlr = n;
-    for (int i = 0; i < n; i++) {
-      char b[32];
-      snprintf(b, sizeof b, "%.6g", st->lr0 * m[i]);
-      st->lr[i] = strtod(b, NULL);
-    }
-  }
-  st_base_kv(st, "steps", "%ld", st->steps);
-  if (st->size == STUDY_TINY) tiny_gpt(st);
-}
-
-const double st_LR1[] = {1};

@@ -131,5 +131,5 @@ void st_run_finish(const srun *r, const xp_config *c) {
   st_result_save(r);
   char ck[XP_PATH + 32];
   path_of(r, "ckpt.bin", ck, sizeof ck);
-  if (!strcmp(c->ckpt, ck)) unlink(ck);
+  if (!strcmp(c->ckpt, ck) && !r->keep_ckpt) unlink(ck); /* kept: a later run starts from it */
 }

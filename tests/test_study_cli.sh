@@ -14,6 +14,10 @@
 #   recorded below (the runs are deterministic for any thread count);
 #   errors (unknown study, bad --lrs, --set with an unknown key, --tiny with
 #   --full, a bad --steps) exit 2 with one line naming the bad text.
+#   study files: bad lines (engine keys, ranges, claims, from/more_steps,
+#   gemm.*) exit 2 naming FILE:LINE; arm.NAME.from continuations resume their
+#   own parent's kept checkpoint, also sharded in any shard order; a gemm.*
+#   experiment writes gemm.csv, its report section and summary.json's gemm.
 # Prints `ok N - desc` / `not ok N - desc`; ends `test_study_cli: N checks, N failures`.
 
 NAME=test_study_cli
@@ -86,6 +90,21 @@ for k in n_layer d_model n_head batch weight_decay clip log_every calibrate; do 
 sf_err "too many runs" "$big" 9 'at most 20000'
 run study "$T/no-such.study"
 check_err "a missing study file" "no-such.study"
+# from = ARM, more_steps = N (a run starting from another arm's checkpoint) and
+# the gemm.* experiment: each bad value names its line
+sf_err "from an unknown arm" 'description = d\narm.a.prec = bf16\narm.b.from = nosuch\n' 3 "no arm 'nosuch'"
+sf_err "from itself" 'description = d\narm.a.prec = bf16\narm.a.from = a\n' 3 'arm.a.from = a: an arm cannot start from itself'
+sf_err "from in a cycle" 'description = d\narm.a.from = b\narm.b.from = a\n' 2 'form a cycle'
+sf_err "more_steps 0" 'description = d\narm.a.prec = bf16\narm.b.from = a\narm.b.more_steps = 0\n' 4 'arm.b.more_steps = 0'
+sf_err "more_steps not a number" 'description = d\narm.a.prec = bf16\narm.b.from = a\narm.b.more_steps = 2x\n' 4 '= 2x'
+sf_err "more_steps without from" 'description = d\narm.a.prec = bf16\narm.a.more_steps = 5\n' 3 'needs arm.a.from'
+sf_err "an unknown gemm model" 'description = d\ngemm.accum = fp32; acc=f99\ngemm.k = 16\n' 2 'f99'
+sf_err "a bad gemm k" 'description = d\ngemm.accum = fp32\ngemm.k = 16, 0\n' 3 "gemm.k: '0'"
+sf_err "unknown gemm data" 'description = d\ngemm.accum = fp32\ngemm.k = 16\ngemm.data = uniform\n' 4 "unknown data 'uniform'"
+sf_err "a bad gemm m" 'description = d\ngemm.accum = fp32\ngemm.k = 16\ngemm.m = 0\n' 4 'gemm.m = 0'
+sf_err "a bad gemm format" 'description = d\ngemm.format = e9m9x\n' 2 'e9m9x'
+sf_err "an unknown gemm key" 'description = d\ngemm.size = 3\n' 2 'gemm.size'
+sf_err "gemm without its models" 'description = d\ngemm.k = 16\nsteps = 3\n' 2 'gemm.accum missing'
 
 # a study file: arms crossed with an axis, zipped axes, size lines
 cat >"$T/mine.study" <<'EOF_STUDY'
@@ -112,6 +131,68 @@ if [ "$rc" -eq 0 ] && [ "$(grep -c '^\[[0-9]*/8\] ' "$T/out")" -eq 8 ] &&
    grep -q 'steps=3' "$T/out"; then
   pass "study FILE: arms x zipped axes x seeds, tiny. lines applied (8 runs)"
 else fail "study FILE: arms x zipped axes x seeds" "status $rc" "$(txt "$T/err")" "$(head -n 3 "$T/out" | tr '\n' '|')"; fi
+
+# from and more_steps: each continuation resumes its own parent (same axis
+# point and seed) a phase later and trains more_steps past it; the parents
+# keep their checkpoints; a gemm.* experiment writes gemm.csv and its section
+cat >"$T/from.study" <<'EOF_STUDY'
+description = a continuation per axis point and seed, and a GEMM experiment
+steps = 4
+n_layer = 1
+d_model = 16
+n_head = 2
+seq_len = 16
+batch = 2
+eval_batches = 1
+seeds = 2
+axis.weight_decay = 0, 0.1
+arm.pre.prec = bf16
+arm.cont.from = pre
+arm.cont.more_steps = 3
+arm.cont.prec = hybrid
+gemm.accum = fp32; acc=f16
+gemm.k = 64, 256
+gemm.m = 2
+gemm.n = 3
+EOF_STUDY
+run study "$T/from.study" --dry-run --out "$T/from"
+if [ "$rc" -eq 0 ] && grep -q '^\[8/8\] cont weight_decay=0.1 seed=2 (phase 2): prec=hybrid .*steps=7 .*resume=.*/runs/pre_weight_decay_0.1_seed_2/ckpt.bin' "$T/out" &&
+   grep -q '^\[5/8\] cont weight_decay=0 seed=1 (phase 2): .*steps=7 .*resume=.*/runs/pre_weight_decay_0_seed_1/ckpt.bin' "$T/out" &&
+   grep -q '^\[1/8\] pre weight_decay=0 seed=1: .*steps=4 .*ckpt=.*/runs/pre_weight_decay_0_seed_1/ckpt.bin' "$T/out"; then
+  pass "from = ARM: each continuation names its own parent's checkpoint (axis point, seed), phase 2, steps 4 + more_steps 3"
+else fail "from = ARM: each continuation names its own parent's checkpoint" "status $rc" "$(grep cont "$T/out" | head -n 2 | tr '\n' '|')"; fi
+run study "$T/from.study" --no-plots --threads 1 --out "$T/from"
+norm() { sed -E 's/"(seconds|threads)": [0-9.]+/"\1": T/g; s/"command": "[^"]*"/"command": C/' "$1"; }
+if [ "$rc" -eq 0 ] && [ "$(sed -n 2p "$T/from/runs/cont_weight_decay_0.1_seed_2/loss.csv" | cut -d, -f1)" = 4 ] &&
+   [ "$(tail -n 1 "$T/from/runs/cont_weight_decay_0.1_seed_2/loss.csv" | cut -d, -f1)" = 6 ] &&
+   [ -s "$T/from/runs/pre_weight_decay_0.1_seed_2/ckpt.bin" ] && [ ! -e "$T/from/runs/cont_weight_decay_0.1_seed_2/ckpt.bin" ] &&
+   grep -q '^positive,256,"acc=f16",0\.00' "$T/from/gemm.csv" && grep -q '^## GEMM error against the reference' "$T/from/report.md" &&
+   grep -q '"gemm": {"format": "e4m3fn"' "$T/from/summary.json"; then
+  pass "from: the continuation trains steps 4..6 from its parent's kept checkpoint; gemm.csv, its report section and summary.json's gemm"
+else fail "from: the continuation trains from its parent's checkpoint; gemm.csv" "status $rc" "$(txt "$T/err")" "$(head -n 3 "$T/from/runs/cont_weight_decay_0.1_seed_2/loss.csv" 2>/dev/null | tr '\n' '|')"; fi
+norm "$T/from/summary.json" >"$T/from.json"
+# a parent's checkpoint gone (deleted, or an older exmy's folder) while a
+# continuation still has to run: the parent trains again, same numbers
+rm -f "$T/from/runs/pre_weight_decay_0_seed_2/ckpt.bin" "$T/from/runs/cont_weight_decay_0_seed_2/result.txt"
+run study "$T/from.study" --no-plots --threads 1 --out "$T/from"
+norm "$T/from/summary.json" >"$T/from2.json"
+if [ "$rc" -eq 0 ] && cmp -s "$T/from.json" "$T/from2.json" && [ -s "$T/from/runs/pre_weight_decay_0_seed_2/ckpt.bin" ] &&
+   [ "$(grep -c 'done before' "$T/out")" -eq 6 ] && grep -q '^\[[0-9]/8\] pre weight_decay=0 lr=0.003 seed=2: .*s)' "$T/out"; then
+  pass "from: a parent whose checkpoint is gone trains again for its continuation (6 runs done before; the same summary.json)"
+else fail "from: a parent whose checkpoint is gone trains again" "status $rc" "$(txt "$T/err")" "$(grep 'seed=2' "$T/out" | head -n 3 | tr '\n' '|')"; fi
+# sharded: a continuation goes to its parent's shard, so shards in any order
+# (here 3, 2, 1) need no other shard's checkpoint; --report equals one run
+ok=1
+for i in 3 2 1; do
+  run study "$T/from.study" --no-plots --threads 1 --out "$T/froms" --shard $i/3
+  [ "$rc" -eq 0 ] && grep -q "^shard $i/3: " "$T/out" || ok=0
+done
+[ -f "$T/froms/gemm.csv" ] || ok=0
+run study "$T/from.study" --no-plots --threads 1 --out "$T/froms" --report
+norm "$T/froms/summary.json" | sed "s#$T/froms#$T/from#g" >"$T/froms.json"
+if [ $ok -eq 1 ] && [ "$rc" -eq 0 ] && cmp -s "$T/from.json" "$T/froms.json"; then
+  pass "from, sharded: shards 3/3, 2/3, 1/3 (each continuation with its parent) and --report give the one-run summary.json (gemm from shard 1)"
+else fail "from, sharded" "status $rc ok $ok" "$(diff "$T/from.json" "$T/froms.json" | head -n 4 | cut -c 1-300 | tr '\n' '|')"; fi
 
 # resumable and shardable: summary.json (timings, thread count and the
 # command line aside) is the same for an uninterrupted run, a run killed
