@@ -9,6 +9,9 @@
  *   shift(a, s)     log2 LR_max(a, s) - log2 LR_max(ref, s), paired by seed; an
  *                   arm with no such lr sits one grid step below the grid
  *                   (censored, counted);
+ *   own shift       the same with each arm's LR_max taken against its own best
+ *                   loss at the seed (the stability edge apart from a loss
+ *                   offset; shown beside the verdict, not deciding it);
  *   sensitivity     Wortsman et al. 2023: the mean over the grid of
  *                   min(loss, l0) minus its minimum (l0: the first loss);
  *   did not train   loss is +inf or above best(s) + nonconv_nats. */
@@ -135,7 +138,7 @@ void st_report_lrsweep(study *st, FILE *md) {
               "the shift is log2 LR_max(arm) - log2 LR_max(%s), paired by seed (grid step %.2f in log2), with a "
               "95%% bootstrap CI over the seeds (2000 resamples, seeded). An arm that never comes within lr_delta "
               "at a seed is placed one grid step below the smallest learning rate (censored: the true shift is "
-              "at least that large). `LR sensitivity` (Wortsman et al. 2023): the mean over the grid of "
+              "at least that large). A format whose loss sits more than lr_delta above fp32's at every learning rate has no LR_max by this definition even when it is stable, so `shift vs own best` repeats the measure with each arm's LR_max taken within lr_delta of *its own* best loss at the seed: the stability edge apart from a loss offset (shown, not deciding the verdict). `LR sensitivity` (Wortsman et al. 2023): the mean over the grid of "
               "min(loss, first loss) minus its minimum, per seed. A run *did not train* when it diverged, "
               "errored, or ended more than nonconv_nats = %g nats above the reference's best loss at its seed "
               "(the claims' non-convergence rule below compares with the reference at the same learning rate "
@@ -145,13 +148,14 @@ void st_report_lrsweep(study *st, FILE *md) {
 
   char h_fail[96];
   snprintf(h_fail, sizeof h_fail, "did not train, per lr (of %d)", ns);
-  tbl *t = st_tbl_new(7, "arm", "seeds", "LR_max (median)", "shift, log2 [95% CI]", "LR sensitivity [95% CI]", h_fail,
+  tbl *t = st_tbl_new(8, "arm", "seeds", "LR_max (median)", "shift, log2 [95% CI]", "shift vs own best", "LR sensitivity [95% CI]", h_fail,
                       "did not train, all lrs [95% CI]");
   double *gap = malloc((size_t)ns * sizeof *gap), *sens = malloc((size_t)ns * sizeof *sens);
+  double *own = malloc((size_t)ns * sizeof *own);
   for (int c = 0; c < nc; c++) {
     const curve *a = &cv[c];
     const curve *rf = a->ref >= 0 ? &cv[a->ref] : NULL;
-    int ng = 0, ncens = 0, nsens = 0, nmax = 0;
+    int ng = 0, ncens = 0, nsens = 0, nmax = 0, nown = 0;
     double lrmax[64];
     for (int s = 0; s < ns; s++) {
       const double *la = a->loss + (size_t)s * nlr;
@@ -167,13 +171,21 @@ void st_report_lrsweep(study *st, FILE *md) {
       const double xa = ia >= 0 ? log2(st->lr[ord[ia]]) : log2(st->lr[ord[0]]) - step;
       ncens += ia < 0;
       gap[ng++] = xa - log2(st->lr[ord[ir]]);
+      /* the same against each arm's own best: the stability edge apart from a loss offset */
+      double ob = INFINITY;
+      for (int k = 0; k < nlr; k++) ob = la[k] < ob ? la[k] : ob;
+      const int io = st_lr_max_index(la, nlr, ob, delta), iro = st_lr_max_index(lr_ref, nlr, best, delta);
+      if (io >= 0 && iro >= 0) own[nown++] = log2(st->lr[ord[io]]) - log2(st->lr[ord[iro]]);
     }
     double m = ng ? st_mean_of(gap, ng) : NAN, lo = NAN, hi = NAN;
     if (ng) st_bootstrap(gap, ng, 0x1e5eedULL + (uint64_t)c, 0.95, &lo, &hi);
     double sm = nsens ? st_mean_of(sens, nsens) : NAN, slo = NAN, shi = NAN;
     if (nsens) st_bootstrap(sens, nsens, 0x5e45ULL + (uint64_t)c, 0.95, &slo, &shi);
-    char b[96], shift[96], name[170];
+    double om = nown ? st_mean_of(own, nown) : NAN, olo = NAN, ohi = NAN;
+    if (nown) st_bootstrap(own, nown, 0x0e5eedULL + (uint64_t)c, 0.95, &olo, &ohi);
+    char b[96], shift[96], oshift[96], name[170];
     fmt_ci(shift, sizeof shift, m, ng > 1 ? lo : NAN, hi);
+    fmt_ci(oshift, sizeof oshift, om, nown > 1 ? olo : NAN, ohi);
     snprintf(name, sizeof name, "%s%s", a->arm[0] ? a->arm : "base", a->point);
     st_tbl_cell(t, 0, "%s", name);
     st_tbl_cell(t, 1, "%d", ns);
@@ -182,9 +194,15 @@ void st_report_lrsweep(study *st, FILE *md) {
       st_fmt_lr(nmax % 2 ? lrmax[nmax / 2] : sqrt(lrmax[nmax / 2 - 1] * lrmax[nmax / 2]), b, sizeof b);
       st_tbl_cell(t, 2, "%s%s", b, nmax < ns ? " (some seeds: none)" : "");
     } else st_tbl_cell(t, 2, "none");
-    if (rf && a != rf) st_tbl_cell(t, 3, "%s%s", shift, ncens ? " (censored)" : ""); else st_tbl_cell(t, 3, a == rf ? "reference" : "-");
+    if (rf && a != rf) {
+      st_tbl_cell(t, 3, "%s%s", shift, ncens ? " (censored)" : "");
+      st_tbl_cell(t, 4, "%s", oshift);
+    } else {
+      st_tbl_cell(t, 3, a == rf ? "reference" : "-");
+      st_tbl_cell(t, 4, a == rf ? "reference" : "-");
+    }
     fmt_ci(b, sizeof b, sm, nsens > 1 ? slo : NAN, shi);
-    st_tbl_cell(t, 4, "%s", b);
+    st_tbl_cell(t, 5, "%s", b);
     char per[160] = "";
     int nfail = 0;
     for (int k = 0; k < nlr; k++) {
@@ -193,10 +211,10 @@ void st_report_lrsweep(study *st, FILE *md) {
       nfail += nf;
       st_cat(per, sizeof per, "%s%d", k ? " " : "", nf);
     }
-    st_tbl_cell(t, 5, "%s", per);
+    st_tbl_cell(t, 6, "%s", per);
     double plo, phi;
     st_clopper_pearson(nfail, ns * nlr, 0.95, &plo, &phi);
-    st_tbl_cell(t, 6, "%d/%d [%.0f%%, %.0f%%]", nfail, ns * nlr, 100 * plo, 100 * phi);
+    st_tbl_cell(t, 7, "%d/%d [%.0f%%, %.0f%%]", nfail, ns * nlr, 100 * plo, 100 * phi);
     st_tbl_end_row(t);
     if (!rf || a == rf || st->nfind >= MAX_FIND) continue;
     /* the finding: a lower LR_max than the reference, paired by seed */
@@ -208,11 +226,13 @@ void st_report_lrsweep(study *st, FILE *md) {
     else snprintf(claim, sizeof claim, "%s: LR_max against %s's (paired by seed).", name, refarm);
     if (a->unstable) verdict = st_lr_shift_verdict(ng, lo, hi, step);
     st_finding_add(st, verdict, claim,
-                   "shift log2 LR_max = %s over n = %d seeds (%d censored); %s", shift, ng, ncens,
+                   "shift log2 LR_max = %s over n = %d seeds (%d censored); %s. Against the arm's own best loss "
+                   "(its stability edge apart from a loss offset): %s over n = %d", shift, ng, ncens,
                    ng < 3 ? "inconclusive: fewer than 3 seeds"
                    : hi < 0 ? "the 95% CI lies below 0: a lower LR_max"
                    : lo > -step ? "the 95% CI excludes a drop of one grid step: no lower LR_max at this grid's resolution"
-                                : "the 95% CI reaches a one-step drop but also 0: inconclusive");
+                                : "the 95% CI reaches a one-step drop but also 0: inconclusive",
+                   oshift, nown);
   }
   fprintf(md, "## Results per arm\n\n");
   st_tbl_emit(st, t, md, "LR_max and LR sensitivity per arm:");
@@ -270,6 +290,7 @@ void st_report_lrsweep(study *st, FILE *md) {
                 "bound of %.0f%%).\n\n", ns, ns > 1 ? "s" : "", ns, 100 * (1 - pow(0.025, 1.0 / ns)));
   free(sr);
   free(gap);
+  free(own);
   free(sens);
   for (int c = 0; c < nc; c++) { free(cv[c].loss); free(cv[c].l0); }
   free(cv);
