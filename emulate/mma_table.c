@@ -28,6 +28,10 @@ const mma_datapath exmy__mma_paths[] = {
      f16 mma fused sums (k mod 4 in {0,1}, then {2,3}) from +0, then C added */
   {"hopper-fp8-f16-mma", MMA_T, 16, 25, 0, 0, -22, MMA_RNE_FP16, 2, 1, "f16",
    "recorded H100/H200 (Khattak & Mikaitis), 20,000 of 20,000; pieces as hopper-f16-f16-mma"},
+  /* sm_100 mma.sync FP8 with f32 D: the same f16 pieces, each cut and summed as
+     an f16 mma with f32 accumulation (toward zero), then C added by an fp32 add */
+  {"blackwell-fp8-f32-mma", MMA_T, 16, 25, 0, 0, -133, MMA_RZ_FP32, 2, 1, "f16",
+   "recorded B200 (Khattak & Mikaitis), E4M3 5000 of 5000; pieces as hopper-16bit-f32"},
   {"blackwell-f8f6f4-f32", MMA_T, 32, 25, 0, 0, -133, MMA_RZ_FP32, 0, 0, NULL, V2 " (Blackwell, RTX Blackwell)"},
   {"blackwell-f8f6f4-f16", MMA_T, 32, 25, 0, 0, -133, MMA_RNE_FP16, 0, 0, NULL, V2 " (tcgen05)"},
   {"blackwell-f8f6f4-f16-mma", MMA_T, 32, 25, 0, 0, -22, MMA_RNE_FP16, 0, 0, NULL, V2 " (mma.sync, RTX Blackwell)"},
@@ -122,6 +126,8 @@ static const mma_name names[] = {
   {"sm_90", "mma.m16n8k16.f16.{a}.{b}", "f16", NULL, "f16", "f16", NULL, 16, 0, "hopper-f16-f16-mma"},
   {"sm_90", "mma.m16n8k8.f32.{a}.{b}", "tf32", NULL, "f32", "f32", NULL, 8, 0, "hopper-tf32"},
   {"sm_90", "mma.m16n8k4.f32.{a}.{b}", "tf32", NULL, "f32", "f32", NULL, 4, 0, "hopper-tf32"},
+  {"sm_100", "mma.m16n8k32.f32.{a}.{b}", FP8, FP8, "f32", "f32", NULL, 32, 0, "blackwell-fp8-f32-mma"},
+  {"sm_100", "mma.m16n8k32.f16.{a}.{b}", FP8, FP8, "f16", "f16", NULL, 32, 0, "hopper-fp8-f16-mma"},
   {"sm_100", "tcgen05.kind::tf32", "tf32", NULL, "f32", "f32", NULL, 8, 0, "hopper-tf32"},
   {"sm_100", "tcgen05.kind::f16.f32.{a}.{b}", "f16", NULL, "f32", "f32", NULL, 16, 0, "hopper-16bit-f32"},
   {"sm_100", "tcgen05.kind::f16.f32.{a}.{b}", "bf16", NULL, "f32", "f32", NULL, 16, 0, "hopper-16bit-f32"},

@@ -289,24 +289,30 @@ def f16_value(code):
     return float(np.array(code, dtype=np.uint16).view(np.float16))
 
 
+def f32_value(code):
+    return float(np.array(code, dtype=np.uint32).view(np.float32))
+
+
 def f16_pieces_then_c(a, b, c, p):
-    """FP8 mma.sync on sm_90 as the H100/H200 recordings show it: the operands
-    taken as f16 values; piece j holds the elements l with (l // W) mod
-    (k / L) = j; the pieces are T sums chained from +0; then one IEEE f16 add
-    of c, rounded to nearest even."""
-    W, L = p['W'], p['L']
+    """FP8 mma.sync on sm_90 and sm_100 as the H100/H200/B200 recordings show
+    it: the operands taken as f16 values; piece j holds the elements l with
+    (l // W) mod (k / L) = j; the pieces are T sums chained from +0, each
+    converted by rho to D's format; then one IEEE add of c in D's format
+    (f16 or fp32), rounded to nearest even."""
+    W, L, d16 = p['W'], p['L'], p['d16']
     npieces = len(a) // L
-    q = dict(p, emin_a=-14, emin_b=-14, emin_c=-14)
+    q = dict(p, emin_a=-14, emin_b=-14, emin_c=-14 if d16 else -126)
+    value = f16_value if d16 else f32_value
     acc = 0.0
     for j in range(npieces):
         idx = [l for l in range(len(a)) if (l // W) % npieces == j]
-        acc = f16_value(t_fdpa([a[l] for l in idx], [b[l] for l in idx], acc, q))
+        acc = value(t_fdpa([a[l] for l in idx], [b[l] for l in idx], acc, q))
     sp = ieee_special([acc], c)
     if sp:
-        return special_code(sp, True)
+        return special_code(sp, d16)
     total = Fraction(acc) + Fraction(c)
     both_negzero = acc == 0 and c == 0 and math.copysign(1, acc) < 0 and math.copysign(1, c) < 0
-    return out_format(total, 'rne-fp16', both_negzero)
+    return out_format(total, 'rne-fp16' if d16 else 'rne-fp32', both_negzero)
 
 
 def dot(a, b, c, p, sa=None, sb=None):
