@@ -37,6 +37,7 @@ typedef struct gpt_block_act {  /* what the backward needs from one block */
   float *ln2, *ln2_mean, *ln2_rstd;
   float *fch;                   /* BT x F: fc output */
   float *fcact;                 /* BT x H: activation output */
+  float *fcth;                  /* BT x H: GELU's tanh values (none with SwiGLU) */
 } gpt_block_act;
 
 typedef struct gpt_state {
@@ -186,6 +187,7 @@ static size_t act_layout(const xp_model *m, gpt_state *s, size_t cap, float *mem
     TAKE(a->ln2_rstd, BT);
     TAKE(a->fch, BT * F);
     TAKE(a->fcact, BT * H);
+    TAKE(a->fcth, m->mc.swiglu ? 0 : BT * H);
   }
   TAKE(s->lnf, BT * C);
   TAKE(s->lnf_mean, BT);
@@ -404,7 +406,7 @@ static int forward_logits(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
     xp_norm_forward(rms, xa, P(k->ln2g), PN(k->ln2b), a->ln2, a->ln2_mean, a->ln2_rstd, BT, C);
     if (xp_linear_forward(ctx, k->lin[LIN_FC], a->ln2, P(k->fcw), P(k->fcb), a->fch, BT, C, F)) return -1;
     if (m->mc.swiglu) xp_swiglu_forward(a->fch, a->fcact, BT, H);
-    else xp_gelu_forward(a->fch, a->fcact, BT * H);
+    else xp_gelu_forward(a->fch, a->fcact, a->fcth, BT * H);
     if (xp_linear_forward(ctx, k->lin[LIN_FC2], a->fcact, P(k->fc2w), P(k->fc2b), s->tmp, BT, H, C)) return -1;
     xp_add(xm, xa, s->tmp, BT * C);
   }
@@ -459,7 +461,7 @@ static int gpt_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
                            s->dfcact, NULL, BT, H, C))
       return -1;
     if (m->mc.swiglu) xp_swiglu_backward(s->dfcact, a->fch, s->dfch, BT, H);
-    else xp_gelu_backward(s->dfcact, a->fch, s->dfch, BT * H);
+    else xp_gelu_backward(s->dfcact, a->fch, a->fcth, s->dfch, BT * H);
     if (xp_linear_backward(ctx, k->lin[LIN_FC], s->dfch, a->ln2, P(k->fcw), G(k->fcw), G(k->fcb), s->dln,
                            NULL, BT, C, F))
       return -1;
