@@ -67,6 +67,9 @@ void xp_ctx_free(xp_ctx *ctx) {
   free(ctx->ls);
   free(ctx->lin_prec);
   exmy_gemm_ws_free(&ctx->ws);
+  free(ctx->batch);
+  ctx->batch = NULL;
+  ctx->batch_cap = 0;
   ctx->ls = NULL;
   ctx->lin_prec = NULL;
 }
@@ -275,6 +278,84 @@ void xp_matmul(xp_ctx *ctx, const xp_gemm_desc *g) {
   }
   free_operand(&A);
   free_operand(&B);
+}
+
+/* The arrays of a batch of count problems: operands (A, B per problem),
+ * GEMM arguments and outputs, in one block kept by the context. */
+typedef struct batch_arrays {
+  operand *ops;
+  exmy_gemm_args *args;
+  void **d;
+} batch_arrays;
+
+static int batch_get(xp_ctx *ctx, size_t count, batch_arrays *ba) {
+  const size_t per = 2 * sizeof(operand) + sizeof(exmy_gemm_args) + sizeof(void *);
+  if (ctx->batch_cap < count) {
+    void *p = malloc(count * per);
+    if (!p) return -1;
+    free(ctx->batch);
+    ctx->batch = p;
+    ctx->batch_cap = count;
+  }
+  char *base = ctx->batch;
+  ba->ops = (operand *)base;
+  ba->args = (exmy_gemm_args *)(base + 2 * count * sizeof(operand));
+  ba->d = (void **)(base + 2 * count * sizeof(operand) + count * sizeof(exmy_gemm_args));
+  return 0;
+}
+
+void xp_matmul_batch(xp_ctx *ctx, const xp_gemm_desc *g, size_t count, size_t stride_a, size_t stride_b,
+                     size_t stride_d) {
+  if (g->lin >= 0) { /* layer state (recipes, statistics, dumps) is per call: one at a time */
+    for (size_t i = 0; i < count; i++) {
+      xp_gemm_desc gi = *g;
+      gi.sub = g->sub + (int)i;
+      gi.a.p = g->a.p + i * stride_a;
+      gi.b.p = g->b.p + i * stride_b;
+      gi.d = g->d + i * stride_d;
+      xp_matmul(ctx, &gi);
+    }
+    return;
+  }
+  const size_t m = g->m, n = g->n, k = g->k;
+  batch_arrays ba;
+  if (!ctx->failed && batch_get(ctx, count, &ba)) set_err(ctx, "attention", "out of memory");
+  if (ctx->failed) {
+    for (size_t i = 0; i < count; i++) nan_fill(g->d + i * stride_d, m * n);
+    return;
+  }
+  const xp_prec *p = prec_of(ctx, g->lin);
+  int bad = 0;
+  long nb = (long)count;
+  /* operands: a view of the floats, or quantized with the problem's own SR stream */
+#pragma omp parallel for schedule(static) if (count > 1) reduction(| : bad)
+  for (long i = 0; i < nb; i++) {
+    operand *A = &ba.ops[2 * i], *B = A + 1;
+    const int sub = g->sub + (int)i;
+    ba.d[i] = g->d + (size_t)i * stride_d;
+    memset(B, 0, sizeof *B);
+    if (make_operand(ctx, &p->t[g->a.kind], NULL, NULL, g->lin, sub, g->role, 0, g->a.p + (size_t)i * stride_a,
+                     g->a.trans, m, k, A) ||
+        make_operand(ctx, &p->t[g->b.kind], NULL, NULL, g->lin, sub, g->role, 1, g->b.p + (size_t)i * stride_b,
+                     g->b.trans, n, k, B)) {
+      bad = 1;
+      continue;
+    }
+    exmy_gemm_args *ga = &ba.args[i];
+    exmy_gemm_args_init(ga);
+    ga->trans_a = A->trans;
+    ga->trans_b = B->trans;
+    ga->a = &A->q;
+    ga->b = &B->q;
+    ga->d_fmt = &ctx->f32;
+    ga->accum = &p->accum[g->role];
+  }
+  char e[EXMY_ERRLEN];
+  if (!bad && exmy_gemm_batched(ba.args, count, ctx->cfg->threads, ba.d, NULL, NULL, e, sizeof e))
+    set_err(ctx, "attention", e), bad = 1;
+  if (bad)
+    for (size_t i = 0; i < count; i++) nan_fill(g->d + i * stride_d, m * n);
+  for (size_t i = 0; i < 2 * count; i++) free_operand(&ba.ops[i]);
 }
 
 /* ---- the step's end and the statistics ---------------------------------- */

@@ -285,6 +285,56 @@ static void test_errors(void) {
   xp_result_free(&r);
 }
 
+/* xp_matmul_batch (attention's products at once) gives, bit for bit, what
+ * one xp_matmul per problem gives: fp32, and quantized with stochastic
+ * rounding (each problem's own stream) and a block recipe on a transposed
+ * operand; 1 and 2 threads. */
+static void test_matmul_batch(uint64_t seed) {
+  static const char *const attn[] = {"fp32", "e5m2;round=sr", "hybrid;recipe=block:1x8"};
+  enum { NB = 6, M = 8, N = 12, K = 16 };
+  uint64_t st = seed ^ 0x5eed;
+  const int old_threads = omp_get_max_threads();
+  float a[NB * M * K], b[NB * K * N], d1[NB * M * N], d2[NB * M * N];
+  for (size_t i = 0; i < NB * M * K; i++) a[i] = (float)((double)(tu_next(&st) >> 11) / 9007199254740992.0 - 0.5);
+  for (size_t i = 0; i < NB * K * N; i++) b[i] = (float)((double)(tu_next(&st) >> 11) / 9007199254740992.0 - 0.5);
+  for (size_t p = 0; p < sizeof attn / sizeof attn[0]; p++)
+    for (int threads = 1; threads <= 2; threads++)
+      for (int ta = 0; ta < 2; ta++) {
+        xp_config c;
+        base(&c, seed);
+        set(&c, "attn", attn[p]);
+        c.threads = threads;
+        omp_set_num_threads(threads);
+        xp_model m = {0};
+        xp_ctx ctx;
+        char err[EXMY_ERRLEN];
+        if (xp_model_init(&m, &c.model, 20, seed, err, sizeof err) || xp_ctx_init(&ctx, &c, &m, err, sizeof err)) {
+          CHECK(0, "set-up: %s", err);
+          return;
+        }
+        ctx.step = 3;
+        xp_gemm_desc g = {.lin = -1, .sub = 5, .role = XP_WGRAD, .a = {.kind = XP_GRAD, .trans = ta, .p = a},
+                          .b = {.kind = XP_INPUT, .p = b}, .m = M, .n = N, .k = K};
+        for (int i = 0; i < NB; i++) {
+          xp_gemm_desc gi = g;
+          gi.sub = g.sub + i;
+          gi.a.p = a + i * M * K;
+          gi.b.p = b + i * K * N;
+          gi.d = d1 + i * M * N;
+          xp_matmul(&ctx, &gi);
+        }
+        g.d = d2;
+        xp_matmul_batch(&ctx, &g, NB, M * K, K * N, M * N);
+        CHECK(!ctx.failed, "%s: %s", attn[p], ctx.err);
+        for (size_t i = 0; i < NB * M * N; i++)
+          CHECK(tu_bits32(d1[i]) == tu_bits32(d2[i]), "attn %s, trans_a %d, %d threads: d[%zu] batched %08x, one by one %08x",
+                attn[p], ta, threads, i, tu_bits32(d2[i]), tu_bits32(d1[i]));
+        xp_ctx_free(&ctx);
+        xp_model_free(&m);
+      }
+  omp_set_num_threads(old_threads);
+}
+
 int main(void) {
   const uint64_t seed = tu_seed(1);
   snprintf(dir, sizeof dir, "test_xp.tmp.%d", (int)getpid());
@@ -294,6 +344,7 @@ int main(void) {
   }
   test_detector();
   test_errors();
+  test_matmul_batch(seed);
   test_determinism(seed);
   test_resume(seed);
   test_fallback_calibration(seed);
