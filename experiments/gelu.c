@@ -125,6 +125,9 @@ float xp_tanhf_ref(float x) {
 /* Nothing vector-typed crosses a call, so GCC's ABI note does not apply. */
 #pragma GCC diagnostic ignored "-Wpsabi"
 #define VL 16
+/* load / store m <= VL floats (a full vector: one fixed-size copy, a move) */
+#define LOADV(v, p, m) ((m) == VL ? memcpy(&(v), (p), VL * sizeof(float)) : memcpy(&(v), (p), (m) * sizeof(float)))
+#define STOREV(p, v, m) ((m) == VL ? memcpy((p), &(v), VL * sizeof(float)) : memcpy((p), &(v), (m) * sizeof(float)))
 typedef float vf __attribute__((vector_size(VL * 4)));
 typedef int32_t vi __attribute__((vector_size(VL * 4)));
 typedef uint32_t vu __attribute__((vector_size(VL * 4)));
@@ -179,10 +182,11 @@ XP_INLINE vf tanh16(vf x) {
   const vu ksh = (vu)k << 23;
   const vf yf = 1.0f - (e - xr);                  /* k <= -2 or k > 56 */
   const vf rfar = AS_F(AS_U(yf) + ksh) - 1.0f;
-  const vu kc = (vu)(k & 31);                     /* shift counts in range for every lane */
-  const vf t1 = AS_F(0x3f800000u - (((vu){0} + 0x1000000u) >> kc));
+  const vf t2 = AS_F(((vu)((vi){0} + 0x7f - k)) << 23); /* 2^-k */
+  /* 1 - 2^-k, exact for 1 <= k <= 24: the bits of 0x3f800000 - (0x1000000 >> k)
+   * without a per-lane shift (which GCC would take apart lane by lane) */
+  const vf t1 = 1.0f - t2;
   const vf y1 = t1 - (e - xr);                    /* 2 <= k < 23 */
-  const vf t2 = AS_F(((vu)((vi){0} + 0x7f - k)) << 23);
   const vf y2 = (xr - (e + t2)) + 1.0f;           /* 23 <= k <= 56 */
   const vf rmid = AS_F(AS_U(sel((vi)(k < 23), y1, y2)) + ksh);
   vf r = sel((vi)(k <= -2) | (vi)(k > 56), rfar, rmid);
@@ -202,8 +206,12 @@ XP_INLINE vf tanh16(vf x) {
 XP_INLINE vf tanh16_all(vf x) {
   vf r = tanh16(x);
   const vi special = (vi)((AS_U(x) & 0x7fffffffu) >= 0x7f800000u);
-  for (int j = 0; j < VL; j++)
-    if (special[j]) r[j] = xp_tanhf_ref(x[j]);
+  uint64_t w[VL / 2], any = 0; /* any lane special: 8 ORs, not 16 branches */
+  memcpy(w, &special, sizeof w);
+  for (int j = 0; j < VL / 2; j++) any |= w[j];
+  if (any)
+    for (int j = 0; j < VL; j++)
+      if (special[j]) r[j] = xp_tanhf_ref(x[j]);
   return r;
 }
 
@@ -211,9 +219,9 @@ XP_CLONES void xp_tanhf_n(const float *x, float *y, size_t n) {
   for (size_t i = 0; i < n; i += VL) {
     const size_t m = n - i < VL ? n - i : VL;
     vf v = (vf){0};
-    memcpy(&v, x + i, m * sizeof(float));
+    LOADV(v, x + i, m);
     v = tanh16_all(v);
-    memcpy(y + i, &v, m * sizeof(float));
+    STOREV(y + i, v, m);
   }
 }
 
@@ -222,12 +230,12 @@ XP_CLONES static void gelu_fwd_block(const float *x, float *y, float *th, size_t
   for (size_t i = 0; i < n; i += VL) {
     const size_t m = n - i < VL ? n - i : VL;
     vf v = (vf){0}, u, t, r;
-    memcpy(&v, x + i, m * sizeof(float));
+    LOADV(v, x + i, m);
     u = GELU_S * (v + GELU_A * v * v * v);
     t = tanh16_all(u);
-    memcpy(th + i, &t, m * sizeof(float));
+    STOREV(th + i, t, m);
     r = 0.5f * v * (1.0f + t);
-    memcpy(y + i, &r, m * sizeof(float));
+    STOREV(y + i, r, m);
   }
 }
 
@@ -235,12 +243,12 @@ XP_CLONES static void gelu_bwd_block(const float *dy, const float *x, const floa
   for (size_t i = 0; i < n; i += VL) {
     const size_t m = n - i < VL ? n - i : VL;
     vf v = (vf){0}, t = (vf){0}, g = (vf){0}, d;
-    memcpy(&v, x + i, m * sizeof(float));
-    memcpy(&t, th + i, m * sizeof(float));
-    memcpy(&g, dy + i, m * sizeof(float));
+    LOADV(v, x + i, m);
+    LOADV(t, th + i, m);
+    LOADV(g, dy + i, m);
     d = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * GELU_S * (1.0f + 3.0f * GELU_A * v * v);
     d = g * d;
-    memcpy(dx + i, &d, m * sizeof(float));
+    STOREV(dx + i, d, m);
   }
 }
 #else
