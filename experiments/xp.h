@@ -157,6 +157,7 @@ typedef struct xp_ctx {
   xp_prec fp32, bf16;           /* the precisions of XP_MODE_FP32 and XP_MODE_HIGH */
   exmy_format f32;              /* every GEMM's output format */
   exmy_gemm_ws ws;              /* the linear layers' GEMM buffers, kept across calls (one thread) */
+  int no_reuse;                 /* 1: every GEMM quantizes its operands afresh (the reference of the reuse; tests) */
   void *batch;                  /* xp_matmul_batch's operand and argument arrays (matmul.c), kept */
   size_t batch_cap;             /* problems they hold */
 } xp_ctx;
