@@ -104,15 +104,23 @@ void exmy__gemm_block_run(const gemm_micro *mk, size_t esz, const void *A, size_
   const char *a = A, *b = B;
   char *pp = P;
   const micro_fn micro = mk->fn;
-#pragma omp parallel for num_threads(nblk < (size_t)nt ? (int)nblk : nt) schedule(dynamic, 1) if (nt > 1 && nblk > 1)
-  for (size_t blk = 0; blk < nblk; blk++) {
-    const size_t bi = blk / nbj, bj = blk % nbj;
-    const size_t ip1 = (bi + 1) * per < apan ? (bi + 1) * per : apan;
-    const size_t jp1 = (bj + 1) * pern < bpan ? (bj + 1) * pern : bpan;
-    for (size_t jp = bj * pern; jp < jp1; jp++)
-      for (size_t ip = bi * per; ip < ip1; ip++)
-        micro(a + (ip * k * mr + k0 * mr) * esz, b + (jp * k * nr + k0 * nr) * esz, k1 - k0,
-              pp + (ip * mr * ldp + jp * nr) * esz, ldp, zero, pl);
+#define BLOCK_BODY                                                                      \
+  do {                                                                                  \
+    const size_t bi = blk / nbj, bj = blk % nbj;                                        \
+    const size_t ip1 = (bi + 1) * per < apan ? (bi + 1) * per : apan;                   \
+    const size_t jp1 = (bj + 1) * pern < bpan ? (bj + 1) * pern : bpan;                 \
+    for (size_t jp = bj * pern; jp < jp1; jp++)                                         \
+      for (size_t ip = bi * per; ip < ip1; ip++)                                        \
+        micro(a + (ip * k * mr + k0 * mr) * esz, b + (jp * k * nr + k0 * nr) * esz, k1 - k0, \
+              pp + (ip * mr * ldp + jp * nr) * esz, ldp, zero, pl);                     \
+  } while (0)
+  /* a team only with two threads or more (an inactive region still costs a team start) */
+  if (nt > 1 && nblk > 1) {
+#pragma omp parallel for num_threads(nblk < (size_t)nt ? (int)nblk : nt) schedule(dynamic, 1)
+    for (size_t blk = 0; blk < nblk; blk++) BLOCK_BODY;
+  } else {
+    for (size_t blk = 0; blk < nblk; blk++) BLOCK_BODY;
   }
+#undef BLOCK_BODY
 }
 #endif /* __x86_64__ */

@@ -143,6 +143,12 @@ unsigned exmy__gemm_epilogue_all_ld(const gemm_plan *p, const float *P, size_t l
   const int direct = q.ident && !p->use_c;
   const size_t m = p->m;
   if (nt > 1 && (double)m * (double)p->n < 16384.0) nt = 1; /* a team costs more than a small D */
+  if (nt <= 1 && direct) { /* no team at all: an inactive region still starts one */
+    unsigned fl = 0;
+    epilogue_rows_f32(p, P, ldp, 0, m, &fl, &am);
+    *amax = fmaxf(*amax, am);
+    return fl;
+  }
 #pragma omp parallel num_threads(nt) reduction(| : flags) reduction(max : am) if (nt > 1)
   {
     float *z = direct ? NULL : malloc((p->n + 1) * sizeof *z);

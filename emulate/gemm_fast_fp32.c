@@ -16,11 +16,16 @@
 #if defined(__x86_64__)
 
 /* Promotion at the end of a piece: F = fmaf(w, P, F). */
+static void promote_row(const gemm_plan *p, size_t l0, const float *P, size_t ldp, float *F, size_t i) {
+  for (size_t j = 0; j < p->n; j++) F[i * p->n + j] = fmaf(exmy__gemm_promote_w(p, i, j, l0), P[i * ldp + j], F[i * p->n + j]);
+}
 static void promote_all(const gemm_plan *p, size_t l0, const float *P, size_t ldp, float *F, int nt) {
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-  for (size_t i = 0; i < p->m; i++)
-    for (size_t j = 0; j < p->n; j++)
-      F[i * p->n + j] = fmaf(exmy__gemm_promote_w(p, i, j, l0), P[i * ldp + j], F[i * p->n + j]);
+  if (nt > 1) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (size_t i = 0; i < p->m; i++) promote_row(p, l0, P, ldp, F, i);
+  } else {
+    for (size_t i = 0; i < p->m; i++) promote_row(p, l0, P, ldp, F, i);
+  }
 }
 
 /* How an operand's codes become floats: fp32(decode(code)), exact for
@@ -67,12 +72,11 @@ static inline float dec_at(const opdec *d, size_t idx) {
 /* Packed operand: element (x, l) of op(A) (x < rows = m) or op(B)^T (x < n)
  * at stored index x*sx + l*sl, into panels of w rows ([panel][l][w]), zero
  * padded.  Under INNER the value is fp32(a * sa), as the reference. */
-static void pack(const gemm_plan *p, const opdec *d, const float *scales, size_t rows, size_t sx, size_t sl, size_t w,
-                 float *X, int nt) {
-  const size_t k = p->k, npan = (rows + w - 1) / w;
+static void pack_panel(const gemm_plan *p, const opdec *d, const float *scales, size_t rows, size_t sx, size_t sl,
+                       size_t w, float *X, size_t pn) {
+  const size_t k = p->k;
   const int inner = p->style == GEMM_INNER;
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && npan > 1)
-  for (size_t pn = 0; pn < npan; pn++) {
+  {
     float *Xp = X + pn * k * w;
     const size_t x0 = pn * w, xe = x0 + w < rows ? x0 + w : rows;
     if (xe - x0 < w)
@@ -105,6 +109,20 @@ static void pack(const gemm_plan *p, const opdec *d, const float *scales, size_t
       for (size_t x = x0; x < xe; x++)
         for (size_t l = 0; l < k; l++) Xp[l * w + x - x0] = dec_at(d, x * sx + l * sl);
     }
+  }
+}
+
+/* One team only when it has two threads or more: an inactive OpenMP region
+ * still starts a team and wakes a futex, per call (attention's hundreds of
+ * small products run one per thread inside exmy_gemm_batched's team). */
+static void pack(const gemm_plan *p, const opdec *d, const float *scales, size_t rows, size_t sx, size_t sl, size_t w,
+                 float *X, int nt) {
+  const size_t npan = (rows + w - 1) / w;
+  if (nt > 1 && npan > 1) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (size_t pn = 0; pn < npan; pn++) pack_panel(p, d, scales, rows, sx, sl, w, X, pn);
+  } else {
+    for (size_t pn = 0; pn < npan; pn++) pack_panel(p, d, scales, rows, sx, sl, w, X, pn);
   }
 }
 

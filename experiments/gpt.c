@@ -37,6 +37,7 @@ typedef struct gpt_block_act {  /* what the backward needs from one block */
   float *ln2, *ln2_mean, *ln2_rstd;
   float *fch;                   /* BT x F: fc output */
   float *fcact;                 /* BT x H: activation output */
+  float *fcth;                  /* BT x H: GELU's tanh values (none with SwiGLU) */
 } gpt_block_act;
 
 typedef struct gpt_state {
@@ -52,6 +53,10 @@ typedef struct gpt_state {
   float *lnf, *lnf_mean, *lnf_rstd, *logits, *probs;
   /* backward scratch */
   float *dres, *tmp, *dln, *dqkv, *datty, *dfch, *dfcact, *dlogits;
+  /* attention's per-(sequence, head) operands, (B NH) x T x hd (hs, hds: x T x T),
+   * shared by the layers: q, k, v, the output (forward) or dO (backward),
+   * dq, dk, dv, S (forward) or dP (backward), dS */
+  float *hq, *hk, *hv, *hdo, *hdq, *hdk, *hdv, *hs, *hds;
   size_t n_last;                /* sequences of the last forward */
 } gpt_state;
 
@@ -186,6 +191,7 @@ static size_t act_layout(const xp_model *m, gpt_state *s, size_t cap, float *mem
     TAKE(a->ln2_rstd, BT);
     TAKE(a->fch, BT * F);
     TAKE(a->fcact, BT * H);
+    TAKE(a->fcth, m->mc.swiglu ? 0 : BT * H);
   }
   TAKE(s->lnf, BT * C);
   TAKE(s->lnf_mean, BT);
@@ -200,6 +206,15 @@ static size_t act_layout(const xp_model *m, gpt_state *s, size_t cap, float *mem
   TAKE(s->dfch, BT * F);
   TAKE(s->dfcact, BT * H);
   TAKE(s->dlogits, BT * V);
+  TAKE(s->hq, BT * C);
+  TAKE(s->hk, BT * C);
+  TAKE(s->hv, BT * C);
+  TAKE(s->hdo, BT * C);
+  TAKE(s->hdq, BT * C);
+  TAKE(s->hdk, BT * C);
+  TAKE(s->hdv, BT * C);
+  TAKE(s->hs, cap * NH * T * T);
+  TAKE(s->hds, cap * NH * T * T);
 #undef TAKE
   return at;
 }
@@ -227,10 +242,6 @@ static int act_ensure(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
 
 /* ---- attention ----------------------------------------------------------- */
 
-/* Per-thread scratch of one (sequence, head): q, k, v, o (T x hd), S (T x T),
- * and in the backward dO, dq, dk, dv (T x hd), dS (T x T). */
-static size_t head_scratch(size_t T, size_t hd) { return 7 * T * hd + 2 * T * T; }
-
 /* Head h of sequence b: q, k, v (T x hd each, contiguous) out of qkv (BT x 3C). */
 static void gather_head(const float *qkv, size_t T, size_t C, size_t hd, size_t b, size_t h, float *q, float *k,
                         float *v) {
@@ -241,126 +252,138 @@ static void gather_head(const float *qkv, size_t T, size_t C, size_t hd, size_t 
     memcpy(v + t * hd, row + 2 * C, hd * sizeof(float));
   }
 }
+
+/* Every head's q, k, v into the per-(sequence, head) buffers hq, hk, hv
+ * ((B NH) x T x hd), and, when dx is given, its columns of dx (BT x C) into
+ * hdo. */
+static void gather_heads(const gpt_state *s, const float *qkv, const float *dx, size_t B, size_t T, size_t C,
+                         size_t NH) {
+  const size_t hd = C / NH, th = T * hd;
+  long nbh = (long)(B * NH);
+#pragma omp parallel for schedule(static)
+  for (long bh = 0; bh < nbh; bh++) {
+    size_t b = (size_t)bh / NH, h = (size_t)bh % NH, o = (size_t)bh * th;
+    gather_head(qkv, T, C, hd, b, h, s->hq + o, s->hk + o, s->hv + o);
+    if (dx)
+      for (size_t t = 0; t < T; t++) memcpy(s->hdo + o + t * hd, dx + (b * T + t) * C + h * hd, hd * sizeof(float));
+  }
+}
+
 /* qkv (BT x 3C) -> att (B x NH x T x T probabilities), atty (BT x C).
- * S = q k^T (GEMM), P = causal softmax(S / sqrt(hd)) in fp32, out = P v (GEMM). */
+ * S = q k^T (GEMM), P = causal softmax(S / sqrt(hd)) in fp32, out = P v (GEMM);
+ * each product for every (sequence, head) at once (xp_matmul_batch). */
 static int attention_forward(const xp_model *m, xp_ctx *ctx, size_t B, const float *qkv,
                              float *att, float *atty) {
+  const gpt_state *s = m->act;
   size_t T = (size_t)m->mc.seq_len, C = (size_t)m->mc.d_model, NH = (size_t)m->mc.n_head;
-  size_t hd = C / NH;
+  size_t hd = C / NH, th = T * hd, tt = T * T;
   float scale = (float)(1.0 / sqrt((double)hd));
   long nbh = (long)(B * NH);
-  int oom = 0;
-#pragma omp parallel
-  {
-    float *q = malloc(head_scratch(T, hd) * sizeof(float));
-    float *k = q + T * hd, *v = k + T * hd, *o = v + T * hd, *S = o + T * hd;
-    if (!q) {
-#pragma omp atomic write
-      oom = 1;
-    }
-#pragma omp for schedule(static)
-    for (long bh = 0; bh < nbh; bh++) {
-      if (!q) continue;
-      size_t b = (size_t)bh / NH, h = (size_t)bh % NH;
-      gather_head(qkv, T, C, hd, b, h, q, k, v);
-      /* S = q k^T */
-      xp_matmul(ctx, &(xp_gemm_desc){.lin = -1, .sub = (int)bh, .role = XP_FPROP,
-                                     .a = {.kind = XP_INPUT, .p = q},
-                                     .b = {.kind = XP_INPUT, .trans = 1, .p = k},
-                                     .m = T, .n = T, .k = hd, .d = S});
-      float *Pm = att + (size_t)bh * T * T;
-      for (size_t i = 0; i < T; i++) {
-        const float *sr = S + i * T;
-        float *pr = Pm + i * T;
-        float mx = sr[0] * scale;
-        for (size_t j = 1; j <= i; j++) mx = sr[j] * scale > mx ? sr[j] * scale : mx;
-        double sum = 0.0;
-        for (size_t j = 0; j <= i; j++) {
-          pr[j] = expf(sr[j] * scale - mx);
-          sum += pr[j];
-        }
-        for (size_t j = 0; j <= i; j++) pr[j] = (float)(pr[j] / sum);
-        for (size_t j = i + 1; j < T; j++) pr[j] = 0.0f;
+  gather_heads(s, qkv, NULL, B, T, C, NH);
+  /* S = q k^T */
+  xp_matmul_batch(ctx, &(xp_gemm_desc){.lin = -1, .role = XP_FPROP,
+                                       .a = {.kind = XP_INPUT, .p = s->hq},
+                                       .b = {.kind = XP_INPUT, .trans = 1, .p = s->hk},
+                                       .m = T, .n = T, .k = hd, .d = s->hs},
+                  (size_t)nbh, th, th, tt);
+  if (ctx->failed) return -1;
+#pragma omp parallel for schedule(static)
+  for (long bh = 0; bh < nbh; bh++) {
+    const float *S = s->hs + (size_t)bh * tt;
+    float *Pm = att + (size_t)bh * tt;
+    for (size_t i = 0; i < T; i++) {
+      const float *sr = S + i * T;
+      float *pr = Pm + i * T;
+      float mx = sr[0] * scale;
+      for (size_t j = 1; j <= i; j++) mx = sr[j] * scale > mx ? sr[j] * scale : mx;
+      double sum = 0.0;
+      for (size_t j = 0; j <= i; j++) {
+        pr[j] = expf(sr[j] * scale - mx);
+        sum += pr[j];
       }
-      /* o = P v */
-      xp_matmul(ctx, &(xp_gemm_desc){.lin = -1, .sub = (int)bh, .role = XP_FPROP,
-                                     .a = {.kind = XP_INPUT, .p = Pm},
-                                     .b = {.kind = XP_INPUT, .p = v},
-                                     .m = T, .n = hd, .k = T, .d = o});
-      for (size_t t = 0; t < T; t++) memcpy(atty + (b * T + t) * C + h * hd, o + t * hd, hd * sizeof(float));
+      for (size_t j = 0; j <= i; j++) pr[j] = (float)(pr[j] / sum);
+      for (size_t j = i + 1; j < T; j++) pr[j] = 0.0f;
     }
-    free(q);
   }
-  if (oom) return xp_fail(ctx, "gpt: out of memory for attention scratch");
-  return ctx->failed ? -1 : 0;
+  /* o = P v */
+  xp_matmul_batch(ctx, &(xp_gemm_desc){.lin = -1, .role = XP_FPROP,
+                                       .a = {.kind = XP_INPUT, .p = att},
+                                       .b = {.kind = XP_INPUT, .p = s->hv},
+                                       .m = T, .n = hd, .k = T, .d = s->hdo},
+                  (size_t)nbh, tt, th, th);
+  if (ctx->failed) return -1;
+#pragma omp parallel for schedule(static)
+  for (long bh = 0; bh < nbh; bh++) {
+    size_t b = (size_t)bh / NH, h = (size_t)bh % NH;
+    const float *o = s->hdo + (size_t)bh * th;
+    for (size_t t = 0; t < T; t++) memcpy(atty + (b * T + t) * C + h * hd, o + t * hd, hd * sizeof(float));
+  }
+  return 0;
 }
 
 /* datty (BT x C) -> dqkv (BT x 3C, overwritten).
  * dP = dO v^T, dv = P^T dO, dS = P (dP - rowsum(P dP)) / sqrt(hd),
- * dq = dS k, dk = dS^T q. */
+ * dq = dS k, dk = dS^T q; each product for every (sequence, head) at once. */
 static int attention_backward(const xp_model *m, xp_ctx *ctx, size_t B, const float *qkv,
                               const float *att, const float *datty, float *dqkv) {
+  const gpt_state *s = m->act;
   size_t T = (size_t)m->mc.seq_len, C = (size_t)m->mc.d_model, NH = (size_t)m->mc.n_head;
-  size_t hd = C / NH;
+  size_t hd = C / NH, th = T * hd, tt = T * T, nb;
   float scale = (float)(1.0 / sqrt((double)hd));
   long nbh = (long)(B * NH);
-  int oom = 0;
-#pragma omp parallel
-  {
-    float *q = malloc(head_scratch(T, hd) * sizeof(float));
-    float *k = q + T * hd, *v = k + T * hd, *dO = v + T * hd, *dq = dO + T * hd, *dk = dq + T * hd;
-    float *dv = dk + T * hd, *dP = dv + T * hd, *dS = dP + T * T;
-    if (!q) {
-#pragma omp atomic write
-      oom = 1;
+  nb = (size_t)nbh;
+  gather_heads(s, qkv, datty, B, T, C, NH);
+  /* dP = dO v^T */
+  xp_matmul_batch(ctx, &(xp_gemm_desc){.lin = -1, .role = XP_DGRAD,
+                                       .a = {.kind = XP_GRAD, .p = s->hdo},
+                                       .b = {.kind = XP_INPUT, .trans = 1, .p = s->hv},
+                                       .m = T, .n = T, .k = hd, .d = s->hs},
+                  nb, th, th, tt);
+  /* dv = P^T dO */
+  xp_matmul_batch(ctx, &(xp_gemm_desc){.lin = -1, .role = XP_WGRAD,
+                                       .a = {.kind = XP_INPUT, .trans = 1, .p = att},
+                                       .b = {.kind = XP_GRAD, .p = s->hdo},
+                                       .m = T, .n = hd, .k = T, .d = s->hdv},
+                  nb, tt, th, th);
+  if (ctx->failed) return -1;
+#pragma omp parallel for schedule(static)
+  for (long bh = 0; bh < nbh; bh++) {
+    const float *Pm = att + (size_t)bh * tt, *dP = s->hs + (size_t)bh * tt;
+    float *dS = s->hds + (size_t)bh * tt;
+    for (size_t i = 0; i < T; i++) {
+      const float *pr = Pm + i * T, *dpr = dP + i * T;
+      float *dsr = dS + i * T;
+      double dot = 0.0;
+      for (size_t j = 0; j <= i; j++) dot += (double)pr[j] * dpr[j];
+      float d = (float)dot;
+      for (size_t j = 0; j <= i; j++) dsr[j] = pr[j] * (dpr[j] - d) * scale;
+      for (size_t j = i + 1; j < T; j++) dsr[j] = 0.0f;
     }
-#pragma omp for schedule(static)
-    for (long bh = 0; bh < nbh; bh++) {
-      if (!q) continue;
-      size_t b = (size_t)bh / NH, h = (size_t)bh % NH;
-      gather_head(qkv, T, C, hd, b, h, q, k, v);
-      for (size_t t = 0; t < T; t++) memcpy(dO + t * hd, datty + (b * T + t) * C + h * hd, hd * sizeof(float));
-      const float *Pm = att + (size_t)bh * T * T;
-      /* dP = dO v^T */
-      xp_matmul(ctx, &(xp_gemm_desc){.lin = -1, .sub = (int)bh, .role = XP_DGRAD,
-                                     .a = {.kind = XP_GRAD, .p = dO},
-                                     .b = {.kind = XP_INPUT, .trans = 1, .p = v},
-                                     .m = T, .n = T, .k = hd, .d = dP});
-      /* dv = P^T dO */
-      xp_matmul(ctx, &(xp_gemm_desc){.lin = -1, .sub = (int)bh, .role = XP_WGRAD,
-                                     .a = {.kind = XP_INPUT, .trans = 1, .p = Pm},
-                                     .b = {.kind = XP_GRAD, .p = dO},
-                                     .m = T, .n = hd, .k = T, .d = dv});
-      for (size_t i = 0; i < T; i++) {
-        const float *pr = Pm + i * T, *dpr = dP + i * T;
-        float *dsr = dS + i * T;
-        double dot = 0.0;
-        for (size_t j = 0; j <= i; j++) dot += (double)pr[j] * dpr[j];
-        float d = (float)dot;
-        for (size_t j = 0; j <= i; j++) dsr[j] = pr[j] * (dpr[j] - d) * scale;
-        for (size_t j = i + 1; j < T; j++) dsr[j] = 0.0f;
-      }
-      /* dq = dS k */
-      xp_matmul(ctx, &(xp_gemm_desc){.lin = -1, .sub = (int)bh, .role = XP_DGRAD,
-                                     .a = {.kind = XP_GRAD, .p = dS},
-                                     .b = {.kind = XP_INPUT, .p = k},
-                                     .m = T, .n = hd, .k = T, .d = dq});
-      /* dk = dS^T q */
-      xp_matmul(ctx, &(xp_gemm_desc){.lin = -1, .sub = (int)bh, .role = XP_WGRAD,
-                                     .a = {.kind = XP_GRAD, .trans = 1, .p = dS},
-                                     .b = {.kind = XP_INPUT, .p = q},
-                                     .m = T, .n = hd, .k = T, .d = dk});
-      for (size_t t = 0; t < T; t++) {
-        float *row = dqkv + (b * T + t) * 3 * C + h * hd;
-        memcpy(row, dq + t * hd, hd * sizeof(float));
-        memcpy(row + C, dk + t * hd, hd * sizeof(float));
-        memcpy(row + 2 * C, dv + t * hd, hd * sizeof(float));
-      }
-    }
-    free(q);
   }
-  if (oom) return xp_fail(ctx, "gpt: out of memory for attention scratch");
-  return ctx->failed ? -1 : 0;
+  /* dq = dS k */
+  xp_matmul_batch(ctx, &(xp_gemm_desc){.lin = -1, .role = XP_DGRAD,
+                                       .a = {.kind = XP_GRAD, .p = s->hds},
+                                       .b = {.kind = XP_INPUT, .p = s->hk},
+                                       .m = T, .n = hd, .k = T, .d = s->hdq},
+                  nb, tt, th, th);
+  /* dk = dS^T q */
+  xp_matmul_batch(ctx, &(xp_gemm_desc){.lin = -1, .role = XP_WGRAD,
+                                       .a = {.kind = XP_GRAD, .trans = 1, .p = s->hds},
+                                       .b = {.kind = XP_INPUT, .p = s->hq},
+                                       .m = T, .n = hd, .k = T, .d = s->hdk},
+                  nb, tt, th, th);
+  if (ctx->failed) return -1;
+#pragma omp parallel for schedule(static)
+  for (long bh = 0; bh < nbh; bh++) {
+    size_t b = (size_t)bh / NH, h = (size_t)bh % NH, o = (size_t)bh * th;
+    for (size_t t = 0; t < T; t++) {
+      float *row = dqkv + (b * T + t) * 3 * C + h * hd;
+      memcpy(row, s->hdq + o + t * hd, hd * sizeof(float));
+      memcpy(row + C, s->hdk + o + t * hd, hd * sizeof(float));
+      memcpy(row + 2 * C, s->hdv + o + t * hd, hd * sizeof(float));
+    }
+  }
+  return 0;
 }
 
 /* ---- forward ------------------------------------------------------------- */
@@ -404,7 +427,7 @@ static int forward_logits(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
     xp_norm_forward(rms, xa, P(k->ln2g), PN(k->ln2b), a->ln2, a->ln2_mean, a->ln2_rstd, BT, C);
     if (xp_linear_forward(ctx, k->lin[LIN_FC], a->ln2, P(k->fcw), P(k->fcb), a->fch, BT, C, F)) return -1;
     if (m->mc.swiglu) xp_swiglu_forward(a->fch, a->fcact, BT, H);
-    else xp_gelu_forward(a->fch, a->fcact, BT * H);
+    else xp_gelu_forward(a->fch, a->fcact, a->fcth, BT * H);
     if (xp_linear_forward(ctx, k->lin[LIN_FC2], a->fcact, P(k->fc2w), P(k->fc2b), s->tmp, BT, H, C)) return -1;
     xp_add(xm, xa, s->tmp, BT * C);
   }
@@ -459,7 +482,7 @@ static int gpt_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
                            s->dfcact, NULL, BT, H, C))
       return -1;
     if (m->mc.swiglu) xp_swiglu_backward(s->dfcact, a->fch, s->dfch, BT, H);
-    else xp_gelu_backward(s->dfcact, a->fch, s->dfch, BT * H);
+    else xp_gelu_backward(s->dfcact, a->fch, a->fcth, s->dfch, BT * H);
     if (xp_linear_backward(ctx, k->lin[LIN_FC], s->dfch, a->ln2, P(k->fcw), G(k->fcw), G(k->fcb), s->dln,
                            NULL, BT, C, F))
       return -1;

@@ -132,29 +132,7 @@ void xp_norm_backward(int rms, const float *dy, const float *x, const float *g, 
 
 /* ---- activations ---------------------------------------------------------- */
 
-#define GELU_S 0.7978845608028654f /* sqrt(2/pi) */
-#define GELU_A 0.044715f
-
-/* y = 0.5 x (1 + tanh(s (x + a x^3))) */
-void xp_gelu_forward(const float *x, float *y, size_t n) {
-  long nn = (long)n;
-#pragma omp parallel for schedule(static)
-  for (long i = 0; i < nn; i++) {
-    float v = x[i];
-    y[i] = 0.5f * v * (1.0f + tanhf(GELU_S * (v + GELU_A * v * v * v)));
-  }
-}
-
-/* gelu'(x) = 0.5 (1 + th) + 0.5 x (1 - th^2) s (1 + 3 a x^2) */
-void xp_gelu_backward(const float *dy, const float *x, float *dx, size_t n) {
-  long nn = (long)n;
-#pragma omp parallel for schedule(static)
-  for (long i = 0; i < nn; i++) {
-    float v = x[i], th = tanhf(GELU_S * (v + GELU_A * v * v * v));
-    float d = 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * GELU_S * (1.0f + 3.0f * GELU_A * v * v);
-    dx[i] = dy[i] * d;
-  }
-}
+/* GELU: gelu.c */
 
 static float sigmoidf(float v) { return 1.0f / (1.0f + expf(-v)); }
 

@@ -37,10 +37,20 @@ void xp_norm_backward(int rms, const float *dy, const float *x, const float *g, 
 
 /* ---- activations and elementwise ----------------------------------------- */
 
-/* GELU, tanh approximation (GPT-2): n elements. */
-void xp_gelu_forward(const float *x, float *y, size_t n);
-/* dx = dy * gelu'(x) (overwritten). */
-void xp_gelu_backward(const float *dy, const float *x, float *dx, size_t n);
+/* The engine's tanh (tanh.c): fdlibm's tanhf, the same bits as glibc's
+ * libm tanhf through 2.40 for every input, on any platform.  xp_tanhf_n is
+ * the vector version (y[i] = xp_tanhf_ref(x[i]) bit for bit; y may be x). */
+float xp_tanhf_ref(float x);
+void xp_tanhf_n(const float *x, float *y, size_t n);
+
+/* GELU, tanh approximation (GPT-2): n elements (gelu.c).  th (n) or NULL:
+ * where the forward keeps tanh's values for the backward. */
+void xp_gelu_forward(const float *x, float *y, float *th, size_t n);
+/* dx = dy * gelu'(x) (overwritten); th: the forward's, or NULL (recomputed). */
+void xp_gelu_backward(const float *dy, const float *x, const float *th, float *dx, size_t n);
+/* The scalar references (the fast versions give the same bits). */
+void xp_gelu_forward_ref(const float *x, float *y, size_t n);
+void xp_gelu_backward_ref(const float *dy, const float *x, float *dx, size_t n);
 /* SwiGLU: h (T x 2H) = [gate | up] -> y (T x H) = silu(gate) * up. */
 void xp_swiglu_forward(const float *h, float *y, size_t T, size_t H);
 /* dy (T x H) -> dh (T x 2H, overwritten). */

@@ -13,7 +13,18 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* A tensor kind's last quantized operand, for the next GEMM of the step that
+ * reads the same floats (see reuse_role). */
+typedef struct qcache {
+  exmy_qtensor q;               /* owned while valid */
+  const float *src;             /* the floats it was made from (rows x cols) */
+  size_t rows, cols;
+  long step;
+  int valid;
+} qcache;
+
 struct xp_layer_state {
+  qcache qc[XP_NKIND];          /* per tensor kind: the step's quantized operand */
   exmy_recipe rec[XP_NKIND];    /* the recipe of each tensor kind ... */
   exmy_recipe_state st_rec[XP_NKIND]; /* ... and what it remembers across steps */
   int have_rec[XP_NKIND];
@@ -62,11 +73,16 @@ int xp_ctx_init(xp_ctx *ctx, const xp_config *cfg, const struct xp_model *m, cha
 void xp_ctx_free(xp_ctx *ctx) {
   if (ctx->ls)
     for (int i = 0; i < ctx->nlin; i++)
-      for (int t = 0; t < XP_NKIND; t++)
+      for (int t = 0; t < XP_NKIND; t++) {
         if (ctx->ls[i].have_rec[t]) exmy_recipe_state_free(&ctx->ls[i].st_rec[t]);
+        if (ctx->ls[i].qc[t].valid) exmy_qtensor_free(&ctx->ls[i].qc[t].q);
+      }
   free(ctx->ls);
   free(ctx->lin_prec);
   exmy_gemm_ws_free(&ctx->ws);
+  free(ctx->batch);
+  ctx->batch = NULL;
+  ctx->batch_cap = 0;
   ctx->ls = NULL;
   ctx->lin_prec = NULL;
 }
@@ -102,6 +118,7 @@ static void transpose(const float *in, size_t rows, size_t cols, float *out) {
 typedef struct operand {
   exmy_qtensor q;
   int quantized;                /* q owns memory (else a view) */
+  int cached;                   /* q is a layer cache's (quantized, not owned) */
   int trans;                    /* the GEMM's trans flag for q */
   const float *src;             /* the floats q was made from, in q's layout */
   float *scratch;               /* transposed copy */
@@ -178,7 +195,7 @@ static void dump_operand(xp_ctx *ctx, int lin, xp_role role, int which, const op
   a.data = (void *)op->src;
   snprintf(path, sizeof path, "%s/step%ld.%s.%s.%c.npy", dir, ctx->step, base, xp_role_names[role], "AB"[which]);
   if (exmy_npy_write(path, &a, e, sizeof e)) set_err(ctx, "dump", e);
-  if (op->quantized) {
+  if (op->quantized || op->cached) {
     const int bytes = exmy_code_bytes(&op->q.fmt);
     a.dtype = bytes == 1 ? EXMY_DTYPE_U8 : bytes == 2 ? EXMY_DTYPE_U16 : EXMY_DTYPE_U32;
     a.data = op->q.codes;
@@ -206,6 +223,54 @@ int xp_fail(xp_ctx *ctx, const char *msg) {
   return -1;
 }
 
+/* A linear layer's GEMMs read each tensor twice in a step: x in fprop and
+ * wgrad, W in fprop and dgrad, dy in dgrad and wgrad, in the same stored
+ * layout.  When the cast does not depend on the call (no stochastic
+ * rounding: its stream is keyed by the role) and the recipe is per tensor
+ * and takes the layout as stored (none, current, delayed: a second amax of
+ * the same tensor leaves delayed's history as it is), the second GEMM
+ * reuses the first one's codes and scale: the same bits, one cast fewer.
+ * Rows: role; columns: operand A, B.  1: may reuse the step's cached
+ * operand of its kind (read after the GEMM that cached it, with the buffer
+ * unchanged in between); 0: quantize and cache (fprop quantizes afresh, so a
+ * later forward of the same step, an evaluation, replaces what it cached). */
+static const int reuse_role[XP_NROLE][2] = {
+  [XP_FPROP] = {0, 0}, [XP_DGRAD] = {0, 1}, [XP_WGRAD] = {1, 1}};
+
+static int cacheable(const xp_tprec *t, const exmy_recipe *r) {
+  static const int per_tensor_kind[] = {[EXMY_RECIPE_NONE] = 1, [EXMY_RECIPE_CURRENT] = 1, [EXMY_RECIPE_DELAYED] = 1,
+                                        [EXMY_RECIPE_NVFP4] = 0};
+  return !t->is_f32 && t->rnd.mode != EXMY_SR && !r->block_rows && !r->block_cols &&
+         (size_t)r->kind < sizeof per_tensor_kind / sizeof per_tensor_kind[0] && per_tensor_kind[r->kind];
+}
+
+/* make_operand through the layer's cache of kind `kind` (normal mode). */
+static int make_operand_cached(xp_ctx *ctx, xp_layer_state *ls, xp_tkind kind, const xp_tprec *t, int lin,
+                               int sub, xp_role role, int which, const float *x, int trans, size_t outer, size_t k,
+                               operand *op) {
+  if (ctx->no_reuse || !cacheable(t, &ls->rec[kind]))
+    return make_operand(ctx, t, &ls->rec[kind], &ls->st_rec[kind], lin, sub, role, which, x, trans, outer, k, op);
+  size_t rows, cols;
+  if (which == 0) rows = trans ? k : outer, cols = trans ? outer : k;
+  else rows = trans ? outer : k, cols = trans ? k : outer;
+  qcache *c = &ls->qc[kind];
+  if (reuse_role[role][which] && c->valid && c->src == x && c->rows == rows && c->cols == cols &&
+      c->step == ctx->step) {
+    memset(op, 0, sizeof *op);
+    op->q = c->q;
+    op->cached = 1;
+    op->trans = trans;
+    op->src = x;
+    return 0;
+  }
+  if (make_operand(ctx, t, &ls->rec[kind], &ls->st_rec[kind], lin, sub, role, which, x, trans, outer, k, op)) return -1;
+  if (c->valid) exmy_qtensor_free(&c->q);
+  *c = (qcache){.q = op->q, .src = x, .rows = rows, .cols = cols, .step = ctx->step, .valid = 1};
+  op->quantized = 0; /* the cache owns it now */
+  op->cached = 1;
+  return 0;
+}
+
 void xp_matmul(xp_ctx *ctx, const xp_gemm_desc *g) {
   const int lin = g->lin, sub = g->sub;
   const xp_role role = g->role;
@@ -227,13 +292,13 @@ void xp_matmul(xp_ctx *ctx, const xp_gemm_desc *g) {
   operand A, B;
   const int normal = ctx->mode == XP_MODE_NORMAL;
   const int own = normal && ls; /* the layer's recipes and their state, else a fresh one per call */
-  if (make_operand(ctx, &p->t[ka], own ? &ls->rec[ka] : NULL, own ? &ls->st_rec[ka] : NULL, lin, sub, role, 0, a,
-                   g->a.trans, m, k, &A)) {
+  if (own ? make_operand_cached(ctx, ls, ka, &p->t[ka], lin, sub, role, 0, a, g->a.trans, m, k, &A)
+          : make_operand(ctx, &p->t[ka], NULL, NULL, lin, sub, role, 0, a, g->a.trans, m, k, &A)) {
     nan_fill(d, m * n);
     return;
   }
-  if (make_operand(ctx, &p->t[kb], own ? &ls->rec[kb] : NULL, own ? &ls->st_rec[kb] : NULL, lin, sub, role, 1, b,
-                   g->b.trans, n, k, &B)) {
+  if (own ? make_operand_cached(ctx, ls, kb, &p->t[kb], lin, sub, role, 1, b, g->b.trans, n, k, &B)
+          : make_operand(ctx, &p->t[kb], NULL, NULL, lin, sub, role, 1, b, g->b.trans, n, k, &B)) {
     free_operand(&A);
     nan_fill(d, m * n);
     return;
@@ -258,7 +323,7 @@ void xp_matmul(xp_ctx *ctx, const xp_gemm_desc *g) {
   if (ls && normal && ctx->collect_stats) {
     const operand *ops[2] = {&A, &B};
     for (int w = 0; w < 2; w++) {
-      if (!ops[w]->quantized) { ls->have_st[role][w] = 0; continue; }
+      if (!ops[w]->quantized && !ops[w]->cached) { ls->have_st[role][w] = 0; continue; }
       char se[EXMY_ERRLEN];
       if (exmy_qtensor_stats(&ops[w]->q, ops[w]->src, &ls->st[role][w], se, sizeof se)) {
         set_err(ctx, "statistics", se);
@@ -275,6 +340,84 @@ void xp_matmul(xp_ctx *ctx, const xp_gemm_desc *g) {
   }
   free_operand(&A);
   free_operand(&B);
+}
+
+/* The arrays of a batch of count problems: operands (A, B per problem),
+ * GEMM arguments and outputs, in one block kept by the context. */
+typedef struct batch_arrays {
+  operand *ops;
+  exmy_gemm_args *args;
+  void **d;
+} batch_arrays;
+
+static int batch_get(xp_ctx *ctx, size_t count, batch_arrays *ba) {
+  const size_t per = 2 * sizeof(operand) + sizeof(exmy_gemm_args) + sizeof(void *);
+  if (ctx->batch_cap < count) {
+    void *p = malloc(count * per);
+    if (!p) return -1;
+    free(ctx->batch);
+    ctx->batch = p;
+    ctx->batch_cap = count;
+  }
+  char *base = ctx->batch;
+  ba->ops = (operand *)base;
+  ba->args = (exmy_gemm_args *)(base + 2 * count * sizeof(operand));
+  ba->d = (void **)(base + 2 * count * sizeof(operand) + count * sizeof(exmy_gemm_args));
+  return 0;
+}
+
+void xp_matmul_batch(xp_ctx *ctx, const xp_gemm_desc *g, size_t count, size_t stride_a, size_t stride_b,
+                     size_t stride_d) {
+  if (g->lin >= 0) { /* layer state (recipes, statistics, dumps) is per call: one at a time */
+    for (size_t i = 0; i < count; i++) {
+      xp_gemm_desc gi = *g;
+      gi.sub = g->sub + (int)i;
+      gi.a.p = g->a.p + i * stride_a;
+      gi.b.p = g->b.p + i * stride_b;
+      gi.d = g->d + i * stride_d;
+      xp_matmul(ctx, &gi);
+    }
+    return;
+  }
+  const size_t m = g->m, n = g->n, k = g->k;
+  batch_arrays ba;
+  if (!ctx->failed && batch_get(ctx, count, &ba)) set_err(ctx, "attention", "out of memory");
+  if (ctx->failed) {
+    for (size_t i = 0; i < count; i++) nan_fill(g->d + i * stride_d, m * n);
+    return;
+  }
+  const xp_prec *p = prec_of(ctx, g->lin);
+  int bad = 0;
+  long nb = (long)count;
+  /* operands: a view of the floats, or quantized with the problem's own SR stream */
+#pragma omp parallel for schedule(static) if (count > 1) reduction(| : bad)
+  for (long i = 0; i < nb; i++) {
+    operand *A = &ba.ops[2 * i], *B = A + 1;
+    const int sub = g->sub + (int)i;
+    ba.d[i] = g->d + (size_t)i * stride_d;
+    memset(B, 0, sizeof *B);
+    if (make_operand(ctx, &p->t[g->a.kind], NULL, NULL, g->lin, sub, g->role, 0, g->a.p + (size_t)i * stride_a,
+                     g->a.trans, m, k, A) ||
+        make_operand(ctx, &p->t[g->b.kind], NULL, NULL, g->lin, sub, g->role, 1, g->b.p + (size_t)i * stride_b,
+                     g->b.trans, n, k, B)) {
+      bad = 1;
+      continue;
+    }
+    exmy_gemm_args *ga = &ba.args[i];
+    exmy_gemm_args_init(ga);
+    ga->trans_a = A->trans;
+    ga->trans_b = B->trans;
+    ga->a = &A->q;
+    ga->b = &B->q;
+    ga->d_fmt = &ctx->f32;
+    ga->accum = &p->accum[g->role];
+  }
+  char e[EXMY_ERRLEN];
+  if (!bad && exmy_gemm_batched(ba.args, count, ctx->cfg->threads, ba.d, NULL, NULL, e, sizeof e))
+    set_err(ctx, "attention", e), bad = 1;
+  if (bad)
+    for (size_t i = 0; i < count; i++) nan_fill(g->d + i * stride_d, m * n);
+  for (size_t i = 0; i < 2 * count; i++) free_operand(&ba.ops[i]);
 }
 
 /* ---- the step's end and the statistics ---------------------------------- */

@@ -182,7 +182,7 @@ static int forward_out(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
     /* hn = h + gelu(fc(norm(h))) */
     xp_norm_forward(rms, h, P(k->lng), PN(k->lnb), k->ln, k->mean, k->rstd, N, D);
     if (xp_linear_forward(ctx, k->lin, k->ln, P(k->fcw), P(k->fcb), k->fch, N, D, D)) return -1;
-    xp_gelu_forward(k->fch, k->act, N * D);
+    xp_gelu_forward(k->fch, k->act, NULL, N * D);
     xp_add(hn, h, k->act, N * D);
   }
   float *hl = s->res + (size_t)depth * stride;
@@ -241,7 +241,7 @@ static int mlp_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
   /* blocks, last first: dres passes the residual unchanged, plus the branch */
   for (int i = depth - 1; i >= 0; i--) {
     mlp_block *k = &s->blk[i];
-    xp_gelu_backward(s->dres, k->fch, s->dfch, N * D);
+    xp_gelu_backward(s->dres, k->fch, NULL, s->dfch, N * D);
     if (xp_linear_backward(ctx, k->lin, s->dfch, k->ln, P(k->fcw), G(k->fcw), G(k->fcb), s->dln, NULL, N,
                            D, D))
       return -1;

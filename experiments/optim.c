@@ -107,22 +107,38 @@ void xp_optim_step(xp_optim *o, xp_model *m, const xp_config *c, long step, doub
   const float coef = c->clip > 0 && norm > c->clip ? (float)(c->clip / (norm + 1e-6)) : 1.0f;
   const float b1 = (float)c->beta1, b2 = (float)c->beta2, eps = (float)c->eps, flr = (float)lr;
   const float bc1 = (float)(1.0 - pow(c->beta1, (double)o->t)), bc2 = (float)(1.0 - pow(c->beta2, (double)o->t));
+#define ADAMW_ELEMENT(i)                                            \
+  do {                                                              \
+    const float gi = g[i] * coef;                                   \
+    mm[i] = b1 * mm[i] + (1.0f - b1) * gi;                          \
+    vv[i] = b2 * vv[i] + (1.0f - b2) * (gi * gi);                   \
+    const float mhat = mm[i] / bc1, vhat = vv[i] / bc2;             \
+    p[i] -= flr * (mhat / (sqrtf(vhat) + eps) + wd * p[i]);         \
+  } while (0)
+  if (c->msamp < 2 && c->master_is_f32) {
+    /* nothing between the tensors' updates: one team for all of them (each
+     * element's update is alone, so the split changes no bit) */
+#pragma omp parallel
+    for (int ti = 0; ti < m->ntensors; ti++) {
+      const xp_param *pt = &m->tensors[ti];
+      const float wd = pt->is_matrix ? (float)c->weight_decay : 0.0f;
+      float *p = m->params + pt->off, *g = m->grads + pt->off, *mm = o->m + pt->off, *vv = o->v + pt->off;
+#pragma omp for schedule(static) nowait
+      for (size_t i = 0; i < pt->n; i++) ADAMW_ELEMENT(i);
+    }
+    return;
+  }
   for (int ti = 0; ti < m->ntensors; ti++) {
     const xp_param *pt = &m->tensors[ti];
     const float wd = pt->is_matrix ? (float)c->weight_decay : 0.0f;
     float *p = m->params + pt->off, *g = m->grads + pt->off, *mm = o->m + pt->off, *vv = o->v + pt->off;
 #pragma omp parallel for schedule(static) if (pt->n > CHUNK)
-    for (size_t i = 0; i < pt->n; i++) {
-      const float gi = g[i] * coef;
-      mm[i] = b1 * mm[i] + (1.0f - b1) * gi;
-      vv[i] = b2 * vv[i] + (1.0f - b2) * (gi * gi);
-      const float mhat = mm[i] / bc1, vhat = vv[i] / bc2;
-      p[i] -= flr * (mhat / (sqrtf(vhat) + eps) + wd * p[i]);
-    }
+    for (size_t i = 0; i < pt->n; i++) ADAMW_ELEMENT(i);
     if (c->msamp >= 2 && pt->is_matrix) { /* O2: first moment e4m3fn, second fp16, scaled */
       fake_quant("e4m3fn", "current:pow2", mm, pt->n, c->seed, 0);
       fake_quant("f16", "current:pow2", vv, pt->n, c->seed, 0);
     }
     if (!c->master_is_f32) round_master(o, c, p, pt->n, 0x3a57e5000000ull + (uint64_t)step * 4096 + (uint64_t)ti);
   }
+#undef ADAMW_ELEMENT
 }

@@ -157,6 +157,9 @@ typedef struct xp_ctx {
   xp_prec fp32, bf16;           /* the precisions of XP_MODE_FP32 and XP_MODE_HIGH */
   exmy_format f32;              /* every GEMM's output format */
   exmy_gemm_ws ws;              /* the linear layers' GEMM buffers, kept across calls (one thread) */
+  int no_reuse;                 /* 1: every GEMM quantizes its operands afresh (the reference of the reuse; tests) */
+  void *batch;                  /* xp_matmul_batch's operand and argument arrays (matmul.c), kept */
+  size_t batch_cap;             /* problems they hold */
 } xp_ctx;
 
 enum {
@@ -196,6 +199,13 @@ typedef struct xp_gemm_desc {
  * lin >= 0 must not.  On error sets ctx->failed and ctx->err and fills g->d
  * with NaN. */
 void xp_matmul(xp_ctx *ctx, const xp_gemm_desc *g);
+/* count GEMMs like g (lin < 0: attention) as one exmy_gemm_batched call,
+ * parallel over the batch: problem i reads g->a.p + i stride_a and
+ * g->b.p + i stride_b, writes g->d + i stride_d (floats), with sub
+ * g->sub + i.  The same bits as count xp_matmul calls.  Called from one
+ * thread. */
+void xp_matmul_batch(xp_ctx *ctx, const xp_gemm_desc *g, size_t count, size_t stride_a, size_t stride_b,
+                     size_t stride_d);
 /* Fail a step that cannot run (batch too large, out of memory): sets
  * ctx->failed and ctx->err like a failed GEMM.  Returns -1. */
 int xp_fail(xp_ctx *ctx, const char *msg);

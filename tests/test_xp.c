@@ -8,6 +8,7 @@
  *  - the check-and-fallback loop, calibration after a bf16 checkpoint,
  *    MS-AMP levels and master-weight rounding run; the MLP tasks learn;
  *  - config errors name the bad key or value. */
+#include "experiments/layers.h"
 #include "experiments/xp.h"
 #include "tests/testutil.h"
 
@@ -285,6 +286,129 @@ static void test_errors(void) {
   xp_result_free(&r);
 }
 
+/* xp_matmul_batch (attention's products at once) gives, bit for bit, what
+ * one xp_matmul per problem gives: fp32, and quantized with stochastic
+ * rounding (each problem's own stream) and a block recipe on a transposed
+ * operand; 1 and 2 threads. */
+static void test_matmul_batch(uint64_t seed) {
+  static const char *const attn[] = {"fp32", "e5m2;round=sr", "hybrid;recipe=block:1x8"};
+  enum { NB = 6, M = 8, N = 12, K = 16 };
+  uint64_t st = seed ^ 0x5eed;
+  const int old_threads = omp_get_max_threads();
+  float a[NB * M * K], b[NB * K * N], d1[NB * M * N], d2[NB * M * N];
+  for (size_t i = 0; i < NB * M * K; i++) a[i] = (float)((double)(tu_next(&st) >> 11) / 9007199254740992.0 - 0.5);
+  for (size_t i = 0; i < NB * K * N; i++) b[i] = (float)((double)(tu_next(&st) >> 11) / 9007199254740992.0 - 0.5);
+  for (size_t p = 0; p < sizeof attn / sizeof attn[0]; p++)
+    for (int threads = 1; threads <= 2; threads++)
+      for (int ta = 0; ta < 2; ta++) {
+        xp_config c;
+        base(&c, seed);
+        set(&c, "attn", attn[p]);
+        c.threads = threads;
+        omp_set_num_threads(threads);
+        xp_model m = {0};
+        xp_ctx ctx;
+        char err[EXMY_ERRLEN];
+        if (xp_model_init(&m, &c.model, 20, seed, err, sizeof err) || xp_ctx_init(&ctx, &c, &m, err, sizeof err)) {
+          CHECK(0, "set-up: %s", err);
+          return;
+        }
+        ctx.step = 3;
+        xp_gemm_desc g = {.lin = -1, .sub = 5, .role = XP_WGRAD, .a = {.kind = XP_GRAD, .trans = ta, .p = a},
+                          .b = {.kind = XP_INPUT, .p = b}, .m = M, .n = N, .k = K};
+        for (int i = 0; i < NB; i++) {
+          xp_gemm_desc gi = g;
+          gi.sub = g.sub + i;
+          gi.a.p = a + i * M * K;
+          gi.b.p = b + i * K * N;
+          gi.d = d1 + i * M * N;
+          xp_matmul(&ctx, &gi);
+        }
+        g.d = d2;
+        xp_matmul_batch(&ctx, &g, NB, M * K, K * N, M * N);
+        CHECK(!ctx.failed, "%s: %s", attn[p], ctx.err);
+        for (size_t i = 0; i < NB * M * N; i++)
+          CHECK(tu_bits32(d1[i]) == tu_bits32(d2[i]), "attn %s, trans_a %d, %d threads: d[%zu] batched %08x, one by one %08x",
+                attn[p], ta, threads, i, tu_bits32(d2[i]), tu_bits32(d1[i]));
+        xp_ctx_free(&ctx);
+        xp_model_free(&m);
+      }
+  omp_set_num_threads(old_threads);
+}
+
+/* A linear layer's forward, an evaluation forward of other inputs in the
+ * same buffer, and the backward, over 3 steps: with the reuse of quantized
+ * operands (x, W, dy read twice a step) and with ctx.no_reuse (every GEMM
+ * quantizes afresh), outputs, gradients and the FP8 statistics must be the
+ * same bits, for recipes it applies to and ones it must leave alone. */
+static void test_operand_reuse(uint64_t seed) {
+  static const char *const precs[] = {"hybrid", "hybrid;recipe=delayed:len=4", "e8m3;round=rtz",
+                                      "hybrid;round.grad=sr;round.weight=sr", "hybrid;recipe=block:1x8"};
+  enum { T = 8, IN = 16, OUT = 12 };
+  for (size_t pi = 0; pi < sizeof precs / sizeof precs[0]; pi++) {
+    float out[2][4][2 * T * OUT + OUT * IN + T * IN];
+    char *stats[2] = {NULL, NULL};
+    size_t slen[2] = {0, 0};
+    for (int ref = 0; ref < 2; ref++) {
+      xp_config c;
+      base(&c, seed);
+      set(&c, "prec", precs[pi]);
+      xp_model m = {0};
+      xp_ctx ctx;
+      char err[EXMY_ERRLEN];
+      if (xp_model_init(&m, &c.model, 20, seed, err, sizeof err) || xp_ctx_init(&ctx, &c, &m, err, sizeof err)) {
+        CHECK(0, "set-up: %s", err);
+        return;
+      }
+      ctx.no_reuse = ref;
+      ctx.collect_stats = 1;
+      FILE *csv = open_memstream(&stats[ref], &slen[ref]);
+      uint64_t st = seed ^ 0xab;
+      float x[T * IN], w[OUT * IN], dy[T * OUT], y[T * OUT], dw[OUT * IN], dx[T * IN];
+#define RND() ((float)((double)(tu_next(&st) >> 11) / 9007199254740992.0 - 0.5))
+      for (int step = 0; step < 4; step++) {
+        ctx.step = step;
+        for (int i = 0; i < T * IN; i++) x[i] = RND();
+        for (int i = 0; i < OUT * IN; i++) w[i] = RND() * (float)(step + 1);
+        for (int i = 0; i < T * OUT; i++) dy[i] = RND() * 1e-3f;
+        float *o = out[ref][step];
+        memset(o, 0, sizeof out[ref][step]);
+        xp_linear_forward(&ctx, 0, x, w, NULL, y, T, IN, OUT);
+        memcpy(o, y, sizeof y);
+        if (step % 2) { /* an evaluation forward of other inputs through the same buffer */
+          float keep[T * IN];
+          memcpy(keep, x, sizeof x);
+          for (int i = 0; i < T * IN; i++) x[i] = RND() * 4;
+          xp_linear_forward(&ctx, 0, x, w, NULL, y, T, IN, OUT);
+          memcpy(o + T * OUT + OUT * IN + T * IN, y, sizeof y);
+          memcpy(x, keep, sizeof x);
+          xp_linear_forward(&ctx, 0, x, w, NULL, y, T, IN, OUT);
+        }
+        xp_linear_backward(&ctx, 0, dy, x, w, dw, NULL, dx, NULL, T, IN, OUT);
+        memcpy(o + T * OUT, dw, sizeof dw);
+        memcpy(o + T * OUT + OUT * IN, dx, sizeof dx);
+        CHECK(!ctx.failed, "%s: %s", precs[pi], ctx.err);
+        if (csv) xp_ctx_stats_write(&ctx, step, csv, NULL);
+        xp_ctx_step_end(&ctx);
+      }
+#undef RND
+      if (csv) fclose(csv);
+      xp_ctx_free(&ctx);
+      xp_model_free(&m);
+    }
+    for (int step = 0; step < 4; step++)
+      for (size_t i = 0; i < 2 * T * OUT + OUT * IN + T * IN; i++)
+        CHECK(tu_bits32(out[0][step][i]) == tu_bits32(out[1][step][i]),
+              "prec %s step %d value %zu: %08x with reuse, %08x quantizing afresh", precs[pi], step, i,
+              tu_bits32(out[0][step][i]), tu_bits32(out[1][step][i]));
+    CHECK(stats[0] && stats[1] && !strcmp(stats[0], stats[1]), "prec %s: statistics differ:\n%s\nvs\n%s", precs[pi],
+          stats[0] ? stats[0] : "", stats[1] ? stats[1] : "");
+    CHECK(slen[0] > 0, "prec %s: no statistics written", precs[pi]);
+    free(stats[0]);
+    free(stats[1]);
+  }
+}
+
 int main(void) {
   const uint64_t seed = tu_seed(1);
   snprintf(dir, sizeof dir, "test_xp.tmp.%d", (int)getpid());
@@ -294,6 +418,8 @@ int main(void) {
   }
   test_detector();
   test_errors();
+  test_matmul_batch(seed);
+  test_operand_reuse(seed);
   test_determinism(seed);
   test_resume(seed);
   test_fallback_calibration(seed);
