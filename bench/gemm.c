@@ -5,7 +5,7 @@
  * (issue 12, 2 threads): fp32 >= 0.6 of SGEMM, chunk=128 >= 0.45, tc >= 0.3,
  * exact >= 0.2, acc=f16/bf16 >= 0.1, the step list >= 0.4.  Prints GFLOP/s
  * (2mnk / s) and the ratio to SGEMM.  bench/gemm [threads [n ...]];
- * BENCH_GEMM_MODELS="fp32;exact" runs only those models. */
+ * BENCH_GEMM_MODELS="fp32;exact" runs those models instead (any model: "tc:ada;tc:blackwell"). */
 #include "bench/bench.h"
 #include "exmy.h"
 
@@ -146,8 +146,27 @@ int main(int argc, char **argv) {
     nsizes = 0;
     for (int i = 2; i < argc && nsizes < 8; i++) sizes[nsizes++] = atoi(argv[i]);
   }
-  static const char *models[] = {"fp32", "chunk=128,inner=fp32", "exact", "tc", "acc=f16", "acc=bf16",
-                                 "acc=f16,round=sr,seed=1", "acc=bf16,round=sr,seed=1"};
+  static const char *deflt[] = {"fp32", "chunk=128,inner=fp32", "exact", "tc", "acc=f16", "acc=bf16",
+                                "acc=f16,round=sr,seed=1", "acc=bf16,round=sr,seed=1"};
+  /* BENCH_GEMM_MODELS: these models instead (any accumulation model, ';'-separated, e.g. "tc:ada;exact") */
+  const char *models[16];
+  size_t nmodels = 0;
+  static char list[1024];
+  const char *only = getenv("BENCH_GEMM_MODELS");
+  if (only) {
+    snprintf(list, sizeof list, "%s", only);
+    char *save = NULL;
+    for (char *t = strtok_r(list, ";", &save); t && nmodels < 16; t = strtok_r(NULL, ";", &save)) {
+      exmy_accum probe;
+      char e[EXMY_ERRLEN];
+      if (exmy_accum_parse(t, &probe, e, sizeof e)) {
+        fprintf(stderr, "bench/gemm: BENCH_GEMM_MODELS: %s\n", e);
+        return 2;
+      }
+      models[nmodels++] = t;
+    }
+  } else
+    for (; nmodels < sizeof deflt / sizeof deflt[0]; nmodels++) models[nmodels] = deflt[nmodels];
   openblas_set_num_threads(threads);
   omp_set_num_threads(threads);
   printf("bench/gemm: e4m3fn x e4m3fn, per-tensor current scaling, D f32, %d threads, best of 3\n", threads);
@@ -179,15 +198,7 @@ int main(int argc, char **argv) {
     const double flop = 2.0 * (double)n * n * n;
     const double ts = best_of(3, run_sgemm, &sc);
     printf("%6d %-24s %10.2f %10.2f %8.3f\n", n, "OpenBLAS sgemm", flop / ts * 1e-9, flop / ts * 1e-9, 1.0);
-    const char *only = getenv("BENCH_GEMM_MODELS"); /* ';'-separated subset, e.g. "fp32;exact" */
-    for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
-      if (only) {
-        char list[512], *save = NULL;
-        int want = 0;
-        snprintf(list, sizeof list, "%s", only);
-        for (char *t = strtok_r(list, ";", &save); t; t = strtok_r(NULL, ";", &save)) want |= !strcmp(t, models[m]);
-        if (!want) continue;
-      }
+    for (size_t m = 0; m < nmodels; m++) {
       exmy_accum acc;
       exmy_accum_parse(models[m], &acc, NULL, 0);
       exmy_gemm_args g;
