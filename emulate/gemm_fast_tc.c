@@ -1,7 +1,8 @@
 /* gemm_fast_tc.c: the fast kernel of acc=tc (docs/gemm.md, the block FMA),
  * vectorized across 16 columns: exact float products, truncation by a float
- * multiply with 2^(f - Emax) and a truncating conversion to int32, an exact
- * int32 sum; taken only where those steps are exact (truncation, no INNER
+ * multiply with 2^(f - Emax) and a truncating conversion to int32 (int64 when
+ * the sum needs more than 31 bits, e.g. 25 fraction bits over 32 products),
+ * an exact integer sum; taken only where those steps are exact (truncation, no INNER
  * scales, bounds checked in exmy__gemm_fast_tc), then the row epilogue. */
 #include "emulate/gemm_kernels.h"
 
@@ -15,6 +16,7 @@ typedef float v16sf __attribute__((vector_size(64)));
 typedef int32_t v16si __attribute__((vector_size(64)));
 typedef double v8df __attribute__((vector_size(64)));
 typedef int64_t v8di __attribute__((vector_size(64)));
+typedef int64_t v16di __attribute__((vector_size(128)));
 typedef int32_t v8si __attribute__((vector_size(32)));
 typedef float v8sf __attribute__((vector_size(32)));
 #define TC_MR 4
@@ -25,6 +27,7 @@ typedef struct tc_ctx {
   const float *av; const int32_t *ae;   /* op(A): m x k values and nominal exponents */
   const float *bv; const int32_t *be;   /* op(B) panels: [panel][l][16] */
   float *out;                           /* m x n: the model's P (promoted F) */
+  int wide;                             /* int64 sums */
 } tc_ctx;
 
 /* A zero element's exponent under the v2 zero rule: far below every real
@@ -42,20 +45,30 @@ static int32_t nominal_exp(double x, int emin, int v2) {
 /* lane-wise max (compare and select) */
 #define VMAX(a, b) ({ const v16si a_ = (a), b_ = (b), m_ = a_ > b_; (a_ & m_) | (b_ & ~m_); })
 
-/* S * 2^(emax - f), cut to `out` fraction bits (truncation), as float. */
-static inline __attribute__((always_inline)) void tc_normalize(v16sf *res, const v16si *Sp, const v16si *ep, int f, int out) {
+/* S * 2^(emax - f), cut to `out` fraction bits (truncation), as float; S in
+ * int32 lanes (Sp) or int64 lanes (Sw, when wide). */
+static inline __attribute__((always_inline)) void tc_normalize(v16sf *res, const v16si *Sp, const v16di *Sw, const int wide,
+                                                               const v16si *ep, int f, int out) {
   v16sf r;
-  const v16si S = *Sp, emax = *ep;
+  const v16si emax = *ep;
   for (int h = 0; h < 2; h++) {
-    v8si s8, e8;
-    memcpy(&s8, (const char *)&S + 32 * h, 32);
+    v8si e8;
     memcpy(&e8, (const char *)&emax + 32 * h, 32);
-    const v8df d = __builtin_convertvector(s8, v8df);
+    v8df d;
+    if (wide) { /* exact: |S| < 2^53 (checked in exmy__gemm_fast_tc) */
+      v8di s8;
+      memcpy(&s8, (const char *)Sw + 64 * h, 64);
+      d = __builtin_convertvector(s8, v8df);
+    } else {
+      v8si s8;
+      memcpy(&s8, (const char *)Sp + 32 * h, 32);
+      d = __builtin_convertvector(s8, v8df);
+    }
     /* 2^(emax - f) as a double: exponent field emax - f + 1023 */
     const v8di pe = (__builtin_convertvector(e8, v8di) - f + 1023) << 52;
     v8df pw;
     memcpy(&pw, &pe, 64);
-    v8df v = d * pw; /* exact: |S| < 2^31 and 2^(emax-f) normal */
+    v8df v = d * pw; /* exact: S is an integer of at most 53 bits and 2^(emax-f) normal */
     v8di bits;
     memcpy(&bits, &v, 64);
     bits &= ~(v8di){0} << (52 - out); /* truncate toward zero (zero stays zero) */
@@ -66,9 +79,11 @@ static inline __attribute__((always_inline)) void tc_normalize(v16sf *res, const
   *res = r;
 }
 
-/* One tile of NRW rows x 16 columns over all of k; NRW is a constant at
- * each call so the per-row vectors stay in registers. */
-static inline __attribute__((always_inline)) void tc_tile(const tc_ctx *x, size_t ib, size_t jp, const int NRW) {
+/* One tile of NRW rows x 16 columns over all of k; NRW and WIDE (int64
+ * sums) are constants at each call so the per-row vectors stay in registers
+ * and the other sum type's code drops out. */
+static inline __attribute__((always_inline)) void tc_tile(const tc_ctx *x, size_t ib, size_t jp, const int NRW,
+                                                          const int WIDE) {
   const gemm_plan *p = x->p;
   const size_t k = p->k, n = p->n, g = (size_t)p->acc.tc_group;
   const int F = p->acc.tc_frac, out = p->acc.tc_out_frac, ez = p->acc.tc_zero;
@@ -85,6 +100,7 @@ static inline __attribute__((always_inline)) void tc_tile(const tc_ctx *x, size_
     for (size_t g0 = l0; g0 < l1; g0 += g) {
       const size_t g1 = g0 + g < l1 ? g0 + g : l1;
       v16si emax[TC_MR], S[TC_MR];
+      v16di Sw[TC_MR];
       v16sf pw[TC_MR];
       v16si anyz[TC_MR]; /* lanes with a zero term (v2: it has exponent ez) */
       for (int r = 0; r < NRW; r++) {
@@ -111,14 +127,19 @@ static inline __attribute__((always_inline)) void tc_tile(const tc_ctx *x, size_
         pe = (pe & (pe < 254)) | (((v16si){0} + 254) & ~(pe < 254));
         pe <<= 23;
         memcpy(&pw[r], &pe, 64);
-        S[r] = __builtin_convertvector(c[r] * pw[r], v16si);
+        if (WIDE) Sw[r] = __builtin_convertvector(c[r] * pw[r], v16di);
+        else S[r] = __builtin_convertvector(c[r] * pw[r], v16si);
       }
       for (size_t l = g0; l < g1; l++) {
         v16sf b;
         memcpy(&b, bv + l * TC_NR, 64);
-        for (int r = 0; r < NRW; r++) S[r] += __builtin_convertvector((av[(size_t)r * k + l] * b) * pw[r], v16si);
+        for (int r = 0; r < NRW; r++) {
+          const v16sf t = (av[(size_t)r * k + l] * b) * pw[r];
+          if (WIDE) Sw[r] += __builtin_convertvector(t, v16di);
+          else S[r] += __builtin_convertvector(t, v16si);
+        }
       }
-      for (int r = 0; r < NRW; r++) tc_normalize(&c[r], &S[r], &emax[r], F, out);
+      for (int r = 0; r < NRW; r++) tc_normalize(&c[r], &S[r], &Sw[r], WIDE, &emax[r], F, out);
     }
     if (promoted)
       for (int r = 0; r < NRW; r++)
@@ -135,10 +156,16 @@ static inline __attribute__((always_inline)) void tc_tile(const tc_ctx *x, size_
 __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 static void tc_rows(const tc_ctx *x, size_t i0, size_t i1) {
   const size_t npan = (x->p->n + TC_NR - 1) / TC_NR;
+  const int wide = x->wide;
   for (size_t jp = 0; jp < npan; jp++) {
     size_t ib = i0;
-    for (; ib + TC_MR <= i1; ib += TC_MR) tc_tile(x, ib, jp, TC_MR);
-    for (; ib < i1; ib++) tc_tile(x, ib, jp, 1);
+    if (wide) {
+      for (; ib + TC_MR <= i1; ib += TC_MR) tc_tile(x, ib, jp, TC_MR, 1);
+      for (; ib < i1; ib++) tc_tile(x, ib, jp, 1, 1);
+    } else {
+      for (; ib + TC_MR <= i1; ib += TC_MR) tc_tile(x, ib, jp, TC_MR, 0);
+      for (; ib < i1; ib++) tc_tile(x, ib, jp, 1, 0);
+    }
   }
 }
 
@@ -152,7 +179,8 @@ int exmy__gemm_fast_tc(const gemm_plan *p, int nt, unsigned *flags, float *amax)
   while (((size_t)1 << lk) < p->k + 1) lk++;
   if ((fa->mbits + 1) + (fb->mbits + 1) > 24) return 0;                   /* float products exact */
   if ((fa->emin - fa->mbits) + (fb->emin - fb->mbits) < -149) return 0;
-  if (F + 2 + lg > 30) return 0;                                          /* int32 sums */
+  if (F + 2 + lg > 52) return 0;                                          /* integer sums exact in double */
+  const int wide = F + 2 + lg > 30;                                        /* int64 sums */
   if (fa->emin + fb->emin - 2 * F < -100) return 0;                       /* results stay normal */
   if (fa->emax + fb->emax + lk + 2 > F + 120) return 0;                   /* no overflow, 2^(f-emax) normal */
   const size_t m = p->m, n = p->n, k = p->k, npan = (n + TC_NR - 1) / TC_NR;
@@ -176,7 +204,7 @@ int exmy__gemm_fast_tc(const gemm_plan *p, int nt, unsigned *flags, float *amax)
       bv[o] = (float)p->bd[j * k + l];
       be[o] = nominal_exp(p->bd[j * k + l], fb->emin, a->tc_zero != 0);
     }
-  tc_ctx x = {p, av, ae, bv, be, P};
+  tc_ctx x = {p, av, ae, bv, be, P, wide};
   const size_t blk = 16, nblk = (m + blk - 1) / blk;
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
   for (size_t b = 0; b < nblk; b++) tc_rows(&x, b * blk, (b + 1) * blk < m ? (b + 1) * blk : m);
