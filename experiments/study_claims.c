@@ -20,8 +20,7 @@
 #define NONCONV_DEFAULT 0.5
 
 double st_nonconv_nats(const study *st) {
-  const char *v = st_file_get(st->file, st->size, "nonconv_nats", NULL);
-  return v ? strtod(v, NULL) : NONCONV_DEFAULT;
+  return st_file_num(st->file, st->size, "nonconv_nats", NONCONV_DEFAULT);
 }
 
 static const srun *partner(const study *st, const srun *r, const char *arm) {

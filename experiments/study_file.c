@@ -280,6 +280,12 @@ const char *st_file_get(const study_file *f, int size, const char *key, int *ln)
   return best ? best->val : NULL;
 }
 
+/* A numeric key's value at `size` (strtod), or def when the file has none. */
+double st_file_num(const study_file *f, int size, const char *key, double def) {
+  const char *v = st_file_get(f, size, key, NULL);
+  return v ? strtod(v, NULL) : def;
+}
+
 /* Whether line i is the one in effect for its key at this size. */
 int st_file_effective(const study_file *f, int size, int i) {
   return f->eff[size * f->nline + i];

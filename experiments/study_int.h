@@ -254,6 +254,7 @@ void st_run_finish(const srun *r, const xp_config *c);
 int st_file_read(study_file *f, const char *path, char *err, size_t errlen);
 void st_file_free(study_file *f);
 const char *st_file_get(const study_file *f, int size, const char *key, int *ln);
+double st_file_num(const study_file *f, int size, const char *key, double def);
 int st_file_effective(const study_file *f, int size, int i);
 int st_file_setup(study *st, char *err, size_t errlen);
 int st_axis_values(const char *text, char vals[][ST_VALLEN], int max, char *why, size_t whylen);

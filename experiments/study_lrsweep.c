@@ -54,29 +54,21 @@ typedef struct curve {
   char arm[64], point[96];
   double *loss;   /* [seed * nlr + k] */
   double *l0;     /* per seed */
+  double *best;   /* per seed: the reference curve's lowest loss (+inf: no reference, or it never trained) */
+  int *untrained; /* per learning rate: seeds that did not train */
   int ref;        /* index of the reference curve at the same point, -1 none */
   int unstable;   /* arm.NAME.tag = unstable: the published claim predicts a lower LR_max */
 } curve;
-
-static double num_key(const study *st, const char *key, double def) {
-  const char *v = st_file_get(st->file, st->size, key, NULL);
-  return v ? strtod(v, NULL) : def;
-}
 
 static int cmp_dbl(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
 }
 
-/* Whether curve c did not train at seed s, learning rate k (ascending order). */
-static int failed_at(const curve *cv, int c, int s, int k, int nlr, double nats) {
-  const double v = cv[c].loss[(size_t)s * nlr + k];
-  if (!isfinite(v)) return 1;
-  if (cv[c].ref < 0) return 0;
-  const double *lr_ref = cv[cv[c].ref].loss + (size_t)s * nlr;
-  double best = INFINITY;
-  for (int q = 0; q < nlr; q++) best = lr_ref[q] < best ? lr_ref[q] : best;
-  return isfinite(best) && v > best + nats;
+static double min_of(const double *v, int n) {
+  double m = INFINITY;
+  for (int i = 0; i < n; i++) m = v[i] < m ? v[i] : m;
+  return m;
 }
 
 static double run_loss(const srun *r) {
@@ -94,7 +86,7 @@ void st_report_lrsweep(study *st, FILE *md) {
   const int nlr = st->nlr, ns = st->nseeds;
   if (!st->file || nlr < 1) return;
   const char *refarm = st_file_get(st->file, st->size, "reference", NULL);
-  const double delta = num_key(st, "lr_delta", LR_DELTA_DEFAULT), nats = st_nonconv_nats(st);
+  const double delta = st_file_num(st->file, st->size, "lr_delta", LR_DELTA_DEFAULT), nats = st_nonconv_nats(st);
   int ord[MAX_LR], pos[MAX_LR]; /* the learning rates in ascending order (insertion sort: at most MAX_LR) */
   for (int k = 0; k < nlr; k++) {
     int j = k;
@@ -116,6 +108,8 @@ void st_report_lrsweep(study *st, FILE *md) {
       snprintf(cv[c].point, sizeof cv[c].point, "%s", r->point);
       cv[c].loss = malloc((size_t)ns * nlr * sizeof *cv[c].loss);
       cv[c].l0 = malloc((size_t)ns * sizeof *cv[c].l0);
+      cv[c].best = malloc((size_t)ns * sizeof *cv[c].best);
+      cv[c].untrained = calloc((size_t)nlr, sizeof *cv[c].untrained);
       for (int j = 0; j < ns * nlr; j++) cv[c].loss[j] = INFINITY;
       for (int j = 0; j < ns; j++) cv[c].l0[j] = NAN;
       cv[c].unstable = !strcmp(r->tag, "unstable");
@@ -131,6 +125,16 @@ void st_report_lrsweep(study *st, FILE *md) {
     for (int q = 0; refarm && q < nc; q++)
       if (!strcmp(cv[q].arm, refarm) && !strcmp(cv[q].point, cv[c].point)) cv[c].ref = q;
   }
+  /* the reference's best per seed, then who did not train: +inf, or above that best + nats */
+  for (int c = 0; c < nc; c++)
+    for (int sd = 0; sd < ns; sd++)
+      cv[c].best[sd] = cv[c].ref >= 0 ? min_of(cv[cv[c].ref].loss + (size_t)sd * nlr, nlr) : INFINITY;
+  for (int c = 0; c < nc; c++)
+    for (int sd = 0; sd < ns; sd++)
+      for (int k = 0; k < nlr; k++) {
+        const double v = cv[c].loss[(size_t)sd * nlr + k], b = cv[c].best[sd];
+        cv[c].untrained[k] += !isfinite(v) || (isfinite(b) && v > b + nats);
+      }
 
   fprintf(md, "## LR_max and LR sensitivity\n\n"
               "Per arm and seed: `LR_max` is the largest learning rate whose validation loss is within "
@@ -162,20 +166,16 @@ void st_report_lrsweep(study *st, FILE *md) {
       const double sv = st_lr_sensitivity(la, nlr, a->l0[s]);
       if (isfinite(sv)) sens[nsens++] = sv;
       if (!rf) continue;
-      const double *lr_ref = rf->loss + (size_t)s * nlr;
-      double best = INFINITY;
-      for (int k = 0; k < nlr; k++) best = lr_ref[k] < best ? lr_ref[k] : best;
-      const int ir = st_lr_max_index(lr_ref, nlr, best, delta), ia = st_lr_max_index(la, nlr, best, delta);
+      const double best = a->best[s];
+      const int ir = st_lr_max_index(rf->loss + (size_t)s * nlr, nlr, best, delta), ia = st_lr_max_index(la, nlr, best, delta);
       if (ia >= 0 && nmax < 64) lrmax[nmax++] = st->lr[ord[ia]];
       if (ir < 0) continue; /* the reference itself never trained at this seed */
       const double xa = ia >= 0 ? log2(st->lr[ord[ia]]) : log2(st->lr[ord[0]]) - step;
       ncens += ia < 0;
       gap[ng++] = xa - log2(st->lr[ord[ir]]);
       /* the same against each arm's own best: the stability edge apart from a loss offset */
-      double ob = INFINITY;
-      for (int k = 0; k < nlr; k++) ob = la[k] < ob ? la[k] : ob;
-      const int io = st_lr_max_index(la, nlr, ob, delta), iro = st_lr_max_index(lr_ref, nlr, best, delta);
-      if (io >= 0 && iro >= 0) own[nown++] = log2(st->lr[ord[io]]) - log2(st->lr[ord[iro]]);
+      const int io = st_lr_max_index(la, nlr, min_of(la, nlr), delta);
+      if (io >= 0) own[nown++] = log2(st->lr[ord[io]]) - log2(st->lr[ord[ir]]);
     }
     double m = ng ? st_mean_of(gap, ng) : NAN, lo = NAN, hi = NAN;
     if (ng) st_bootstrap(gap, ng, 0x1e5eedULL + (uint64_t)c, 0.95, &lo, &hi);
@@ -206,10 +206,8 @@ void st_report_lrsweep(study *st, FILE *md) {
     char per[160] = "";
     int nfail = 0;
     for (int k = 0; k < nlr; k++) {
-      int nf = 0;
-      for (int sd = 0; sd < ns; sd++) nf += failed_at(cv, c, sd, k, nlr, nats);
-      nfail += nf;
-      st_cat(per, sizeof per, "%s%d", k ? " " : "", nf);
+      nfail += a->untrained[k];
+      st_cat(per, sizeof per, "%s%d", k ? " " : "", a->untrained[k]);
     }
     st_tbl_cell(t, 6, "%s", per);
     double plo, phi;
@@ -274,8 +272,7 @@ void st_report_lrsweep(study *st, FILE *md) {
     st_series_alloc(&sr[c], nlr, name);
     sr[c].points = 1;
     for (int k = 0; k < nlr; k++) {
-      int nf = 0;
-      for (int sd = 0; sd < ns; sd++) nf += failed_at(cv, c, sd, k, nlr, nats);
+      const int nf = cv[c].untrained[k];
       sr[c].x[k] = st->lr[ord[k]];
       sr[c].y[k] = (double)nf / ns;
     }
@@ -292,6 +289,6 @@ void st_report_lrsweep(study *st, FILE *md) {
   free(gap);
   free(own);
   free(sens);
-  for (int c = 0; c < nc; c++) { free(cv[c].loss); free(cv[c].l0); }
+  for (int c = 0; c < nc; c++) { free(cv[c].loss); free(cv[c].l0); free(cv[c].best); free(cv[c].untrained); }
   free(cv);
 }
