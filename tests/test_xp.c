@@ -34,6 +34,16 @@ static void set(xp_config *c, const char *k, const char *v) {
   if (xp_config_set(c, k, v, err, sizeof err)) printf("config %s=%s: %s\n", k, v, err), exit(1);
 }
 
+/* A model of vocabulary 20 and an engine context on c; -1 (a failed check) when either fails. */
+static int open_ctx(const xp_config *c, uint64_t seed, xp_model *m, xp_ctx *ctx) {
+  char err[EXMY_ERRLEN];
+  if (xp_model_init(m, &c->model, 20, seed, err, sizeof err) || xp_ctx_init(ctx, c, m, err, sizeof err)) {
+    CHECK(0, "set-up: %s", err);
+    return -1;
+  }
+  return 0;
+}
+
 static int run(const xp_config *c, xp_result *r) {
   char err[EXMY_ERRLEN];
   if (xp_train(c, r, err, sizeof err)) {
@@ -308,11 +318,7 @@ static void test_matmul_batch(uint64_t seed) {
         omp_set_num_threads(threads);
         xp_model m = {0};
         xp_ctx ctx;
-        char err[EXMY_ERRLEN];
-        if (xp_model_init(&m, &c.model, 20, seed, err, sizeof err) || xp_ctx_init(&ctx, &c, &m, err, sizeof err)) {
-          CHECK(0, "set-up: %s", err);
-          return;
-        }
+        if (open_ctx(&c, seed, &m, &ctx)) return;
         ctx.step = 3;
         xp_gemm_desc g = {.lin = -1, .sub = 5, .role = XP_WGRAD, .a = {.kind = XP_GRAD, .trans = ta, .p = a},
                           .b = {.kind = XP_INPUT, .p = b}, .m = M, .n = N, .k = K};
@@ -355,11 +361,7 @@ static void test_operand_reuse(uint64_t seed) {
       set(&c, "prec", precs[pi]);
       xp_model m = {0};
       xp_ctx ctx;
-      char err[EXMY_ERRLEN];
-      if (xp_model_init(&m, &c.model, 20, seed, err, sizeof err) || xp_ctx_init(&ctx, &c, &m, err, sizeof err)) {
-        CHECK(0, "set-up: %s", err);
-        return;
-      }
+      if (open_ctx(&c, seed, &m, &ctx)) return;
       ctx.no_reuse = ref;
       ctx.collect_stats = 1;
       FILE *csv = open_memstream(&stats[ref], &slen[ref]);
