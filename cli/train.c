@@ -122,6 +122,10 @@ int cmd_train(int argc, char **argv) {
   if (xp_model_init(&m, &c.model, c.model.kind == XP_MODEL_GPT ? 256 : 0, c.seed, err, sizeof err))
     cli_die("train: %s", err);
   int bad = xp_prec_check_overrides(&c, m.nlin, m.lin_name, err, sizeof err);
+  if (!bad && c.range_shift && !m.ops->range_shift) {
+    snprintf(err, sizeof err, "range_shift %d: model %s has no norm layers to shift", c.range_shift, m.ops->name);
+    bad = 1;
+  }
   if (!bad && c.dump_layers[0]) {
     char list[sizeof c.dump_layers], *save = NULL;
     snprintf(list, sizeof list, "%s", c.dump_layers);

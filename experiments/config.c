@@ -55,6 +55,7 @@ static const key_def keys[] = {
   KS("resume", resume, "checkpoint to resume from"),
   KL("stop_after", stop_after, 0, 1e12, "stop after N steps (0 off; the schedule still follows steps)"),
   KL("calibrate", calibrate, 0, 1e12, "calibration steps before training (fills delayed amax histories)"),
+  KI("range_shift", range_shift, -30, 30, "on a resume into another precision: norms x 2^s, the weights after them x 2^-s"),
   KL("check_every", check_every, 0, 1e12, "high-precision check every N steps (0 off)"),
   KD("check_tol", check_tol, 0, 1e30, "relative loss disagreement that triggers the fallback"),
   KL("fallback_steps", fallback_steps, 0, 1e12, "steps in bf16 after a failed check"),

@@ -517,6 +517,41 @@ static int gpt_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
   return 0;
 }
 
+/* Tensor t (and its AdamW moments) times 2^e: a gradient then scales by
+ * 2^-e, so m by 2^-e and v by 2^-2e, which leaves Adam's m/sqrt(v) as it
+ * was.  ldexpf is exact unless a value leaves float's range. */
+static void scale_tensor(xp_model *m, xp_optim *o, int t, int e) {
+  if (t < 0) return;
+  const size_t off = m->tensors[t].off, n = m->tensors[t].n;
+  for (size_t i = 0; i < n; i++) {
+    m->params[off + i] = ldexpf(m->params[off + i], e);
+    if (o && o->m) {
+      o->m[off + i] = ldexpf(o->m[off + i], -e);
+      o->v[off + i] = ldexpf(o->v[off + i], -2 * e);
+    }
+  }
+}
+
+/* Each norm feeds one linear layer's weight: LayerNorm (gain, bias) x 2^s
+ * makes its output x 2^s, the weight x 2^-s gives the same products (the
+ * bias after the product is unchanged); the model computes the same
+ * function, while an FP8 input of that layer sees values 2^s larger. */
+static void gpt_range_shift(xp_model *m, xp_optim *o, int sh) {
+  const gpt_state *s = m->act;
+  for (int i = 0; i < m->mc.n_layer; i++) {
+    const gpt_block_idx *k = &s->blk[i];
+    const int pairs[2][3] = {{k->ln1g, k->ln1b, k->qkvw}, {k->ln2g, k->ln2b, k->fcw}};
+    for (int j = 0; j < 2; j++) {
+      scale_tensor(m, o, pairs[j][0], sh);
+      scale_tensor(m, o, pairs[j][1], sh);
+      scale_tensor(m, o, pairs[j][2], -sh);
+    }
+  }
+  scale_tensor(m, o, s->lnfg, sh);
+  scale_tensor(m, o, s->lnfb, sh);
+  scale_tensor(m, o, s->headw, -sh);
+}
+
 const xp_model_ops xp_gpt_model = {
   .name = "gpt",
   .kind = XP_MODEL_GPT,
@@ -526,4 +561,5 @@ const xp_model_ops xp_gpt_model = {
   .forward = gpt_forward,
   .backward = gpt_backward,
   .predict = gpt_predict,
+  .range_shift = gpt_range_shift,
 };

@@ -236,6 +236,10 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
   r.have_data = 1;
   if (xp_model_init(&r.model, &c->model, r.data.vocab, c->seed, err, errlen)) goto out;
   r.have_model = 1;
+  if (c->range_shift && !r.model.ops->range_shift) {
+    xp_errf(err, errlen, "range_shift %d: model %s has no norm layers to shift", c->range_shift, r.model.ops->name);
+    goto out;
+  }
   if (xp_ctx_init(&r.ctx, c, &r.model, err, errlen)) goto out;
   r.have_ctx = 1;
   if (xp_optim_init(&r.opt, r.model.nparams) || xp_batch_alloc(&r.bb, c)) {
@@ -273,6 +277,13 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
     if (c->progress)
       fprintf(stderr, "resumed from %s at step %ld%s\n", c->resume, start,
               same ? "" : " (other precision: scaling state starts fresh)");
+    /* the calibration stress test: only into another precision, so a run
+     * restarted from its own (already shifted) checkpoint is not shifted twice */
+    if (c->range_shift && !same) {
+      r.model.ops->range_shift(&r.model, &r.opt, c->range_shift);
+      if (c->progress) fprintf(stderr, "range_shift %d: norms x 2^%d, the weights after them x 2^%d\n", c->range_shift,
+                               c->range_shift, -c->range_shift);
+    }
   }
   const int tty = c->progress == 1 && isatty(2);
   if (c->out_dir[0]) {

@@ -99,6 +99,7 @@ typedef struct xp_config {
   long stop_after;              /* stop after this many steps (0: run to `steps`; the schedule
                                    still follows `steps`: an interruption to resume from) */
   long calibrate;               /* calibration steps after resume (delayed scaling) */
+  int range_shift;              /* s: norms x 2^s, the next weights x 2^-s on a resume into another precision */
   long check_every;             /* high-precision check every N steps (0 off) */
   double check_tol;             /* relative loss disagreement that triggers a fallback */
   long fallback_steps;          /* steps run in bf16 after a failed check */
@@ -236,6 +237,7 @@ typedef struct xp_batch {
 } xp_batch;
 
 typedef struct xp_model_ops xp_model_ops;
+struct xp_optim;               /* below: the range shift scales its moments */
 
 typedef struct xp_model {  /* struct tag used by xp_ctx_init */
   const xp_model_ops *ops;      /* its row of the model table */
@@ -263,6 +265,10 @@ struct xp_model_ops {
   int (*forward)(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss);
   int (*backward)(xp_model *m, xp_ctx *ctx, const xp_batch *b);
   int (*predict)(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out);
+  /* The function-preserving range shift (`range_shift`): every norm's gain
+   * (and bias) times 2^s, the weights of the linear layer it feeds times
+   * 2^-s, o's AdamW moments as if trained so (NULL: the model has no norms). */
+  void (*range_shift)(xp_model *m, struct xp_optim *o, int s);
 };
 
 /* The model table: by `model` name (NULL: none), by kind, and its size

@@ -34,7 +34,7 @@ run study --help
 if [ "$rc" -eq 0 ] && grep -q "usage: exmy study" "$T/out"; then pass "study --help"; else fail "study --help" "status $rc"; fi
 
 run study --list
-studies="default mantissa recipes fallback calibration accumulation rounding lrsweep"
+studies="default mantissa recipes fallback calibration accumulation rounding lrsweep rangeshift"
 ok=1
 for s in $studies; do grep -Eq "^$s +[a-zA-Z0-9]" "$T/out" || ok=0; done
 if [ "$rc" -eq 0 ] && [ $ok -eq 1 ]; then pass "study --list names every study with a description"
@@ -326,6 +326,8 @@ lrsweep: - **inconclusive**: e8m3 rtz: LR_max below fp32's (paired by seed), as 
 lrsweep: - **observation**: hybrid: LR_max against fp32's (paired by seed). shift log2 LR_max = +0.00 over n = 1 seeds (0 censored); inconclusive: fewer than 3 seeds. Against the arm's own best loss (its stability edge apart from a loss offset): +0.00 over n = 1
 lrsweep: - **inconclusive**: E8M3 with round-toward-zero on every GEMM input fails more often than fp32 over the grid (Lee et al. 2024: E8M3-E8M5 fail to converge at 120M). failed rate: e8m3 rtz 0/3 [0.00, 0.71], fp32 0/3 [0.00, 0.71] (exact 95% intervals); higher = the intervals disjoint in that direction.
 lrsweep: - **inconclusive**: HYBRID FP8 (current scaling) tracks fp32 in validation loss within 0.05 nats (Micikevicius et al. 2022 (arXiv 2209.05433): FP8 training matches 16-bit training). val_loss hybrid - fp32 over n = 3 paired runs: mean -0.0252, 95% CI [-0.0787, +0.0034] (bootstrap, 2000 resamples); tracks = the 90% CI inside the margin (TOST), margin 0.05 nats.
+rangeshift: - **inconclusive**: Resuming FP8 delayed scaling from a BF16 checkpoint without an amax history gives an abnormal first step once the activations leave e4m3's range at scale 1. abnormal seeds without calibration (> 5% above bf16 at the same seed): s=0: 0/1, s=2: 0/1, s=4: 0/1, s=6: 0/1, s=8: 1/1, s=10: 1/1. Rule: reproduced when every seed (at least 3) is abnormal at some s (here from s = 8); inconclusive when only some are or there are fewer seeds.
+rangeshift: - **inconclusive**: A calibration step (high precision, fills the histories) removes the abnormal first step. with calibrate=1, abnormal first steps at the shifts where the uncalibrated run had any: 0 of 2 (95% Clopper-Pearson [0.00, 0.84]). Rule: reproduced when none is and the interval's upper end is below 0.5; not reproduced when any is; inconclusive otherwise.
 END_OF_VERDICTS
 }
 

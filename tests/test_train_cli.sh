@@ -73,6 +73,33 @@ if [ "$rc" -eq 0 ] && grep -q "^loss" "$T/out"; then pass "--data FILE"; else fa
 run train $TINY --model mlp --in_dim 4 --hidden 8 --depth 1 --out_dim 2 --prec e4m3fn
 check_ok "mlp regression run"
 
+# range_shift: norms x 2^s, the next weights x 2^-s on a resume into another precision
+run train $TINY --prec bf16 --ckpt "$T/rs.ckpt"
+check_ok "range_shift: the bf16 checkpoint"
+RS="--n_layer 1 --d_model 16 --n_head 2 --seq_len 8 --batch 4 --steps 7 --eval_batches 1 --progress 0 --resume $T/rs.ckpt"
+for s in 0 8; do
+  run train $RS --prec fp32 --range_shift $s --out_dir "$T/rsf$s"
+  run train $RS --prec "hybrid;recipe=delayed" --range_shift $s --out_dir "$T/rsd$s"
+done
+# the loss column (grad_norm is the shifted parameters' own)
+l2() { sed -n 2p "$1" | cut -d, -f1,2; }
+if [ -s "$T/rsf0/loss.csv" ] && [ "$(l2 "$T/rsf0/loss.csv")" = "$(l2 "$T/rsf8/loss.csv")" ]; then
+  pass "range_shift 8 into fp32: the first step's loss bit for bit as without (function-preserving)"
+else fail "range_shift into fp32 preserves the first loss" "$(l2 "$T/rsf0/loss.csv") vs $(l2 "$T/rsf8/loss.csv")"; fi
+if [ -s "$T/rsd8/loss.csv" ] && [ "$(l2 "$T/rsd0/loss.csv")" != "$(l2 "$T/rsd8/loss.csv")" ]; then
+  pass "range_shift 8 into delayed FP8 (scale 1): the first step's loss moves"
+else fail "range_shift into delayed FP8 moves the first loss" "$(l2 "$T/rsd8/loss.csv")"; fi
+# a restart from the run's own (same-precision) checkpoint is not shifted again
+run train $TINY --prec fp32 --out_dir "$T/rsa"
+run train $TINY --prec fp32 --stop_after 3 --ckpt "$T/rsb.ckpt" --out_dir "$T/rsb"
+run train $TINY --prec fp32 --resume "$T/rsb.ckpt" --range_shift 8 --out_dir "$T/rsb"
+if [ "$rc" -eq 0 ] && cmp -s "$T/rsa/loss.csv" "$T/rsb/loss.csv"; then pass "range_shift: a same-precision resume is not shifted"
+else fail "range_shift: a same-precision resume is not shifted" "$(diff "$T/rsa/loss.csv" "$T/rsb/loss.csv" | head -3 | tr '\n' '|')"; fi
+run train $TINY --model mlp --in_dim 4 --hidden 8 --depth 1 --out_dim 2 --range_shift 2
+check_err "range_shift on a model without norms (exit 2, before the run)" "range_shift 2: model mlp has no norm layers"
+run train --range_shift 31
+check_err "range_shift out of range" "31"
+
 run train --lr fast
 check_err "bad number" "'fast'"
 run train --bogus 1
