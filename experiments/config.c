@@ -55,7 +55,8 @@ static const key_def keys[] = {
   KS("resume", resume, "checkpoint to resume from"),
   KL("stop_after", stop_after, 0, 1e12, "stop after N steps (0 off; the schedule still follows steps)"),
   KL("calibrate", calibrate, 0, 1e12, "calibration steps before training (fills delayed amax histories)"),
-  KI("range_shift", range_shift, -30, 30, "on a resume into another precision: norms x 2^s, the weights after them x 2^-s"),
+  KI("range_shift", range_shift, -30, 30, "norms x 2^s, the weights after them x 2^-s (the same function)"),
+  KL("range_shift_step", range_shift_step, -1, 1e12, "the step that range_shift begins (-1: on a resume into another precision)"),
   KL("check_every", check_every, 0, 1e12, "high-precision check every N steps (0 off)"),
   KD("check_tol", check_tol, 0, 1e30, "relative loss disagreement that triggers the fallback"),
   KL("fallback_steps", fallback_steps, 0, 1e12, "steps in bf16 after a failed check"),
@@ -101,6 +102,7 @@ void xp_config_default(xp_config *c) {
   c->master_round = EXMY_RNE;
   snprintf(c->master_text, sizeof c->master_text, "f32");
   c->log_every = 10;
+  c->range_shift_step = -1;
   c->check_tol = 0.05;
   c->fallback_steps = 20;
   c->spike_window = 32;

@@ -120,6 +120,15 @@ typedef struct run {
   FILE *log[3];                 /* loss.csv, stats.csv, stats.jsonl (NULL: not written) */
   char log_path[3][XP_PATH + 32];
 } run;
+
+/* The range shift (config range_shift): the same function, other tensor ranges. */
+static void shift_ranges(run *r, const xp_config *c, long step) {
+  r->model.ops->range_shift(&r->model, &r->opt, c->range_shift);
+  if (c->progress)
+    fprintf(stderr, "step %ld: range_shift %d: norms x 2^%d, the weights after them x 2^%d\n", step, c->range_shift,
+            c->range_shift, -c->range_shift);
+}
+
 enum { LOG_LOSS, LOG_STATS, LOG_JSONL };
 static const char *const log_name[3] = {"loss.csv", "stats.csv", "stats.jsonl"};
 
@@ -279,11 +288,7 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
               same ? "" : " (other precision: scaling state starts fresh)");
     /* the calibration stress test: only into another precision, so a run
      * restarted from its own (already shifted) checkpoint is not shifted twice */
-    if (c->range_shift && !same) {
-      r.model.ops->range_shift(&r.model, &r.opt, c->range_shift);
-      if (c->progress) fprintf(stderr, "range_shift %d: norms x 2^%d, the weights after them x 2^%d\n", c->range_shift,
-                               c->range_shift, -c->range_shift);
-    }
+    if (c->range_shift && c->range_shift_step < 0 && !same) shift_ranges(&r, c, start);
   }
   const int tty = c->progress == 1 && isatty(2);
   if (c->out_dir[0]) {
@@ -327,6 +332,8 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
   res->checks = cs.checks;
   long s;
   for (s = start; s < end; s++) {
+    /* a scheduled shift; a resume past it finds it in the checkpoint's weights */
+    if (c->range_shift && c->range_shift_step == s) shift_ranges(&r, c, s);
     const double lr = xp_lr_at(c, s);
     xp_data_batch(&r.data, c, s, 0, &r.bb);
     r.ctx.step = s;

@@ -99,7 +99,8 @@ typedef struct xp_config {
   long stop_after;              /* stop after this many steps (0: run to `steps`; the schedule
                                    still follows `steps`: an interruption to resume from) */
   long calibrate;               /* calibration steps after resume (delayed scaling) */
-  int range_shift;              /* s: norms x 2^s, the next weights x 2^-s on a resume into another precision */
+  int range_shift;              /* s: norms x 2^s, the weights they feed x 2^-s (the stress tests) */
+  long range_shift_step;        /* ... when step range_shift_step begins (-1: on a resume into another precision) */
   long check_every;             /* high-precision check every N steps (0 off) */
   double check_tol;             /* relative loss disagreement that triggers a fallback */
   long fallback_steps;          /* steps run in bf16 after a failed check */

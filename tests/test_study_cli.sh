@@ -34,7 +34,7 @@ run study --help
 if [ "$rc" -eq 0 ] && grep -q "usage: exmy study" "$T/out"; then pass "study --help"; else fail "study --help" "status $rc"; fi
 
 run study --list
-studies="default mantissa recipes fallback calibration accumulation rounding lrsweep rangeshift"
+studies="default mantissa recipes fallback calibration accumulation rounding lrsweep rangeshift delayedlag"
 ok=1
 for s in $studies; do grep -Eq "^$s +[a-zA-Z0-9]" "$T/out" || ok=0; done
 if [ "$rc" -eq 0 ] && [ $ok -eq 1 ]; then pass "study --list names every study with a description"
@@ -328,6 +328,8 @@ lrsweep: - **inconclusive**: E8M3 with round-toward-zero on every GEMM input fai
 lrsweep: - **inconclusive**: HYBRID FP8 (current scaling) tracks fp32 in validation loss within 0.05 nats (Micikevicius et al. 2022 (arXiv 2209.05433): FP8 training matches 16-bit training). val_loss hybrid - fp32 over n = 3 paired runs: mean -0.0252, 95% CI [-0.0787, +0.0034] (bootstrap, 2000 resamples); tracks = the 90% CI inside the margin (TOST), margin 0.05 nats.
 rangeshift: - **inconclusive**: Resuming FP8 delayed scaling from a BF16 checkpoint without an amax history gives an abnormal first step once the activations leave e4m3's range at scale 1. abnormal seeds without calibration (> 5% above bf16 at the same seed): s=0: 0/1, s=2: 0/1, s=4: 0/1, s=6: 0/1, s=8: 1/1, s=10: 1/1. Rule: reproduced when every seed (at least 3) is abnormal at some s (here from s = 8); inconclusive when only some are or there are fewer seeds.
 rangeshift: - **inconclusive**: A calibration step (high precision, fills the histories) removes the abnormal first step. with calibrate=1, abnormal first steps at the shifts where the uncalibrated run had any: 0 of 2 (95% Clopper-Pearson [0.00, 0.84]). Rule: reproduced when none is and the interval's upper end is below 0.5; not reproduced when any is; inconclusive otherwise.
+delayedlag: - **inconclusive**: Delayed scaling (amax history) lags a moving distribution: after a shift its scales stay off for many steps, where current scaling recovers at once. delayed, history 1024 (TE): every seed lagged 16 steps or more for some shift and tensor: yes; current scaling back within 0.5 binade in 0-1 steps everywhere: yes; history 16: lags too. Rule: reproduced when both hold in every seed (at least 3); not reproduced when the TE default also recovers in 0-1 steps; inconclusive otherwise.
+delayedlag: - **inconclusive**: The TE default delayed scaling ends above current scaling after a shift (the lag costs loss) (implied by the lag: scales from a stale history waste range until it rolls over). val_loss d1024 - current over n = 2 paired runs: mean +0.0004, 95% CI [-0.0017, +0.0024] (bootstrap, 2000 resamples); higher = the 95% CI above 0; inconclusive: fewer than 3 pairs.
 END_OF_VERDICTS
 }
 

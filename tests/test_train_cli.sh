@@ -95,6 +95,23 @@ run train $TINY --prec fp32 --stop_after 3 --ckpt "$T/rsb.ckpt" --out_dir "$T/rs
 run train $TINY --prec fp32 --resume "$T/rsb.ckpt" --range_shift 8 --out_dir "$T/rsb"
 if [ "$rc" -eq 0 ] && cmp -s "$T/rsa/loss.csv" "$T/rsb/loss.csv"; then pass "range_shift: a same-precision resume is not shifted"
 else fail "range_shift: a same-precision resume is not shifted" "$(diff "$T/rsa/loss.csv" "$T/rsb/loss.csv" | head -3 | tr '\n' '|')"; fi
+# range_shift_step: the shift when a step begins; the same function in fp32; a resume on
+# either side of that step gives the uninterrupted run's losses
+row() { sed -n "$(($2 + 2))p" "$1" | cut -d, -f1,2; }
+run train $TINY --prec fp32 --range_shift -5 --range_shift_step 3 --out_dir "$T/rss"
+if [ "$rc" -eq 0 ] && [ "$(row "$T/rss/loss.csv" 3)" = "$(row "$T/rsa/loss.csv" 3)" ] &&
+   [ "$(row "$T/rss/loss.csv" 4)" != "$(row "$T/rsa/loss.csv" 4)" ]; then
+  pass "range_shift_step 3 in fp32: step 3's loss as without the shift, step 4's not (AdamW's step is absolute)"
+else fail "range_shift_step in fp32" "$(row "$T/rss/loss.csv" 3) vs $(row "$T/rsa/loss.csv" 3)"; fi
+for at in 3 4; do
+  rm -rf "$T/rsr$at"
+  run train $TINY --prec "hybrid;recipe=delayed" --range_shift -5 --range_shift_step 3 --stop_after $at --ckpt "$T/rsr$at.ckpt" --out_dir "$T/rsr$at"
+  run train $TINY --prec "hybrid;recipe=delayed" --range_shift -5 --range_shift_step 3 --resume "$T/rsr$at.ckpt" --out_dir "$T/rsr$at"
+done
+run train $TINY --prec "hybrid;recipe=delayed" --range_shift -5 --range_shift_step 3 --out_dir "$T/rsr"
+if [ "$rc" -eq 0 ] && cmp -s "$T/rsr/loss.csv" "$T/rsr3/loss.csv" && cmp -s "$T/rsr/loss.csv" "$T/rsr4/loss.csv"; then
+  pass "range_shift_step 3: stopped at step 3 or 4 and resumed = one run (shifted once)"
+else fail "range_shift_step + resume" "$(diff "$T/rsr/loss.csv" "$T/rsr3/loss.csv" | head -2 | tr '\n' '|') $(diff "$T/rsr/loss.csv" "$T/rsr4/loss.csv" | head -2 | tr '\n' '|')"; fi
 run train $TINY --model mlp --in_dim 4 --hidden 8 --depth 1 --out_dim 2 --range_shift 2
 check_err "range_shift on a model without norms (exit 2, before the run)" "range_shift 2: model mlp has no norm layers"
 run train --range_shift 31
