@@ -30,6 +30,7 @@ static const st_hook HOOKS[] = {
   {"calibration", st_report_calibration}, {"accumulation", st_report_accumulation},
   {"rounding", st_report_rounding},       {"lrsweep", st_report_lrsweep},
   {"rangeshift", st_report_rangeshift},   {"delayedlag", st_report_delayedlag},
+  {"failsafe", st_report_failsafe},
 };
 #define NHOOK ((int)(sizeof HOOKS / sizeof HOOKS[0]))
 
@@ -38,7 +39,7 @@ st_report_fn st_report_hook(const char *name) {
     if (!strcmp(HOOKS[i].name, name)) return HOOKS[i].report;
   return NULL;
 }
-const char *st_report_hooks(void) { return "default, mantissa, recipes, fallback, calibration, accumulation, rounding, lrsweep, rangeshift, delayedlag"; }
+const char *st_report_hooks(void) { return "default, mantissa, recipes, fallback, calibration, accumulation, rounding, lrsweep, rangeshift, delayedlag, failsafe"; }
 
 /* Folders that hold the built-in study files, in the order searched: the
  * EXMY_STUDY_DIR environment variable, the source tree (a build tree's

@@ -207,6 +207,7 @@ void st_report_rounding(study *st, FILE *md);
 void st_report_lrsweep(study *st, FILE *md);
 void st_report_rangeshift(study *st, FILE *md);
 void st_report_delayedlag(study *st, FILE *md);
+void st_report_failsafe(study *st, FILE *md);
 /* learning-rate sweeps (study_lrsweep.c); loss[i] over learning rates in
  * ascending order, +inf for a failed run */
 int st_lr_max_index(const double *loss, int nlr, double best, double delta);

@@ -34,7 +34,7 @@ run study --help
 if [ "$rc" -eq 0 ] && grep -q "usage: exmy study" "$T/out"; then pass "study --help"; else fail "study --help" "status $rc"; fi
 
 run study --list
-studies="default mantissa recipes fallback calibration accumulation rounding lrsweep rangeshift delayedlag"
+studies="default mantissa recipes fallback calibration accumulation rounding lrsweep rangeshift delayedlag failsafe"
 ok=1
 for s in $studies; do grep -Eq "^$s +[a-zA-Z0-9]" "$T/out" || ok=0; done
 if [ "$rc" -eq 0 ] && [ $ok -eq 1 ]; then pass "study --list names every study with a description"
@@ -330,6 +330,9 @@ rangeshift: - **inconclusive**: Resuming FP8 delayed scaling from a BF16 checkpo
 rangeshift: - **inconclusive**: A calibration step (high precision, fills the histories) removes the abnormal first step. with calibrate=1, abnormal first steps at the shifts where the uncalibrated run had any: 0 of 2 (95% Clopper-Pearson [0.00, 0.84]). Rule: reproduced when none is and the interval's upper end is below 0.5; not reproduced when any is; inconclusive otherwise.
 delayedlag: - **inconclusive**: Delayed scaling (amax history) lags a moving distribution: after a shift its scales stay off for many steps, where current scaling recovers at once. delayed, history 1024 (TE): every seed lagged 16 steps or more for some shift and tensor: yes; current scaling back within 0.5 binade in 0-1 steps everywhere: yes; history 16: lags too. Rule: reproduced when both hold in every seed (at least 3); not reproduced when the TE default also recovers in 0-1 steps; inconclusive otherwise.
 delayedlag: - **inconclusive**: The TE default delayed scaling ends above current scaling after a shift (the lag costs loss) (implied by the lag: scales from a stale history waste range until it rolls over). val_loss d1024 - current over n = 2 paired runs: mean +0.0004, 95% CI [-0.0017, +0.0024] (bootstrap, 2000 resamples); higher = the 95% CI above 0; inconclusive: fewer than 3 pairs.
+failsafe: - **inconclusive**: A bf16 check every 10 steps with fallback lowers the validation loss of e5m2 runs above LR_max (check-and-fallback as practised in FP8 training). val_loss e5m2check - e5m2 over n = 1 paired runs (pairs with a diverged or failed run dropped): mean +0.0000, 95% CI [+0.0000, +0.0000] (bootstrap, 2000 resamples); lower = the 95% CI below 0; inconclusive: fewer than 3 pairs (one seed).
+failsafe: - **inconclusive**: A bf16 check every 10 steps with fallback lowers the validation loss of HYBRID runs above LR_max (check-and-fallback as practised in FP8 training). val_loss hybridcheck - hybrid over n = 1 paired runs (pairs with a diverged or failed run dropped): mean +0.0000, 95% CI [+0.0000, +0.0000] (bootstrap, 2000 resamples); lower = the 95% CI below 0; inconclusive: fewer than 3 pairs (one seed).
+failsafe: - **inconclusive**: A bf16 check every 10 steps with fallback lowers the validation loss of delayed scaling after a range shift (check-and-fallback as practised in FP8 training). val_loss delayedshiftcheck - delayedshift over n = 0 paired runs (pairs with a diverged or failed run dropped): mean +nan, 95% CI [+nan, +nan] (bootstrap, 2000 resamples); lower = the 95% CI below 0; inconclusive: fewer than 3 pairs.
 END_OF_VERDICTS
 }
 
