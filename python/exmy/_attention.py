@@ -53,6 +53,17 @@ def _stored(t):
     return t.contiguous().numpy(), 0
 
 
+def _batch3(t, batch, count):
+    """t broadcast to batch and flattened to count matrices; a transposed
+    view stays one (K^T of heads split from a qkv projection is K stored
+    and read transposed, the engine's layout, not a copy of K^T)."""
+    r, c = t.shape[-2:]
+    t = t.expand(*batch, r, c)
+    if t.stride(-2) < t.stride(-1):
+        return t.mT.reshape(count, c, r).mT
+    return t.reshape(count, r, c)
+
+
 def _flip(op):
     """The same stored operand used transposed."""
     return op[0], 1 - op[1], op[2]
@@ -118,8 +129,7 @@ def _matmul(a, b, run, what="exmy.torch.matmul"):
                          (what, tuple(a.shape[:-2]), tuple(b.shape[:-2]))) from None
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     count = math.prod(batch)
-    a3 = a.expand(*batch, m, k).reshape(count, m, k)
-    b3 = b.expand(*batch, k, n).reshape(count, k, n)
+    a3, b3 = _batch3(a, batch, count), _batch3(b, batch, count)
     if count == 0 or m == 0 or n == 0 or k == 0:  # empty, or empty sums (+0): no GEMM to run
         return torch.matmul(a3.float(), b3.float()).to(torch.promote_types(a.dtype, b.dtype)).reshape(*batch, m, n)
     return _MatmulFn.apply(a3, b3, run).reshape(*batch, m, n)

@@ -267,18 +267,24 @@ def test_matmul_equals_exmy_gemm():
     shapes = [((2, 3), 7, 33, 19), ((4,), 16, 64, 16), ((1,), 1, 130, 5), ((), 9, 17, 128 + 3)]
     for prec in ("fp32", "bf16", "hybrid"):
         for batch, m, k, n in shapes:
-            for b_transposed in (False, True):
+            for b_layout in ("plain", "transposed", "heads"):
+                b_transposed = b_layout != "plain"
                 a = torch.from_numpy((r.standard_normal(batch + (m, k)) * 2).astype(np.float32)).requires_grad_()
                 bs = (r.standard_normal(batch + ((n, k) if b_transposed else (k, n))) * 3).astype(np.float32)
-                bleaf = torch.from_numpy(bs).requires_grad_()
-                b = bleaf.mT if b_transposed else bleaf
+                if b_layout == "heads" and len(batch) == 2:  # K^T of heads split from a projection: (B, T, H, hd)
+                    bleaf = torch.from_numpy(bs.transpose(0, 2, 1, 3).copy()).requires_grad_()
+                    b = bleaf.transpose(1, 2).mT
+                else:
+                    bleaf = torch.from_numpy(bs).requires_grad_()
+                    b = bleaf.mT if b_transposed else bleaf
                 dc = torch.from_numpy((r.standard_normal(batch + (m, n)) * 1e-2).astype(np.float32))
                 c = et.matmul(a, b, prec=prec)
                 c.backward(dc)
-                what = "%s %s m=%d k=%d n=%d%s" % (prec, batch, m, k, n, " B=K^T" if b_transposed else "")
+                what = "%s %s m=%d k=%d n=%d B %s" % (prec, batch, m, k, n, b_layout)
                 A, Bs, DC = a.detach().numpy().reshape(-1, m, k), bs.reshape((-1,) + bs.shape[-2:]), \
                     dc.numpy().reshape(-1, m, n)
-                GA, GB, C = a.grad.numpy().reshape(A.shape), bleaf.grad.numpy().reshape(Bs.shape), \
+                gb = bleaf.grad.transpose(1, 2) if bleaf.shape != bs.shape else bleaf.grad
+                GA, GB, C = a.grad.numpy().reshape(A.shape), gb.reshape(Bs.shape).numpy(), \
                     c.detach().numpy().reshape(-1, m, n)
                 for i in range(A.shape[0]):
                     Bi = Bs[i].T if b_transposed else Bs[i]
@@ -381,7 +387,7 @@ def test_patched_sdpa_equals_reference():
     same_bits(a.detach().numpy(), _attn_reference(q, k, v, "hybrid"), None, "attention output")
     assert not torch.equal(a, original(q, k, v, is_causal=True)), "the attention was not intercepted"
     y.square().sum().backward()
-    q2, k2, v2 = (t.detach().clone().requires_grad_() for t in (q, k, v))
+    q2, k2, v2 = (t.detach().contiguous().requires_grad_() for t in (q, k, v))
     S = et.matmul(q2, k2.mT, prec="hybrid") * (1.0 / np.sqrt(8))
     P = torch.softmax(S.masked_fill(~torch.ones(13, 13, dtype=torch.bool).tril(), float("-inf")), dim=-1)
     O = et.matmul(P, v2, prec="hybrid")
@@ -414,17 +420,26 @@ def test_patched_attention_refusals():
         pass
 
 
+class _CountSDPA:
+    """with _CountSDPA() as calls: the SDPA calls exmy intercepts, counted."""
+
+    def __enter__(self):
+        from exmy import _attention
+        self.mod, self.real, self.calls = _attention, _attention.sdpa, []
+
+        def counting(*args, **kw):
+            self.calls.append(1)
+            return self.real(*args, **kw)
+        _attention.sdpa = counting
+        return self.calls
+
+    def __exit__(self, *exc):
+        self.mod.sdpa = self.real
+
+
 def test_multihead_attention_need_weights_false_is_intercepted():
     """nn.MultiheadAttention calls SDPA when need_weights=False (intercepted)
     and its own bmm when need_weights=True (not)."""
-    from exmy import _attention
-    calls = []
-    real = _attention.sdpa
-
-    def counting(*args, **kw):
-        calls.append(1)
-        return real(*args, **kw)
-
     class M(torch.nn.Module):
         def __init__(self, need):
             super().__init__()
@@ -432,17 +447,13 @@ def test_multihead_attention_need_weights_false_is_intercepted():
 
         def forward(self, x):
             return self.mha(x, x, x, need_weights=self.need)[0]
-    _attention.sdpa = counting
-    try:
-        for need, want in ((False, 1), (True, 0)):
-            torch.manual_seed(6)
-            m = M(need)
-            et.patch(m, attn="bf16")
-            calls.clear()
+    for need, want in ((False, 1), (True, 0)):
+        torch.manual_seed(6)
+        m = M(need)
+        et.patch(m, attn="bf16")
+        with _CountSDPA() as calls:
             m(torch.randn(2, 5, 16)).sum().backward()
-            assert len(calls) == want, (need, len(calls))
-    finally:
-        _attention.sdpa = real
+        assert len(calls) == want, (need, len(calls))
 
 
 def test_small_transformer_trains_with_attn_hybrid():
@@ -456,5 +467,7 @@ def test_small_transformer_trains_with_attn_hybrid():
         i = g.integers(0, text.size - 17, 8)
         seq = torch.from_numpy(np.stack([text[j:j + 17] for j in i]).astype(np.int64))
         return seq[:, :-1], seq[:, 1:]
-    losses = _train(model, p, batch, 25, 1e-2)
+    with _CountSDPA() as calls:
+        losses = _train(model, p, batch, 25, 1e-2)
+    assert len(calls) == 2 * 25, len(calls)  # each block's attention, every step, went through exmy
     assert np.isfinite(losses).all() and np.mean(losses[-5:]) < 0.8 * np.mean(losses[:5]), losses
