@@ -110,15 +110,19 @@ class _MatmulFn(torch.autograd.Function):
         return ga, gb, None
 
 
-def _matmul(a, b, run, what="exmy.torch.matmul"):
+def _check(a, b, what):
     for t, name in ((a, "first operand"), (b, "second operand")):
         _cpu(t, "%s of %s" % (name, what))
-        if not t.is_floating_point() or t.dtype not in (torch.float32, torch.float64, torch.float16,
-                                                         torch.bfloat16):
+        if t.dtype not in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
             raise TypeError("%s: the %s is %s, not a float tensor (float32, float64, float16, bfloat16)" %
                             (what, name, t.dtype))
         if t.dim() < 2:
             raise ValueError("%s: the %s is %d-D; matrices (..., rows, cols) are needed" % (what, name, t.dim()))
+
+
+def _matmul(a, b, run, what="exmy.torch.matmul"):
+    """a @ b through run (a _Run)."""
+    _check(a, b, what)
     if a.shape[-1] != b.shape[-2]:
         raise ValueError("%s: A is %s and B is %s: A's columns (%d) are not B's rows (%d)" %
                          (what, tuple(a.shape), tuple(b.shape), a.shape[-1], b.shape[-2]))
@@ -149,6 +153,7 @@ def matmul(a, b, prec="fp32", seed=0, step=0):
     from ._xp import Engine
     if not isinstance(prec, str):
         raise TypeError("exmy.torch.matmul: prec must be a str, not %s" % type(prec).__name__)
+    _check(a, b, "exmy.torch.matmul")  # before the engine: a misplaced tensor is named first
     eng = Engine([], [("attn", prec), ("seed", str(int(seed)))])
     eng.begin_step(int(step), 0)
     return _matmul(a, b, _Run(eng))

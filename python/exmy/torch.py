@@ -10,7 +10,7 @@ import os
 import numpy as np
 import torch
 
-from . import _arrays
+from . import _arrays, _tensor
 from ._arrays import Format, Flags
 from ._torchio import _cpu, _to_numpy
 
@@ -186,7 +186,18 @@ def _hook_attention(model, run):
     model.register_forward_hook(lambda mod, args, out: _attention.leave(run), always_call=True)
 
 
-def patch(model, prec="hybrid", layer=None, accum=None, seed=0, threads=0, stats_every=0, out_dir=None, attn=None):
+def _fp8_weight_grad(w):
+    """MS-AMP O1 as the engine's optimizer does it (experiments/optim.c): the
+    weight gradient to e4m3fn with a per-tensor power-of-two current scale
+    (rne, saturating), laid out 1 x n, and back."""
+    g = w.grad
+    q = _tensor.scale(np.ascontiguousarray(g.detach().float().reshape(-1).numpy()), "current:pow2", "e4m3fn",
+                      saturate="finite")
+    g.copy_(torch.from_numpy(q.dequant().reshape(g.shape)))
+
+
+def patch(model, prec="hybrid", layer=None, accum=None, seed=0, threads=0, stats_every=0, out_dir=None, attn=None,
+          msamp=0):
     """Swap every nn.Linear of model (in place) for an ExmyLinear whose fprop,
     dgrad and wgrad run through the engine with `exmy train`'s grammar:
     prec="PRESET[;key=value...]" (fp32 bf16 fp16 hybrid or a format;
@@ -197,7 +208,10 @@ def patch(model, prec="hybrid", layer=None, accum=None, seed=0, threads=0, stats
     the engine writes them), attn="PREC" (`exmy train`'s attn key: the
     torch.nn.functional.scaled_dot_product_attention calls made during the
     model's forward run their Q K^T and P V through exmy.torch.matmul's
-    GEMMs; None: left to PyTorch).  Returns a Patched; call .step() after
+    GEMMs; None: left to PyTorch), msamp=1 (`exmy train`'s msamp = 1, MS-AMP
+    O1: the patched layers' weight gradients quantized to e4m3fn with a
+    power-of-two per-tensor scale once backward has accumulated them).
+    Returns a Patched; call .step() after
     each optimizer step.  Bad keys raise ValueError with the engine's
     message."""
     if not isinstance(model, torch.nn.Module):
@@ -206,6 +220,9 @@ def patch(model, prec="hybrid", layer=None, accum=None, seed=0, threads=0, stats
         raise TypeError("exmy.torch.patch: prec must be a str")
     if attn is not None and not isinstance(attn, str):
         raise TypeError("exmy.torch.patch: attn must be a str (a precision) or None")
+    if msamp not in (0, 1) or isinstance(msamp, bool):
+        raise ValueError("exmy.torch.patch: msamp=%r: 0 or 1 (O1, FP8 weight gradients; O2's FP8 optimizer state "
+                         "belongs to the optimizer, which is PyTorch's here)" % (msamp,))
     found = _linears(model)
     if not found and attn is None:
         raise ValueError("exmy.torch.patch: the model has no nn.Linear layers")
@@ -229,6 +246,9 @@ def patch(model, prec="hybrid", layer=None, accum=None, seed=0, threads=0, stats
     p = Patched(eng, names, int(stats_every), out_dir)
     for i, (name, mod, parent, attr) in enumerate(found):
         setattr(parent, attr, ExmyLinear(mod, p, i, name))
+    if msamp:
+        for w in {id(m.weight): m.weight for _, m, _, _ in found}.values():
+            w.register_post_accumulate_grad_hook(_fp8_weight_grad)
     if attn is not None:
         p.attn_run = _attention._Run(eng)
         _hook_attention(model, p.attn_run)

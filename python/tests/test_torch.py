@@ -471,3 +471,31 @@ def test_small_transformer_trains_with_attn_hybrid():
         losses = _train(model, p, batch, 25, 1e-2)
     assert len(calls) == 2 * 25, len(calls)  # each block's attention, every step, went through exmy
     assert np.isfinite(losses).all() and np.mean(losses[-5:]) < 0.8 * np.mean(losses[:5]), losses
+
+
+def test_msamp_o1_fp8_weight_gradients():
+    """patch(msamp=1): the patched layers' weight gradients are the msamp=0
+    gradients cast to e4m3fn with a power-of-two per-tensor current scale
+    (exmy.scale "current:pow2" over the gradient as 1 x n, the engine's
+    optimizer's cast); the bias gradient is left alone."""
+    r = rng(12)
+    x = torch.from_numpy((r.standard_normal((32, 40)) * 2).astype(np.float32))
+    dy = torch.from_numpy((r.standard_normal((32, 24)) * 1e-3).astype(np.float32))
+    grads = []
+    for msamp in (0, 1):
+        torch.manual_seed(9)
+        model = torch.nn.Sequential(torch.nn.Linear(40, 24))
+        et.patch(model, prec="hybrid", msamp=msamp)
+        model(x).backward(dy)
+        grads.append((model[0].weight.grad.clone(), model[0].bias.grad.clone()))
+    (w0, b0), (w1, b1) = grads
+    want = exmy.scale(w0.numpy().reshape(-1), "current:pow2", "e4m3fn", saturate="finite").dequant()
+    same_bits(w1.numpy(), want.reshape(w0.shape), None, "FP8 weight gradient")
+    assert not torch.equal(w0, w1)
+    same_bits(b1.numpy(), b0.numpy(), None, "bias gradient")
+    for bad in (2, True, "1"):
+        try:
+            et.patch(torch.nn.Sequential(torch.nn.Linear(4, 4)), msamp=bad)
+            raise AssertionError("msamp=%r accepted" % (bad,))
+        except ValueError as e:
+            assert "msamp" in str(e), e
