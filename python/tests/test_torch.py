@@ -199,20 +199,25 @@ class TinyGPT(torch.nn.Module):
         return self.head(self.ln(x))
 
 
+def _text_batches(T, seed, copies):
+    """batch(step) -> (tokens, next tokens): 8 random windows of T + 1 characters of a repeated sentence."""
+    text = np.frombuffer(b"the quick brown fox jumps over the lazy dog; " * copies, np.uint8) % 32
+    g = np.random.default_rng(seed)
+
+    def batch(s):
+        i = g.integers(0, text.size - (T + 1), 8)
+        seq = torch.from_numpy(np.stack([text[j:j + T + 1] for j in i]).astype(np.int64))
+        return seq[:, :-1], seq[:, 1:]
+    return batch
+
+
 def test_small_transformer_trains_hybrid():
     torch.manual_seed(3)
     model = TinyGPT()
     p = et.patch(model, prec="hybrid", layer={"last": "bf16"})
     assert len(p.names) == 9 and p.names[-1] == "head"
     assert p.layer_prec("head").startswith("input=bf16") and p.layer_prec(0).startswith("input=e4m3fn")
-    text = np.frombuffer(b"the quick brown fox jumps over the lazy dog; " * 200, np.uint8) % 32
-    g = np.random.default_rng(4)
-
-    def batch(s):
-        i = g.integers(0, text.size - 33, 8)
-        seq = torch.from_numpy(np.stack([text[j:j + 33] for j in i]).astype(np.int64))
-        return seq[:, :-1], seq[:, 1:]
-    losses = _train(model, p, batch, 40, 3e-3)
+    losses = _train(model, p, _text_batches(32, 4, 200), 40, 3e-3)
     assert np.isfinite(losses).all() and np.mean(losses[-5:]) < 0.75 * np.mean(losses[:5]), losses
 
 
@@ -460,15 +465,8 @@ def test_small_transformer_trains_with_attn_hybrid():
     torch.manual_seed(7)
     model = TinyGPT(d=32, h=2, T=16)
     p = et.patch(model, prec="hybrid", attn="hybrid")
-    text = np.frombuffer(b"the quick brown fox jumps over the lazy dog; " * 100, np.uint8) % 32
-    g = np.random.default_rng(8)
-
-    def batch(s):
-        i = g.integers(0, text.size - 17, 8)
-        seq = torch.from_numpy(np.stack([text[j:j + 17] for j in i]).astype(np.int64))
-        return seq[:, :-1], seq[:, 1:]
     with _CountSDPA() as calls:
-        losses = _train(model, p, batch, 25, 1e-2)
+        losses = _train(model, p, _text_batches(16, 8, 100), 25, 1e-2)
     assert len(calls) == 2 * 25, len(calls)  # each block's attention, every step, went through exmy
     assert np.isfinite(losses).all() and np.mean(losses[-5:]) < 0.8 * np.mean(losses[:5]), losses
 
