@@ -7,8 +7,9 @@ measured in the same run (docs/python.md):
      goal >= 0.9;
   2. a patched nn.Linear's forward + backward (exmy.torch.patch) vs the same
      engine calls made directly on numpy buffers: overhead, goal <= 10%;
-  3. one training step of a small transformer patched with prec="hybrid" vs
-     the same model in plain PyTorch (fp32): the emulation's price.
+  3. one training step of a small transformer patched with prec="hybrid"
+     (and with attn="hybrid" too) vs the same model in plain PyTorch (fp32):
+     the emulation's price.
 
 Run from the build tree: EXMY_LIB=.libs/libexmy.so
 EXMY_XP_LIB=python/.libs/exmy_xp.so PYTHONPATH=python python3 bench/python.py
@@ -120,14 +121,17 @@ def bench_transformer(reps):
             if p:
                 p.step()
         return step
-    torch.manual_seed(0)
-    plain = TinyGPT(d=128)
-    torch.manual_seed(0)
-    patched = TinyGPT(d=128)
-    p = et.patch(patched, prec="hybrid")
-    t_plain, t_patch, r = paired(stepper(plain, None), stepper(patched, p), reps)
+    def model(**patch_kw):
+        torch.manual_seed(0)
+        m = TinyGPT(d=128)
+        return m, (et.patch(m, **patch_kw) if patch_kw else None)
+    plain = model()
+    t_plain, t_patch, r = paired(stepper(*plain), stepper(*model(prec="hybrid")), reps)
     print("small transformer (2 layers, d=128, 8x32 tokens) training step: PyTorch fp32 %.2f ms, patched hybrid "
           "%.2f ms: patched/plain %.1f" % (1e3 * t_plain, 1e3 * t_patch, 1 / r))
+    t_plain, t_attn, r = paired(stepper(*plain), stepper(*model(prec="hybrid", attn="hybrid")), reps)
+    print("  the same with attn=\"hybrid\" (SDPA's two matmuls through exmy too): PyTorch fp32 %.2f ms, patched "
+          "%.2f ms: patched/plain %.1f" % (1e3 * t_plain, 1e3 * t_attn, 1 / r))
 
 
 def main():

@@ -11,6 +11,7 @@
 #include "experiments/layers.h"
 #include "experiments/precision.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,9 +30,10 @@ typedef struct exmy_xp {
 EXMY_XP_API int exmy_xp_new(int nlin, const char *const *names, int nkeys, const char *const *keys,
                             const char *const *values, exmy_xp **out, char *err, size_t errlen) {
   *out = NULL;
-  if (nlin < 1) return xp_errf(err, errlen, "no linear layers to run");
+  if (nlin < 0) return xp_errf(err, errlen, "%d linear layers", nlin);
   exmy_xp *h = calloc(1, sizeof *h);
-  if (!h || !(h->names = calloc((size_t)nlin, sizeof *h->names))) {
+  /* nlin 0: a context for attention's batched GEMMs only (exmy.torch.matmul) */
+  if (!h || !(h->names = calloc(nlin ? (size_t)nlin : 1, sizeof *h->names))) {
     free(h);
     return xp_errf(err, errlen, "out of memory");
   }
@@ -103,6 +105,31 @@ EXMY_XP_API int exmy_xp_linear_backward(exmy_xp *h, int lin, const float *dy, co
   if (lin < 0 || lin >= h->nlin) return xp_errf(err, errlen, "layer index %d out of range 0..%d", lin, h->nlin - 1);
   if (xp_linear_backward(&h->ctx, lin, dy, x, w, dw, NULL, dx, NULL, T, in, out)) return failed(h, err, errlen);
   return 0;
+}
+
+/* count GEMMs d_i (m x n) = op(a_i) op(b_i) with the `attn` precision, as
+ * the engine runs attention's batched products (xp_matmul_batch, lin -1):
+ * a_i = a + i m k, b_i = b + i k n, d_i = d + i m n; op(a) is a stored k x m
+ * when trans_a, op(b) is b stored n x k when trans_b.  role (fprop, dgrad,
+ * wgrad) picks the accumulation model, kind_a and kind_b (input, weight,
+ * grad) each operand's format, rounding and recipe; problem i keys its
+ * stochastic rounding with sub0 + i (and the step, the role, the operand). */
+EXMY_XP_API int exmy_xp_matmul_batch(exmy_xp *h, int role, int kind_a, int trans_a, const float *a, int kind_b,
+                                     int trans_b, const float *b, size_t count, size_t m, size_t n, size_t k,
+                                     long sub0, float *d, char *err, size_t errlen) {
+  if (role < 0 || role >= XP_NROLE) return xp_errf(err, errlen, "GEMM role %d out of range 0..%d", role, XP_NROLE - 1);
+  if (kind_a < 0 || kind_a >= XP_NKIND || kind_b < 0 || kind_b >= XP_NKIND)
+    return xp_errf(err, errlen, "tensor kinds %d, %d out of range 0..%d", kind_a, kind_b, XP_NKIND - 1);
+  if (sub0 < 0 || count > (size_t)INT_MAX || sub0 > (long)INT_MAX - (long)count)
+    return xp_errf(err, errlen, "problem index %ld + %zu does not fit an int", sub0, count);
+  if (!count) return 0;
+  xp_matmul_batch(&h->ctx,
+                  &(xp_gemm_desc){.lin = -1, .sub = (int)sub0, .role = (xp_role)role,
+                                  .a = {.kind = (xp_tkind)kind_a, .trans = !!trans_a, .p = a},
+                                  .b = {.kind = (xp_tkind)kind_b, .trans = !!trans_b, .p = b},
+                                  .m = m, .n = n, .k = k, .d = d},
+                  count, m * k, k * n, m * n);
+  return h->ctx.failed ? failed(h, err, errlen) : 0;
 }
 
 /* End of step: delayed recipes roll their histories. */

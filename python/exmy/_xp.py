@@ -47,6 +47,9 @@ _SIGS = {
     "exmy_xp_linear_backward": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
                                                ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, _sz, _sz, _sz,
                                                ctypes.c_char_p, _sz]),
+    "exmy_xp_matmul_batch": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                            ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, _sz, _sz,
+                                            _sz, _sz, ctypes.c_long, ctypes.c_void_p, ctypes.c_char_p, _sz]),
     "exmy_xp_end_step": (None, [ctypes.c_void_p]),
     "exmy_xp_stats_write": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_long, ctypes.c_char_p, ctypes.c_char_p,
                                            ctypes.c_char_p, _sz]),
@@ -59,6 +62,7 @@ for _n, (_r, _a) in _SIGS.items():
     _f.restype, _f.argtypes = _r, _a
 
 KINDS = ("input", "weight", "grad")
+ROLES = ("fprop", "dgrad", "wgrad")
 
 
 class Engine:
@@ -103,6 +107,19 @@ class Engine:
         _lib.check(xlib.exmy_xp_linear_backward(self._h, lin, dy.ctypes.data, x.ctypes.data, w.ctypes.data,
                                                 dw.ctypes.data, None if dx is None else dx.ctypes.data, T, i, o,
                                                 err, _lib.ERRLEN), err, RuntimeError)
+
+    def matmul_batch(self, role, a, b, d, sub0):
+        """d[i] = op(a[i]) op(b[i]) for every problem i with the `attn`
+        precision (the engine's attention GEMMs).  a and b: (kind, trans,
+        float32 C-contiguous array of count x rows x cols as stored), d:
+        float32 count x m x n; role in ROLES; sub0 keys stochastic rounding."""
+        (ka, ta, an), (kb, tb, bn) = a, b
+        count, m, n = d.shape
+        k = an.shape[1] if ta else an.shape[2]
+        err = _lib.errbuf()
+        _lib.check(xlib.exmy_xp_matmul_batch(self._h, ROLES.index(role), KINDS.index(ka), int(ta), an.ctypes.data,
+                                             KINDS.index(kb), int(tb), bn.ctypes.data, count, m, n, k, int(sub0),
+                                             d.ctypes.data, err, _lib.ERRLEN), err, RuntimeError)
 
     def stats_write(self, step, csv_path, jsonl_path):
         err = _lib.errbuf()

@@ -10,35 +10,14 @@ import os
 import numpy as np
 import torch
 
-from . import _arrays
+from . import _arrays, _tensor
 from ._arrays import Format, Flags
+from ._torchio import _cpu, _to_numpy
 
-__all__ = ["quantize", "cast", "fake_quant", "FakeQuant", "patch", "ExmyLinear", "Patched"]
+from . import _attention
+from ._attention import matmul
 
-_NP_OF = {torch.float32: np.float32, torch.float64: np.float64, torch.float16: np.float16}
-
-
-def _cpu(t, what="tensor"):
-    if not isinstance(t, torch.Tensor):
-        raise TypeError("exmy.torch: expected a torch.Tensor, not %s" % type(t).__name__)
-    if t.device.type != "cpu":
-        raise ValueError("exmy.torch: the %s is on %s; exmy emulates on the CPU: move it with .cpu() first" %
-                         (what, t.device))
-    return t
-
-
-def _to_numpy(t):
-    """A zero-copy numpy view of a contiguous CPU float tensor."""
-    t = _cpu(t).detach()
-    if not t.is_contiguous():
-        t = t.contiguous()
-    if t.dtype == torch.bfloat16:
-        if _arrays.ml_dtypes is None:
-            raise TypeError("exmy.torch: bfloat16 tensors need ml_dtypes (pip install ml_dtypes)")
-        return t.view(torch.int16).numpy().view(_arrays.ml_dtypes.bfloat16)
-    if t.dtype not in _NP_OF:
-        raise TypeError("exmy.torch: dtype %s is not a float input (float32, float64, float16, bfloat16)" % t.dtype)
-    return t.numpy()
+__all__ = ["quantize", "cast", "fake_quant", "FakeQuant", "matmul", "patch", "ExmyLinear", "Patched"]
 
 
 def _codes_tensor(c):
@@ -151,6 +130,7 @@ class Patched:
         self.engine, self.names = engine, names
         self.stats_every, self.out_dir = stats_every, out_dir
         self.step_index = 0
+        self.attn_run = None  # patch(attn=...): where the forward's attention matmuls run
         if out_dir and stats_every:
             os.makedirs(out_dir, exist_ok=True)
         self._begin()
@@ -160,6 +140,8 @@ class Patched:
 
     def _begin(self):
         self.engine.begin_step(self.step_index, self._collect())
+        if self.attn_run:
+            self.attn_run.sub = 0  # the step's attention problems key SR from 0, as the engine's
 
     def step(self):
         self.engine.end_step()
@@ -196,7 +178,26 @@ def _linears(model):
     return out
 
 
-def patch(model, prec="hybrid", layer=None, accum=None, seed=0, threads=0, stats_every=0, out_dir=None):
+def _hook_attention(model, run):
+    """While model's forward runs on a thread, the SDPA calls made on that
+    thread go through run (a forward pre-hook installs, a post-hook that
+    runs even when the forward raises restores)."""
+    model.register_forward_pre_hook(lambda mod, args: _attention.enter(run))
+    model.register_forward_hook(lambda mod, args, out: _attention.leave(run), always_call=True)
+
+
+def _fp8_weight_grad(w):
+    """MS-AMP O1 as the engine's optimizer does it (experiments/optim.c): the
+    weight gradient to e4m3fn with a per-tensor power-of-two current scale
+    (rne, saturating), laid out 1 x n, and back."""
+    g = w.grad
+    q = _tensor.scale(np.ascontiguousarray(g.detach().float().reshape(-1).numpy()), "current:pow2", "e4m3fn",
+                      saturate="finite")
+    g.copy_(torch.from_numpy(q.dequant().reshape(g.shape)))
+
+
+def patch(model, prec="hybrid", layer=None, accum=None, seed=0, threads=0, stats_every=0, out_dir=None, attn=None,
+          msamp=0):
     """Swap every nn.Linear of model (in place) for an ExmyLinear whose fprop,
     dgrad and wgrad run through the engine with `exmy train`'s grammar:
     prec="PRESET[;key=value...]" (fp32 bf16 fp16 hybrid or a format;
@@ -204,14 +205,26 @@ def patch(model, prec="hybrid", layer=None, accum=None, seed=0, threads=0, stats
     layer={NAME: prec} (NAME: first, last, an index, a module name or a
     glob), accum="MODEL" or {role: MODEL} (appended to prec), seed (keys
     stochastic rounding), stats_every and out_dir (stats.csv/stats.jsonl as
-    the engine writes them).  Returns a Patched; call .step() after each
-    optimizer step.  Bad keys raise ValueError with the engine's message."""
+    the engine writes them), attn="PREC" (`exmy train`'s attn key: the
+    torch.nn.functional.scaled_dot_product_attention calls made during the
+    model's forward run their Q K^T and P V through exmy.torch.matmul's
+    GEMMs; None: left to PyTorch), msamp=1 (`exmy train`'s msamp = 1, MS-AMP
+    O1: the patched layers' weight gradients quantized to e4m3fn with a
+    power-of-two per-tensor scale once backward has accumulated them).
+    Returns a Patched; call .step() after
+    each optimizer step.  Bad keys raise ValueError with the engine's
+    message."""
     if not isinstance(model, torch.nn.Module):
         raise TypeError("exmy.torch.patch: expected a torch.nn.Module, not %s" % type(model).__name__)
     if not isinstance(prec, str):
         raise TypeError("exmy.torch.patch: prec must be a str")
+    if attn is not None and not isinstance(attn, str):
+        raise TypeError("exmy.torch.patch: attn must be a str (a precision) or None")
+    if msamp not in (0, 1) or isinstance(msamp, bool):
+        raise ValueError("exmy.torch.patch: msamp=%r: 0 or 1 (O1, FP8 weight gradients; O2's FP8 optimizer state "
+                         "belongs to the optimizer, which is PyTorch's here)" % (msamp,))
     found = _linears(model)
-    if not found:
+    if not found and attn is None:
         raise ValueError("exmy.torch.patch: the model has no nn.Linear layers")
     if isinstance(accum, str):
         prec += ";accum=" + accum
@@ -221,6 +234,8 @@ def patch(model, prec="hybrid", layer=None, accum=None, seed=0, threads=0, stats
     elif accum is not None:
         raise TypeError("exmy.torch.patch: accum must be a str or a dict {role: model}")
     keys = [("prec", prec), ("seed", str(int(seed))), ("threads", str(int(threads)))]
+    if attn is not None:
+        keys.append(("attn", attn))
     if layer:
         if not isinstance(layer, dict):
             raise TypeError("exmy.torch.patch: layer must be a dict {NAME: prec}")
@@ -231,5 +246,11 @@ def patch(model, prec="hybrid", layer=None, accum=None, seed=0, threads=0, stats
     p = Patched(eng, names, int(stats_every), out_dir)
     for i, (name, mod, parent, attr) in enumerate(found):
         setattr(parent, attr, ExmyLinear(mod, p, i, name))
+    if msamp:
+        for w in {id(m.weight): m.weight for _, m, _, _ in found}.values():
+            w.register_post_accumulate_grad_hook(_fp8_weight_grad)
+    if attn is not None:
+        p.attn_run = _attention._Run(eng)
+        _hook_attention(model, p.attn_run)
     model._exmy = p
     return p

@@ -199,20 +199,25 @@ class TinyGPT(torch.nn.Module):
         return self.head(self.ln(x))
 
 
+def _text_batches(T, seed, copies):
+    """batch(step) -> (tokens, next tokens): 8 random windows of T + 1 characters of a repeated sentence."""
+    text = np.frombuffer(b"the quick brown fox jumps over the lazy dog; " * copies, np.uint8) % 32
+    g = np.random.default_rng(seed)
+
+    def batch(s):
+        i = g.integers(0, text.size - (T + 1), 8)
+        seq = torch.from_numpy(np.stack([text[j:j + T + 1] for j in i]).astype(np.int64))
+        return seq[:, :-1], seq[:, 1:]
+    return batch
+
+
 def test_small_transformer_trains_hybrid():
     torch.manual_seed(3)
     model = TinyGPT()
     p = et.patch(model, prec="hybrid", layer={"last": "bf16"})
     assert len(p.names) == 9 and p.names[-1] == "head"
     assert p.layer_prec("head").startswith("input=bf16") and p.layer_prec(0).startswith("input=e4m3fn")
-    text = np.frombuffer(b"the quick brown fox jumps over the lazy dog; " * 200, np.uint8) % 32
-    g = np.random.default_rng(4)
-
-    def batch(s):
-        i = g.integers(0, text.size - 33, 8)
-        seq = torch.from_numpy(np.stack([text[j:j + 33] for j in i]).astype(np.int64))
-        return seq[:, :-1], seq[:, 1:]
-    losses = _train(model, p, batch, 40, 3e-3)
+    losses = _train(model, p, _text_batches(32, 4, 200), 40, 3e-3)
     assert np.isfinite(losses).all() and np.mean(losses[-5:]) < 0.75 * np.mean(losses[:5]), losses
 
 
@@ -238,3 +243,257 @@ def test_patch_errors():
         raise AssertionError("a meta-device input was accepted")
     except ValueError as e:
         assert "cpu()" in str(e)
+
+
+# ---- exmy.torch.matmul and patch(attn=...) --------------------------------------
+
+# attn precision -> how exmy.gemm quantizes each tensor kind (the engine's presets, precision.c)
+ATTN_REFS = {
+    "fp32": dict(input=("f32", "none", False), grad=("f32", "none", False)),
+    "bf16": dict(input=("bf16", "none", False), grad=("bf16", "none", False)),
+    "hybrid": dict(input=("e4m3fn", "current", "finite"), grad=("e5m2", "current", "finite")),
+}
+
+
+def _gemm_kinds(a, b, prec, ka, kb):
+    """exmy.gemm of two plain (C-contiguous) matrices, A of tensor kind ka and B of kb, fp32 accumulation."""
+    (fa, sa, ta), (fb, sb, tb) = ATTN_REFS[prec][ka], ATTN_REFS[prec][kb]
+    assert ta == tb
+    return exmy.gemm(np.ascontiguousarray(a), np.ascontiguousarray(b), format_a=fa, format_b=fb, scaling_a=sa,
+                     scaling_b=sb, saturate=ta, accum="fp32")
+
+
+def test_matmul_equals_exmy_gemm():
+    """et.matmul's forward and both gradients, slice by slice, equal
+    exmy.gemm of the same matrices: C = A B (input x input), dA = dC B^T
+    (grad x input), dB = A^T dC (input x grad); with B given as a transposed
+    view (S = Q K^T), K's gradient is dC^T A (the engine's dk = dS^T q)."""
+    r = rng(11)
+    shapes = [((2, 3), 7, 33, 19), ((4,), 16, 64, 16), ((1,), 1, 130, 5), ((), 9, 17, 128 + 3)]
+    for prec in ("fp32", "bf16", "hybrid"):
+        for batch, m, k, n in shapes:
+            for b_layout in ("plain", "transposed", "heads"):
+                b_transposed = b_layout != "plain"
+                a = torch.from_numpy((r.standard_normal(batch + (m, k)) * 2).astype(np.float32)).requires_grad_()
+                bs = (r.standard_normal(batch + ((n, k) if b_transposed else (k, n))) * 3).astype(np.float32)
+                if b_layout == "heads" and len(batch) == 2:  # K^T of heads split from a projection: (B, T, H, hd)
+                    bleaf = torch.from_numpy(bs.transpose(0, 2, 1, 3).copy()).requires_grad_()
+                    b = bleaf.transpose(1, 2).mT
+                else:
+                    bleaf = torch.from_numpy(bs).requires_grad_()
+                    b = bleaf.mT if b_transposed else bleaf
+                dc = torch.from_numpy((r.standard_normal(batch + (m, n)) * 1e-2).astype(np.float32))
+                c = et.matmul(a, b, prec=prec)
+                c.backward(dc)
+                what = "%s %s m=%d k=%d n=%d B %s" % (prec, batch, m, k, n, b_layout)
+                A, Bs, DC = a.detach().numpy().reshape(-1, m, k), bs.reshape((-1,) + bs.shape[-2:]), \
+                    dc.numpy().reshape(-1, m, n)
+                gb = bleaf.grad.transpose(1, 2) if bleaf.shape != bs.shape else bleaf.grad
+                GA, GB, C = a.grad.numpy().reshape(A.shape), gb.reshape(Bs.shape).numpy(), \
+                    c.detach().numpy().reshape(-1, m, n)
+                for i in range(A.shape[0]):
+                    Bi = Bs[i].T if b_transposed else Bs[i]
+                    same_bits(C[i], _gemm_kinds(A[i], Bi, prec, "input", "input"), None, "C[%d] %s" % (i, what))
+                    same_bits(GA[i], _gemm_kinds(DC[i], Bi.T, prec, "grad", "input"), None, "dA[%d] %s" % (i, what))
+                    want_gb = _gemm_kinds(DC[i].T, A[i], prec, "grad", "input") if b_transposed else \
+                        _gemm_kinds(A[i].T, DC[i], prec, "input", "grad")
+                    same_bits(GB[i], want_gb, None, "dB[%d] %s" % (i, what))
+
+
+def test_matmul_errors():
+    a, b = torch.randn(2, 3, 4), torch.randn(2, 4, 5)
+    # bad precision text: ValueError with the engine's message, the one `exmy train --attn` prints
+    for bad in ("hybird", "hybrid;fmt=e9m99", "hybrid;recipe=delayed", "hybrid;accum=tc:volta"):
+        rc, _, err = run(["train", "--attn", bad, "--steps", "1", "--progress", "0"], ok=False)
+        assert rc == 2, (bad, rc, err)
+        for call in (lambda: et.matmul(a, b, prec=bad),
+                     lambda: et.patch(torch.nn.Sequential(torch.nn.Linear(4, 4)), attn=bad)):
+            try:
+                call()
+                raise AssertionError("attn precision %r accepted" % bad)
+            except ValueError as e:
+                assert str(e) in err, (bad, str(e), err)
+    for x, y, exc, text in [(a, torch.randn(2, 5, 5), ValueError, "columns"),
+                            (a, torch.randn(3, 4, 5), ValueError, "broadcast"),
+                            (a[0, 0], b, ValueError, "1-D"),
+                            (a.to(torch.int32), b, TypeError, "float"),
+                            (a, torch.empty(2, 4, 5, device="meta"), ValueError, "cpu()")]:
+        try:
+            et.matmul(x, y)
+            raise AssertionError("matmul accepted %s" % text)
+        except exc as e:
+            assert text in str(e), (text, e)
+    if not torch.cuda.is_available():
+        raise SkipTest("no CUDA device: the GPU-tensor refusal is checked with a meta tensor only")
+    try:
+        et.matmul(a.cuda(), b)
+        raise AssertionError("a CUDA tensor was accepted")
+    except ValueError as e:
+        assert "cpu()" in str(e), e
+
+
+class _AttnProbe(torch.nn.Module):
+    """qkv projection, causal SDPA (called as torch.nn.functional's attribute,
+    as model code does), output projection; keeps q, k, v and the attention
+    output with their gradients."""
+
+    def __init__(self, d=24, h=3, dropout=0.0):
+        super().__init__()
+        self.h, self.dropout = h, dropout
+        self.qkv, self.proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = (t.view(B, T, self.h, C // self.h).transpose(1, 2) for t in self.qkv(x).split(C, dim=2))
+        a = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.dropout)
+        for t in (q, k, v, a):
+            t.retain_grad()
+        self.seen = (q, k, v, a)
+        return self.proj(a.transpose(1, 2).reshape(B, T, C))
+
+
+def _attn_reference(q, k, v, prec):
+    """Causal attention with S = Q K^T and O = P V from exmy.gemm, slice by
+    slice; S * 1/sqrt(hd), the mask and softmax in PyTorch float32."""
+    B, H, T, hd = q.shape
+    qn, kn, vn = (t.detach().numpy().reshape(B * H, T, hd) for t in (q, k, v))
+    S = torch.from_numpy(np.stack([_gemm_kinds(qn[i], kn[i].T, prec, "input", "input") for i in range(B * H)]))
+    S = S * (1.0 / np.sqrt(hd))
+    P = torch.softmax(S.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf")), dim=-1).numpy()
+    return np.stack([_gemm_kinds(P[i], vn[i], prec, "input", "input") for i in range(B * H)]).reshape(B, H, T, hd)
+
+
+def test_patched_sdpa_equals_reference():
+    """patch(attn="hybrid"): the model's SDPA output equals attention built
+    from exmy.gemm bit for bit, its q, k, v gradients equal the same attention
+    written by hand with et.matmul; PyTorch's function is back after the
+    forward, and other threads' SDPA calls meanwhile are PyTorch's."""
+    import threading
+    torch.manual_seed(5)
+    F = torch.nn.functional
+    original = F.scaled_dot_product_attention
+    model = _AttnProbe()
+    p = et.patch(model, prec="hybrid", attn="hybrid")
+    x = torch.randn(2, 13, 24)
+    qo, ko, vo = torch.randn(3, 2, 3, 13, 8).unbind(0)
+    other = {}
+    orig_forward = model.forward
+
+    def forward_with_a_thread(xx):  # another thread calls SDPA while the patched forward runs
+        t = threading.Thread(target=lambda: other.update(out=F.scaled_dot_product_attention(qo, ko, vo)))
+        t.start()
+        t.join()
+        return orig_forward(xx)
+    model.forward = forward_with_a_thread
+    y = model(x)
+    assert F.scaled_dot_product_attention is original, "SDPA left replaced after the forward"
+    same_bits(other["out"].numpy(), original(qo, ko, vo).numpy(), None, "another thread's SDPA")
+    q, k, v, a = model.seen
+    same_bits(a.detach().numpy(), _attn_reference(q, k, v, "hybrid"), None, "attention output")
+    assert not torch.equal(a, original(q, k, v, is_causal=True)), "the attention was not intercepted"
+    y.square().sum().backward()
+    q2, k2, v2 = (t.detach().contiguous().requires_grad_() for t in (q, k, v))
+    S = et.matmul(q2, k2.mT, prec="hybrid") * (1.0 / np.sqrt(8))
+    P = torch.softmax(S.masked_fill(~torch.ones(13, 13, dtype=torch.bool).tril(), float("-inf")), dim=-1)
+    O = et.matmul(P, v2, prec="hybrid")
+    same_bits(O.detach().numpy(), a.detach().numpy(), None, "hand-written attention output")
+    O.backward(a.grad)
+    for got, want, name in ((q.grad, q2.grad, "dq"), (k.grad, k2.grad, "dk"), (v.grad, v2.grad, "dv")):
+        same_bits(got.numpy(), want.numpy(), None, name)
+    p.step()
+    # outside the patched forward, SDPA is PyTorch's own
+    assert F.scaled_dot_product_attention is original
+
+
+def test_patched_attention_refusals():
+    F = torch.nn.functional
+    original = F.scaled_dot_product_attention
+    model = _AttnProbe(dropout=0.1)
+    et.patch(model, attn="hybrid")
+    try:
+        model(torch.randn(1, 4, 24))
+        raise AssertionError("dropout_p=0.1 was accepted")
+    except ValueError as e:
+        assert "dropout_p=0.1" in str(e), e
+    assert F.scaled_dot_product_attention is original, "SDPA left replaced after a forward that raised"
+    model.dropout = 0.0
+    model(torch.randn(1, 4, 24))
+    try:
+        et.patch(_AttnProbe(), attn=3)
+        raise AssertionError("attn=3 accepted")
+    except TypeError:
+        pass
+
+
+class _CountSDPA:
+    """with _CountSDPA() as calls: the SDPA calls exmy intercepts, counted."""
+
+    def __enter__(self):
+        from exmy import _attention
+        self.mod, self.real, self.calls = _attention, _attention.sdpa, []
+
+        def counting(*args, **kw):
+            self.calls.append(1)
+            return self.real(*args, **kw)
+        _attention.sdpa = counting
+        return self.calls
+
+    def __exit__(self, *exc):
+        self.mod.sdpa = self.real
+
+
+def test_multihead_attention_need_weights_false_is_intercepted():
+    """nn.MultiheadAttention calls SDPA when need_weights=False (intercepted)
+    and its own bmm when need_weights=True (not)."""
+    class M(torch.nn.Module):
+        def __init__(self, need):
+            super().__init__()
+            self.need, self.mha = need, torch.nn.MultiheadAttention(16, 2, batch_first=True)
+
+        def forward(self, x):
+            return self.mha(x, x, x, need_weights=self.need)[0]
+    for need, want in ((False, 1), (True, 0)):
+        torch.manual_seed(6)
+        m = M(need)
+        et.patch(m, attn="bf16")
+        with _CountSDPA() as calls:
+            m(torch.randn(2, 5, 16)).sum().backward()
+        assert len(calls) == want, (need, len(calls))
+
+
+def test_small_transformer_trains_with_attn_hybrid():
+    torch.manual_seed(7)
+    model = TinyGPT(d=32, h=2, T=16)
+    p = et.patch(model, prec="hybrid", attn="hybrid")
+    with _CountSDPA() as calls:
+        losses = _train(model, p, _text_batches(16, 8, 100), 25, 1e-2)
+    assert len(calls) == 2 * 25, len(calls)  # each block's attention, every step, went through exmy
+    assert np.isfinite(losses).all() and np.mean(losses[-5:]) < 0.8 * np.mean(losses[:5]), losses
+
+
+def test_msamp_o1_fp8_weight_gradients():
+    """patch(msamp=1): the patched layers' weight gradients are the msamp=0
+    gradients cast to e4m3fn with a power-of-two per-tensor current scale
+    (exmy.scale "current:pow2" over the gradient as 1 x n, the engine's
+    optimizer's cast); the bias gradient is left alone."""
+    r = rng(12)
+    x = torch.from_numpy((r.standard_normal((32, 40)) * 2).astype(np.float32))
+    dy = torch.from_numpy((r.standard_normal((32, 24)) * 1e-3).astype(np.float32))
+    grads = []
+    for msamp in (0, 1):
+        torch.manual_seed(9)
+        model = torch.nn.Sequential(torch.nn.Linear(40, 24))
+        et.patch(model, prec="hybrid", msamp=msamp)
+        model(x).backward(dy)
+        grads.append((model[0].weight.grad.clone(), model[0].bias.grad.clone()))
+    (w0, b0), (w1, b1) = grads
+    want = exmy.scale(w0.numpy().reshape(-1), "current:pow2", "e4m3fn", saturate="finite").dequant()
+    same_bits(w1.numpy(), want.reshape(w0.shape), None, "FP8 weight gradient")
+    assert not torch.equal(w0, w1)
+    same_bits(b1.numpy(), b0.numpy(), None, "bias gradient")
+    for bad in (2, True, "1"):
+        try:
+            et.patch(torch.nn.Sequential(torch.nn.Linear(4, 4)), msamp=bad)
+            raise AssertionError("msamp=%r accepted" % (bad,))
+        except ValueError as e:
+            assert "msamp" in str(e), e
