@@ -65,18 +65,21 @@ static void d_norm(const double *x, const double *g, const double *b, double *y,
 static double d_gelu(double x) { return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
 static double d_silu(double x) { return x / (1.0 + exp(-x)); }
 
-/* mean cross-entropy of logits (T x V) against targets */
-static double d_xent(const double *logits, const int *tg, int T, int V) {
+/* mean cross-entropy of logits (T x V) against targets, plus z * mean
+ * logsumexp^2 (PaLM's z-loss; z 0: none) */
+static double d_xent_z(const double *logits, const int *tg, int T, int V, double z) {
   double loss = 0.0;
   for (int t = 0; t < T; t++) {
     const double *l = logits + t * V;
     double mx = l[0], s = 0.0;
     for (int v = 1; v < V; v++) mx = fmax(mx, l[v]);
     for (int v = 0; v < V; v++) s += exp(l[v] - mx);
-    loss += mx + log(s) - l[tg[t]];
+    const double lse = mx + log(s);
+    loss += lse - l[tg[t]] + z * lse * lse;
   }
   return loss / T;
 }
+static double d_xent(const double *logits, const int *tg, int T, int V) { return d_xent_z(logits, tg, T, V, 0.0); }
 
 static double ref_gpt(const ref *r, const xp_batch *bt) {
   const xp_model_config *mc = &r->m->mc;
@@ -89,7 +92,7 @@ static double ref_gpt(const ref *r, const xp_batch *bt) {
   double *qkv = malloc(sizeof(double) * BT * 3 * C), *o = malloc(sizeof(double) * BT * C);
   double *tmp = malloc(sizeof(double) * BT * C), *f = malloc(sizeof(double) * BT * F);
   double *a = malloc(sizeof(double) * BT * H), *logits = malloc(sizeof(double) * BT * V);
-  double *pr = malloc(sizeof(double) * T);
+  double *pr = malloc(sizeof(double) * T), qn[64], kn[64], zero[64] = {0};
   const double *wte = R(r, "wte", 0), *wpe = R(r, "wpe", 0);
   for (int i = 0; i < BT; i++)
     for (int c = 0; c < C; c++) x[i * C + c] = wte[bt->tokens[i] * C + c] + wpe[(i % T) * C + c];
@@ -101,8 +104,16 @@ static double ref_gpt(const ref *r, const xp_batch *bt) {
         for (int i = 0; i < T; i++) {
           const double *q = qkv + (b * T + i) * 3 * C + h * hd;
           double mx = -INFINITY, s = 0.0;
+          if (mc->qk_layernorm) { /* the model's norm over the head's hd values, gains (shared by heads) only */
+            d_norm(q, R(r, "h%d.qln.g", l), rms ? NULL : zero, qn, 1, hd);
+            q = qn;
+          }
           for (int j = 0; j <= i; j++) {
             const double *k = qkv + (b * T + j) * 3 * C + C + h * hd;
+            if (mc->qk_layernorm) {
+              d_norm(k, R(r, "h%d.kln.g", l), rms ? NULL : zero, kn, 1, hd);
+              k = kn;
+            }
             double dot = 0.0;
             for (int e = 0; e < hd; e++) dot += q[e] * k[e];
             pr[j] = dot / sqrt((double)hd);
@@ -127,7 +138,7 @@ static double ref_gpt(const ref *r, const xp_batch *bt) {
   }
   d_norm(x, R(r, "lnf.g", 0), rms ? NULL : R(r, "lnf.b", 0), ln, BT, C);
   d_linear(ln, R(r, "lm_head.w", 0), R(r, "lm_head.b", 0), logits, BT, C, V);
-  double loss = d_xent(logits, bt->targets, BT, V);
+  double loss = d_xent_z(logits, bt->targets, BT, V, mc->z_loss);
   free(x), free(ln), free(qkv), free(o), free(tmp), free(f), free(a), free(logits), free(pr);
   return loss;
 }
@@ -298,7 +309,7 @@ static void check_case(const char *label, const xp_model_config *mc, int vocab, 
       for (size_t i = 0; i < nout; i++) pl += (od[i] - y[i]) * (od[i] - y[i]);
       pl /= (double)nout;
     } else {
-      pl = d_xent(od, tgt, (int)rows, (int)(nout / rows));
+      pl = d_xent_z(od, tgt, (int)rows, (int)(nout / rows), mc->z_loss);
     }
   }
   CHECK(fabs(pl - loss) <= 1e-6 * fabs(loss), "%s: loss of predict's outputs %.17g vs forward %.17g", label, pl,
@@ -324,6 +335,13 @@ int main(void) {
   check_case("gpt layernorm+gelu", &gpt, 11, 5.0, seed);
   gpt.rmsnorm = 1, gpt.swiglu = 1;
   check_case("gpt rmsnorm+swiglu", &gpt, 11, 5.0, seed + 1);
+  /* the controls of the outliers study: qk-norm (either norm) and z-loss
+   * (a large coefficient so its gradient term is not lost in the tolerance) */
+  gpt.qk_layernorm = 1, gpt.z_loss = 0.05;
+  check_case("gpt rmsnorm+swiglu qk-norm z-loss", &gpt, 11, 5.0, seed + 4);
+  gpt.rmsnorm = 0, gpt.swiglu = 0;
+  check_case("gpt layernorm+gelu qk-norm z-loss", &gpt, 11, 5.0, seed + 5);
+  gpt.qk_layernorm = 0, gpt.rmsnorm = 0, gpt.swiglu = 0;
   xp_model_config mlp = {.kind = XP_MODEL_MLP, .in_dim = 6, .hidden = 12, .depth = 2, .out_dim = 4, .batch = 5};
   check_case("mlp regression", &mlp, 0, 1.5, seed + 2);
   mlp.kind = XP_MODEL_MLP_CLASS, mlp.out_dim = 5, mlp.rmsnorm = 1;
