@@ -29,6 +29,7 @@ static const st_hook HOOKS[] = {
   {"recipes", st_report_recipes},         {"fallback", st_report_fallback},
   {"calibration", st_report_calibration}, {"accumulation", st_report_accumulation},
   {"rounding", st_report_rounding},       {"lrsweep", st_report_lrsweep},
+  {"outliers", st_report_outliers},
 };
 #define NHOOK ((int)(sizeof HOOKS / sizeof HOOKS[0]))
 
@@ -37,7 +38,7 @@ st_report_fn st_report_hook(const char *name) {
     if (!strcmp(HOOKS[i].name, name)) return HOOKS[i].report;
   return NULL;
 }
-const char *st_report_hooks(void) { return "default, mantissa, recipes, fallback, calibration, accumulation, rounding, lrsweep"; }
+const char *st_report_hooks(void) { return "default, mantissa, recipes, fallback, calibration, accumulation, rounding, lrsweep, outliers"; }
 
 /* Folders that hold the built-in study files, in the order searched: the
  * EXMY_STUDY_DIR environment variable, the source tree (a build tree's

@@ -34,7 +34,7 @@ run study --help
 if [ "$rc" -eq 0 ] && grep -q "usage: exmy study" "$T/out"; then pass "study --help"; else fail "study --help" "status $rc"; fi
 
 run study --list
-studies="default mantissa recipes fallback calibration accumulation rounding lrsweep"
+studies="default mantissa recipes fallback calibration accumulation rounding lrsweep outliers"
 ok=1
 for s in $studies; do grep -Eq "^$s +[a-zA-Z0-9]" "$T/out" || ok=0; done
 if [ "$rc" -eq 0 ] && [ $ok -eq 1 ]; then pass "study --list names every study with a description"
@@ -326,6 +326,15 @@ lrsweep: - **inconclusive**: e8m3 rtz: LR_max below fp32's (paired by seed), as 
 lrsweep: - **observation**: hybrid: LR_max against fp32's (paired by seed). shift log2 LR_max = +0.00 over n = 1 seeds (0 censored); inconclusive: fewer than 3 seeds. Against the arm's own best loss (its stability edge apart from a loss offset): +0.00 over n = 1
 lrsweep: - **inconclusive**: E8M3 with round-toward-zero on every GEMM input fails more often than fp32 over the grid (Lee et al. 2024: E8M3-E8M5 fail to converge at 120M). failed rate: e8m3 rtz 0/3 [0.00, 0.71], fp32 0/3 [0.00, 0.71] (exact 95% intervals); higher = the intervals disjoint in that direction.
 lrsweep: - **inconclusive**: HYBRID FP8 (current scaling) tracks fp32 in validation loss within 0.05 nats (Micikevicius et al. 2022 (arXiv 2209.05433): FP8 training matches 16-bit training). val_loss hybrid - fp32 over n = 3 paired runs: mean -0.0252, 95% CI [-0.0787, +0.0034] (bootstrap, 2000 resamples); tracks = the 90% CI inside the margin (TOST), margin 0.05 nats.
+outliers: - **inconclusive**: SwiGLU's gate and up weights align more as weight decay grows (Fishman et al. 2024: weight decay drives SwiGLU weight alignment, which grows outliers under FP8). Spearman rho(weight decay, max gate/up |cos|; swiglu fp32) = nan over n = 2 runs; reproduced when rho >= 0.5, not reproduced when rho <= 0, inconclusive between or with n < 8 (here: too few runs).
+outliers: - **observation**: Dose-response: the max attention logit against weight decay (fp32, no controls). Spearman rho(weight decay, max attention logit; gelu and swiglu fp32) = -0.45 over n = 4 runs; a trend would be rho >= 0.5, not reproduced when rho <= 0, inconclusive between or with n < 8 (here: too few runs).
+outliers: - **inconclusive**: qk-layernorm (with z-loss) reduces the growth of the max attention logit (Wortsman et al. 2023: qk-layernorm prevents attention-logit growth). growth of the max attention logit (last outliers.csv row minus the first), controls minus base (fp32 runs, paired by architecture, weight decay and seed) over n = 4 pairs: mean -0.019, 95% CI [-0.209, +0.171] (bootstrap); lower = the CI below 0.
+outliers: - **inconclusive**: z-loss (with qk-layernorm) lowers the output logits' logsumexp (Wortsman et al. 2023: z-loss prevents output-logit divergence). lse max, controls minus base (fp32 runs, paired by architecture, weight decay and seed) over n = 4 pairs: mean +0.002, 95% CI [-0.002, +0.006] (bootstrap); lower = the CI below 0.
+outliers: - **not reproduced**: FP8 failure tracks outlier magnitude: unscaled e4m3fn forward operands lose more validation loss where the fp32 run grew larger outliers (He et al. 2024; Fishman et al. 2024). Spearman rho(the fp32 run's max amax/rms, the FP8 run's val gap; unscaled arms) = -0.62 over n = 8 runs; reproduced when rho >= 0.5, not reproduced when rho <= 0, inconclusive between or with n < 8.
+outliers: - **inconclusive**: FP8 under/overflow tracks outlier magnitude: forward inputs with a larger amax/rms lose more values to underflow and overflow. Spearman rho(the run's max amax/rms, its input underflow + overflow %; FP8 arms) = 0.12 over n = 12 runs; reproduced when rho >= 0.5, not reproduced when rho <= 0, inconclusive between or with n < 8.
+outliers: - **inconclusive**: SwiGLU with unscaled e4m3fn forward operands ends above SwiGLU in fp32 (Fishman et al. 2024: SwiGLU outliers break FP8 training). val_loss swiglu unscaled - swiglu fp32 over n = 2 paired runs: mean +0.0013, 95% CI [+0.0002, +0.0024] (bootstrap, 2000 resamples); higher = the 95% CI above 0; inconclusive: fewer than 3 pairs.
+outliers: - **inconclusive**: GELU with unscaled e4m3fn forward operands ends above GELU in fp32. val_loss gelu unscaled - gelu fp32 over n = 2 paired runs: mean +0.0011, 95% CI [-0.0017, +0.0039] (bootstrap, 2000 resamples); higher = the 95% CI above 0; inconclusive: fewer than 3 pairs.
+outliers: - **inconclusive**: SwiGLU in HYBRID (current scaling) tracks SwiGLU in fp32 within 0.05 nats (Micikevicius et al. 2022 (arXiv 2209.05433): FP8 training matches 16-bit training). val_loss swiglu hybrid - swiglu fp32 over n = 2 paired runs: mean +0.0012, 95% CI [+0.0012, +0.0012] (bootstrap, 2000 resamples); tracks = the 90% CI inside the margin (TOST), margin 0.05 nats; inconclusive: fewer than 3 pairs.
 END_OF_VERDICTS
 }
 
