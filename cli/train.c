@@ -59,7 +59,9 @@ static void print_result(const xp_config *c, const xp_result *r) {
   printf("\n");
   if (r->checks) printf("checks        %ld, fallbacks to bf16 %ld\n", r->checks, r->fallbacks);
   printf("time          %.1f s, %.0f tokens/s\n", r->seconds, r->tokens_per_s);
-  if (c->out_dir[0]) printf("results       %s/ (loss.csv, summary.json%s)\n", c->out_dir, c->stats_every ? ", stats.csv, stats.jsonl" : "");
+  if (c->out_dir[0])
+    printf("results       %s/ (loss.csv, summary.json%s%s)\n", c->out_dir, c->stats_every ? ", stats.csv, stats.jsonl" : "",
+           c->outliers_every ? ", outliers.csv" : "");
   if (c->ckpt[0]) printf("checkpoint    %s\n", c->ckpt);
 }
 
