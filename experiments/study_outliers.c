@@ -143,6 +143,52 @@ static void control_claim(study *st, const orun *o, int n, int field, const char
   free(b);
 }
 
+/* The trends: which runs enter (1) with their x and y. */
+static int pick_align(const orun *o, int n, const orun *r, double *x, double *y) {
+  (void)o, (void)n;
+  if (!r->fp32 || strcmp(r->r->group, "swiglu")) return 0;
+  *x = r->wd, *y = r->o.cos;
+  return 1;
+}
+static int pick_logit(const orun *o, int n, const orun *r, double *x, double *y) {
+  (void)o, (void)n;
+  if (!r->fp32 || strstr(r->r->group, "ctl")) return 0;
+  *x = r->wd, *y = r->o.logit;
+  return 1;
+}
+static int pick_gap(const orun *o, int n, const orun *r, double *x, double *y) {
+  if (strcmp(r->r->tag, "unscaled")) return 0;
+  const orun *p = partner(o, n, r, r->r->group, 1);
+  *x = p ? p->o.ratio : NAN, *y = gap_of(o, n, r);
+  return 1;
+}
+static int pick_flow(const orun *o, int n, const orun *r, double *x, double *y) {
+  (void)o, (void)n;
+  if (r->fp32) return 0;
+  *x = r->o.ratio, *y = r->under + r->over;
+  return 1;
+}
+static const struct {
+  int (*pick)(const orun *o, int n, const orun *r, double *x, double *y);
+  const char *claim, *what;
+  int observation;              /* 1: reported without a verdict */
+} TRENDS[] = {
+  {pick_align,
+   "SwiGLU's gate and up weights align more as weight decay grows (Fishman et al. 2024: weight decay drives "
+   "SwiGLU weight alignment, which grows outliers under FP8).",
+   "weight decay, max gate/up |cos|; swiglu fp32", 0},
+  {pick_logit, "Dose-response: the max attention logit against weight decay (fp32, no controls).",
+   "weight decay, max attention logit; gelu and swiglu fp32", 1},
+  {pick_gap,
+   "FP8 failure tracks outlier magnitude: unscaled e4m3fn forward operands lose more validation loss where the "
+   "fp32 run grew larger outliers (He et al. 2024; Fishman et al. 2024).",
+   "the fp32 run's max amax/rms, the FP8 run's val gap; unscaled arms", 0},
+  {pick_flow,
+   "FP8 under/overflow tracks outlier magnitude: forward inputs with a larger amax/rms lose more values to "
+   "underflow and overflow.",
+   "the run's max amax/rms, its input underflow + overflow %; FP8 arms", 0},
+};
+
 static void cell_num(tbl *t, int col, double v) {
   char b[32];
   st_fmt_num(v, b, sizeof b);
@@ -196,44 +242,19 @@ void st_report_outliers(study *st, FILE *md) {
   }
   if (t) st_tbl_emit(st, t, md, "outlier magnitude and FP8 failure (means over seeds):");
 
-  /* trends and controls */
+  /* trends, then the controls */
   double *x = malloc((size_t)(n ? n : 1) * sizeof *x), *y = malloc((size_t)(n ? n : 1) * sizeof *y);
-  int k = 0;
-  for (int i = 0; x && y && i < n; i++)
-    if (o[i].fp32 && !strcmp(o[i].r->group, "swiglu")) x[k] = o[i].wd, y[k] = o[i].o.cos, k++;
-  if (x && y)
-    trend(st, x, y, k, "SwiGLU's gate and up weights align more as weight decay grows (Fishman et al. 2024: "
-                       "weight decay drives SwiGLU weight alignment, which grows outliers under FP8).",
-          "weight decay, max gate/up |cos|; swiglu fp32", 0);
-  k = 0;
-  for (int i = 0; x && y && i < n; i++)
-    if (o[i].fp32 && !strstr(o[i].r->group, "ctl")) x[k] = o[i].wd, y[k] = o[i].o.logit, k++;
-  if (x && y)
-    trend(st, x, y, k, "Dose-response: the max attention logit against weight decay (fp32, no controls).",
-          "weight decay, max attention logit; gelu and swiglu fp32", 1);
+  for (size_t d = 0; x && y && d < sizeof TRENDS / sizeof TRENDS[0]; d++) {
+    int k = 0;
+    for (int i = 0; i < n; i++) k += TRENDS[d].pick(o, n, &o[i], &x[k], &y[k]);
+    trend(st, x, y, k, TRENDS[d].claim, TRENDS[d].what, TRENDS[d].observation);
+  }
   control_claim(st, o, n, 0, "growth of the max attention logit (last outliers.csv row minus the first)",
                 "qk-layernorm (with z-loss) reduces the growth of the max attention logit (Wortsman et al. 2023: "
                 "qk-layernorm prevents attention-logit growth).");
   control_claim(st, o, n, 1, "lse max",
                 "z-loss (with qk-layernorm) lowers the output logits' logsumexp (Wortsman et al. 2023: z-loss "
                 "prevents output-logit divergence).");
-  k = 0;
-  for (int i = 0; x && y && i < n; i++) {
-    if (strcmp(o[i].r->tag, "unscaled")) continue;
-    const orun *p = partner(o, n, &o[i], o[i].r->group, 1);
-    x[k] = p ? p->o.ratio : NAN, y[k] = gap_of(o, n, &o[i]), k++;
-  }
-  if (x && y)
-    trend(st, x, y, k, "FP8 failure tracks outlier magnitude: unscaled e4m3fn forward operands lose more "
-                       "validation loss where the fp32 run grew larger outliers (He et al. 2024; Fishman et al. 2024).",
-          "the fp32 run's max amax/rms, the FP8 run's val gap; unscaled arms", 0);
-  k = 0;
-  for (int i = 0; x && y && i < n; i++)
-    if (!o[i].fp32) x[k] = o[i].o.ratio, y[k] = o[i].under + o[i].over, k++;
-  if (x && y)
-    trend(st, x, y, k, "FP8 under/overflow tracks outlier magnitude: forward inputs with a larger amax/rms lose "
-                       "more values to underflow and overflow.",
-          "the run's max amax/rms, its input underflow + overflow %; FP8 arms", 0);
   free(x);
   free(y);
   free(o);
