@@ -195,6 +195,40 @@ static void cell_num(tbl *t, int col, double v) {
   st_tbl_cell(t, col, "%s", b);
 }
 
+/* The dose-response figure: each fp32 arm's max attention logit against
+ * weight decay, mean over seeds with min..max bars. */
+static void plot_dose(study *st, FILE *md, const orun *o, int n) {
+  enum { MAXS = 8, MAXP = 16 };
+  series sr[MAXS];
+  int cnt[MAXS][MAXP], ns = 0;
+  for (int i = 0; i < n && ns < MAXS; i++) {
+    int seen = !o[i].fp32;
+    for (int c = 0; c < ns; c++) seen |= !strcmp(sr[c].title, o[i].r->arm);
+    if (seen) continue;
+    series *s = &sr[ns];
+    int *m = cnt[ns++];
+    st_series_alloc(s, MAXP, o[i].r->arm);
+    st_series_bars(s, MAXP);
+    s->points = 1;
+    for (int j = i; j < n; j++) {
+      if (strcmp(o[j].r->arm, o[i].r->arm) || !isfinite(o[j].o.logit)) continue;
+      int k = 0;
+      while (k < s->n && s->x[k] != o[j].wd) k++;
+      if (k == MAXP) continue;
+      if (k == s->n) s->n++, s->x[k] = o[j].wd, s->y[k] = 0, s->lo[k] = INFINITY, s->hi[k] = -INFINITY, m[k] = 0;
+      const double v = o[j].o.logit;
+      s->y[k] += v, m[k]++;
+      s->lo[k] = v < s->lo[k] ? v : s->lo[k];
+      s->hi[k] = v > s->hi[k] ? v : s->hi[k];
+    }
+    for (int k = 0; k < s->n; k++) s->y[k] /= m[k];
+  }
+  const char *ttl = "max attention logit at the end vs weight decay (fp32 arms): mean over seeds, bars min..max";
+  st_plot_draw(st, "logit-vs-wd", ttl, "weight decay", "max |attention logit|", 0, 0, ns, sr, NAN);
+  st_series_free(sr, ns);
+  st_md_plot(st, md, "logit-vs-wd", ttl);
+}
+
 void st_report_outliers(study *st, FILE *md) {
   orun *o = calloc((size_t)(st->nrun ? st->nrun : 1), sizeof *o);
   if (!o) return;
@@ -241,6 +275,7 @@ void st_report_outliers(study *st, FILE *md) {
     st_tbl_end_row(t);
   }
   if (t) st_tbl_emit(st, t, md, "outlier magnitude and FP8 failure (means over seeds):");
+  plot_dose(st, md, o, n);
 
   /* trends, then the controls */
   double *x = malloc((size_t)(n ? n : 1) * sizeof *x), *y = malloc((size_t)(n ? n : 1) * sizeof *y);
