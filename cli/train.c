@@ -116,7 +116,7 @@ int cmd_train(int argc, char **argv) {
       cli_die("train: ckpt: cannot write '%s': folder '%s': %s", c.ckpt, dir, strerror(errno));
   }
   /* Checks that need the model's layer names (layer.NAME overrides,
-   * dump_layers) and its shape (d_model, n_head, ...): on a model built here,
+   * dump_layers), its outlier metrics and its shape (d_model, n_head, ...): on a model built here,
    * before the data and step 0, so they exit 2 too.  The names do not depend
    * on the vocabulary. */
   xp_model m;
@@ -136,6 +136,10 @@ int cmd_train(int argc, char **argv) {
         bad = 1;
       }
     }
+  }
+  if (!bad && c.outliers_every && xp_model_outliers_header(&m, NULL) < 0) {
+    snprintf(err, sizeof err, "outliers_every: model %s has no outlier metrics (gpt has)", m.ops->name);
+    bad = 1;
   }
   xp_model_free(&m);
   if (bad) cli_die("train: %s", err);
