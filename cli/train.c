@@ -59,7 +59,9 @@ static void print_result(const xp_config *c, const xp_result *r) {
   printf("\n");
   if (r->checks) printf("checks        %ld, fallbacks to bf16 %ld\n", r->checks, r->fallbacks);
   printf("time          %.1f s, %.0f tokens/s\n", r->seconds, r->tokens_per_s);
-  if (c->out_dir[0]) printf("results       %s/ (loss.csv, summary.json%s)\n", c->out_dir, c->stats_every ? ", stats.csv, stats.jsonl" : "");
+  if (c->out_dir[0])
+    printf("results       %s/ (loss.csv, summary.json%s%s)\n", c->out_dir, c->stats_every ? ", stats.csv, stats.jsonl" : "",
+           c->outliers_every ? ", outliers.csv" : "");
   if (c->ckpt[0]) printf("checkpoint    %s\n", c->ckpt);
 }
 
@@ -114,7 +116,7 @@ int cmd_train(int argc, char **argv) {
       cli_die("train: ckpt: cannot write '%s': folder '%s': %s", c.ckpt, dir, strerror(errno));
   }
   /* Checks that need the model's layer names (layer.NAME overrides,
-   * dump_layers) and its shape (d_model, n_head, ...): on a model built here,
+   * dump_layers), its outlier metrics and its shape (d_model, n_head, ...): on a model built here,
    * before the data and step 0, so they exit 2 too.  The names do not depend
    * on the vocabulary. */
   xp_model m;
@@ -138,6 +140,10 @@ int cmd_train(int argc, char **argv) {
         bad = 1;
       }
     }
+  }
+  if (!bad && c.outliers_every && xp_model_outliers_header(&m, NULL) < 0) {
+    snprintf(err, sizeof err, "outliers_every: model %s has no outlier metrics (gpt has)", m.ops->name);
+    bad = 1;
   }
   xp_model_free(&m);
   if (bad) cli_die("train: %s", err);

@@ -4,7 +4,11 @@
  *   per block i:  x = x + proj(attn(norm1(x)));  x = x + fc2(act(fc(norm2(x))))
  *   logits = lm_head(normf(x));  loss = mean softmax cross-entropy
  *
- * Norms: LayerNorm or RMSNorm (mc.rmsnorm).  act: GELU (tanh) on fc: d -> 4d,
+ * Norms: LayerNorm or RMSNorm (mc.rmsnorm).  qk_layernorm: that norm on
+ * each head's q and k with gains only (hd of them, shared by the heads; a
+ * bias on k would have a zero gradient: softmax ignores a shift common to a
+ * row), tensors appended after lm_head so the other tensors' init does not
+ * move.  z_loss: loss += C mean over tokens of logsumexp(logits)^2.  act: GELU (tanh) on fc: d -> 4d,
  * or SwiGLU on fc: d -> 2 hs ([gate | up], hs = 8d/3 rounded up to 8).
  * Linear layers in forward order: h{i}.qkv, h{i}.proj, h{i}.fc, h{i}.fc2, ...,
  * lm_head.  Attention's two products per (sequence, head) go through
@@ -26,6 +30,7 @@ static const char *const lin_names[LIN_PER_BLOCK] = {"qkv", "proj", "fc", "fc2"}
 
 typedef struct gpt_block_idx {  /* tensor indices of one block (-1: absent) */
   int ln1g, ln1b, qkvw, qkvb, projw, projb, ln2g, ln2b, fcw, fcb, fc2w, fc2b;
+  int qg, kg;                   /* qk_layernorm's gains (-1: absent) */
   int lin[LIN_PER_BLOCK];       /* linear-layer ids, by enum gpt_lin */
 } gpt_block_idx;
 
@@ -57,6 +62,14 @@ typedef struct gpt_state {
    * shared by the layers: q, k, v, the output (forward) or dO (backward),
    * dq, dk, dv, S (forward) or dP (backward), dS */
   float *hq, *hk, *hv, *hdo, *hdq, *hdk, *hdv, *hs, *hds;
+  /* qk_layernorm: q and k before the norm, their gradients, row statistics */
+  float *hqr, *hkr, *hdqr, *hdkr, *qmean, *qrstd, *kmean, *krstd;
+  float *lse;                   /* BT: logsumexp of each logits row (z-loss, outlier metrics) */
+  float *hlmax;                 /* B NH: max |attention logit| of each (sequence, head) */
+  /* outlier metrics, allocated once in gpt_init */
+  double *lmax;                 /* L: max |attention logit| of each block in the last forward */
+  double *kscr;                 /* C: xp_channel_kurtosis's scratch */
+  float *qkzero;                /* zeros: the bias qk_layernorm's LayerNorm does not have */
   size_t n_last;                /* sequences of the last forward */
 } gpt_state;
 
@@ -120,6 +133,18 @@ static int gpt_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t 
   s->lnfb = rms ? -1 : add_t(m, &bad, "lnf.b", 0, 1, c, 0);
   s->headw = add_t(m, &bad, "lm_head.w", 0, (size_t)vocab, c, 1);
   s->headb = add_t(m, &bad, "lm_head.b", 0, 1, (size_t)vocab, 0);
+  for (int i = 0; i < L; i++) {
+    gpt_block_idx *k = &s->blk[i];
+    const size_t hd = c / (size_t)NH;
+    k->qg = k->kg = -1;
+    if (!mc->qk_layernorm) continue;
+    k->qg = add_t(m, &bad, "h%d.qln.g", i, 1, hd, 0);
+    k->kg = add_t(m, &bad, "h%d.kln.g", i, 1, hd, 0);
+  }
+  s->lmax = calloc((size_t)L, sizeof *s->lmax);
+  s->kscr = calloc(c, sizeof *s->kscr);
+  s->qkzero = calloc(c, sizeof *s->qkzero);
+  if (!s->lmax || !s->kscr || !s->qkzero) bad = 1;
   int nlin = 0; /* linear-layer ids, forward order */
   for (int i = 0; i < L; i++)
     for (int j = 0; j < LIN_PER_BLOCK; j++) s->blk[i].lin[j] = nlin++;
@@ -162,6 +187,9 @@ static void gpt_free(xp_model *m) {
   if (!s) return;
   act_free(s);
   free(s->blk);
+  free(s->lmax);
+  free(s->kscr);
+  free(s->qkzero);
   free(s);
   m->act = NULL;
 }
@@ -215,6 +243,17 @@ static size_t act_layout(const xp_model *m, gpt_state *s, size_t cap, float *mem
   TAKE(s->hdv, BT * C);
   TAKE(s->hs, cap * NH * T * T);
   TAKE(s->hds, cap * NH * T * T);
+  const size_t qk = m->mc.qk_layernorm ? 1 : 0;
+  TAKE(s->hqr, qk * BT * C);
+  TAKE(s->hkr, qk * BT * C);
+  TAKE(s->hdqr, qk * BT * C);
+  TAKE(s->hdkr, qk * BT * C);
+  TAKE(s->qmean, qk * cap * NH * T);
+  TAKE(s->qrstd, qk * cap * NH * T);
+  TAKE(s->kmean, qk * cap * NH * T);
+  TAKE(s->krstd, qk * cap * NH * T);
+  TAKE(s->lse, BT);
+  TAKE(s->hlmax, cap * NH);
 #undef TAKE
   return at;
 }
@@ -269,17 +308,35 @@ static void gather_heads(const gpt_state *s, const float *qkv, const float *dx, 
   }
 }
 
-/* qkv (BT x 3C) -> att (B x NH x T x T probabilities), atty (BT x C).
+/* qk_layernorm of block k: hq, hk (B NH T rows of hd) normalized in place,
+ * their inputs kept in hqr, hkr with the row statistics (the backward calls
+ * it again: the same bits). */
+static void qk_norm_forward(const xp_model *m, const gpt_block_idx *k, size_t B) {
+  const gpt_state *s = m->act;
+  size_t NH = (size_t)m->mc.n_head, T = (size_t)m->mc.seq_len, hd = (size_t)m->mc.d_model / NH;
+  size_t rows = B * NH * T;
+  memcpy(s->hqr, s->hq, rows * hd * sizeof(float));
+  memcpy(s->hkr, s->hk, rows * hd * sizeof(float));
+  const float *zb = m->mc.rmsnorm ? NULL : s->qkzero;
+  xp_norm_forward(m->mc.rmsnorm, s->hqr, P(k->qg), zb, s->hq, s->qmean, s->qrstd, rows, hd);
+  xp_norm_forward(m->mc.rmsnorm, s->hkr, P(k->kg), zb, s->hk, s->kmean, s->krstd, rows, hd);
+}
+
+/* qkv (BT x 3C) of block l -> att (B x NH x T x T probabilities), atty (BT x C).
  * S = q k^T (GEMM), P = causal softmax(S / sqrt(hd)) in fp32, out = P v (GEMM);
- * each product for every (sequence, head) at once (xp_matmul_batch). */
-static int attention_forward(const xp_model *m, xp_ctx *ctx, size_t B, const float *qkv,
+ * each product for every (sequence, head) at once (xp_matmul_batch).  With
+ * ctx->collect_outliers, s->lmax[l] = max |S / sqrt(hd)| over the causal
+ * entries. */
+static int attention_forward(const xp_model *m, xp_ctx *ctx, int l, size_t B, const float *qkv,
                              float *att, float *atty) {
   const gpt_state *s = m->act;
   size_t T = (size_t)m->mc.seq_len, C = (size_t)m->mc.d_model, NH = (size_t)m->mc.n_head;
   size_t hd = C / NH, th = T * hd, tt = T * T;
   float scale = (float)(1.0 / sqrt((double)hd));
   long nbh = (long)(B * NH);
+  const int want_max = ctx->collect_outliers;
   gather_heads(s, qkv, NULL, B, T, C, NH);
+  if (m->mc.qk_layernorm) qk_norm_forward(m, &s->blk[l], B);
   /* S = q k^T */
   xp_matmul_batch(ctx, &(xp_gemm_desc){.lin = -1, .role = XP_FPROP,
                                        .a = {.kind = XP_INPUT, .p = s->hq},
@@ -304,6 +361,20 @@ static int attention_forward(const xp_model *m, xp_ctx *ctx, size_t B, const flo
       for (size_t j = 0; j <= i; j++) pr[j] = (float)(pr[j] / sum);
       for (size_t j = i + 1; j < T; j++) pr[j] = 0.0f;
     }
+    if (want_max) { /* the logits as the softmax saw them: S * scale in float */
+      float am = 0.0f;
+      for (size_t i = 0; i < T; i++)
+        for (size_t j = 0; j <= i; j++) {
+          const float a = fabsf(S[i * T + j] * scale);
+          am = a > am || isnan(a) ? a : am;
+        }
+      s->hlmax[bh] = am;
+    }
+  }
+  if (want_max) { /* over (sequence, head) in order */
+    double am = 0.0;
+    for (long bh = 0; bh < nbh; bh++) am = s->hlmax[bh] > am || isnan(s->hlmax[bh]) ? s->hlmax[bh] : am;
+    s->lmax[l] = am;
   }
   /* o = P v */
   xp_matmul_batch(ctx, &(xp_gemm_desc){.lin = -1, .role = XP_FPROP,
@@ -324,7 +395,7 @@ static int attention_forward(const xp_model *m, xp_ctx *ctx, size_t B, const flo
 /* datty (BT x C) -> dqkv (BT x 3C, overwritten).
  * dP = dO v^T, dv = P^T dO, dS = P (dP - rowsum(P dP)) / sqrt(hd),
  * dq = dS k, dk = dS^T q; each product for every (sequence, head) at once. */
-static int attention_backward(const xp_model *m, xp_ctx *ctx, size_t B, const float *qkv,
+static int attention_backward(const xp_model *m, xp_ctx *ctx, int l, size_t B, const float *qkv,
                               const float *att, const float *datty, float *dqkv) {
   const gpt_state *s = m->act;
   size_t T = (size_t)m->mc.seq_len, C = (size_t)m->mc.d_model, NH = (size_t)m->mc.n_head;
@@ -333,6 +404,8 @@ static int attention_backward(const xp_model *m, xp_ctx *ctx, size_t B, const fl
   long nbh = (long)(B * NH);
   nb = (size_t)nbh;
   gather_heads(s, qkv, datty, B, T, C, NH);
+  const gpt_block_idx *k = &s->blk[l];
+  if (m->mc.qk_layernorm) qk_norm_forward(m, k, B);
   /* dP = dO v^T */
   xp_matmul_batch(ctx, &(xp_gemm_desc){.lin = -1, .role = XP_DGRAD,
                                        .a = {.kind = XP_GRAD, .p = s->hdo},
@@ -373,6 +446,17 @@ static int attention_backward(const xp_model *m, xp_ctx *ctx, size_t B, const fl
                                        .m = T, .n = hd, .k = T, .d = s->hdk},
                   nb, tt, th, th);
   if (ctx->failed) return -1;
+  if (m->mc.qk_layernorm) { /* through the norms: d(raw q, k) into hdq, hdk */
+    size_t rows = nb * T;
+    memset(s->hdqr, 0, rows * hd * sizeof(float));
+    memset(s->hdkr, 0, rows * hd * sizeof(float));
+    xp_norm_backward(m->mc.rmsnorm, s->hdq, s->hqr, P(k->qg), s->qmean, s->qrstd, s->hdqr, G(k->qg), NULL,
+                     rows, hd);
+    xp_norm_backward(m->mc.rmsnorm, s->hdk, s->hkr, P(k->kg), s->kmean, s->krstd, s->hdkr, G(k->kg), NULL,
+                     rows, hd);
+    memcpy(s->hdq, s->hdqr, rows * hd * sizeof(float));
+    memcpy(s->hdk, s->hdkr, rows * hd * sizeof(float));
+  }
 #pragma omp parallel for schedule(static)
   for (long bh = 0; bh < nbh; bh++) {
     size_t b = (size_t)bh / NH, h = (size_t)bh % NH, o = (size_t)bh * th;
@@ -420,7 +504,7 @@ static int forward_logits(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
     /* attention sublayer: xa = x + proj(attn(norm1(x))) */
     xp_norm_forward(rms, x, P(k->ln1g), PN(k->ln1b), a->ln1, a->ln1_mean, a->ln1_rstd, BT, C);
     if (xp_linear_forward(ctx, k->lin[LIN_QKV], a->ln1, P(k->qkvw), P(k->qkvb), a->qkv, BT, C, 3 * C)) return -1;
-    if (attention_forward(m, ctx, B, a->qkv, a->att, a->atty)) return -1;
+    if (attention_forward(m, ctx, l, B, a->qkv, a->att, a->atty)) return -1;
     if (xp_linear_forward(ctx, k->lin[LIN_PROJ], a->atty, P(k->projw), P(k->projb), s->tmp, BT, C, C)) return -1;
     xp_add(xa, x, s->tmp, BT * C);
     /* MLP sublayer: xm = xa + fc2(act(fc(norm2(xa)))) */
@@ -443,6 +527,10 @@ static int gpt_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss
   for (size_t i = 0; i < BT; i++)
     if (b->targets[i] < 0 || b->targets[i] >= m->vocab) return xp_fail(ctx, "gpt: target outside the vocabulary");
   *loss = xp_softmax_xent_forward(s->logits, b->targets, s->probs, BT, (size_t)m->vocab);
+  if (m->mc.z_loss > 0 || ctx->collect_outliers) {
+    const double z = xp_lse_forward(s->logits, s->lse, BT, (size_t)m->vocab);
+    if (m->mc.z_loss > 0) *loss += m->mc.z_loss * z;
+  }
   return 0;
 }
 
@@ -466,6 +554,7 @@ static int gpt_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
 
   /* head: dlogits -> lm_head -> final norm (into dres, zeroed first) */
   xp_softmax_xent_backward(s->probs, b->targets, s->dlogits, BT, V);
+  if (m->mc.z_loss > 0) xp_zloss_backward(s->probs, s->lse, m->mc.z_loss, s->dlogits, BT, V);
   if (xp_linear_backward(ctx, s->lin_head, s->dlogits, s->lnf, P(s->headw), G(s->headw), G(s->headb),
                          s->dln, NULL, BT, C, V))
     return -1;
@@ -492,7 +581,7 @@ static int gpt_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
     if (xp_linear_backward(ctx, k->lin[LIN_PROJ], s->dres, a->atty, P(k->projw), G(k->projw), G(k->projb),
                            s->datty, NULL, BT, C, C))
       return -1;
-    if (attention_backward(m, ctx, B, a->qkv, a->att, s->datty, s->dqkv)) return -1;
+    if (attention_backward(m, ctx, l, B, a->qkv, a->att, s->datty, s->dqkv)) return -1;
     if (xp_linear_backward(ctx, k->lin[LIN_QKV], s->dqkv, a->ln1, P(k->qkvw), G(k->qkvw), G(k->qkvb), s->dln,
                            NULL, BT, C, 3 * C))
       return -1;
@@ -552,6 +641,52 @@ static void gpt_range_shift(xp_model *m, xp_optim *o, int sh) {
   scale_tensor(m, o, s->headw, -sh);
 }
 
+/* ---- outlier metrics -------------------------------------------------------- */
+
+/* The columns: the model's, then per block (SwiGLU adds the gate/up cosines);
+ * csv NULL: only count them. */
+static const char *const model_cols[] = {"lse_mean", "lse_max", "head_in_amax", "head_in_rms"};
+static const char *const block_cols[] = {"logit_max", "kurtosis",  "qkv_in_amax", "qkv_in_rms",
+                                         "proj_in_amax", "proj_in_rms", "fc_in_amax", "fc_in_rms",
+                                         "fc2_in_amax", "fc2_in_rms", "gate_up_cos_max", "gate_up_cos_mean"};
+#define N_MODEL_COLS 4
+#define N_BLOCK_COLS(swiglu) ((swiglu) ? 12 : 10)
+
+static int gpt_outliers_header(const xp_model *m, FILE *csv) {
+  int n = 0;
+  for (int i = 0; i < N_MODEL_COLS; i++, n++)
+    if (csv) fprintf(csv, ",%s", model_cols[i]);
+  for (int l = 0; l < m->mc.n_layer; l++)
+    for (int i = 0; i < N_BLOCK_COLS(m->mc.swiglu); i++, n++)
+      if (csv) fprintf(csv, ",h%d.%s", l, block_cols[i]);
+  return n;
+}
+
+/* From the last forward (run with ctx->collect_outliers) and the weights it
+ * used: per block the max |attention logit|, the kurtosis of the residual
+ * stream the block writes, amax and rms of each linear layer's input, and
+ * (SwiGLU) |cos| of fc's gate and up rows; the logits' logsumexp and
+ * lm_head's input. */
+static void gpt_outliers(xp_model *m, double *row) {
+  gpt_state *s = m->act;
+  size_t T = (size_t)m->mc.seq_len, C = (size_t)m->mc.d_model, BT = s->n_last * T;
+  size_t H = (size_t)s->H, stride = (size_t)m->mc.batch * T * C;
+  double *r = row;
+  xp_mean_max(s->lse, BT, &r[0], &r[1]);
+  xp_amax_rms(s->lnf, BT * C, &r[2], &r[3]);
+  r += N_MODEL_COLS;
+  for (int l = 0; l < m->mc.n_layer; l++, r += N_BLOCK_COLS(m->mc.swiglu)) {
+    const gpt_block_act *a = &s->act[l];
+    r[0] = s->lmax[l];
+    r[1] = xp_channel_kurtosis(s->res + (size_t)(2 * l + 2) * stride, BT, C, s->kscr);
+    xp_amax_rms(a->ln1, BT * C, &r[2], &r[3]);
+    xp_amax_rms(a->atty, BT * C, &r[4], &r[5]);
+    xp_amax_rms(a->ln2, BT * C, &r[6], &r[7]);
+    xp_amax_rms(a->fcact, BT * H, &r[8], &r[9]);
+    if (m->mc.swiglu) xp_pair_cosine(P(s->blk[l].fcw), H, C, &r[10], &r[11]);
+  }
+}
+
 const xp_model_ops xp_gpt_model = {
   .name = "gpt",
   .kind = XP_MODEL_GPT,
@@ -562,4 +697,6 @@ const xp_model_ops xp_gpt_model = {
   .backward = gpt_backward,
   .predict = gpt_predict,
   .range_shift = gpt_range_shift,
+  .outliers_header = gpt_outliers_header,
+  .outliers = gpt_outliers,
 };

@@ -215,3 +215,32 @@ void xp_softmax_xent_backward(const float *probs, const int *targets, float *dlo
     for (size_t v = 0; v < V; v++) d[v] = (p[v] - ((int)v == targets[t] ? 1.0f : 0.0f)) * inv;
   }
 }
+
+/* ---- z-loss ----------------------------------------------------------------- */
+
+double xp_lse_forward(const float *logits, float *lse, size_t T, size_t V) {
+  long rows = (long)T;
+#pragma omp parallel for schedule(static)
+  for (long t = 0; t < rows; t++) {
+    const float *l = logits + (size_t)t * V;
+    float mx = l[0];
+    for (size_t v = 1; v < V; v++) mx = l[v] > mx ? l[v] : mx;
+    double s = 0.0;
+    for (size_t v = 0; v < V; v++) s += exp((double)l[v] - mx);
+    lse[t] = (float)(mx + log(s));
+  }
+  double z = 0.0;
+  for (size_t t = 0; t < T; t++) z += (double)lse[t] * lse[t];
+  return T ? z / (double)T : 0.0;
+}
+
+void xp_zloss_backward(const float *probs, const float *lse, double coef, float *dlogits, size_t T, size_t V) {
+  long rows = (long)T;
+#pragma omp parallel for schedule(static)
+  for (long t = 0; t < rows; t++) {
+    const float f = (float)(2.0 * coef * lse[t] / (double)T);
+    const float *p = probs + (size_t)t * V;
+    float *d = dlogits + (size_t)t * V;
+    for (size_t v = 0; v < V; v++) d[v] += f * p[v];
+  }
+}

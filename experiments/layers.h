@@ -70,4 +70,22 @@ double xp_softmax_xent_forward(const float *logits, const int *targets, float *p
 void xp_softmax_xent_backward(const float *probs, const int *targets, float *dlogits, size_t T,
                               size_t V);
 
+/* z-loss (PaLM): lse (T) = logsumexp of each row of logits (T x V); returns
+ * mean(lse^2) over the rows (double, rows summed in order). */
+double xp_lse_forward(const float *logits, float *lse, size_t T, size_t V);
+/* dlogits += coef * 2 lse_t probs_t / T: the gradient of coef * mean(lse^2). */
+void xp_zloss_backward(const float *probs, const float *lse, double coef, float *dlogits, size_t T, size_t V);
+
+/* ---- outlier metrics (outliers.c): double, index order, one thread -------- */
+
+/* max |x| and sqrt(mean x^2) of n values. */
+void xp_amax_rms(const float *x, size_t n, double *amax, double *rms);
+/* He et al. 2024: s_c = mean over rows of x[t,c]^2; mean(s^2) / mean(s)^2.
+ * x (T x C); s: scratch of C doubles. */
+double xp_channel_kurtosis(const float *x, size_t T, size_t C, double *s);
+/* w (2H x C): |cosine| of rows j and H + j; the max and mean over j. */
+void xp_pair_cosine(const float *w, size_t H, size_t C, double *cmax, double *cmean);
+/* mean and max of n values. */
+void xp_mean_max(const float *v, size_t n, double *mean, double *max);
+
 #endif

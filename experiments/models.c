@@ -51,3 +51,13 @@ int xp_model_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) { return m->o
 int xp_model_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out) {
   return m->ops->predict(m, ctx, b, out);
 }
+
+int xp_model_outliers_header(const xp_model *m, FILE *csv) {
+  return m->ops->outliers_header ? m->ops->outliers_header(m, csv) : -1;
+}
+
+int xp_model_outliers(xp_model *m, double *row) {
+  if (!m->ops->outliers) return -1;
+  m->ops->outliers(m, row);
+  return 0;
+}

@@ -31,6 +31,7 @@ static const st_hook HOOKS[] = {
   {"rounding", st_report_rounding},       {"lrsweep", st_report_lrsweep},
   {"rangeshift", st_report_rangeshift},   {"delayedlag", st_report_delayedlag},
   {"failsafe", st_report_failsafe},
+  {"outliers", st_report_outliers},
 };
 #define NHOOK ((int)(sizeof HOOKS / sizeof HOOKS[0]))
 
@@ -39,7 +40,7 @@ st_report_fn st_report_hook(const char *name) {
     if (!strcmp(HOOKS[i].name, name)) return HOOKS[i].report;
   return NULL;
 }
-const char *st_report_hooks(void) { return "default, mantissa, recipes, fallback, calibration, accumulation, rounding, lrsweep, rangeshift, delayedlag, failsafe"; }
+const char *st_report_hooks(void) { return "default, mantissa, recipes, fallback, calibration, accumulation, rounding, lrsweep, rangeshift, delayedlag, failsafe, outliers"; }
 
 /* Folders that hold the built-in study files, in the order searched: the
  * EXMY_STUDY_DIR environment variable, the source tree (a build tree's

@@ -156,6 +156,10 @@ void st_cat(char *buf, size_t n, const char *fmt, ...) __attribute__((format(pri
 double st_mean_of(const double *v, int n);
 double st_sd_of(const double *v, int n);
 double st_spearman(const double *x, const double *y, int n);
+/* a predicted rank correlation (the outliers analysis): 1 when rho >= thr,
+ * 0 when rho <= 0 (no or the opposite trend), -1 inconclusive (between, NaN,
+ * or fewer than min_n points) */
+int st_rho_verdict(int n, double rho, int min_n, double thr);
 void st_base_kv(study *st, const char *k, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A config ("key=value" strings) crossed with every learning rate and seed. */
 void st_add_cfgv(study *st, const char *name, const char *group, double x, const char *tag, int phase,
@@ -208,6 +212,13 @@ void st_report_lrsweep(study *st, FILE *md);
 void st_report_rangeshift(study *st, FILE *md);
 void st_report_delayedlag(study *st, FILE *md);
 void st_report_failsafe(study *st, FILE *md);
+void st_report_outliers(study *st, FILE *md);
+/* The last row of a run's outliers.csv summarized (study_outliers.c): the
+ * largest max |attention logit|, kurtosis, amax/rms of a GEMM input
+ * (X_in_amax over the X_in_rms beside it) and gate/up |cos| over the blocks,
+ * and lse_max; NaN for what the columns do not have. */
+typedef struct st_outl { double logit, kurt, ratio, lse, cos; } st_outl;
+void st_outliers_row(char **name, const double *v, int n, st_outl *o);
 /* learning-rate sweeps (study_lrsweep.c); loss[i] over learning rates in
  * ascending order, +inf for a failed run */
 int st_lr_max_index(const double *loss, int nlr, double best, double delta);

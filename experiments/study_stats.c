@@ -37,8 +37,9 @@ static void ranks(const double *v, int n, double *r) {
   }
 }
 double st_spearman(const double *x, const double *y, int n) {
-  double rx[64], ry[64];
-  if (n < 3 || n > 64) return NAN;
+  if (n < 3) return NAN;
+  double *rx = malloc(2 * (size_t)n * sizeof *rx), *ry = rx + n;
+  if (!rx) return NAN;
   ranks(x, n, rx);
   ranks(y, n, ry);
   double mx = st_mean_of(rx, n), my = st_mean_of(ry, n), sxy = 0, sxx = 0, syy = 0;
@@ -47,7 +48,15 @@ double st_spearman(const double *x, const double *y, int n) {
     sxx += (rx[i] - mx) * (rx[i] - mx);
     syy += (ry[i] - my) * (ry[i] - my);
   }
+  free(rx);
   return sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : NAN;
+}
+
+int st_rho_verdict(int n, double rho, int min_n, double thr) {
+  if (n < min_n || !isfinite(rho)) return -1;
+  if (rho >= thr) return 1;
+  if (rho <= 0) return 0;
+  return -1;
 }
 
 /* ---- paired claims (docs/studies/README.md, "Statistics") ------------- */

@@ -117,8 +117,10 @@ typedef struct run {
   xp_detector det;
   xp_batch_buf bb;
   int have_model, have_data, have_ctx, have_opt, have_det, have_bb;
-  FILE *log[3];                 /* loss.csv, stats.csv, stats.jsonl (NULL: not written) */
-  char log_path[3][XP_PATH + 32];
+  FILE *log[4];                 /* loss.csv, stats.csv, stats.jsonl, outliers.csv (NULL: not written) */
+  char log_path[4][XP_PATH + 32];
+  double *orow;                 /* one outliers.csv row (ocols values), allocated once */
+  int ocols;
 } run;
 
 /* The range shift (config range_shift): the same function, other tensor ranges. */
@@ -129,12 +131,13 @@ static void shift_ranges(run *r, const xp_config *c, long step) {
             c->range_shift, -c->range_shift);
 }
 
-enum { LOG_LOSS, LOG_STATS, LOG_JSONL };
-static const char *const log_name[3] = {"loss.csv", "stats.csv", "stats.jsonl"};
+enum { LOG_LOSS, LOG_STATS, LOG_JSONL, LOG_OUTLIERS, NLOG };
+static const char *const log_name[NLOG] = {"loss.csv", "stats.csv", "stats.jsonl", "outliers.csv"};
 
 static void run_free(run *r) {
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < NLOG; i++)
     if (r->log[i]) fclose(r->log[i]);
+  free(r->orow);
   if (r->have_bb) xp_batch_free(&r->bb);
   if (r->have_det) xp_detector_free(&r->det);
   if (r->have_opt) xp_optim_free(&r->opt);
@@ -188,6 +191,11 @@ static int open_log(const xp_config *c, run *r, int i, int resume, long start, l
   if (keep == 0) {
     if (i == LOG_LOSS) fprintf(f, "step,loss,lr,grad_norm,mode,spike\n");
     if (i == LOG_STATS) xp_ctx_stats_header(f);
+    if (i == LOG_OUTLIERS) {
+      fputs("step", f);
+      xp_model_outliers_header(&r->model, f);
+      fputc('\n', f);
+    }
   }
   return 0;
 }
@@ -196,7 +204,7 @@ static int open_log(const xp_config *c, run *r, int i, int resume, long start, l
  * before a checkpoint says their rows exist): -1 naming the file. */
 static int logs_check(run *r, int flush, char *err, size_t errlen) {
   const int e0 = errno;
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < NLOG; i++) {
     FILE *f = r->log[i];
     if (!f) continue;
     if (ferror(f)) return xp_errf(err, errlen, "cannot write '%s': %s", r->log_path[i], strerror(e0 ? e0 : EIO));
@@ -209,7 +217,7 @@ static int logs_check(run *r, int flush, char *err, size_t errlen) {
 
 static int logs_close(run *r, char *err, size_t errlen) {
   int rc = 0;
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < NLOG; i++) {
     if (!r->log[i]) continue;
     if (close_checked(r->log[i], r->log_path[i], rc ? NULL : err, rc ? 0 : errlen)) rc = -1;
     r->log[i] = NULL;
@@ -262,6 +270,16 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
     goto out;
   }
   r.have_det = 1;
+  if (c->outliers_every) {
+    if ((r.ocols = xp_model_outliers_header(&r.model, NULL)) < 0) {
+      xp_errf(err, errlen, "outliers_every: model %s has no outlier metrics (gpt has)", r.model.ops->name);
+      goto out;
+    }
+    if (!(r.orow = calloc((size_t)r.ocols + 1, sizeof *r.orow))) {
+      xp_errf(err, errlen, "out of memory");
+      goto out;
+    }
+  }
   res->nparams = r.model.nparams;
   res->loss = calloc((size_t)c->steps + 1, sizeof(double));
   if (!res->loss) {
@@ -304,6 +322,7 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
       if (open_log(c, &r, LOG_STATS, resumed, start, &rows, err, errlen)) goto out;
       if (open_log(c, &r, LOG_JSONL, resumed, start, &rows, err, errlen)) goto out;
     }
+    if (c->outliers_every && open_log(c, &r, LOG_OUTLIERS, resumed, start, &rows, err, errlen)) goto out;
     if (!(written = malloc(sizeof *written))) {
       xp_errf(err, errlen, "out of memory");
       goto out;
@@ -357,8 +376,13 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
     }
     r.ctx.collect_stats = mode == XP_MODE_NORMAL && c->stats_every && s % c->stats_every == 0;
     r.ctx.dump = c->dump_layers[0] && s == c->dump_step;
+    r.ctx.collect_outliers = c->outliers_every && s % c->outliers_every == 0;
     double loss, gnorm;
     if (step_grad(&r, mode, &loss)) goto gemm_fail;
+    if (r.ctx.collect_outliers) { /* before the update: the weights this step used */
+      xp_model_outliers(&r.model, r.orow);
+      r.ctx.collect_outliers = 0;
+    }
     xp_optim_step(&r.opt, &r.model, c, s, lr, &gnorm);
     r.ctx.mode = mode;
     xp_ctx_step_end(&r.ctx);
@@ -369,6 +393,11 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
       fprintf(r.log[LOG_LOSS], "%ld,%.9g,%.9g,%.9g,%s,%d\n", s, loss, lr, gnorm, mode == XP_MODE_HIGH ? "high" : "fp8",
               verdict == 1);
     if (r.ctx.collect_stats && r.log[LOG_STATS]) xp_ctx_stats_write(&r.ctx, s, r.log[LOG_STATS], r.log[LOG_JSONL]);
+    if (c->outliers_every && s % c->outliers_every == 0 && r.log[LOG_OUTLIERS]) {
+      fprintf(r.log[LOG_OUTLIERS], "%ld", s);
+      for (int i = 0; i < r.ocols; i++) fprintf(r.log[LOG_OUTLIERS], ",%.9g", r.orow[i]);
+      fputc('\n', r.log[LOG_OUTLIERS]);
+    }
     if (logs_check(&r, 0, err, errlen)) goto out;
     if (c->progress && (tty || (s + 1) % c->log_every == 0 || s + 1 == end))
       progress_line(c, s, loss, lr, (now() - tloop) / (double)(s - start + 1), mode, tty);

@@ -63,6 +63,8 @@ typedef struct xp_model_config {
   int n_layer, d_model, n_head, seq_len;
   int swiglu;                   /* 0: GELU MLP (4d), 1: SwiGLU (hidden 8d/3 rounded to 8) */
   int rmsnorm;                  /* 0: LayerNorm, 1: RMSNorm */
+  int qk_layernorm;             /* gpt: 1 normalizes q and k per head (the model's norm, gains shared by heads) */
+  double z_loss;                /* gpt: PaLM's z-loss coefficient C: loss += C mean(logsumexp^2) (0 off) */
   /* mlp, mlp-class (teacher-student): in -> hidden -> [norm, linear, gelu, +]^depth -> norm -> out */
   int in_dim, hidden, depth, out_dim;
   int batch;                    /* sequences (gpt) or examples (mlp) per step */
@@ -93,6 +95,7 @@ typedef struct xp_config {
   /* runs */
   long log_every;               /* progress line / per-step CSV always; this is the console rate */
   long stats_every;             /* per-layer FP8 statistics every N steps (0 off) */
+  long outliers_every;          /* outlier metrics (outliers.csv) every N steps (0 off) */
   long ckpt_every;              /* checkpoint every N steps (0: only at the end when ckpt is set) */
   char ckpt[XP_PATH];           /* checkpoint path ("" none) */
   char resume[XP_PATH];         /* checkpoint to start from ("" none) */
@@ -153,6 +156,7 @@ typedef struct xp_ctx {
   long step;                    /* the step being computed (SR streams, dumps) */
   int mode;                     /* XP_MODE_* below */
   int collect_stats;            /* this step: record exmy_qtensor_stats of every operand */
+  int collect_outliers;         /* this step: the forward keeps what the outlier metrics need */
   int dump;                     /* this step: dump the operands of cfg->dump_layers */
   char err[EXMY_ERRLEN];        /* the first GEMM error */
   int failed;
@@ -270,6 +274,12 @@ struct xp_model_ops {
    * (and bias) times 2^s, the weights of the linear layer it feeds times
    * 2^-s, o's AdamW moments as if trained so (NULL: the model has no norms). */
   void (*range_shift)(xp_model *m, struct xp_optim *o, int s);
+  /* Outlier metrics (NULL: the model has none).  outliers_header writes
+   * the CSV columns after "step" (",name" each) and returns their count;
+   * outliers fills that many values from the last forward and backward,
+   * run with ctx->collect_outliers set (docs/training.md). */
+  int (*outliers_header)(const xp_model *m, FILE *csv);
+  void (*outliers)(xp_model *m, double *row);
 };
 
 /* The model table: by `model` name (NULL: none), by kind, and its size
@@ -287,6 +297,10 @@ void xp_model_free(xp_model *m);
 int xp_model_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss);
 /* Gradients of the mean loss of the last forward into m->grads (overwritten). */
 int xp_model_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b);
+/* Outlier metrics of the last step (xp_model_ops.outliers_header and
+ * .outliers): -1 when the model has none. */
+int xp_model_outliers_header(const xp_model *m, FILE *csv);
+int xp_model_outliers(xp_model *m, double *row);
 /* Outputs without a loss (mlp: b->n x out_dim predictions or logits; gpt:
  * b->n*seq_len x vocab logits) into out.  The mlp teacher uses it. */
 int xp_model_predict(xp_model *m, xp_ctx *ctx, const xp_batch *b, float *out);

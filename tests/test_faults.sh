@@ -2,7 +2,7 @@
 # test_faults.sh: `exmy train` survives faults (docs/training.md, "Faults"):
 #   kill -9 after some steps, right after a checkpoint and during a checkpoint
 #   write, then --resume: every output file (config.txt, loss.csv, stats.csv,
-#   stats.jsonl, summary.json but its two wall-clock fields, the checkpoint)
+#   stats.jsonl, outliers.csv, summary.json but its two wall-clock fields, the checkpoint)
 #   is byte-identical to an uninterrupted run's;
 #   SIGTERM / SIGINT: a checkpoint after the current step, one line, status
 #   143 / 130, and the resumed run is again identical;
@@ -14,9 +14,9 @@ NAME=test_faults
 . "${srcdir:-.}/tests/cli_harness.sh"
 
 A="--n_layer 1 --d_model 32 --n_head 2 --seq_len 16 --batch 4 --steps 80 --eval_batches 1 --progress 0
-   --prec hybrid;round.grad=sr --stats_every 5 --ckpt_every 10 --threads 1"
+   --prec hybrid;round.grad=sr --stats_every 5 --outliers_every 3 --ckpt_every 10 --threads 1"
 D="$T/run"
-FILES="config.txt loss.csv stats.csv stats.jsonl summary.json k.ckpt"
+FILES="config.txt loss.csv stats.csv stats.jsonl outliers.csv summary.json k.ckpt"
 go() { run train $A --out_dir "$D" --ckpt "$D/k.ckpt" "$@"; }
 bg() { $PRE "$EXMY" train $A --out_dir "$D" --ckpt "$D/k.ckpt" "$@" </dev/null >"$T/out" 2>"$T/err" & pid=$!; }
 PRE=

@@ -116,5 +116,31 @@ int main(void) {
   CHECK(st_lr_shift_verdict(5, -1.0, 0.0, 1) == -1, "shift CI touching -1 and 0: not inconclusive");
   CHECK(st_lr_shift_verdict(2, -2.0, -1.0, 1) == -1, "two seeds: not inconclusive");
   CHECK(st_lr_shift_verdict(5, NAN, NAN, 1) == -1, "no pairs: not inconclusive");
+  /* the outliers analysis: a predicted rank correlation (min_n 8, threshold 0.5) */
+  CHECK(st_rho_verdict(8, 0.5, 8, 0.5) == 1, "rho at the threshold: not reproduced");
+  CHECK(st_rho_verdict(8, 0.49, 8, 0.5) == -1, "rho between 0 and the threshold: not inconclusive");
+  CHECK(st_rho_verdict(8, 0.0, 8, 0.5) == 0, "rho 0: not 'not reproduced'");
+  CHECK(st_rho_verdict(20, -0.7, 8, 0.5) == 0, "rho of the opposite sign: not 'not reproduced'");
+  CHECK(st_rho_verdict(7, 0.9, 8, 0.5) == -1, "7 points: not inconclusive");
+  CHECK(st_rho_verdict(30, NAN, 8, 0.5) == -1, "rho NaN (a constant): not inconclusive");
+  /* Spearman beyond 64 points (the full outliers study pools up to 96 runs) */
+  double sx[100], sy[100];
+  for (int i = 0; i < 100; i++) sx[i] = i, sy[i] = (double)(i * i) - (i % 2 ? 0.5 : 0.0);
+  CHECK(st_spearman(sx, sy, 100) == 1.0, "Spearman of 100 increasing pairs %a, want 1", st_spearman(sx, sy, 100));
+  for (int i = 0; i < 100; i++) sy[i] = -sy[i];
+  CHECK(st_spearman(sx, sy, 100) == -1.0, "Spearman of 100 decreasing pairs %a, want -1", st_spearman(sx, sy, 100));
+  /* one outliers.csv row summarized: maxima over blocks, amax over the rms beside it */
+  char c0[] = "lse_mean", c1[] = "lse_max", c2[] = "head_in_amax", c3[] = "head_in_rms", c4[] = "h0.logit_max",
+       c5[] = "h0.kurtosis", c6[] = "h0.fc2_in_amax", c7[] = "h0.fc2_in_rms", c8[] = "h1.logit_max", c9[] = "h1.kurtosis",
+       c10[] = "h1.gate_up_cos_max", c11[] = "h1.gate_up_cos_mean";
+  char *names[] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};
+  const double vals[] = {3.0, 4.5, 8.0, 2.0, 7.0, 1.5, 30.0, 3.0, 9.0, 1.25, 0.5, 0.25};
+  st_outl ol;
+  st_outliers_row(names, vals, 12, &ol);
+  CHECK(ol.logit == 9.0 && ol.kurt == 1.5 && ol.ratio == 10.0 && ol.lse == 4.5 && ol.cos == 0.5,
+        "outliers row: logit %a kurt %a ratio %a lse %a cos %a, want 9 1.5 10 4.5 0.5", ol.logit, ol.kurt, ol.ratio,
+        ol.lse, ol.cos);
+  st_outliers_row(names, vals, 10, &ol); /* GELU: no cosine columns */
+  CHECK(isnan(ol.cos), "outliers row without gate/up columns: cos %a, want NaN", ol.cos);
   return tu_finish("test_study_stats");
 }

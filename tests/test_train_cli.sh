@@ -64,6 +64,20 @@ run train $TINY --prec "hybrid;round.grad=sr" --out_dir "$T/t1" --threads 1
 run train $TINY --prec "hybrid;round.grad=sr" --out_dir "$T/t2" --threads 2
 if cmp -s "$T/t1/loss.csv" "$T/t2/loss.csv" && cmp -s "$T/t1/loss.csv" "$T/full/loss.csv"; then pass "threads 1 and 2: identical loss.csv"
 else fail "threads 1 and 2: identical loss.csv"; fi
+# outlier metrics: SwiGLU + RMSNorm with both controls, every 2 steps, the same bits at 1 and 2 threads
+O="--swiglu 1 --rmsnorm 1 --qk_layernorm 1 --z_loss 1e-4 --outliers_every 2"
+run train $TINY $O --prec hybrid --out_dir "$T/o1" --threads 1
+run train $TINY $O --prec hybrid --out_dir "$T/o2" --threads 2
+cols=$(head -n 1 "$T/o1/outliers.csv" 2>/dev/null | tr ',' '\n' | wc -l)
+orows=$(awk 'END{print NR}' "$T/o1/outliers.csv" 2>/dev/null)
+if [ "$rc" -eq 0 ] && cmp -s "$T/o1/outliers.csv" "$T/o2/outliers.csv" && [ "$cols" = 17 ] && [ "$orows" = 4 ] &&
+   head -n 1 "$T/o1/outliers.csv" | grep -q "^step,lse_mean,lse_max,head_in_amax,head_in_rms,h0.logit_max,h0.kurtosis,"
+then pass "outliers.csv: steps 0 2 4 x 17 columns, identical at threads 1 and 2"
+else fail "outliers.csv at threads 1 and 2" "cols $cols rows $orows" "$(diff "$T/o1/outliers.csv" "$T/o2/outliers.csv" | head -2 | tr '\n' '|')"; fi
+run train $TINY --model mlp --outliers_every 2
+if [ "$rc" -eq 2 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "^exmy: train: outliers_every: model mlp has no outlier metrics" "$T/err"
+then pass "outliers_every on the mlp: exit 2, one line"
+else fail "outliers_every on the mlp: exit 2, one line" "status $rc" "$(txt "$T/err")"; fi
 
 printf 'hello world, this is a tiny text file for the data option. ' >"$T/text.txt"
 for i in 1 2 3 4 5 6; do cat "$T/text.txt" "$T/text.txt" >"$T/t2.txt"; mv "$T/t2.txt" "$T/text.txt"; done

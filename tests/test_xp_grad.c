@@ -9,7 +9,10 @@
  * the engine's analytic gradients, and the engine's loss must match the fp64
  * loss.  Forward + backward with 1, 2 and 3 OpenMP threads must give the same
  * loss and gradient bits, and xp_model_predict the outputs the loss came
- * from. */
+ * from.  The GPT's outlier metrics (outliers_every) of that forward must
+ * match the same quantities taken from the fp64 forward, computed here from
+ * their definitions in docs/training.md, and be the same bits at 1, 2 and 3
+ * threads. */
 #include "experiments/xp.h"
 #include "testutil.h"
 #include <math.h>
@@ -21,12 +24,14 @@
 #define SAMPLES 24      /* parameters checked per tensor */
 #define GRAD_TOL 2e-3   /* relative, with a floor of 1e-3 x the tensor's largest |fd| */
 #define LOSS_TOL 1e-5   /* engine loss vs fp64 loss, relative */
+#define OBS_TOL 1e-5    /* engine (fp32 activations) vs fp64 outlier metrics, relative */
 
 /* ---- the fp64 reference ---------------------------------------------------- */
 
 typedef struct ref {
   const xp_model *m;            /* names, offsets, shapes */
   const double *p;              /* the parameters in double */
+  double *obs;                  /* not NULL: the outlier metrics, in outliers.csv's column order */
 } ref;
 
 static const double *R(const ref *r, const char *fmt, int i) {
@@ -65,18 +70,39 @@ static void d_norm(const double *x, const double *g, const double *b, double *y,
 static double d_gelu(double x) { return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
 static double d_silu(double x) { return x / (1.0 + exp(-x)); }
 
-/* mean cross-entropy of logits (T x V) against targets */
-static double d_xent(const double *logits, const int *tg, int T, int V) {
+/* max |x| and root mean square of n values */
+static void d_amax_rms(const double *x, int n, double *out) {
+  double mx = 0.0, ss = 0.0;
+  for (int i = 0; i < n; i++) mx = fmax(mx, fabs(x[i])), ss += x[i] * x[i];
+  out[0] = mx, out[1] = sqrt(ss / n);
+}
+
+/* kurtosis of the per-channel mean squares of x (T x C): E[s^2] / E[s]^2 */
+static double d_kurtosis(const double *x, int T, int C) {
+  double e1 = 0.0, e2 = 0.0;
+  for (int c = 0; c < C; c++) {
+    double sc = 0.0;
+    for (int t = 0; t < T; t++) sc += x[t * C + c] * x[t * C + c] / T;
+    e1 += sc / C, e2 += sc * sc / C;
+  }
+  return e2 / (e1 * e1);
+}
+
+/* mean cross-entropy of logits (T x V) against targets, plus z * mean
+ * logsumexp^2 (PaLM's z-loss; z 0: none) */
+static double d_xent_z(const double *logits, const int *tg, int T, int V, double z) {
   double loss = 0.0;
   for (int t = 0; t < T; t++) {
     const double *l = logits + t * V;
     double mx = l[0], s = 0.0;
     for (int v = 1; v < V; v++) mx = fmax(mx, l[v]);
     for (int v = 0; v < V; v++) s += exp(l[v] - mx);
-    loss += mx + log(s) - l[tg[t]];
+    const double lse = mx + log(s);
+    loss += lse - l[tg[t]] + z * lse * lse;
   }
   return loss / T;
 }
+static double d_xent(const double *logits, const int *tg, int T, int V) { return d_xent_z(logits, tg, T, V, 0.0); }
 
 static double ref_gpt(const ref *r, const xp_batch *bt) {
   const xp_model_config *mc = &r->m->mc;
@@ -89,24 +115,37 @@ static double ref_gpt(const ref *r, const xp_batch *bt) {
   double *qkv = malloc(sizeof(double) * BT * 3 * C), *o = malloc(sizeof(double) * BT * C);
   double *tmp = malloc(sizeof(double) * BT * C), *f = malloc(sizeof(double) * BT * F);
   double *a = malloc(sizeof(double) * BT * H), *logits = malloc(sizeof(double) * BT * V);
-  double *pr = malloc(sizeof(double) * T);
+  double *pr = malloc(sizeof(double) * T), qn[64], kn[64], zero[64] = {0};
   const double *wte = R(r, "wte", 0), *wpe = R(r, "wpe", 0);
   for (int i = 0; i < BT; i++)
     for (int c = 0; c < C; c++) x[i * C + c] = wte[bt->tokens[i] * C + c] + wpe[(i % T) * C + c];
+  const int nb = mc->swiglu ? 12 : 10;
   for (int l = 0; l < L; l++) {
+    double *ob = r->obs ? r->obs + 4 + l * nb : NULL;
+    if (ob) ob[0] = 0.0;
     d_norm(x, R(r, "h%d.ln1.g", l), rms ? NULL : R(r, "h%d.ln1.b", l), ln, BT, C);
+    if (ob) d_amax_rms(ln, BT * C, ob + 2);
     d_linear(ln, R(r, "h%d.qkv.w", l), R(r, "h%d.qkv.b", l), qkv, BT, C, 3 * C);
     for (int b = 0; b < (int)bt->n; b++)
       for (int h = 0; h < NH; h++)
         for (int i = 0; i < T; i++) {
           const double *q = qkv + (b * T + i) * 3 * C + h * hd;
           double mx = -INFINITY, s = 0.0;
+          if (mc->qk_layernorm) { /* the model's norm over the head's hd values, gains (shared by heads) only */
+            d_norm(q, R(r, "h%d.qln.g", l), rms ? NULL : zero, qn, 1, hd);
+            q = qn;
+          }
           for (int j = 0; j <= i; j++) {
             const double *k = qkv + (b * T + j) * 3 * C + C + h * hd;
+            if (mc->qk_layernorm) {
+              d_norm(k, R(r, "h%d.kln.g", l), rms ? NULL : zero, kn, 1, hd);
+              k = kn;
+            }
             double dot = 0.0;
             for (int e = 0; e < hd; e++) dot += q[e] * k[e];
             pr[j] = dot / sqrt((double)hd);
             mx = fmax(mx, pr[j]);
+            if (ob) ob[0] = fmax(ob[0], fabs(pr[j]));
           }
           for (int j = 0; j <= i; j++) s += (pr[j] = exp(pr[j] - mx));
           for (int e = 0; e < hd; e++) {
@@ -115,19 +154,43 @@ static double ref_gpt(const ref *r, const xp_batch *bt) {
             o[(b * T + i) * C + h * hd + e] = acc;
           }
         }
+    if (ob) d_amax_rms(o, BT * C, ob + 4);
     d_linear(o, R(r, "h%d.proj.w", l), R(r, "h%d.proj.b", l), tmp, BT, C, C);
     for (int i = 0; i < BT * C; i++) x[i] += tmp[i];
     d_norm(x, R(r, "h%d.ln2.g", l), rms ? NULL : R(r, "h%d.ln2.b", l), ln, BT, C);
+    if (ob) d_amax_rms(ln, BT * C, ob + 6);
     d_linear(ln, R(r, "h%d.fc.w", l), R(r, "h%d.fc.b", l), f, BT, C, F);
     for (int i = 0; i < BT; i++)
       for (int j = 0; j < H; j++)
         a[i * H + j] = mc->swiglu ? d_silu(f[i * F + j]) * f[i * F + hs + j] : d_gelu(f[i * F + j]);
     d_linear(a, R(r, "h%d.fc2.w", l), R(r, "h%d.fc2.b", l), tmp, BT, H, C);
     for (int i = 0; i < BT * C; i++) x[i] += tmp[i];
+    if (!ob) continue;
+    d_amax_rms(a, BT * H, ob + 8);
+    ob[1] = d_kurtosis(x, BT, C);
+    if (!mc->swiglu) continue;
+    const double *w = R(r, "h%d.fc.w", l); /* |cos| of gate row j and up row hs + j */
+    ob[10] = ob[11] = 0.0;
+    for (int j = 0; j < hs; j++) {
+      double ab = 0.0, aa = 0.0, bb = 0.0;
+      for (int c = 0; c < C; c++)
+        ab += w[j * C + c] * w[(hs + j) * C + c], aa += w[j * C + c] * w[j * C + c], bb += w[(hs + j) * C + c] * w[(hs + j) * C + c];
+      ob[10] = fmax(ob[10], fabs(ab) / sqrt(aa * bb));
+      ob[11] += fabs(ab) / sqrt(aa * bb) / hs;
+    }
   }
   d_norm(x, R(r, "lnf.g", 0), rms ? NULL : R(r, "lnf.b", 0), ln, BT, C);
   d_linear(ln, R(r, "lm_head.w", 0), R(r, "lm_head.b", 0), logits, BT, C, V);
-  double loss = d_xent(logits, bt->targets, BT, V);
+  if (r->obs) { /* logsumexp of each row: mean and max; lm_head's input */
+    r->obs[0] = 0.0, r->obs[1] = -INFINITY;
+    for (int t = 0; t < BT; t++) {
+      double s = 0.0;
+      for (int v = 0; v < V; v++) s += exp(logits[t * V + v]);
+      r->obs[0] += log(s) / BT, r->obs[1] = fmax(r->obs[1], log(s));
+    }
+    d_amax_rms(ln, BT * C, r->obs + 2);
+  }
+  double loss = d_xent_z(logits, bt->targets, BT, V, mc->z_loss);
   free(x), free(ln), free(qkv), free(o), free(tmp), free(f), free(a), free(logits), free(pr);
   return loss;
 }
@@ -159,7 +222,7 @@ static double ref_mlp(const ref *r, const xp_batch *bt) {
 }
 
 static double ref_loss(const xp_model *m, const double *p, const xp_batch *b) {
-  ref r = {m, p};
+  ref r = {m, p, NULL};
   return m->mc.kind == XP_MODEL_GPT ? ref_gpt(&r, b) : ref_mlp(&r, b);
 }
 
@@ -224,12 +287,27 @@ static void check_case(const char *label, const xp_model_config *mc, int vocab, 
   }
   ctx.mode = XP_MODE_FP32;
 
-  /* engine: loss and gradients */
+  /* engine: loss and gradients (gpt: and the outlier metrics) */
   set_threads(2);
-  double loss;
+  double loss, orow[64], orow1[64];
+  const int gpt_model = mc->kind == XP_MODEL_GPT, ncol = gpt_model ? xp_model_outliers_header(&m, NULL) : 0;
+  ctx.collect_outliers = gpt_model;
   CHECK(run_step(&m, &ctx, &b, &loss) == 0, "%s: engine step", label);
+  if (gpt_model) xp_model_outliers(&m, orow);
   double *p = malloc(m.nparams * sizeof *p);
   for (size_t i = 0; i < m.nparams; i++) p[i] = m.params[i];
+  if (gpt_model) { /* outlier metrics: the engine's fp32 forward against the fp64 one */
+    double obs[64], worst_o = 0.0;
+    ref ro = {&m, p, obs};
+    ref_gpt(&ro, &b);
+    for (int i = 0; i < ncol && i < 64; i++) {
+      double rel = fabs(orow[i] - obs[i]) / fmax(fabs(obs[i]), 1e-6);
+      worst_o = fmax(worst_o, rel);
+      CHECK(rel <= OBS_TOL, "%s: outlier metric %d: engine %.17g (%a) fp64 %.17g: rel %.3g", label, i, orow[i], orow[i],
+            obs[i], rel);
+    }
+    printf("%s: %d outlier metrics, worst rel err against fp64 %.2e\n", label, ncol, worst_o);
+  }
   double rl = ref_loss(&m, p, &b);
   double lerr = fabs(loss - rl) / fabs(rl);
   CHECK(lerr <= LOSS_TOL, "%s: loss %.17g (%a) vs fp64 %.17g (%a): rel %.3g", label, loss, loss, rl, rl, lerr);
@@ -272,6 +350,10 @@ static void check_case(const char *label, const xp_model_config *mc, int vocab, 
   double l1 = 0.0;
   set_threads(1);
   if (run_step(&m, &ctx, &b, &l1) == 0) memcpy(g1, m.grads, m.nparams * sizeof *g1);
+  if (gpt_model) xp_model_outliers(&m, orow1);
+  for (int i = 0; i < ncol; i++)
+    CHECK(tu_bits64(orow1[i]) == tu_bits64(orow[i]), "%s: outlier metric %d with 1 thread %a vs 2 threads %a", label, i,
+          orow1[i], orow[i]);
   CHECK(tu_bits64(l1) == tu_bits64(loss), "%s: loss with 1 thread %a vs 2 threads %a", label, l1, loss);
   for (int nt = 2; nt <= 3; nt++) {
     double l2 = 0.0;
@@ -284,8 +366,13 @@ static void check_case(const char *label, const xp_model_config *mc, int vocab, 
       if (tu_bits32(g1[i]) != tu_bits32(m.grads[i]) && !diff++) first = i;
     CHECK(diff == 0, "%s: %zu gradients differ between 1 and %d threads (first: %zu, %a vs %a)", label, diff, nt,
           first, g1[first], m.grads[first]);
+    if (gpt_model) xp_model_outliers(&m, orow);
+    for (int i = 0; i < ncol; i++)
+      CHECK(tu_bits64(orow1[i]) == tu_bits64(orow[i]), "%s: outlier metric %d with 1 thread %a vs %d threads %a", label,
+            i, orow1[i], nt, orow[i]);
   }
   set_threads(2);
+  ctx.collect_outliers = 0;
 
   /* predict: the outputs the loss came from, in the documented layout */
   size_t nout = rows * (size_t)(mc->kind == XP_MODEL_GPT ? vocab : mc->out_dim);
@@ -298,7 +385,7 @@ static void check_case(const char *label, const xp_model_config *mc, int vocab, 
       for (size_t i = 0; i < nout; i++) pl += (od[i] - y[i]) * (od[i] - y[i]);
       pl /= (double)nout;
     } else {
-      pl = d_xent(od, tgt, (int)rows, (int)(nout / rows));
+      pl = d_xent_z(od, tgt, (int)rows, (int)(nout / rows), mc->z_loss);
     }
   }
   CHECK(fabs(pl - loss) <= 1e-6 * fabs(loss), "%s: loss of predict's outputs %.17g vs forward %.17g", label, pl,
@@ -324,6 +411,13 @@ int main(void) {
   check_case("gpt layernorm+gelu", &gpt, 11, 5.0, seed);
   gpt.rmsnorm = 1, gpt.swiglu = 1;
   check_case("gpt rmsnorm+swiglu", &gpt, 11, 5.0, seed + 1);
+  /* the controls of the outliers study: qk-norm (either norm) and z-loss
+   * (a large coefficient so its gradient term is not lost in the tolerance) */
+  gpt.qk_layernorm = 1, gpt.z_loss = 0.05;
+  check_case("gpt rmsnorm+swiglu qk-norm z-loss", &gpt, 11, 5.0, seed + 4);
+  gpt.rmsnorm = 0, gpt.swiglu = 0;
+  check_case("gpt layernorm+gelu qk-norm z-loss", &gpt, 11, 5.0, seed + 5);
+  gpt.qk_layernorm = 0, gpt.rmsnorm = 0, gpt.swiglu = 0;
   xp_model_config mlp = {.kind = XP_MODEL_MLP, .in_dim = 6, .hidden = 12, .depth = 2, .out_dim = 4, .batch = 5};
   check_case("mlp regression", &mlp, 0, 1.5, seed + 2);
   mlp.kind = XP_MODEL_MLP_CLASS, mlp.out_dim = 5, mlp.rmsnorm = 1;
