@@ -104,6 +104,9 @@ int cmd_train(int argc, char **argv) {
   if (strcmp(c.data, "builtin") && c.model.kind == XP_MODEL_GPT && access(c.data, R_OK))
     cli_die("train: data: cannot read '%s': %s", c.data, strerror(errno));
   if (c.resume[0] && access(c.resume, R_OK)) cli_die("train: resume: cannot read '%s': %s", c.resume, strerror(errno));
+  if (c.model.batch % c.allreduce_ranks)
+    cli_die("train: allreduce_ranks %d does not divide batch %d (each rank takes batch/R sequences)", c.allreduce_ranks,
+            c.model.batch);
   if (c.ckpt[0]) {
     char dir[XP_PATH];
     snprintf(dir, sizeof dir, "%s", c.ckpt);

@@ -224,3 +224,19 @@ void xp_data_batch(xp_data *d, const xp_config *c, long step, int validation, xp
   bb->b.y = bb->y;
   bb->b.labels = bb->labels;
 }
+
+xp_batch xp_batch_shard(const xp_batch *b, const xp_config *c, int r, int R) {
+  xp_batch s = *b;
+  const size_t n = b->n / (size_t)R, o = (size_t)r * n;
+  s.n = n;
+  if (c->model.kind == XP_MODEL_GPT) {
+    const size_t T = (size_t)c->model.seq_len;
+    s.tokens = b->tokens + o * T;
+    s.targets = b->targets + o * T;
+    return s;
+  }
+  s.x = b->x + o * (size_t)c->model.in_dim;
+  s.y = b->y + o * (size_t)c->model.out_dim;
+  s.labels = b->labels + o;
+  return s;
+}

@@ -1,0 +1,137 @@
+/* test_recipes.c: the faithful recipes of the training engine.
+ *  - the simulated R-rank all-reduce (allreduce.c) on hand-computed cases:
+ *    MS-AMP O1's FP8 sum (one scale from the MAX of the ranks' amaxes, times
+ *    1/sqrt(R); partial sums in rank order, each rounded to e4m3fn) and the
+ *    fp32 sum of the other tensors (each rank / R, rank order);
+ *  - msamp = 3 stores linear layers' weights in fp16 (from init and after
+ *    every update) and nothing else; Adam's moments stay fp32. */
+#include "experiments/model.h"
+#include "experiments/xp.h"
+#include "tests/testutil.h"
+
+#include <math.h>
+
+static void set(xp_config *c, const char *k, const char *v) {
+  char err[EXMY_ERRLEN];
+  if (xp_config_set(c, k, v, err, sizeof err)) printf("config %s=%s: %s\n", k, v, err), exit(1);
+}
+
+/* A model of two tensors: "l.w" (linear layer l's weight) and "x.b". */
+static int tiny_model(xp_model *m) {
+  memset(m, 0, sizeof *m);
+  if (xp_add_tensor(m, "l.w", 1, 2, 1) < 0 || xp_add_tensor(m, "x.b", 1, 2, 0) < 0 || xp_alloc_params(m) ||
+      xp_set_lin_names(m, 1))
+    return -1;
+  snprintf(m->lin_name[0], 32, "l");
+  return 0;
+}
+
+static void test_allreduce(void) {
+  xp_config c;
+  xp_config_default(&c);
+  set(&c, "msamp", "3");
+  set(&c, "allreduce_ranks", "4");
+  xp_model m;
+  xp_allreduce a;
+  if (tiny_model(&m) || xp_allreduce_init(&a, &c, &m)) {
+    CHECK(0, "set-up");
+    return;
+  }
+  /* rank r's gradient: l.w[0], l.w[1], x.b[0], x.b[1] */
+  const float g[4][4] = {{1.0f, 0.5f, 1.0f, 1e-8f},
+                         {9.0f / 128, 0.0f, 2.0f, 1.0f},
+                         {9.0f / 128, 0.0f, 3.0f, -1.0f},
+                         {9.0f / 128, 0.0f, 4.0f, 0.0f}};
+  for (int r = 0; r < 4; r++) memcpy(xp_allreduce_rank(&a, &m, r), g[r], sizeof g[r]);
+  xp_allreduce_run(&a, &m);
+  /* l.w: amax 1 over the ranks -> 2^floor(log2(448)) = 256, times 1/sqrt(4): s = 128.
+   * [0]: 128 + 9 = 137 -> e4m3 144 (step 16 in [128, 256)); 144 + 9 = 153 -> 160;
+   *      160 + 9 = 169 -> 176; 176 / 128 / 4 = 0.34375 (exact mean 0.302734375;
+   *      with each rank's own scale, or another order, it differs: 9+9 = 18,
+   *      18+9 = 27 -> 28, 28 + 128 = 156 -> 160).
+   * [1]: 64 / 128 / 4 = 0.125.
+   * x.b: fp32, each rank / 4, rank order: 0.25+0.5+0.75+1 = 2.5;
+   *      2.5e-9 + 0.25 = 0.25 (absorbed), - 0.25 = 0, + 0 = 0. */
+  const float want[4] = {0.34375f, 0.125f, 2.5f, 0.0f};
+  for (int i = 0; i < 4; i++)
+    CHECK(tu_bits32(m.grads[i]) == tu_bits32(want[i]), "allreduce R=4 msamp=3: element %d = %a (0x%08x), want %a", i,
+          m.grads[i], tu_bits32(m.grads[i]), want[i]);
+  xp_allreduce_free(&a);
+  /* one rank: l.w cast to e4m3 with its own scale (amax 1 -> 256): 0.3 * 256 = 76.8 -> 80 (step 8 in [64, 128)),
+   * 80 / 256 = 0.3125; x.b as it is */
+  set(&c, "allreduce_ranks", "1");
+  if (xp_allreduce_init(&a, &c, &m)) {
+    CHECK(0, "set-up R=1");
+    return;
+  }
+  const float g1[4] = {0.3f, -1.0f, 0.3f, 1e-8f}, want1[4] = {0.3125f, -1.0f, 0.3f, 1e-8f};
+  memcpy(m.grads, g1, sizeof g1);
+  xp_allreduce_run(&a, &m);
+  for (int i = 0; i < 4; i++)
+    CHECK(tu_bits32(m.grads[i]) == tu_bits32(want1[i]), "allreduce R=1 msamp=3: element %d = %a (0x%08x), want %a", i,
+          m.grads[i], tu_bits32(m.grads[i]), want1[i]);
+  xp_allreduce_free(&a);
+  xp_params_free(&m);
+}
+
+/* x is a binary16 value: 11 significant bits and an exponent in range
+ * (checked with frexp, independently of exmy's conversions). */
+static int is_f16(float x) {
+  if (x == 0) return 1;
+  int e;
+  const double fr = frexp(fabs((double)x), &e); /* x = fr 2^e, fr in [0.5, 1) */
+  if (fabs(x) > 65504) return 0;
+  const int bits = e - 1 >= -14 ? 11 : 11 - (-14 - (e - 1)); /* subnormals keep fewer */
+  if (bits <= 0) return 0;
+  const double sc = ldexp(fr, bits);
+  return sc == floor(sc);
+}
+
+static void test_fp16_weights(void) {
+  xp_config c;
+  xp_config_default(&c);
+  set(&c, "n_layer", "1");
+  set(&c, "d_model", "16");
+  set(&c, "n_head", "2");
+  set(&c, "seq_len", "8");
+  set(&c, "msamp", "3");
+  xp_model m;
+  xp_optim o;
+  char err[EXMY_ERRLEN];
+  if (xp_model_init(&m, &c.model, 20, 7, err, sizeof err) || xp_optim_init(&o, m.nparams) || xp_optim_setup(&o, &m, &c)) {
+    CHECK(0, "set-up: %s", err);
+    return;
+  }
+  uint64_t st = 11;
+  for (int step = 0; step <= 3; step++) {
+    int lin_ok = 1, other_f32 = 0, moments_f32 = 0;
+    for (int t = 0; t < m.ntensors; t++) {
+      const xp_param *p = &m.tensors[t];
+      const size_t k = strlen(p->name);
+      const int linear = k > 2 && !strcmp(p->name + k - 2, ".w");
+      for (size_t i = 0; i < p->n; i++) {
+        const float v = m.params[p->off + i];
+        if (linear && !is_f16(v)) {
+          if (lin_ok) printf("  %s[%zu] = %a (0x%08x) is not fp16 after %d updates\n", p->name, i, v, tu_bits32(v), step);
+          lin_ok = 0;
+        }
+        if (!linear && !is_f16(v)) other_f32 = 1;
+        if (step && !is_f16(o.m[p->off + i])) moments_f32 = 1;
+      }
+    }
+    CHECK(lin_ok, "msamp=3: linear weights fp16 after %d updates", step);
+    CHECK(other_f32, "msamp=3: other tensors (embeddings, norms, biases) stay fp32 after %d updates", step);
+    if (step) CHECK(moments_f32, "msamp=3: Adam's first moment stays fp32 after %d updates", step);
+    for (size_t i = 0; i < m.nparams; i++) m.grads[i] = (float)((double)(tu_next(&st) >> 11) * 0x1p-53 - 0.5) * 0.1f;
+    double gn;
+    xp_optim_step(&o, &m, &c, step, 1e-3, &gn);
+  }
+  xp_optim_free(&o);
+  xp_model_free(&m);
+}
+
+int main(void) {
+  test_allreduce();
+  test_fp16_weights();
+  return tu_finish("test_recipes");
+}
