@@ -130,7 +130,7 @@ int cmd_train(int argc, char **argv) {
     snprintf(list, sizeof list, "%s", c.dump_layers);
     for (char *s = strtok_r(list, ",", &save); s && !bad; s = strtok_r(NULL, ",", &save)) {
       int hit = 0;
-      for (int l = 0; l < m.nlin; l++) hit |= xp_layer_matches(s, l, m.nlin, m.lin_name[l]);
+      for (int l = 0; l < m.nlin; l++) hit |= xp_layer_matches(s, l, m.nlin, m.lin_name);
       if (!hit) {
         snprintf(err, sizeof err, "dump_layers: no linear layer matches '%s' (first, last, an index, or a name like %s)",
                  s, m.nlin ? m.lin_name[0] : "h0.qkv");

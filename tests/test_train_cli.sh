@@ -101,6 +101,27 @@ check_err "unknown amp setup (exit 2)" "msamp-o9"
 run train $TINY --allreduce_ranks 3
 check_err "allreduce_ranks that does not divide batch (exit 2)" "allreduce_ranks 3 does not divide batch 4"
 
+# Transformer Engine's first/last blocks in bf16: layer.block.first and
+# layer.block.last select every GEMM of h0 and of the last block (SwiGLU
+# here), and nothing else; stats.csv's format column shows each operand's
+run train $TINY --n_layer 3 --swiglu 1 --steps 1 --prec hybrid --layer.block.first bf16 --layer.block.last bf16 \
+  --layer.lm_head bf16 --stats_every 1 --out_dir "$T/blk"
+awk -F, 'NR > 1 {print $2, $4, $5}' "$T/blk/stats.csv" 2>/dev/null | sort -u >"$T/blk.got"
+: >"$T/blk.want"
+for l in h0 h1 h2; do for g in fc fc2 proj qkv; do for k in grad input weight; do
+  f=bf16; [ $l = h1 ] && { f=e4m3fn; [ $k = grad ] && f=e5m2; }
+  echo "$l.$g $k $f" >>"$T/blk.want"
+done; done; done
+for k in grad input weight; do echo "lm_head $k bf16" >>"$T/blk.want"; done
+sort -o "$T/blk.want" "$T/blk.want"
+if [ "$rc" -eq 0 ] && cmp -s "$T/blk.want" "$T/blk.got"; then
+  pass "layer.block.first/last = bf16: every GEMM operand of h0 and h2 (and lm_head) bf16, h1 FP8 (39 layer/tensor formats)"
+else fail "layer.block.first/last = bf16: h0 and h2 bf16, h1 FP8" "status $rc" "$(diff "$T/blk.want" "$T/blk.got" | head -n 4 | tr '\n' '|')"; fi
+run train $TINY --model mlp --depth 2 --layer.block.last bf16 --prec e4m3fn --steps 1 --stats_every 1 --out_dir "$T/blkm"
+if [ "$rc" -eq 0 ] && [ "$(awk -F, 'NR > 1 && $5 == "bf16" {print $2}' "$T/blkm/stats.csv" | sort -u | tr '\n' ' ')" = "b1.fc " ]; then
+  pass "layer.block.last on the MLP: its last block b1 (not head)"
+else fail "layer.block.last on the MLP: its last block b1" "status $rc"; fi
+
 run train $TINY --model mlp --in_dim 4 --hidden 8 --depth 1 --out_dim 2 --prec e4m3fn
 check_ok "mlp regression run"
 
