@@ -129,6 +129,21 @@ static int set_data(xp_config *c, const char *key, const char *value, char *err,
   return 0;
 }
 
+/* vocab = char (the bytes) | word:K (vocab.c) */
+static int set_vocab(xp_config *c, const char *key, const char *value, char *err, size_t errlen) {
+  if (!strcmp(value, "char")) {
+    c->vocab_words = 0;
+    return 0;
+  }
+  char *end;
+  errno = 0;
+  const long k = strncmp(value, "word:", 5) ? -1 : strtol(value + 5, &end, 10);
+  if (k < 1 || k > 1000000 || errno || !value[5] || *end)
+    return xp_errf(err, errlen, "%s: '%s' is not char or word:K (K the words kept, 1 to 1000000)", key, value);
+  c->vocab_words = (int)k;
+  return 0;
+}
+
 static int set_master(xp_config *c, const char *key, const char *value, char *err, size_t errlen) {
   char e[EXMY_ERRLEN];
   exmy_format f;
@@ -175,6 +190,7 @@ static const struct {
 } special_keys[] = {
   {"model", set_model},
   {"data", set_data},
+  {"vocab", set_vocab},
   {"prec", xp_config_set_prec},
   {"attn", xp_config_set_attn},
   {"layer.", xp_config_set_layer},
@@ -267,6 +283,8 @@ int xp_config_load(xp_config *c, const char *path, char *err, size_t errlen) {
 void xp_config_write(const xp_config *c, FILE *out) {
   fprintf(out, "model = %s\n", xp_model_of(c->model.kind)->name);
   fprintf(out, "data = %s\n", c->data);
+  if (c->vocab_words) fprintf(out, "vocab = word:%d\n", c->vocab_words);
+  else fprintf(out, "vocab = char\n");
   xp_config_write_prec(c, out);
   fprintf(out, "master = %s\n", c->master_text);
   fprintf(out, "master_round = %s\n", exmy_round_mode_name(c->master_round));
@@ -293,6 +311,7 @@ void xp_config_help(FILE *out) {
   }
   fputc('\n', out);
   fprintf(out, "  %-14s %s\n", "data", "builtin (generated text, default) or a text file");
+  fprintf(out, "  %-14s %s\n", "vocab", "char (the bytes, default) or word:K (the K most frequent words + <unk>)");
   xp_prec_help(out);
   fprintf(out, "  %-14s %s\n", "master", "format weights are rounded to after each update (default f32: off)");
   fprintf(out, "  %-14s %s\n", "master_round", "rounding of that (rne, sr, ...)");

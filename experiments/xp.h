@@ -71,6 +71,7 @@ typedef struct xp_model_config {
 typedef struct xp_config {
   xp_model_config model;
   char data[XP_PATH];           /* "builtin" or a text file (gpt) */
+  int vocab_words;              /* 0: the bytes are the tokens; K: vocab = word:K (vocab.c) */
   /* optimizer and schedule */
   long steps;
   double lr, min_lr_frac, warmup_frac, weight_decay, beta1, beta2, eps, clip;
@@ -299,6 +300,21 @@ typedef struct xp_data {
   xp_ctx teacher_ctx;
   int has_teacher;
 } xp_data;
+
+/* The split of ntok tokens: the last 10% validate, at least `need` of them. */
+size_t xp_data_split(size_t ntok, size_t need);
+/* A word-level vocabulary (vocab.c; `vocab = word:K`): text's tokens as ids
+ * (0 <unk>, then the K most frequent words of the training split, ties by
+ * first appearance), word[id] their text.  need: the fewest validation tokens. */
+typedef struct xp_words {
+  int vocab;                    /* 1 + min(K, distinct training tokens) */
+  int *tok;                     /* ntok ids */
+  size_t ntok, ntrain;
+  char **word;                  /* vocab strings into buf; word[0] = "<unk>" */
+  char *buf;
+} xp_words;
+int xp_words_build(xp_words *w, const char *text, size_t len, int K, size_t need, char *err, size_t errlen);
+void xp_words_free(xp_words *w);
 
 /* The built-in corpus: deterministic generated English-like text (docs). */
 size_t xp_builtin_text(uint64_t seed, size_t bytes, char *out);

@@ -4,7 +4,10 @@
  *    1/sqrt(R); partial sums in rank order, each rounded to e4m3fn) and the
  *    fp32 sum of the other tensors (each rank / R, rank order);
  *  - msamp = 3 stores linear layers' weights in fp16 (from init and after
- *    every update) and nothing else; Adam's moments stay fp32. */
+ *    every update) and nothing else; Adam's moments stay fp32;
+ *  - vocab = word:K on tests/data/vocab/small.txt: the words, their order
+ *    (count, then first appearance) and every token's id, worked out by
+ *    hand; a run trains on a word vocabulary and the default stays bytes. */
 #include "experiments/model.h"
 #include "experiments/xp.h"
 #include "tests/testutil.h"
@@ -130,8 +133,72 @@ static void test_fp16_weights(void) {
   xp_model_free(&m);
 }
 
+static char *read_small(size_t *len) {
+  const char *sd = getenv("srcdir"); /* automake's harness: the top source dir */
+  char path[1024];
+  snprintf(path, sizeof path, "%s/tests/data/vocab/small.txt", sd && *sd ? sd : ".");
+  FILE *f = fopen(path, "rb");
+  static char buf[4096];
+  *len = f ? fread(buf, 1, sizeof buf, f) : 0;
+  if (f) fclose(f);
+  CHECK(*len > 0, "cannot read %s", path);
+  return buf;
+}
+
+static void test_words(void) {
+  size_t len;
+  const char *text = read_small(&len);
+  if (!len) return;
+  /* "the cat sat. The cat ran, the dog sat!\nzebra\n": 13 tokens, the last
+   * (zebra) validates (13 - 13/10 = 12 train).  Training counts: the 2, cat 2,
+   * sat 2 (first at 0, 1, 2), then ".", The, ran, ",", dog, "!" once each. */
+  xp_words w;
+  char err[EXMY_ERRLEN];
+  if (xp_words_build(&w, text, len, 4, 1, err, sizeof err)) {
+    CHECK(0, "xp_words_build: %s", err);
+    return;
+  }
+  const char *want_word[] = {"<unk>", "the", "cat", "sat", "."};
+  const int want_tok[] = {1, 2, 3, 4, 0, 2, 0, 0, 1, 0, 3, 0, 0};
+  CHECK(w.vocab == 5 && w.ntok == 13 && w.ntrain == 12, "word:4: vocab %d ntok %zu ntrain %zu, want 5 13 12", w.vocab,
+        w.ntok, w.ntrain);
+  for (int v = 0; v < 5 && v < w.vocab; v++)
+    CHECK(!strcmp(w.word[v], want_word[v]), "word:4: word %d is '%s', want '%s'", v, w.word[v], want_word[v]);
+  for (size_t t = 0; t < 13 && t < w.ntok; t++)
+    CHECK(w.tok[t] == want_tok[t], "word:4: token %zu is %d, want %d", t, w.tok[t], want_tok[t]);
+  xp_words_free(&w);
+  /* K above the distinct words: all 9 training words and <unk> (zebra) */
+  if (!xp_words_build(&w, text, len, 100, 1, err, sizeof err)) {
+    CHECK(w.vocab == 10 && w.tok[12] == 0 && !strcmp(w.word[9], "!"), "word:100: vocab %d (want 10), zebra %d, last '%s'",
+          w.vocab, w.tok[12], w.word[w.vocab - 1]);
+    xp_words_free(&w);
+  } else CHECK(0, "xp_words_build K=100: %s", err);
+
+  /* a run on the word vocabulary: lm_head is vocab x d_model */
+  xp_config c;
+  xp_config_default(&c);
+  const char *kv[][2] = {{"n_layer", "1"}, {"d_model", "16"}, {"n_head", "2"}, {"seq_len", "8"}, {"batch", "4"},
+                         {"steps", "5"}, {"progress", "0"}, {"eval_batches", "1"}, {"vocab", "word:100"}};
+  for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) set(&c, kv[i][0], kv[i][1]);
+  xp_data d;
+  if (xp_data_init(&d, &c, err, sizeof err)) {
+    CHECK(0, "xp_data_init word:100: %s", err);
+    return;
+  }
+  CHECK(d.vocab == 101, "builtin word:100: vocab %d, want 101 (296 distinct words)", d.vocab);
+  xp_data_free(&d);
+  xp_result r;
+  if (xp_train(&c, &r, err, sizeof err)) CHECK(0, "xp_train word:100: %s", err);
+  else {
+    CHECK(r.steps_done == 5 && isfinite(r.final_loss) && r.final_loss < r.first_loss && r.first_loss > 4.0,
+          "word:100 run: %ld steps, loss %g -> %g (log 101 = 4.6 at the start)", r.steps_done, r.first_loss, r.final_loss);
+    xp_result_free(&r);
+  }
+}
+
 int main(void) {
   test_allreduce();
   test_fp16_weights();
+  test_words();
   return tu_finish("test_recipes");
 }

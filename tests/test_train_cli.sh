@@ -122,6 +122,13 @@ if [ "$rc" -eq 0 ] && [ "$(awk -F, 'NR > 1 && $5 == "bf16" {print $2}' "$T/blkm/
   pass "layer.block.last on the MLP: its last block b1 (not head)"
 else fail "layer.block.last on the MLP: its last block b1" "status $rc"; fi
 
+run train $TINY --vocab word:300 --out_dir "$T/words"
+if [ "$rc" -eq 0 ] && grep -q '^vocab = word:300$' "$T/words/config.txt" && grep -q '^params        13241$' "$T/out"; then
+  pass "vocab = word:300: the built-in text's 296 words + <unk> (13241 parameters)"
+else fail "vocab = word:300" "status $rc" "$(grep params "$T/out")"; fi
+run train --vocab word:0
+check_err "bad vocab (exit 2)" "word:0"
+
 run train $TINY --model mlp --in_dim 4 --hidden 8 --depth 1 --out_dim 2 --prec e4m3fn
 check_ok "mlp regression run"
 
