@@ -19,6 +19,14 @@ static void set(xp_config *c, const char *k, const char *v) {
   if (xp_config_set(c, k, v, err, sizeof err)) printf("config %s=%s: %s\n", k, v, err), exit(1);
 }
 
+/* The engine's defaults with a one-layer GPT, 16 wide, 4 sequences of 8, 5 steps. */
+static void tiny_gpt(xp_config *c) {
+  xp_config_default(c);
+  const char *kv[][2] = {{"n_layer", "1"}, {"d_model", "16"}, {"n_head", "2"}, {"seq_len", "8"},
+                         {"batch", "4"},   {"steps", "5"},    {"progress", "0"}, {"eval_batches", "1"}};
+  for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) set(c, kv[i][0], kv[i][1]);
+}
+
 /* A model of two tensors: "l.w" (linear layer l's weight) and "x.b". */
 static int tiny_model(xp_model *m) {
   memset(m, 0, sizeof *m);
@@ -92,11 +100,7 @@ static int is_f16(float x) {
 
 static void test_fp16_weights(void) {
   xp_config c;
-  xp_config_default(&c);
-  set(&c, "n_layer", "1");
-  set(&c, "d_model", "16");
-  set(&c, "n_head", "2");
-  set(&c, "seq_len", "8");
+  tiny_gpt(&c);
   set(&c, "msamp", "3");
   xp_model m;
   xp_optim o;
@@ -176,10 +180,8 @@ static void test_words(void) {
 
   /* a run on the word vocabulary: lm_head is vocab x d_model */
   xp_config c;
-  xp_config_default(&c);
-  const char *kv[][2] = {{"n_layer", "1"}, {"d_model", "16"}, {"n_head", "2"}, {"seq_len", "8"}, {"batch", "4"},
-                         {"steps", "5"}, {"progress", "0"}, {"eval_batches", "1"}, {"vocab", "word:100"}};
-  for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) set(&c, kv[i][0], kv[i][1]);
+  tiny_gpt(&c);
+  set(&c, "vocab", "word:100");
   xp_data d;
   if (xp_data_init(&d, &c, err, sizeof err)) {
     CHECK(0, "xp_data_init word:100: %s", err);

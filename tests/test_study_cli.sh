@@ -34,7 +34,7 @@ run study --help
 if [ "$rc" -eq 0 ] && grep -q "usage: exmy study" "$T/out"; then pass "study --help"; else fail "study --help" "status $rc"; fi
 
 run study --list
-studies="default mantissa recipes fallback calibration accumulation rounding lrsweep"
+studies="default mantissa recipes fallback calibration accumulation rounding lrsweep faithful"
 ok=1
 for s in $studies; do grep -Eq "^$s +[a-zA-Z0-9]" "$T/out" || ok=0; done
 if [ "$rc" -eq 0 ] && [ $ok -eq 1 ]; then pass "study --list names every study with a description"
@@ -326,6 +326,11 @@ lrsweep: - **inconclusive**: e8m3 rtz: LR_max below fp32's (paired by seed), as 
 lrsweep: - **observation**: hybrid: LR_max against fp32's (paired by seed). shift log2 LR_max = +0.00 over n = 1 seeds (0 censored); inconclusive: fewer than 3 seeds. Against the arm's own best loss (its stability edge apart from a loss offset): +0.00 over n = 1
 lrsweep: - **inconclusive**: E8M3 with round-toward-zero on every GEMM input fails more often than fp32 over the grid (Lee et al. 2024: E8M3-E8M5 fail to converge at 120M). failed rate: e8m3 rtz 0/3 [0.00, 0.71], fp32 0/3 [0.00, 0.71] (exact 95% intervals); higher = the intervals disjoint in that direction.
 lrsweep: - **inconclusive**: HYBRID FP8 (current scaling) tracks fp32 in validation loss within 0.05 nats (Micikevicius et al. 2022 (arXiv 2209.05433): FP8 training matches 16-bit training). val_loss hybrid - fp32 over n = 3 paired runs: mean -0.0252, 95% CI [-0.0787, +0.0034] (bootstrap, 2000 resamples); tracks = the 90% CI inside the margin (TOST), margin 0.05 nats.
+faithful: - **inconclusive**: MS-AMP O1 as published (one rank) tracks bf16 in validation loss within 0.02 nats (MS-AMP / FP8-LM (Peng et al. 2023): O1 matches BF16 training). val_loss msamp o1 r1 - bf16 over n = 1 paired runs: mean +0.0006, 95% CI [+0.0006, +0.0006] (bootstrap, 2000 resamples); tracks = the 90% CI inside the margin (TOST), margin 0.02 nats; inconclusive: fewer than 3 pairs (one seed).
+faithful: - **inconclusive**: MS-AMP O1's FP8 all-reduce over 4 ranks tracks one rank within 0.02 nats (MS-AMP: FP8 gradient all-reduce with a shared scale and 1/sqrt(world size) pre-scaling keeps accuracy). val_loss msamp o1 r4 - msamp o1 r1 over n = 1 paired runs: mean +0.0002, 95% CI [+0.0002, +0.0002] (bootstrap, 2000 resamples); tracks = the 90% CI inside the margin (TOST), margin 0.02 nats; inconclusive: fewer than 3 pairs (one seed).
+faithful: - **inconclusive**: The first and last blocks (and lm_head) in bf16 lower HYBRID's validation loss (Transformer Engine's guidance: keep the first and last layers in higher precision). val_loss hybrid edges - hybrid over n = 1 paired runs: mean -0.0012, 95% CI [-0.0012, -0.0012] (bootstrap, 2000 resamples); lower = the 95% CI below 0; inconclusive: fewer than 3 pairs (one seed).
+faithful: - **inconclusive**: HYBRID FP8 (current scaling) tracks bf16 in validation loss within 0.02 nats (Megatron-LM FP8 (Transformer Engine), 1B, 21K steps). val_loss hybrid - bf16 over n = 1 paired runs: mean +0.0012, 95% CI [+0.0012, +0.0012] (bootstrap, 2000 resamples); tracks = the 90% CI inside the margin (TOST), margin 0.02 nats; inconclusive: fewer than 3 pairs (one seed).
+faithful: - **inconclusive**: MS-AMP O1 over 4 ranks fails (diverges or does not converge) more often than bf16 (MS-AMP: no loss of stability). failed rate: msamp o1 r4 0/1 [0.00, 0.97], bf16 0/1 [0.00, 0.97] (exact 95% intervals); higher = the intervals disjoint in that direction; inconclusive: fewer than 3 runs per arm (one seed).
 END_OF_VERDICTS
 }
 
