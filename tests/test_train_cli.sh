@@ -93,6 +93,12 @@ run train $TINY --prec hybrid --msamp 3 --out_dir "$T/ms3"
 if [ "$rc" -eq 0 ] && [ -s "$T/ms1/loss.csv" ] && cmp -s "$T/ms1/loss.csv" "$T/ms2/loss.csv" && ! cmp -s "$T/ms1/loss.csv" "$T/ms3/loss.csv"; then
   pass "msamp = 3, allreduce_ranks = 4: the same loss.csv on 1 and 2 threads (and not one rank's)"
 else fail "msamp = 3, allreduce_ranks = 4: the same loss.csv on 1 and 2 threads" "status $rc"; fi
+run train $TINY --amp msamp-o1 --allreduce_ranks 2 --out_dir "$T/msf" --ckpt "$T/msf.ckpt"
+run train $TINY --amp msamp-o1 --allreduce_ranks 2 --out_dir "$T/msp" --ckpt "$T/msp.ckpt" --stop_after 3
+run train $TINY --amp msamp-o1 --allreduce_ranks 2 --out_dir "$T/msp" --ckpt "$T/msp.ckpt" --resume "$T/msp.ckpt"
+if [ "$rc" -eq 0 ] && [ -s "$T/msf.ckpt" ] && cmp -s "$T/msf/loss.csv" "$T/msp/loss.csv" && cmp -s "$T/msf.ckpt" "$T/msp.ckpt"; then
+  pass "amp = msamp-o1, 2 ranks: stop after 3 steps and resume gives the uninterrupted loss.csv and checkpoint"
+else fail "amp = msamp-o1, 2 ranks: stop and resume" "status $rc"; fi
 run train --amp msamp-o1 --print-config
 if [ "$rc" -eq 0 ] && grep -q '^prec = hybrid$' "$T/out" && grep -q '^msamp = 3$' "$T/out"; then pass "amp = msamp-o1 sets prec = hybrid, msamp = 3"
 else fail "amp = msamp-o1 sets prec = hybrid, msamp = 3" "status $rc"; fi
