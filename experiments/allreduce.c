@@ -48,11 +48,8 @@ int xp_allreduce_init(xp_allreduce *a, const xp_config *c, const xp_model *m) {
 }
 
 void xp_allreduce_free(xp_allreduce *a) {
-  free(a->linear_w);
-  free(a->rank_grads);
-  free(a->tmp);
-  free(a->acc);
-  free(a->codes);
+  void *owned[] = {a->linear_w, a->rank_grads, a->tmp, a->acc, a->codes};
+  for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) free(owned[i]);
   memset(a, 0, sizeof *a);
 }
 
