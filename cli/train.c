@@ -106,6 +106,9 @@ int cmd_train(int argc, char **argv) {
   if (strcmp(c.data, "builtin") && c.model.kind == XP_MODEL_GPT && access(c.data, R_OK))
     cli_die("train: data: cannot read '%s': %s", c.data, strerror(errno));
   if (c.resume[0] && access(c.resume, R_OK)) cli_die("train: resume: cannot read '%s': %s", c.resume, strerror(errno));
+  if (c.model.batch % c.allreduce_ranks)
+    cli_die("train: allreduce_ranks %d does not divide batch %d (each rank takes batch/R sequences)", c.allreduce_ranks,
+            c.model.batch);
   if (c.ckpt[0]) {
     char dir[XP_PATH];
     snprintf(dir, sizeof dir, "%s", c.ckpt);
@@ -133,7 +136,7 @@ int cmd_train(int argc, char **argv) {
     snprintf(list, sizeof list, "%s", c.dump_layers);
     for (char *s = strtok_r(list, ",", &save); s && !bad; s = strtok_r(NULL, ",", &save)) {
       int hit = 0;
-      for (int l = 0; l < m.nlin; l++) hit |= xp_layer_matches(s, l, m.nlin, m.lin_name[l]);
+      for (int l = 0; l < m.nlin; l++) hit |= xp_layer_matches(s, l, m.nlin, m.lin_name);
       if (!hit) {
         snprintf(err, sizeof err, "dump_layers: no linear layer matches '%s' (first, last, an index, or a name like %s)",
                  s, m.nlin ? m.lin_name[0] : "h0.qkv");

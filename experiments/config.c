@@ -49,7 +49,8 @@ static const key_def keys[] = {
   KD("clip", clip, 0, 1e30, "global gradient-norm clip (0 off)"),
   {"seed", T_U64, offsetof(xp_config, seed), 0, 0, 0, "seed of init, data and stochastic rounding"},
   KI("threads", threads, 0, 4096, "OpenMP threads (0 default); results do not depend on it"),
-  KI("msamp", msamp, 0, 2, "MS-AMP level: 0 off, 1 O1, 2 O2"),
+  KI("msamp", msamp, 0, 3, "MS-AMP: 0 off, 1 O1 / 2 O2 (approximations), 3 O1 as published"),
+  KI("allreduce_ranks", allreduce_ranks, 1, 64, "simulated data-parallel ranks: batch split, gradients all-reduced"),
   KL("log_every", log_every, 1, 1e12, "console progress rate"),
   KL("stats_every", stats_every, 0, 1e12, "per-layer FP8 statistics every N steps (0 off)"),
   KL("outliers_every", outliers_every, 0, 1e12, "outlier metrics (outliers.csv) every N steps (0 off)"),
@@ -96,6 +97,7 @@ void xp_config_default(xp_config *c) {
   c->eps = 1e-8;
   c->clip = 1.0;
   c->seed = 1;
+  c->allreduce_ranks = 1;
   snprintf(c->prec_text, sizeof c->prec_text, "fp32");
   xp_prec_preset(&c->prec, "fp32", NULL, 0);
   snprintf(c->attn_text, sizeof c->attn_text, "fp32");
@@ -133,6 +135,21 @@ static int set_data(xp_config *c, const char *key, const char *value, char *err,
   return 0;
 }
 
+/* vocab = char (the bytes) | word:K (vocab.c) */
+static int set_vocab(xp_config *c, const char *key, const char *value, char *err, size_t errlen) {
+  if (!strcmp(value, "char")) {
+    c->vocab_words = 0;
+    return 0;
+  }
+  char *end;
+  errno = 0;
+  const long k = strncmp(value, "word:", 5) ? -1 : strtol(value + 5, &end, 10);
+  if (k < 1 || k > 1000000 || errno || !value[5] || *end)
+    return xp_errf(err, errlen, "%s: '%s' is not char or word:K (K the words kept, 1 to 1000000)", key, value);
+  c->vocab_words = (int)k;
+  return 0;
+}
+
 static int set_master(xp_config *c, const char *key, const char *value, char *err, size_t errlen) {
   char e[EXMY_ERRLEN];
   exmy_format f;
@@ -150,6 +167,28 @@ static int set_master_round(xp_config *c, const char *key, const char *value, ch
   return 0;
 }
 
+/* Named mixed-precision setups: `amp = NAME` sets each of its keys (the
+ * resolved config shows the keys, not the name). */
+static const struct {
+  const char *name;
+  const char *kv[4][2];         /* key, value; NULL ends */
+} amp_presets[] = {
+  /* MS-AMP O1 as published (msamp/__init__.py): FP8 GEMMs (Transformer
+   * Engine's HYBRID), fp16 weights, FP8 weight gradients and all-reduce,
+   * fp32 Adam states */
+  {"msamp-o1", {{"prec", "hybrid"}, {"msamp", "3"}}},
+};
+
+static int set_amp(xp_config *c, const char *key, const char *value, char *err, size_t errlen) {
+  for (size_t i = 0; i < sizeof amp_presets / sizeof amp_presets[0]; i++) {
+    if (strcmp(value, amp_presets[i].name)) continue;
+    for (int k = 0; k < 4 && amp_presets[i].kv[k][0]; k++)
+      if (xp_config_set(c, amp_presets[i].kv[k][0], amp_presets[i].kv[k][1], err, errlen)) return -1;
+    return 0;
+  }
+  return xp_errf(err, errlen, "%s: unknown setup '%s' (msamp-o1)", key, value);
+}
+
 /* The keys with a grammar of their own (a name ending in '.' is a prefix). */
 static const struct {
   const char *name;
@@ -157,11 +196,13 @@ static const struct {
 } special_keys[] = {
   {"model", set_model},
   {"data", set_data},
+  {"vocab", set_vocab},
   {"prec", xp_config_set_prec},
   {"attn", xp_config_set_attn},
   {"layer.", xp_config_set_layer},
   {"master", set_master},
   {"master_round", set_master_round},
+  {"amp", set_amp},
 };
 
 static int special_matches(const char *name, const char *key) {
@@ -248,6 +289,8 @@ int xp_config_load(xp_config *c, const char *path, char *err, size_t errlen) {
 void xp_config_write(const xp_config *c, FILE *out) {
   fprintf(out, "model = %s\n", xp_model_of(c->model.kind)->name);
   fprintf(out, "data = %s\n", c->data);
+  if (c->vocab_words) fprintf(out, "vocab = word:%d\n", c->vocab_words);
+  else fprintf(out, "vocab = char\n");
   xp_config_write_prec(c, out);
   fprintf(out, "master = %s\n", c->master_text);
   fprintf(out, "master_round = %s\n", exmy_round_mode_name(c->master_round));
@@ -274,8 +317,10 @@ void xp_config_help(FILE *out) {
   }
   fputc('\n', out);
   fprintf(out, "  %-14s %s\n", "data", "builtin (generated text, default) or a text file");
+  fprintf(out, "  %-14s %s\n", "vocab", "char (the bytes, default) or word:K (the K most frequent words + <unk>)");
   xp_prec_help(out);
   fprintf(out, "  %-14s %s\n", "master", "format weights are rounded to after each update (default f32: off)");
   fprintf(out, "  %-14s %s\n", "master_round", "rounding of that (rne, sr, ...)");
+  fprintf(out, "  %-14s %s\n", "amp", "a named setup: msamp-o1 (= prec hybrid, msamp 3)");
   for (size_t i = 0; i < NKEYS; i++) fprintf(out, "  %-14s %s\n", keys[i].name, keys[i].help);
 }

@@ -114,6 +114,19 @@ static int text_init(xp_data *d, const xp_config *c, char *err, size_t errlen) {
     if (!text) return xp_errf(err, errlen, "out of memory reading '%s'", c->data);
   }
   const size_t need = (size_t)c->model.seq_len * 2 + 2;
+  if (c->vocab_words > 0) { /* vocab = word:K */
+    xp_words w;
+    const int rc = xp_words_build(&w, text, len, c->vocab_words, need, err, errlen);
+    free(text);
+    if (rc) return -1;
+    d->vocab = w.vocab;
+    d->tok = w.tok;
+    d->ntok = w.ntok;
+    d->ntrain = w.ntrain;
+    w.tok = NULL;
+    xp_words_free(&w);
+    return 0;
+  }
   if (len < need * 2) {
     free(text);
     return xp_errf(err, errlen, "data: '%s' has %zu bytes, too little for seq_len (needs twice 2*seq_len+2)", c->data,
@@ -134,8 +147,7 @@ static int text_init(xp_data *d, const xp_config *c, char *err, size_t errlen) {
   for (size_t i = 0; i < len; i++) d->tok[i] = d->stoi[(unsigned char)text[i]];
   free(text);
   d->ntok = len;
-  d->ntrain = len - len / 10; /* the last 10% validates */
-  if (d->ntok - d->ntrain < need) d->ntrain = d->ntok - need;
+  d->ntrain = xp_data_split(len, need);
   return 0;
 }
 
@@ -223,4 +235,20 @@ void xp_data_batch(xp_data *d, const xp_config *c, long step, int validation, xp
   bb->b.x = bb->x;
   bb->b.y = bb->y;
   bb->b.labels = bb->labels;
+}
+
+xp_batch xp_batch_shard(const xp_batch *b, const xp_config *c, int r, int R) {
+  xp_batch s = *b;
+  const size_t n = b->n / (size_t)R, o = (size_t)r * n;
+  s.n = n;
+  if (c->model.kind == XP_MODEL_GPT) {
+    const size_t T = (size_t)c->model.seq_len;
+    s.tokens = b->tokens + o * T;
+    s.targets = b->targets + o * T;
+    return s;
+  }
+  s.x = b->x + o * (size_t)c->model.in_dim;
+  s.y = b->y + o * (size_t)c->model.out_dim;
+  s.labels = b->labels + o;
+  return s;
 }

@@ -55,7 +55,7 @@ int xp_ctx_init(xp_ctx *ctx, const xp_config *cfg, const struct xp_model *m, cha
     return -1;
   }
   for (int i = 0; i < m->nlin; i++) {
-    const xp_prec *p = xp_prec_of_layer(cfg, i, m->nlin, m->lin_name[i]);
+    const xp_prec *p = xp_prec_of_layer(cfg, i, m->nlin, m->lin_name);
     ctx->lin_prec[i] = p;
     for (int t = 0; t < XP_NKIND; t++) {
       char e[EXMY_ERRLEN];
@@ -209,7 +209,7 @@ static int dump_wanted(const xp_ctx *ctx, int lin) {
   char list[256], *save = NULL;
   snprintf(list, sizeof list, "%s", ctx->cfg->dump_layers);
   for (char *s = strtok_r(list, ",", &save); s; s = strtok_r(NULL, ",", &save))
-    if (xp_layer_matches(s, lin, ctx->nlin, ctx->lin_name[lin])) return 1;
+    if (xp_layer_matches(s, lin, ctx->nlin, ctx->lin_name)) return 1;
   return 0;
 }
 

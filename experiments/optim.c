@@ -13,6 +13,27 @@
 
 #define CHUNK 65536
 
+/* The MS-AMP levels, `msamp = N` is row N.  MS-AMP (msamp/__init__.py's
+ * table): O1 = FP8 GEMMs, FP8 communication, fp16 weights, FP8 weight
+ * gradients, fp32 Adam states; O2 = O1 with the first moment in FP8 and the
+ * second in fp16.  Rows 1 and 2 are the engine's earlier approximations
+ * (every matrix's gradient, embeddings included, cast in the optimizer;
+ * weights as `master` says); row 3 is O1 as published: only linear layers
+ * (MS-AMP replaces nn.Linear), fp16 weights with no fp32 master, and the
+ * FP8 all-reduce of allreduce.c. */
+static const xp_msamp_level levels[XP_MSAMP_LEVELS] = {
+  {"off", 0, 0, 0, 0},
+  {"O1 approximation: every matrix's gradient e4m3fn (pow2 current scale); weights as master=", 1, 0, 0, 0},
+  {"O2 approximation: level 1, Adam moments e4m3fn / fp16 (scaled)", 1, 0, 0, 1},
+  {"O1 as published: linear weights fp16 (no fp32 master), their gradients e4m3fn through the FP8 all-reduce, "
+   "fp32 Adam",
+   0, 1, 1, 0},
+};
+
+const xp_msamp_level *xp_msamp_level_of(int level) {
+  return &levels[level >= 0 && level < XP_MSAMP_LEVELS ? level : 0];
+}
+
 int xp_optim_init(xp_optim *o, size_t nparams) {
   memset(o, 0, sizeof *o);
   o->n = nparams;
@@ -26,6 +47,7 @@ void xp_optim_free(xp_optim *o) {
   free(o->m);
   free(o->v);
   free(o->codes);
+  free(o->linear_w);
   memset(o, 0, sizeof *o);
 }
 
@@ -94,10 +116,34 @@ static void round_master(xp_optim *o, const xp_config *c, float *p, size_t n, ui
   exmy_decode_f32(&c->master, o->codes, n, p);
 }
 
+/* x <- fp16(x), rne (MS-AMP's fp16 weights: the fp32 update cast back) */
+static void round_f16(float *x, size_t n, void *codes) {
+  exmy_format f;
+  exmy_format_parse("f16", &f, NULL, 0);
+  const exmy_rounding rnd = exmy_rounding_default();
+  exmy_quantize(&f, &rnd, EXMY_DTYPE_F32, x, n, 0, codes, NULL, NULL, 0); /* f32 source: cannot fail */
+  exmy_decode_f32(&f, codes, n, x);
+}
+
+/* The linear weights in fp16 (msamp levels that store them so), in place. */
+static void round_linear_f16(const xp_optim *o, xp_model *m) {
+  for (int ti = 0; ti < m->ntensors; ti++)
+    if (o->linear_w[ti]) round_f16(m->params + m->tensors[ti].off, m->tensors[ti].n, o->codes);
+}
+
+int xp_optim_setup(xp_optim *o, xp_model *m, const xp_config *c) {
+  if (!xp_msamp_level_of(c->msamp)->fp16_linear) return 0;
+  if (!(o->linear_w = calloc((size_t)m->ntensors + 1, 1))) return -1;
+  xp_linear_weight_mask(m, o->linear_w);
+  round_linear_f16(o, m);
+  return 0;
+}
+
 void xp_optim_step(xp_optim *o, xp_model *m, const xp_config *c, long step, double lr, double *grad_norm) {
   o->t++;
-  /* MS-AMP O1: weight gradients in FP8 (per-tensor, power-of-two scale) */
-  if (c->msamp >= 1)
+  const xp_msamp_level *lv = xp_msamp_level_of(c->msamp);
+  /* MS-AMP O1 (approximation): weight gradients in FP8 (per-tensor, power-of-two scale) */
+  if (lv->fp8_wgrad)
     for (int i = 0; i < m->ntensors; i++)
       if (m->tensors[i].is_matrix)
         fake_quant("e4m3fn", "current:pow2", m->grads + m->tensors[i].off, m->tensors[i].n, c->seed,
@@ -115,7 +161,7 @@ void xp_optim_step(xp_optim *o, xp_model *m, const xp_config *c, long step, doub
     const float mhat = mm[i] / bc1, vhat = vv[i] / bc2;             \
     p[i] -= flr * (mhat / (sqrtf(vhat) + eps) + wd * p[i]);         \
   } while (0)
-  if (c->msamp < 2 && c->master_is_f32) {
+  if (!lv->low_moments && !lv->fp16_linear && c->master_is_f32) {
     /* nothing between the tensors' updates: one team for all of them (each
      * element's update is alone, so the split changes no bit) */
 #pragma omp parallel
@@ -134,11 +180,12 @@ void xp_optim_step(xp_optim *o, xp_model *m, const xp_config *c, long step, doub
     float *p = m->params + pt->off, *g = m->grads + pt->off, *mm = o->m + pt->off, *vv = o->v + pt->off;
 #pragma omp parallel for schedule(static) if (pt->n > CHUNK)
     for (size_t i = 0; i < pt->n; i++) ADAMW_ELEMENT(i);
-    if (c->msamp >= 2 && pt->is_matrix) { /* O2: first moment e4m3fn, second fp16, scaled */
+    if (lv->low_moments && pt->is_matrix) { /* O2: first moment e4m3fn, second fp16, scaled */
       fake_quant("e4m3fn", "current:pow2", mm, pt->n, c->seed, 0);
       fake_quant("f16", "current:pow2", vv, pt->n, c->seed, 0);
     }
     if (!c->master_is_f32) round_master(o, c, p, pt->n, 0x3a57e5000000ull + (uint64_t)step * 4096 + (uint64_t)ti);
   }
 #undef ADAMW_ELEMENT
+  if (lv->fp16_linear && o->linear_w) round_linear_f16(o, m);
 }

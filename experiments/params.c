@@ -69,3 +69,13 @@ void xp_init_const(xp_model *m, int t, float v) {
   const xp_param *p = &m->tensors[t];
   for (size_t i = 0; i < p->n; i++) m->params[p->off + i] = v;
 }
+
+void xp_linear_weight_mask(const xp_model *m, unsigned char *mask) {
+  for (int t = 0; t < m->ntensors; t++) {
+    mask[t] = 0;
+    for (int l = 0; l < m->nlin && !mask[t]; l++) {
+      const size_t k = strlen(m->lin_name[l]);
+      mask[t] = !strncmp(m->tensors[t].name, m->lin_name[l], k) && !strcmp(m->tensors[t].name + k, ".w");
+    }
+  }
+}

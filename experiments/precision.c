@@ -2,8 +2,9 @@
  *
  *   prec = PRESET[;key=value...]     every linear layer
  *   attn = PRESET[;key=value...]     attention's two batched GEMMs
- *   layer.NAME = PRESET[;key=value...]  an override (NAME: first, last, an
- *                                    index, a layer name or a glob)
+ *   layer.NAME = PRESET[;key=value...]  an override (NAME: first, last,
+ *                                    block.first, block.last, an index, a
+ *                                    layer name or a glob)
  *
  * PRESET: fp32, bf16, fp16, hybrid, or a format name.  Keys:
  * fmt|round|sat|recipe[.input|.weight|.grad] and accum[.fprop|.dgrad|.wgrad]
@@ -256,7 +257,7 @@ void xp_prec_help(FILE *out) {
   fprintf(out, "  %-14s %s\n", "prec", "GEMM precision: PRESET[;key=value...] (fp32 bf16 fp16 hybrid FORMAT;");
   fprintf(out, "  %-14s %s\n", "", "fmt|round|sat|recipe[.input|.weight|.grad], accum[.fprop|.dgrad|.wgrad])");
   fprintf(out, "  %-14s %s\n", "attn", "precision of attention's GEMMs (default fp32)");
-  fprintf(out, "  %-14s %s\n", "layer.NAME", "per-layer precision (NAME: first, last, index, name or glob)");
+  fprintf(out, "  %-14s %s\n", "layer.NAME", "per-layer precision (NAME: first, last, block.first, block.last, index, name, glob)");
 }
 
 void xp_prec_key(const xp_config *c, char *buf, size_t len) {
@@ -267,29 +268,71 @@ void xp_prec_key(const xp_config *c, char *buf, size_t len) {
 
 /* ---- which layers a NAME selects, and the precision of each layer ------- */
 
-int xp_layer_matches(const char *pat, int i, int nlin, const char *name) {
-  if (!strcmp(pat, "first")) return i == 0;
-  if (!strcmp(pat, "last")) return i == nlin - 1;
+/* A block is a layer name's text before its first '.' (h3 of h3.fc2, b0 of
+ * b0.fc); names without one (lm_head, inp, head) are in no block. */
+static int block_len(const char *name) {
+  const char *dot = strchr(name, '.');
+  return dot ? (int)(dot - name) : 0;
+}
+
+/* The first (dir 1) or last (dir -1) layer that is in a block, or -1. */
+static int edge_block_layer(int nlin, char (*names)[32], int dir) {
+  for (int k = 0; k < nlin; k++) {
+    const int i = dir > 0 ? k : nlin - 1 - k;
+    if (block_len(names[i])) return i;
+  }
+  return -1;
+}
+
+/* Layer i is in the same block as layer j. */
+static int same_block(int i, int j, char (*names)[32]) {
+  const int n = block_len(names[i]);
+  return j >= 0 && n && n == block_len(names[j]) && !strncmp(names[i], names[j], (size_t)n);
+}
+
+static int sel_first(int i, int nlin, char (*names)[32]) { (void)names; (void)nlin; return i == 0; }
+static int sel_last(int i, int nlin, char (*names)[32]) { (void)names; return i == nlin - 1; }
+static int sel_block_first(int i, int nlin, char (*names)[32]) { return same_block(i, edge_block_layer(nlin, names, 1), names); }
+static int sel_block_last(int i, int nlin, char (*names)[32]) { return same_block(i, edge_block_layer(nlin, names, -1), names); }
+
+/* The named selectors (others: an index, or a name / glob).  block.first and
+ * block.last are whole transformer blocks (every GEMM of h0, of h{L-1}), as
+ * Transformer Engine's guidance keeps the first and last blocks in bf16. */
+static const struct {
+  const char *name;
+  int (*sel)(int i, int nlin, char (*names)[32]);
+} selectors[] = {
+  {"first", sel_first},
+  {"last", sel_last},
+  {"block.first", sel_block_first},
+  {"block.last", sel_block_last},
+};
+
+int xp_layer_matches(const char *pat, int i, int nlin, char (*names)[32]) {
+  for (size_t k = 0; k < sizeof selectors / sizeof selectors[0]; k++)
+    if (!strcmp(pat, selectors[k].name)) return selectors[k].sel(i, nlin, names);
   char *end;
   long v = strtol(pat, &end, 10);
   if (*pat && !*end) return v == i;
-  return fnmatch(pat, name, 0) == 0;
+  return fnmatch(pat, names[i], 0) == 0;
 }
 
 int xp_prec_check_overrides(const xp_config *c, int nlin, char (*lin_name)[32], char *err, size_t errlen) {
   for (int o = 0; o < c->n_override; o++) {
     int hit = 0;
-    for (int i = 0; i < nlin; i++) hit |= xp_layer_matches(c->override_layer[o], i, nlin, lin_name[i]);
+    for (int i = 0; i < nlin; i++) hit |= xp_layer_matches(c->override_layer[o], i, nlin, lin_name);
     if (!hit)
-      return xp_errf(err, errlen, "layer.%s: no linear layer matches '%s' (first, last, an index, or a name like h0.qkv)",
+      return xp_errf(err, errlen,
+                     "layer.%s: no linear layer matches '%s' (first, last, block.first, block.last, an index, or a name "
+                     "like h0.qkv)",
                      c->override_layer[o], c->override_layer[o]);
   }
   return 0;
 }
 
-const xp_prec *xp_prec_of_layer(const xp_config *c, int i, int nlin, const char *name) {
+const xp_prec *xp_prec_of_layer(const xp_config *c, int i, int nlin, char (*names)[32]) {
   const xp_prec *p = &c->prec;
   for (int o = 0; o < c->n_override; o++)
-    if (xp_layer_matches(c->override_layer[o], i, nlin, name)) p = &c->override_prec[o];
+    if (xp_layer_matches(c->override_layer[o], i, nlin, names)) p = &c->override_prec[o];
   return p;
 }

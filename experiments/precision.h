@@ -19,12 +19,13 @@ void xp_prec_help(FILE *out);
  * carries over only into the same settings). */
 void xp_prec_key(const xp_config *c, char *buf, size_t len);
 
-/* Layer i of nlin (named name) is selected by pat: first, last, an index,
- * or a name / glob. */
-int xp_layer_matches(const char *pat, int i, int nlin, const char *name);
+/* Layer i of nlin (names: every layer's) is selected by pat: first, last,
+ * block.first, block.last (every layer of the first / last block), an
+ * index, or a name / glob. */
+int xp_layer_matches(const char *pat, int i, int nlin, char (*names)[32]);
 /* Every layer.NAME override selects some layer.  0 or -1 with err. */
 int xp_prec_check_overrides(const xp_config *c, int nlin, char (*lin_name)[32], char *err, size_t errlen);
 /* The precision of linear layer i: the last override that selects it, else c->prec. */
-const xp_prec *xp_prec_of_layer(const xp_config *c, int i, int nlin, const char *name);
+const xp_prec *xp_prec_of_layer(const xp_config *c, int i, int nlin, char (*names)[32]);
 
 #endif

@@ -116,7 +116,8 @@ typedef struct run {
   xp_optim opt;
   xp_detector det;
   xp_batch_buf bb;
-  int have_model, have_data, have_ctx, have_opt, have_det, have_bb;
+  xp_allreduce ar;              /* allreduce_ranks > 1 or MS-AMP's FP8 all-reduce */
+  int have_model, have_data, have_ctx, have_opt, have_det, have_bb, have_ar;
   FILE *log[4];                 /* loss.csv, stats.csv, stats.jsonl, outliers.csv (NULL: not written) */
   char log_path[4][XP_PATH + 32];
   double *orow;                 /* one outliers.csv row (ocols values), allocated once */
@@ -139,6 +140,7 @@ static void run_free(run *r) {
     if (r->log[i]) fclose(r->log[i]);
   free(r->orow);
   if (r->have_bb) xp_batch_free(&r->bb);
+  if (r->have_ar) xp_allreduce_free(&r->ar);
   if (r->have_det) xp_detector_free(&r->det);
   if (r->have_opt) xp_optim_free(&r->opt);
   if (r->have_ctx) xp_ctx_free(&r->ctx);
@@ -151,6 +153,30 @@ static int step_grad(run *r, int mode, double *loss) {
   r->ctx.mode = mode;
   if (xp_model_forward(&r->model, &r->ctx, &r->bb.b, loss)) return -1;
   return xp_model_backward(&r->model, &r->ctx, &r->bb.b);
+}
+
+/* The training step's gradients: with simulated ranks (allreduce.c), each
+ * rank's share of the batch in rank order, then the all-reduce; the loss is
+ * the mean of the ranks' losses.  Statistics and dumps see rank 0. */
+static int step_grad_ranks(run *r, const xp_config *c, int mode, double *loss) {
+  if (!r->ar.active) return step_grad(r, mode, loss);
+  const int R = r->ar.R, stats = r->ctx.collect_stats, dump = r->ctx.dump;
+  double sum = 0;
+  r->ctx.mode = mode;
+  for (int k = 0; k < R; k++) {
+    const xp_batch b = xp_batch_shard(&r->bb.b, c, k, R);
+    double l;
+    r->ctx.collect_stats = stats && k == 0;
+    r->ctx.dump = dump && k == 0;
+    if (xp_model_forward(&r->model, &r->ctx, &b, &l) || xp_model_backward(&r->model, &r->ctx, &b)) return -1;
+    if (R > 1) memcpy(xp_allreduce_rank(&r->ar, &r->model, k), r->model.grads, r->model.nparams * sizeof(float));
+    sum += l;
+  }
+  r->ctx.collect_stats = stats;
+  r->ctx.dump = dump;
+  *loss = sum / R;
+  xp_allreduce_run(&r->ar, &r->model);
+  return 0;
 }
 
 /* Open log i.  A resumed run (resume: the checkpoint's step `start`) keeps
@@ -242,6 +268,8 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
   res->first_spike = res->diverged_at = -1;
   if (c->model.kind == XP_MODEL_GPT && c->model.d_model % c->model.n_head)
     return xp_errf(err, errlen, "d_model %d is not a multiple of n_head %d", c->model.d_model, c->model.n_head);
+  if (c->allreduce_ranks > 1 && c->model.batch % c->allreduce_ranks)
+    return xp_errf(err, errlen, "allreduce_ranks %d does not divide batch %d", c->allreduce_ranks, c->model.batch);
   const int old_threads = omp_get_max_threads();
   if (c->threads > 0) omp_set_num_threads(c->threads);
   run r;
@@ -264,6 +292,12 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
     goto out;
   }
   r.have_opt = r.have_bb = 1;
+  if (xp_optim_setup(&r.opt, &r.model, c) || xp_allreduce_init(&r.ar, c, &r.model)) {
+    xp_errf(err, errlen, "out of memory");
+    r.have_ar = 1;
+    goto out;
+  }
+  r.have_ar = 1;
   const long warm = (long)(c->warmup_frac * (double)c->steps);
   if (xp_detector_init(&r.det, c->spike_window, c->spike_factor, warm)) {
     xp_errf(err, errlen, "out of memory");
@@ -378,8 +412,8 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
     r.ctx.dump = c->dump_layers[0] && s == c->dump_step;
     r.ctx.collect_outliers = c->outliers_every && s % c->outliers_every == 0;
     double loss, gnorm;
-    if (step_grad(&r, mode, &loss)) goto gemm_fail;
-    if (r.ctx.collect_outliers) { /* before the update: the weights this step used */
+    if (step_grad_ranks(&r, c, mode, &loss)) goto gemm_fail;
+    if (r.ctx.collect_outliers) { /* before the update: the weights this step used (the last rank's shard) */
       xp_model_outliers(&r.model, r.orow);
       r.ctx.collect_outliers = 0;
     }

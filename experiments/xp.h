@@ -73,6 +73,7 @@ typedef struct xp_model_config {
 typedef struct xp_config {
   xp_model_config model;
   char data[XP_PATH];           /* "builtin" or a text file (gpt) */
+  int vocab_words;              /* 0: the bytes are the tokens; K: vocab = word:K (vocab.c) */
   /* optimizer and schedule */
   long steps;
   double lr, min_lr_frac, warmup_frac, weight_decay, beta1, beta2, eps, clip;
@@ -87,7 +88,9 @@ typedef struct xp_config {
   char override_layer[XP_MAX_OVERRIDES][64]; /* first, last, an index or a layer name (glob) */
   char override_text[XP_MAX_OVERRIDES][256];
   xp_prec override_prec[XP_MAX_OVERRIDES];
-  int msamp;                    /* 0 off, 1: O1 (FP8 weight gradients, fp16 weights), 2: O2 (+ FP8/fp16 moments) */
+  int msamp;                    /* MS-AMP level, a row of xp_msamp_levels (optim.c): 0 off, 1 O1 and 2 O2
+                                   (approximations), 3 O1 as published */
+  int allreduce_ranks;          /* simulated data-parallel ranks (allreduce.c); 1: none */
   exmy_format master;           /* weights are rounded to this after each update (f32: off) */
   int master_is_f32;
   exmy_round_mode master_round; /* rne or sr (or any mode) for that rounding */
@@ -319,6 +322,21 @@ typedef struct xp_data {
   int has_teacher;
 } xp_data;
 
+/* The split of ntok tokens: the last 10% validate, at least `need` of them. */
+size_t xp_data_split(size_t ntok, size_t need);
+/* A word-level vocabulary (vocab.c; `vocab = word:K`): text's tokens as ids
+ * (0 <unk>, then the K most frequent words of the training split, ties by
+ * first appearance), word[id] their text.  need: the fewest validation tokens. */
+typedef struct xp_words {
+  int vocab;                    /* 1 + min(K, distinct training tokens) */
+  int *tok;                     /* ntok ids */
+  size_t ntok, ntrain;
+  char **word;                  /* vocab strings into buf; word[0] = "<unk>" */
+  char *buf;
+} xp_words;
+int xp_words_build(xp_words *w, const char *text, size_t len, int K, size_t need, char *err, size_t errlen);
+void xp_words_free(xp_words *w);
+
 /* The built-in corpus: deterministic generated English-like text (docs). */
 size_t xp_builtin_text(uint64_t seed, size_t bytes, char *out);
 int xp_data_init(xp_data *d, const xp_config *c, char *err, size_t errlen);
@@ -329,6 +347,8 @@ typedef struct xp_batch_buf { int *tokens, *targets, *labels; float *x, *y; xp_b
 int xp_batch_alloc(xp_batch_buf *bb, const xp_config *c);
 void xp_batch_free(xp_batch_buf *bb);
 void xp_data_batch(xp_data *d, const xp_config *c, long step, int validation, xp_batch_buf *bb);
+/* Rank r's share of b (of R equal shares of b->n; R divides b->n). */
+xp_batch xp_batch_shard(const xp_batch *b, const xp_config *c, int r, int R);
 
 /* ---- optimizer ---------------------------------------------------------- */
 
@@ -336,6 +356,7 @@ typedef struct xp_optim {
   size_t n;
   float *m, *v;                 /* AdamW moments (fp32; MS-AMP O2 rounds them each step) */
   void *codes;                  /* scratch: a tensor's codes when weights are rounded (master=) */
+  unsigned char *linear_w;      /* per tensor: a linear weight stored in fp16 (msamp = 3; else NULL) */
   long t;                       /* updates taken (bias correction) */
 } xp_optim;
 int xp_optim_init(xp_optim *o, size_t nparams);
@@ -346,6 +367,45 @@ double xp_lr_at(const xp_config *c, long step);
  * c->clip; MS-AMP levels; rounding to c->master).  *grad_norm: the norm
  * before clipping. */
 void xp_optim_step(xp_optim *o, xp_model *m, const xp_config *c, long step, double lr, double *grad_norm);
+
+/* The MS-AMP levels (`msamp = N`, row N; optim.c). */
+typedef struct xp_msamp_level {
+  const char *help;
+  int fp8_wgrad;                /* every matrix's gradient to e4m3fn (pow2 current scale) in the optimizer */
+  int fp8_allreduce;            /* linear weights' gradients through the FP8 all-reduce (allreduce.c) */
+  int fp16_linear;              /* linear weights stored in fp16 (rne, from init; no fp32 master) */
+  int low_moments;              /* Adam's moments: first e4m3fn, second fp16, scaled */
+} xp_msamp_level;
+#define XP_MSAMP_LEVELS 4
+/* Row `level` (0 .. XP_MSAMP_LEVELS - 1). */
+const xp_msamp_level *xp_msamp_level_of(int level);
+/* After xp_optim_init: when the level stores linear weights in fp16, mark
+ * them and round them (before step 0).  0 or -1 (out of memory). */
+int xp_optim_setup(xp_optim *o, xp_model *m, const xp_config *c);
+
+/* mask[t] = 1 for tensors that are a linear layer's weight (NAME.w for a
+ * linear layer NAME), else 0 (params.c). */
+void xp_linear_weight_mask(const xp_model *m, unsigned char *mask);
+
+/* ---- the simulated data-parallel all-reduce (allreduce.c) ------------------ */
+
+typedef struct xp_allreduce {
+  int R;                        /* ranks */
+  int fp8;                      /* MS-AMP O1's FP8 all-reduce of linear weights' gradients */
+  int active;                   /* R > 1 or fp8: the step runs through here */
+  size_t n;                     /* parameters */
+  unsigned char *linear_w;      /* per tensor: a linear layer's weight */
+  float *rank_grads;            /* R x (n + 1): each rank's gradients (R > 1) */
+  float *tmp, *acc;             /* n each */
+  void *codes;                  /* n e4m3 codes */
+} xp_allreduce;
+/* 0, or -1 when out of memory. */
+int xp_allreduce_init(xp_allreduce *a, const xp_config *c, const xp_model *m);
+void xp_allreduce_free(xp_allreduce *a);
+/* Where rank r's gradients go (R = 1: m->grads itself). */
+float *xp_allreduce_rank(xp_allreduce *a, xp_model *m, int r);
+/* The ranks' gradients, reduced, into m->grads (a no-op unless active). */
+void xp_allreduce_run(xp_allreduce *a, xp_model *m);
 
 /* ---- rules -------------------------------------------------------------- */
 

@@ -34,7 +34,7 @@ run study --help
 if [ "$rc" -eq 0 ] && grep -q "usage: exmy study" "$T/out"; then pass "study --help"; else fail "study --help" "status $rc"; fi
 
 run study --list
-studies="default mantissa recipes fallback calibration accumulation rounding lrsweep rangeshift delayedlag failsafe outliers"
+studies="default mantissa recipes fallback calibration accumulation rounding lrsweep rangeshift delayedlag failsafe outliers faithful"
 ok=1
 for s in $studies; do grep -Eq "^$s +[a-zA-Z0-9]" "$T/out" || ok=0; done
 if [ "$rc" -eq 0 ] && [ $ok -eq 1 ]; then pass "study --list names every study with a description"
@@ -342,6 +342,11 @@ outliers: - **inconclusive**: z-loss (with qk-layernorm) lowers the output logit
 outliers: - **inconclusive**: SwiGLU with unscaled e4m3fn forward operands ends above SwiGLU in fp32 (Fishman et al. 2024: SwiGLU outliers break FP8 training). val_loss swiglu unscaled - swiglu fp32 over n = 2 paired runs: mean +0.0013, 95% CI [+0.0002, +0.0024] (bootstrap, 2000 resamples); higher = the 95% CI above 0; inconclusive: fewer than 3 pairs.
 outliers: - **inconclusive**: GELU with unscaled e4m3fn forward operands ends above GELU in fp32. val_loss gelu unscaled - gelu fp32 over n = 2 paired runs: mean +0.0011, 95% CI [-0.0017, +0.0039] (bootstrap, 2000 resamples); higher = the 95% CI above 0; inconclusive: fewer than 3 pairs.
 outliers: - **inconclusive**: SwiGLU in HYBRID (current scaling) tracks SwiGLU in fp32 within 0.05 nats (Micikevicius et al. 2022 (arXiv 2209.05433): FP8 training matches 16-bit training). val_loss swiglu hybrid - swiglu fp32 over n = 2 paired runs: mean +0.0012, 95% CI [+0.0012, +0.0012] (bootstrap, 2000 resamples); tracks = the 90% CI inside the margin (TOST), margin 0.05 nats; inconclusive: fewer than 3 pairs.
+faithful: - **inconclusive**: MS-AMP O1 as published (one rank) tracks bf16 in validation loss within 0.02 nats (MS-AMP / FP8-LM (Peng et al. 2023): O1 matches BF16 training). val_loss msamp o1 r1 - bf16 over n = 1 paired runs: mean +0.0006, 95% CI [+0.0006, +0.0006] (bootstrap, 2000 resamples); tracks = the 90% CI inside the margin (TOST), margin 0.02 nats; inconclusive: fewer than 3 pairs (one seed).
+faithful: - **inconclusive**: MS-AMP O1's FP8 all-reduce over 4 ranks tracks one rank within 0.02 nats (MS-AMP: FP8 gradient all-reduce with a shared scale and 1/sqrt(world size) pre-scaling keeps accuracy). val_loss msamp o1 r4 - msamp o1 r1 over n = 1 paired runs: mean +0.0002, 95% CI [+0.0002, +0.0002] (bootstrap, 2000 resamples); tracks = the 90% CI inside the margin (TOST), margin 0.02 nats; inconclusive: fewer than 3 pairs (one seed).
+faithful: - **inconclusive**: The first and last blocks (and lm_head) in bf16 lower HYBRID's validation loss (Transformer Engine's guidance: keep the first and last layers in higher precision). val_loss hybrid edges - hybrid over n = 1 paired runs: mean -0.0012, 95% CI [-0.0012, -0.0012] (bootstrap, 2000 resamples); lower = the 95% CI below 0; inconclusive: fewer than 3 pairs (one seed).
+faithful: - **inconclusive**: HYBRID FP8 (current scaling) tracks bf16 in validation loss within 0.02 nats (Megatron-LM FP8 (Transformer Engine), 1B, 21K steps). val_loss hybrid - bf16 over n = 1 paired runs: mean +0.0012, 95% CI [+0.0012, +0.0012] (bootstrap, 2000 resamples); tracks = the 90% CI inside the margin (TOST), margin 0.02 nats; inconclusive: fewer than 3 pairs (one seed).
+faithful: - **inconclusive**: MS-AMP O1 over 4 ranks fails (diverges or does not converge) more often than bf16 (MS-AMP: no loss of stability). failed rate: msamp o1 r4 0/1 [0.00, 0.97], bf16 0/1 [0.00, 0.97] (exact 95% intervals); higher = the intervals disjoint in that direction; inconclusive: fewer than 3 runs per arm (one seed).
 END_OF_VERDICTS
 }
 

@@ -84,6 +84,71 @@ for i in 1 2 3 4 5 6; do cat "$T/text.txt" "$T/text.txt" >"$T/t2.txt"; mv "$T/t2
 run train $TINY --data "$T/text.txt"
 if [ "$rc" -eq 0 ] && grep -q "^loss" "$T/out"; then pass "--data FILE"; else fail "--data FILE" "$(txt "$T/err")"; fi
 
+# simulated ranks (allreduce_ranks) and MS-AMP O1 as published (msamp = 3):
+# one rank without MS-AMP is today's run bit for bit (loss.csv and the
+# checkpoint); 4 ranks with the FP8 all-reduce give the same bits on 1 and 2
+# threads, and differ from one rank
+run train $TINY --out_dir "$T/ar0" --ckpt "$T/ar0.ckpt"
+run train $TINY --allreduce_ranks 1 --out_dir "$T/ar1" --ckpt "$T/ar1.ckpt"
+if [ "$rc" -eq 0 ] && cmp -s "$T/ar0/loss.csv" "$T/ar1/loss.csv" && cmp -s "$T/ar0.ckpt" "$T/ar1.ckpt"; then
+  pass "allreduce_ranks = 1: loss.csv and the checkpoint byte-identical to a run without the key"
+else fail "allreduce_ranks = 1: byte-identical to a run without the key" "status $rc" "$(diff "$T/ar0/loss.csv" "$T/ar1/loss.csv" | head -n 3 | tr '\n' '|')"; fi
+# the same run's files from the engine before allreduce_ranks and msamp = 3
+# existed (commit adf5a45; POSIX cksum): fp32, and HYBRID with msamp = 1
+ck() { cksum <"$1" | awk '{print $1 "/" $2}'; }
+run train $TINY --msamp 1 --prec hybrid --allreduce_ranks 1 --out_dir "$T/arm" --ckpt "$T/arm.ckpt"
+if [ "$(ck "$T/ar1/loss.csv") $(ck "$T/ar1.ckpt") $(ck "$T/arm/loss.csv") $(ck "$T/arm.ckpt")" = \
+     "1134883060/274 2883015120/59983 310957669/271 2715749350/59985" ]; then
+  pass "allreduce_ranks = 1 (fp32; hybrid msamp = 1): loss.csv and checkpoint as the engine before the key (cksum)"
+else fail "allreduce_ranks = 1: loss.csv and checkpoint as the engine before the key" "$(ck "$T/ar1/loss.csv") $(ck "$T/ar1.ckpt") $(ck "$T/arm/loss.csv") $(ck "$T/arm.ckpt")"; fi
+run train $TINY --prec hybrid --msamp 3 --allreduce_ranks 4 --out_dir "$T/ms1" --threads 1
+run train $TINY --prec hybrid --msamp 3 --allreduce_ranks 4 --out_dir "$T/ms2" --threads 2
+run train $TINY --prec hybrid --msamp 3 --out_dir "$T/ms3"
+if [ "$rc" -eq 0 ] && [ -s "$T/ms1/loss.csv" ] && cmp -s "$T/ms1/loss.csv" "$T/ms2/loss.csv" && ! cmp -s "$T/ms1/loss.csv" "$T/ms3/loss.csv"; then
+  pass "msamp = 3, allreduce_ranks = 4: the same loss.csv on 1 and 2 threads (and not one rank's)"
+else fail "msamp = 3, allreduce_ranks = 4: the same loss.csv on 1 and 2 threads" "status $rc"; fi
+run train $TINY --amp msamp-o1 --allreduce_ranks 2 --out_dir "$T/msf" --ckpt "$T/msf.ckpt"
+run train $TINY --amp msamp-o1 --allreduce_ranks 2 --out_dir "$T/msp" --ckpt "$T/msp.ckpt" --stop_after 3
+run train $TINY --amp msamp-o1 --allreduce_ranks 2 --out_dir "$T/msp" --ckpt "$T/msp.ckpt" --resume "$T/msp.ckpt"
+if [ "$rc" -eq 0 ] && [ -s "$T/msf.ckpt" ] && cmp -s "$T/msf/loss.csv" "$T/msp/loss.csv" && cmp -s "$T/msf.ckpt" "$T/msp.ckpt"; then
+  pass "amp = msamp-o1, 2 ranks: stop after 3 steps and resume gives the uninterrupted loss.csv and checkpoint"
+else fail "amp = msamp-o1, 2 ranks: stop and resume" "status $rc"; fi
+run train --amp msamp-o1 --print-config
+if [ "$rc" -eq 0 ] && grep -q '^prec = hybrid$' "$T/out" && grep -q '^msamp = 3$' "$T/out"; then pass "amp = msamp-o1 sets prec = hybrid, msamp = 3"
+else fail "amp = msamp-o1 sets prec = hybrid, msamp = 3" "status $rc"; fi
+run train --amp msamp-o9
+check_err "unknown amp setup (exit 2)" "msamp-o9"
+run train $TINY --allreduce_ranks 3
+check_err "allreduce_ranks that does not divide batch (exit 2)" "allreduce_ranks 3 does not divide batch 4"
+
+# Transformer Engine's first/last blocks in bf16: layer.block.first and
+# layer.block.last select every GEMM of h0 and of the last block (SwiGLU
+# here), and nothing else; stats.csv's format column shows each operand's
+run train $TINY --n_layer 3 --swiglu 1 --steps 1 --prec hybrid --layer.block.first bf16 --layer.block.last bf16 \
+  --layer.lm_head bf16 --stats_every 1 --out_dir "$T/blk"
+awk -F, 'NR > 1 {print $2, $4, $5}' "$T/blk/stats.csv" 2>/dev/null | sort -u >"$T/blk.got"
+: >"$T/blk.want"
+for l in h0 h1 h2; do for g in fc fc2 proj qkv; do for k in grad input weight; do
+  f=bf16; [ $l = h1 ] && { f=e4m3fn; [ $k = grad ] && f=e5m2; }
+  echo "$l.$g $k $f" >>"$T/blk.want"
+done; done; done
+for k in grad input weight; do echo "lm_head $k bf16" >>"$T/blk.want"; done
+sort -o "$T/blk.want" "$T/blk.want"
+if [ "$rc" -eq 0 ] && cmp -s "$T/blk.want" "$T/blk.got"; then
+  pass "layer.block.first/last = bf16: every GEMM operand of h0 and h2 (and lm_head) bf16, h1 FP8 (39 layer/tensor formats)"
+else fail "layer.block.first/last = bf16: h0 and h2 bf16, h1 FP8" "status $rc" "$(diff "$T/blk.want" "$T/blk.got" | head -n 4 | tr '\n' '|')"; fi
+run train $TINY --model mlp --depth 2 --layer.block.last bf16 --prec e4m3fn --steps 1 --stats_every 1 --out_dir "$T/blkm"
+if [ "$rc" -eq 0 ] && [ "$(awk -F, 'NR > 1 && $5 == "bf16" {print $2}' "$T/blkm/stats.csv" | sort -u | tr '\n' ' ')" = "b1.fc " ]; then
+  pass "layer.block.last on the MLP: its last block b1 (not head)"
+else fail "layer.block.last on the MLP: its last block b1" "status $rc"; fi
+
+run train $TINY --vocab word:300 --out_dir "$T/words"
+if [ "$rc" -eq 0 ] && grep -q '^vocab = word:300$' "$T/words/config.txt" && grep -q '^params        13241$' "$T/out"; then
+  pass "vocab = word:300: the built-in text's 296 words + <unk> (13241 parameters)"
+else fail "vocab = word:300" "status $rc" "$(grep params "$T/out")"; fi
+run train --vocab word:0
+check_err "bad vocab (exit 2)" "word:0"
+
 run train $TINY --model mlp --in_dim 4 --hidden 8 --depth 1 --out_dim 2 --prec e4m3fn
 check_ok "mlp regression run"
 
