@@ -309,18 +309,18 @@ void xp_config_write(const xp_config *c, FILE *out) {
 
 /* The keys with their help, for `exmy train --help` and docs. */
 void xp_config_help(FILE *out) {
-  fprintf(out, "  %-14s ", "model"); /* the model table's names, with their help */
+  fprintf(out, "  %-16s ", "model"); /* the model table's names, with their help */
   for (int i = 0; i < xp_model_count(); i++) {
     const xp_model_ops *ops = xp_model_of((xp_model_kind)i);
     fprintf(out, "%s%s", i ? ", " : "", ops->name);
     if (ops->help) fprintf(out, " (%s)", ops->help);
   }
   fputc('\n', out);
-  fprintf(out, "  %-14s %s\n", "data", "builtin (generated text, default) or a text file");
-  fprintf(out, "  %-14s %s\n", "vocab", "char (the bytes, default) or word:K (the K most frequent words + <unk>)");
+  fprintf(out, "  %-16s %s\n", "data", "builtin (generated text, default) or a text file");
+  fprintf(out, "  %-16s %s\n", "vocab", "char (the bytes, default) or word:K (the K most frequent words + <unk>)");
   xp_prec_help(out);
-  fprintf(out, "  %-14s %s\n", "master", "format weights are rounded to after each update (default f32: off)");
-  fprintf(out, "  %-14s %s\n", "master_round", "rounding of that (rne, sr, ...)");
-  fprintf(out, "  %-14s %s\n", "amp", "a named setup: msamp-o1 (= prec hybrid, msamp 3)");
-  for (size_t i = 0; i < NKEYS; i++) fprintf(out, "  %-14s %s\n", keys[i].name, keys[i].help);
+  fprintf(out, "  %-16s %s\n", "master", "format weights are rounded to after each update (default f32: off)");
+  fprintf(out, "  %-16s %s\n", "master_round", "rounding of that (rne, sr, ...)");
+  fprintf(out, "  %-16s %s\n", "amp", "a named setup: msamp-o1 (= prec hybrid, msamp 3)");
+  for (size_t i = 0; i < NKEYS; i++) fprintf(out, "  %-16s %s\n", keys[i].name, keys[i].help);
 }

@@ -254,10 +254,10 @@ void xp_config_write_prec(const xp_config *c, FILE *out) {
 }
 
 void xp_prec_help(FILE *out) {
-  fprintf(out, "  %-14s %s\n", "prec", "GEMM precision: PRESET[;key=value...] (fp32 bf16 fp16 hybrid FORMAT;");
-  fprintf(out, "  %-14s %s\n", "", "fmt|round|sat|recipe[.input|.weight|.grad], accum[.fprop|.dgrad|.wgrad])");
-  fprintf(out, "  %-14s %s\n", "attn", "precision of attention's GEMMs (default fp32)");
-  fprintf(out, "  %-14s %s\n", "layer.NAME", "per-layer precision (NAME: first, last, block.first, block.last, index, name, glob)");
+  fprintf(out, "  %-16s %s\n", "prec", "GEMM precision: PRESET[;key=value...] (fp32 bf16 fp16 hybrid FORMAT;");
+  fprintf(out, "  %-16s %s\n", "", "fmt|round|sat|recipe[.input|.weight|.grad], accum[.fprop|.dgrad|.wgrad])");
+  fprintf(out, "  %-16s %s\n", "attn", "precision of attention's GEMMs (default fp32)");
+  fprintf(out, "  %-16s %s\n", "layer.NAME", "per-layer precision (NAME: first, last, block.first, block.last, index, name, glob)");
 }
 
 void xp_prec_key(const xp_config *c, char *buf, size_t len) {
