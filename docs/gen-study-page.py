@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""gen-study-page.py NAME RESULTS CONSOLE MACHINE: docs/studies/NAME.md from a real run.
+"""gen-study-page.py NAME RESULTS CONSOLE MACHINE [PAGE ARGS]: docs/studies/NAME.md from a real run.
 
 RESULTS is the run's results folder (its report.md and SVG plots), CONSOLE the
 file holding the command's console output, MACHINE one sentence on the
 machine and its load.  The page is the console, then report.md with its
 headings one level down and its plots copied to docs/studies/NAME-*.svg.
-Run from the source tree's top folder; nothing in the report is edited."""
+PAGE and ARGS (optional): a run with options (ARGS, e.g. "--steps 1000") written as
+docs/studies/PAGE.md.  Run from the source tree's top folder; nothing in the
+report is edited."""
 import os, re, shutil, sys
 
 name, res, console, machine = sys.argv[1:5]
-cmd = "exmy study" if name == "default" else f"exmy study {name}"
+page, args = (sys.argv[5], " " + sys.argv[6]) if len(sys.argv) > 6 else (name, "")
+cmd = ("exmy study" if name == "default" else f"exmy study {name}") + args
 con = open(console).read().rstrip("\n")
 rep = open(os.path.join(res, "report.md")).read().split("\n")
 assert rep[0].startswith("# "), "report.md should start with its title"
@@ -17,8 +20,8 @@ body = "\n".join(rep[1:])
 body = re.sub(r"^(#+) ", lambda m: "#" + m.group(1) + " ", body, flags=re.M)
 for svg in sorted(f for f in os.listdir(res) if f.endswith(".svg")):
     stem = svg[:-4]
-    shutil.copy(os.path.join(res, svg), f"docs/studies/{name}-{stem}.svg")
-    body = body.replace(f"]({svg})", f"]({name}-{svg})")
+    shutil.copy(os.path.join(res, svg), f"docs/studies/{page}-{stem}.svg")
+    body = body.replace(f"]({svg})", f"]({page}-{svg})")
 wall = re.search(r"^(\d+) runs in (.*)$", con, re.M)
 runs = f"{wall.group(2)} wall time for {wall.group(1)} runs, 2 at a time" if wall else "wall time in the console"
 head = (f"# Study `{name}`: a real run\n\nThis page is generated from a real default-size run (`{cmd}`, results "
@@ -26,5 +29,5 @@ head = (f"# Study `{name}`: a real run\n\nThis page is generated from a real def
         f"study wrote it, with its SVG plots. Machine: {machine}; {runs}. Nothing was edited or re-run selectively: "
         f"the verdicts are the code's (the study file experiments/studies/{name}.study, its analysis hook and "
         f"experiments/study_claims.c).\n\n")
-page = head + f"## Console\n\n```\n$ {cmd}\n{con}\n```\n\n## The report (`results/{name}/report.md`)\n" + body
-open(f"docs/studies/{name}.md", "w").write(page)
+text = head + f"## Console\n\n```\n$ {cmd}\n{con}\n```\n\n## The report (`results/{name}/report.md`)\n" + body
+open(f"docs/studies/{page}.md", "w").write(text)
