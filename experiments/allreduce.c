@@ -36,31 +36,23 @@ int xp_allreduce_init(xp_allreduce *a, const xp_config *c, const xp_model *m) {
   a->n = m->nparams;
   a->fp8 = xp_msamp_level_of(c->msamp)->fp8_allreduce;
   if (a->R == 1 && !a->fp8) return 0; /* nothing to do: train.c's plain step */
-  a->linear_w = calloc((size_t)m->ntensors + 1, 1);
   a->tmp = malloc((a->n + 1) * sizeof(float));
   a->acc = malloc((a->n + 1) * sizeof(float));
   a->codes = malloc(a->n + 1);
   if (a->R > 1) a->rank_grads = malloc((size_t)a->R * (a->n + 1) * sizeof(float));
-  if (!a->linear_w || !a->tmp || !a->acc || !a->codes || (a->R > 1 && !a->rank_grads)) return -1;
-  xp_linear_weight_mask(m, a->linear_w);
+  if (!a->tmp || !a->acc || !a->codes || (a->R > 1 && !a->rank_grads)) return -1;
   a->active = 1;
   return 0;
 }
 
 void xp_allreduce_free(xp_allreduce *a) {
-  void *owned[] = {a->linear_w, a->rank_grads, a->tmp, a->acc, a->codes};
+  void *owned[] = {a->rank_grads, a->tmp, a->acc, a->codes};
   for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) free(owned[i]);
   memset(a, 0, sizeof *a);
 }
 
 float *xp_allreduce_rank(xp_allreduce *a, xp_model *m, int r) {
   return a->R == 1 ? m->grads : a->rank_grads + (size_t)r * (a->n + 1);
-}
-
-/* x <- e4m3fn(x) (rne, saturating), n elements */
-static void to_e4m3(const exmy_format *f, const exmy_rounding *rnd, float *x, size_t n, void *codes) {
-  exmy_quantize(f, rnd, EXMY_DTYPE_F32, x, n, 0, codes, NULL, NULL, 0); /* f32 source: cannot fail */
-  exmy_decode_f32(f, codes, n, x);
 }
 
 /* The largest e with amax * 2^e <= 448 (floor(log2(448 / amax)), exactly). */
@@ -93,10 +85,10 @@ static void fp8_tensor(xp_allreduce *a, xp_model *m, const xp_param *t) {
     const float *g = xp_allreduce_rank(a, m, r) + t->off;
     float *dst = r == 0 ? acc : q;
     for (size_t i = 0; i < n; i++) dst[i] = g[i] * s;
-    to_e4m3(&f, &rnd, dst, n, a->codes);
+    xp_round_f32(&f, &rnd, dst, n, a->codes);
     if (r == 0) continue;
     for (size_t i = 0; i < n; i++) acc[i] += q[i]; /* two e4m3 values: exact in fp32 */
-    to_e4m3(&f, &rnd, acc, n, a->codes);
+    xp_round_f32(&f, &rnd, acc, n, a->codes);
   }
   const float inv = (1.0f / s) / (float)R;
   float *out = m->grads + t->off;
@@ -108,7 +100,7 @@ void xp_allreduce_run(xp_allreduce *a, xp_model *m) {
   const int R = a->R;
   for (int ti = 0; ti < m->ntensors; ti++) {
     const xp_param *t = &m->tensors[ti];
-    if (a->fp8 && a->linear_w[ti]) {
+    if (a->fp8 && t->is_linear_w) {
       fp8_tensor(a, m, t);
       continue;
     }

@@ -26,6 +26,9 @@ int xp_add_tensor(xp_model *m, const char *name, size_t rows, size_t cols, int i
 int xp_alloc_params(xp_model *m);
 /* Set the linear-layer name table (nlin names, forward order).  0 / -1. */
 int xp_set_lin_names(xp_model *m, int nlin);
+/* Set every tensor's is_linear_w from the linear-layer names (xp_model_init
+ * calls it once the model's init has named them). */
+void xp_mark_linear_weights(xp_model *m);
 /* Free what the three above allocated (params, grads, tensors, names). */
 void xp_params_free(xp_model *m);
 

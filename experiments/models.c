@@ -32,7 +32,9 @@ int xp_model_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t se
   const xp_model_ops *ops = xp_model_of(mc->kind);
   if (!ops) return xp_errf(err, errlen, "model: unknown kind %d", (int)mc->kind);
   m->ops = ops;
-  return ops->init(m, mc, vocab, seed, err, errlen);
+  if (ops->init(m, mc, vocab, seed, err, errlen)) return -1;
+  xp_mark_linear_weights(m);
+  return 0;
 }
 
 void xp_model_free(xp_model *m) {

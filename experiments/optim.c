@@ -47,7 +47,6 @@ void xp_optim_free(xp_optim *o) {
   free(o->m);
   free(o->v);
   free(o->codes);
-  free(o->linear_w);
   memset(o, 0, sizeof *o);
 }
 
@@ -112,31 +111,21 @@ static void round_master(xp_optim *o, const xp_config *c, float *p, size_t n, ui
   rnd.sat = EXMY_SAT_FINITE;
   rnd.seed = c->seed;
   rnd.stream = stream;
-  exmy_quantize(&c->master, &rnd, EXMY_DTYPE_F32, p, n, 0, o->codes, NULL, NULL, 0); /* f32 source: cannot fail */
-  exmy_decode_f32(&c->master, o->codes, n, p);
+  xp_round_f32(&c->master, &rnd, p, n, o->codes);
 }
 
-/* x <- fp16(x), rne (MS-AMP's fp16 weights: the fp32 update cast back) */
-static void round_f16(float *x, size_t n, void *codes) {
+/* The linear weights in fp16, rne, in place (MS-AMP's fp16 weights: the
+ * fp32 update cast back). */
+static void round_linear_f16(const xp_optim *o, xp_model *m) {
   exmy_format f;
   exmy_format_parse("f16", &f, NULL, 0);
   const exmy_rounding rnd = exmy_rounding_default();
-  exmy_quantize(&f, &rnd, EXMY_DTYPE_F32, x, n, 0, codes, NULL, NULL, 0); /* f32 source: cannot fail */
-  exmy_decode_f32(&f, codes, n, x);
-}
-
-/* The linear weights in fp16 (msamp levels that store them so), in place. */
-static void round_linear_f16(const xp_optim *o, xp_model *m) {
   for (int ti = 0; ti < m->ntensors; ti++)
-    if (o->linear_w[ti]) round_f16(m->params + m->tensors[ti].off, m->tensors[ti].n, o->codes);
+    if (m->tensors[ti].is_linear_w) xp_round_f32(&f, &rnd, m->params + m->tensors[ti].off, m->tensors[ti].n, o->codes);
 }
 
-int xp_optim_setup(xp_optim *o, xp_model *m, const xp_config *c) {
-  if (!xp_msamp_level_of(c->msamp)->fp16_linear) return 0;
-  if (!(o->linear_w = calloc((size_t)m->ntensors + 1, 1))) return -1;
-  xp_linear_weight_mask(m, o->linear_w);
-  round_linear_f16(o, m);
-  return 0;
+void xp_optim_setup(xp_optim *o, xp_model *m, const xp_config *c) {
+  if (xp_msamp_level_of(c->msamp)->fp16_linear) round_linear_f16(o, m);
 }
 
 void xp_optim_step(xp_optim *o, xp_model *m, const xp_config *c, long step, double lr, double *grad_norm) {
@@ -187,5 +176,5 @@ void xp_optim_step(xp_optim *o, xp_model *m, const xp_config *c, long step, doub
     if (!c->master_is_f32) round_master(o, c, p, pt->n, 0x3a57e5000000ull + (uint64_t)step * 4096 + (uint64_t)ti);
   }
 #undef ADAMW_ELEMENT
-  if (lv->fp16_linear && o->linear_w) round_linear_f16(o, m);
+  if (lv->fp16_linear) round_linear_f16(o, m);
 }

@@ -70,12 +70,18 @@ void xp_init_const(xp_model *m, int t, float v) {
   for (size_t i = 0; i < p->n; i++) m->params[p->off + i] = v;
 }
 
-void xp_linear_weight_mask(const xp_model *m, unsigned char *mask) {
+void xp_mark_linear_weights(xp_model *m) {
   for (int t = 0; t < m->ntensors; t++) {
-    mask[t] = 0;
-    for (int l = 0; l < m->nlin && !mask[t]; l++) {
+    xp_param *p = &m->tensors[t];
+    p->is_linear_w = 0;
+    for (int l = 0; l < m->nlin && !p->is_linear_w; l++) {
       const size_t k = strlen(m->lin_name[l]);
-      mask[t] = !strncmp(m->tensors[t].name, m->lin_name[l], k) && !strcmp(m->tensors[t].name + k, ".w");
+      p->is_linear_w = !strncmp(p->name, m->lin_name[l], k) && !strcmp(p->name + k, ".w");
     }
   }
+}
+
+void xp_round_f32(const exmy_format *fmt, const exmy_rounding *rnd, float *x, size_t n, void *codes) {
+  exmy_quantize(fmt, rnd, EXMY_DTYPE_F32, x, n, 0, codes, NULL, NULL, 0); /* f32 source: cannot fail */
+  exmy_decode_f32(fmt, codes, n, x);
 }

@@ -292,7 +292,8 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
     goto out;
   }
   r.have_opt = r.have_bb = 1;
-  if (xp_optim_setup(&r.opt, &r.model, c) || xp_allreduce_init(&r.ar, c, &r.model)) {
+  xp_optim_setup(&r.opt, &r.model, c);
+  if (xp_allreduce_init(&r.ar, c, &r.model)) {
     xp_errf(err, errlen, "out of memory");
     r.have_ar = 1;
     goto out;

@@ -234,6 +234,7 @@ typedef struct xp_param {       /* one parameter tensor inside the flat arrays *
   size_t off, n;                /* offset and size in params[] / grads[] */
   size_t rows, cols;            /* shape (vectors: 1 x n) */
   int is_matrix;                /* weight matrices and embeddings: decayed, FP8 under MS-AMP */
+  int is_linear_w;              /* a linear layer's weight (NAME.w of linear layer NAME; set by xp_model_init) */
 } xp_param;
 
 typedef struct xp_batch {
@@ -356,7 +357,6 @@ typedef struct xp_optim {
   size_t n;
   float *m, *v;                 /* AdamW moments (fp32; MS-AMP O2 rounds them each step) */
   void *codes;                  /* scratch: a tensor's codes when weights are rounded (master=) */
-  unsigned char *linear_w;      /* per tensor: a linear weight stored in fp16 (msamp = 3; else NULL) */
   long t;                       /* updates taken (bias correction) */
 } xp_optim;
 int xp_optim_init(xp_optim *o, size_t nparams);
@@ -379,13 +379,13 @@ typedef struct xp_msamp_level {
 #define XP_MSAMP_LEVELS 4
 /* Row `level` (0 .. XP_MSAMP_LEVELS - 1). */
 const xp_msamp_level *xp_msamp_level_of(int level);
-/* After xp_optim_init: when the level stores linear weights in fp16, mark
- * them and round them (before step 0).  0 or -1 (out of memory). */
-int xp_optim_setup(xp_optim *o, xp_model *m, const xp_config *c);
+/* After xp_optim_init: when the level stores linear weights in fp16,
+ * round them (before step 0). */
+void xp_optim_setup(xp_optim *o, xp_model *m, const xp_config *c);
 
-/* mask[t] = 1 for tensors that are a linear layer's weight (NAME.w for a
- * linear layer NAME), else 0 (params.c). */
-void xp_linear_weight_mask(const xp_model *m, unsigned char *mask);
+/* x <- fmt(x): n floats quantized with rnd (SR counter = element index) and
+ * decoded back, in place; codes: scratch for n codes of fmt (params.c). */
+void xp_round_f32(const exmy_format *fmt, const exmy_rounding *rnd, float *x, size_t n, void *codes);
 
 /* ---- the simulated data-parallel all-reduce (allreduce.c) ------------------ */
 
@@ -394,7 +394,6 @@ typedef struct xp_allreduce {
   int fp8;                      /* MS-AMP O1's FP8 all-reduce of linear weights' gradients */
   int active;                   /* R > 1 or fp8: the step runs through here */
   size_t n;                     /* parameters */
-  unsigned char *linear_w;      /* per tensor: a linear layer's weight */
   float *rank_grads;            /* R x (n + 1): each rank's gradients (R > 1) */
   float *tmp, *acc;             /* n each */
   void *codes;                  /* n e4m3 codes */
