@@ -106,9 +106,6 @@ int cmd_train(int argc, char **argv) {
   if (strcmp(c.data, "builtin") && c.model.kind == XP_MODEL_GPT && access(c.data, R_OK))
     cli_die("train: data: cannot read '%s': %s", c.data, strerror(errno));
   if (c.resume[0] && access(c.resume, R_OK)) cli_die("train: resume: cannot read '%s': %s", c.resume, strerror(errno));
-  if (c.model.batch % c.allreduce_ranks)
-    cli_die("train: allreduce_ranks %d does not divide batch %d (each rank takes batch/R sequences)", c.allreduce_ranks,
-            c.model.batch);
   if (c.ckpt[0]) {
     char dir[XP_PATH];
     snprintf(dir, sizeof dir, "%s", c.ckpt);
@@ -126,11 +123,8 @@ int cmd_train(int argc, char **argv) {
   memset(&m, 0, sizeof m);
   if (xp_model_init(&m, &c.model, c.model.kind == XP_MODEL_GPT ? 256 : 0, c.seed, err, sizeof err))
     cli_die("train: %s", err);
-  int bad = xp_prec_check_overrides(&c, m.nlin, m.lin_name, err, sizeof err);
-  if (!bad && c.range_shift && !m.ops->range_shift) {
-    snprintf(err, sizeof err, "range_shift %d: model %s has no norm layers to shift", c.range_shift, m.ops->name);
-    bad = 1;
-  }
+  int bad = xp_prec_check_overrides(&c, m.nlin, m.lin_name, err, sizeof err) ||
+            xp_model_check_config(&m, &c, err, sizeof err);
   if (!bad && c.dump_layers[0]) {
     char list[sizeof c.dump_layers], *save = NULL;
     snprintf(list, sizeof list, "%s", c.dump_layers);
@@ -143,10 +137,6 @@ int cmd_train(int argc, char **argv) {
         bad = 1;
       }
     }
-  }
-  if (!bad && c.outliers_every && xp_model_outliers_header(&m, NULL) < 0) {
-    snprintf(err, sizeof err, "outliers_every: model %s has no outlier metrics (gpt has)", m.ops->name);
-    bad = 1;
   }
   xp_model_free(&m);
   if (bad) cli_die("train: %s", err);

@@ -58,6 +58,17 @@ int xp_model_outliers_header(const xp_model *m, FILE *csv) {
   return m->ops->outliers_header ? m->ops->outliers_header(m, csv) : -1;
 }
 
+int xp_model_check_config(const xp_model *m, const xp_config *c, char *err, size_t errlen) {
+  if (c->range_shift && !m->ops->range_shift)
+    return xp_errf(err, errlen, "range_shift %d: model %s has no norm layers to shift", c->range_shift, m->ops->name);
+  if (c->outliers_every && !m->ops->outliers_header)
+    return xp_errf(err, errlen, "outliers_every: model %s has no outlier metrics (gpt has)", m->ops->name);
+  if (c->allreduce_ranks > 1 && c->model.batch % c->allreduce_ranks)
+    return xp_errf(err, errlen, "allreduce_ranks %d does not divide batch %d (each rank takes batch/R sequences)",
+                   c->allreduce_ranks, c->model.batch);
+  return 0;
+}
+
 int xp_model_outliers(xp_model *m, double *row) {
   if (!m->ops->outliers) return -1;
   m->ops->outliers(m, row);

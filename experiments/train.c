@@ -268,8 +268,6 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
   res->first_spike = res->diverged_at = -1;
   if (c->model.kind == XP_MODEL_GPT && c->model.d_model % c->model.n_head)
     return xp_errf(err, errlen, "d_model %d is not a multiple of n_head %d", c->model.d_model, c->model.n_head);
-  if (c->allreduce_ranks > 1 && c->model.batch % c->allreduce_ranks)
-    return xp_errf(err, errlen, "allreduce_ranks %d does not divide batch %d", c->allreduce_ranks, c->model.batch);
   const int old_threads = omp_get_max_threads();
   if (c->threads > 0) omp_set_num_threads(c->threads);
   run r;
@@ -281,10 +279,7 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
   r.have_data = 1;
   if (xp_model_init(&r.model, &c->model, r.data.vocab, c->seed, err, errlen)) goto out;
   r.have_model = 1;
-  if (c->range_shift && !r.model.ops->range_shift) {
-    xp_errf(err, errlen, "range_shift %d: model %s has no norm layers to shift", c->range_shift, r.model.ops->name);
-    goto out;
-  }
+  if (xp_model_check_config(&r.model, c, err, errlen)) goto out;
   if (xp_ctx_init(&r.ctx, c, &r.model, err, errlen)) goto out;
   r.have_ctx = 1;
   if (xp_optim_init(&r.opt, r.model.nparams) || xp_batch_alloc(&r.bb, c)) {
@@ -305,11 +300,8 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
     goto out;
   }
   r.have_det = 1;
-  if (c->outliers_every) {
-    if ((r.ocols = xp_model_outliers_header(&r.model, NULL)) < 0) {
-      xp_errf(err, errlen, "outliers_every: model %s has no outlier metrics (gpt has)", r.model.ops->name);
-      goto out;
-    }
+  if (c->outliers_every) { /* a model with the metrics (xp_model_check_config) */
+    r.ocols = xp_model_outliers_header(&r.model, NULL);
     if (!(r.orow = calloc((size_t)r.ocols + 1, sizeof *r.orow))) {
       xp_errf(err, errlen, "out of memory");
       goto out;
