@@ -403,10 +403,11 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
     }
     r.ctx.collect_stats = mode == XP_MODE_NORMAL && c->stats_every && s % c->stats_every == 0;
     r.ctx.dump = c->dump_layers[0] && s == c->dump_step;
-    r.ctx.collect_outliers = c->outliers_every && s % c->outliers_every == 0;
+    const int outl = c->outliers_every && s % c->outliers_every == 0;
+    r.ctx.collect_outliers = outl;
     double loss, gnorm;
     if (step_grad_ranks(&r, c, mode, &loss)) goto gemm_fail;
-    if (r.ctx.collect_outliers) { /* before the update: the weights this step used (the last rank's shard) */
+    if (outl) { /* before the update: the weights this step used (the last rank's shard) */
       xp_model_outliers(&r.model, r.orow);
       r.ctx.collect_outliers = 0;
     }
@@ -420,7 +421,7 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
       fprintf(r.log[LOG_LOSS], "%ld,%.9g,%.9g,%.9g,%s,%d\n", s, loss, lr, gnorm, mode == XP_MODE_HIGH ? "high" : "fp8",
               verdict == 1);
     if (r.ctx.collect_stats && r.log[LOG_STATS]) xp_ctx_stats_write(&r.ctx, s, r.log[LOG_STATS], r.log[LOG_JSONL]);
-    if (c->outliers_every && s % c->outliers_every == 0 && r.log[LOG_OUTLIERS]) {
+    if (outl && r.log[LOG_OUTLIERS]) {
       fprintf(r.log[LOG_OUTLIERS], "%ld", s);
       for (int i = 0; i < r.ocols; i++) fprintf(r.log[LOG_OUTLIERS], ",%.9g", r.orow[i]);
       fputc('\n', r.log[LOG_OUTLIERS]);
