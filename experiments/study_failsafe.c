@@ -18,15 +18,9 @@ static long high_steps(const srun *r, long *first) {
   FILE *f = fopen(path, "r");
   if (!f) return 0;
   long n = 0;
-  while (fgets(line, sizeof line, f)) {
+  while (fgets(line, sizeof line, f)) { /* step,loss,lr,grad_norm,mode,spike */
     char *c[6];
-    int k = 0;
-    for (char *p = line; k < 6 && p; k++) {
-      c[k] = p;
-      p = strchr(p, ',');
-      if (p) *p++ = 0;
-    }
-    if (k < 5 || strncmp(c[4], "high", 4)) continue;
+    if (st_csv_split(line, c, 6) < 5 || strcmp(c[4], "high")) continue;
     const long s = strtol(c[0], NULL, 10);
     if (*first < 0) *first = s;
     n++;

@@ -175,6 +175,9 @@ int st_run_diverged(const srun *r);
 agg st_aggregate(const study *st, const char *name, int lri);
 const srun *st_find_run(const study *st, const char *name, int lri, int seedi);
 void st_read_stats(const srun *r, const char *kind, stat_curve *c);
+/* A small CSV reader for the engine's outputs (quoted fields allowed): line
+ * cut in place into at most max fields (the line end dropped); their count. */
+int st_csv_split(char *line, char **f, int max);
 tbl *st_tbl_new(int ncol, ...);
 void st_tbl_cell(tbl *t, int col, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void st_agg_cells(tbl *t, const char *name, const agg *a, const agg *ref);

@@ -55,11 +55,9 @@ typedef struct orun {
 
 /* One row of outliers.csv summarized (head: the header, cut in place). */
 static void summarize(char *head, char *row, st_outl *o) {
-  char *name[1024], *save = NULL;
+  char *name[1024];
   double v[1024];
-  int n = 0;
-  head[strcspn(head, "\n")] = 0;
-  for (char *t = strtok_r(head, ",", &save); t && n < 1024; t = strtok_r(NULL, ",", &save)) name[n++] = t;
+  const int n = st_csv_split(head, name, 1024);
   char *p = row;
   for (int i = 0; i < n; i++) {
     v[i] = strtod(p, &p);

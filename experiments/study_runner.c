@@ -422,8 +422,7 @@ const srun *st_find_run(const study *st, const char *name, int lri, int seedi) {
   return NULL;
 }
 
-/* A small CSV reader for the engine's outputs (quoted fields allowed). */
-static int csv_split(char *line, char **f, int max) {
+int st_csv_split(char *line, char **f, int max) {
   int n = 0;
   char *p = line;
   while (n < max) {
@@ -473,14 +472,14 @@ void st_read_stats(const srun *r, const char *kind, stat_curve *c) {
   char line[2048], hl[2048];
   char *h[32];
   if (!fgets(hl, sizeof hl, f)) { fclose(f); return; }
-  int nh = csv_split(hl, h, 32);
+  int nh = st_csv_split(hl, h, 32);
   if (csv_col(h, nh, "step") < 0) {
     /* a resumed run appends to files it did not start: no header line */
     static char known[] = "step,layer,gemm,tensor,format,recipe,underflow_pct,overflow_pct,mse,cosine,snr_db,amax,"
                           "scale,scale_ratio";
     static char hdr[sizeof known];
     memcpy(hdr, known, sizeof known);
-    nh = csv_split(hdr, h, 32);
+    nh = st_csv_split(hdr, h, 32);
     rewind(f);
   }
   int cs = csv_col(h, nh, "step"), ct = csv_col(h, nh, "tensor"), cr = csv_col(h, nh, "scale_ratio"),
@@ -495,7 +494,7 @@ void st_read_stats(const srun *r, const char *kind, stat_curve *c) {
     int eof = !fgets(line, sizeof line, f);
     double step = NAN;
     if (!eof) {
-      k = csv_split(line, fl, 32);
+      k = st_csv_split(line, fl, 32);
       if (k <= cs) continue;
       step = strtod(fl[cs], NULL);
       /* an unquoted recipe text with commas (delayed:len=16,margin=1) adds
