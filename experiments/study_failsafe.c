@@ -46,19 +46,30 @@ static long onset(const srun *r) {
 
 /* lrsweep's "did not train": diverged, errored, or a validation loss more
  * than nonconv_nats above the reference's best over the learning rates at
- * the same seed (this study's runs stay finite where they fail). */
-static int did_not_train(const study *st, const srun *r) {
+ * the same seed (this study's runs stay finite where they fail); lim[seed]:
+ * that bound, from ref_limits. */
+static int did_not_train(const srun *r, const double *lim) {
   if (r->failed || r->res.diverged_at >= 0 || !isfinite(r->res.val_loss)) return 1;
-  double best = INFINITY;
+  return r->res.val_loss > lim[r->seedi];
+}
+
+/* Per seed: the reference's (tag fp32) best validation loss over the
+ * learning rates plus nonconv_nats, computed once for every run's test. */
+static void ref_limits(const study *st, double *lim) {
+  for (int s = 0; s < st->nseeds; s++) lim[s] = INFINITY;
   for (int i = 0; i < st->nrun; i++) {
     const srun *q = &st->run[i];
-    if (!strcmp(q->tag, "fp32") && q->seedi == r->seedi && !q->failed && isfinite(q->res.val_loss))
-      best = fmin(best, q->res.val_loss);
+    if (!strcmp(q->tag, "fp32") && !q->failed && isfinite(q->res.val_loss))
+      lim[q->seedi] = fmin(lim[q->seedi], q->res.val_loss);
   }
-  return r->res.val_loss > best + st_nonconv_nats(st);
+  const double nats = st_nonconv_nats(st);
+  for (int s = 0; s < st->nseeds; s++) lim[s] += nats;
 }
 
 void st_report_failsafe(study *st, FILE *md) {
+  double *lim = malloc(((size_t)st->nseeds + 1) * sizeof *lim);
+  if (!lim) return;
+  ref_limits(st, lim);
   tbl *t = st_tbl_new(9, "arm", "lr", "did not train", "checks", "fallbacks", "first fallback - onset (per seed)",
                       "steps in bf16", "check overhead", "val");
   for (int i = 0; i < st->nrun; i++) {
@@ -74,7 +85,7 @@ void st_report_failsafe(study *st, FILE *md) {
       const srun *r = &st->run[j];
       if (strcmp(r->arm, r0->arm) || r->lri != r0->lri) continue;
       n++;
-      nfail += did_not_train(st, r);
+      nfail += did_not_train(r, lim);
       checks += r->res.checks;
       fallbacks += r->res.fallbacks;
       steps += r->res.steps_done;
@@ -118,5 +129,6 @@ void st_report_failsafe(study *st, FILE *md) {
               "two extra forwards each (bf16 and the run's precision), counted as two thirds of a step, as a share "
               "of the steps.\n\n",
           st_nonconv_nats(st));
+  free(lim);
   st_tbl_emit(st, t, md, "check and fallback on failing runs:");
 }
