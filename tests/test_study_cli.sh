@@ -412,6 +412,25 @@ cut -d, -f1-14 "$T/t2/runs.csv" >"$T/c2" 2>/dev/null
 if [ "$rc" -eq 0 ] && [ -s "$T/c1" ] && cmp -s "$T/c1" "$T/c2"; then pass "--threads 1 and 2 give the same runs.csv (timings aside)"
 else fail "--threads 1 and 2 give the same runs.csv" "$(diff "$T/c1" "$T/c2" | head -n 4 | tr '\n' '|')"; fi
 
+# the stress tests' own tables (their hooks' numbers beside the claims): recorded rows at --tiny
+hook_rows() {
+  cat <<'END_OF_ROWS'
+failsafe| hybrid delayed shifted + check | 0.0589 | 1/1 | 2 | 1 | -1 | 50.0% | 13.3% | 4.2009 |
+failsafe| hybrid delayed shifted + check | 0.133 | 1/1 | 2 | 0 | none | 0.0% | 13.3% | 10.6262 |
+failsafe| hybrid delayed shifted + check every 1 | 0.133 | 1/1 | 3 | 1 | +1 | 80.0% | 20.0% | 4.5046 |
+failsafe| hybrid + check | 0.0589 | 0/1 | 5 | 0 | none | 0.0% | 33.3% | 4.6062 |
+delayedlag| current scaling | +4 | input | +0.00 | 0.00 (0.0%) | 0 | 0/1 |
+delayedlag| delayed, history 16 | -4 | input | -0.03 | 3.38 (0.0%) | >4 | 1/1 |
+delayedlag| delayed, history 16 | +4 | input | -0.03 | 1.42 (51.1%) | 1 | 0/1 |
+delayedlag| delayed, history 1024 (TE) | +4 | weight | -0.02 | 2.41 (0.0%) | >4 | 1/1 |
+END_OF_ROWS
+}
+for s in failsafe delayedlag; do
+  miss=$(hook_rows | sed -n "s/^$s|/|/p" | while IFS= read -r row; do grep -qxF -- "$row" "$T/$s/report.md" || echo "$row"; done)
+  if [ -f "$T/$s/report.md" ] && [ -z "$miss" ]; then pass "$s: the analysis table's recorded rows"
+  else fail "$s: the analysis table's recorded rows" "missing: $(echo "$miss" | head -n 3 | tr '\n' ' ')"; fi
+done
+
 # --set reaches every run; --steps sets the length
 run study --tiny --no-plots --steps 5 --set weight_decay=0 --out "$T/s5"
 if [ "$rc" -eq 0 ] && grep -q '^weight_decay = 0$' "$T/s5/report.md" && [ "$(awk -F, 'NR>1 && $14!=5' "$T/s5/runs.csv" | wc -l)" -eq 0 ]; then
