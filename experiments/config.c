@@ -61,6 +61,8 @@ static const key_def keys[] = {
   KL("calibrate", calibrate, 0, 1e12, "calibration steps before training (fills delayed amax histories)"),
   KI("range_shift", range_shift, -30, 30, "norms x 2^s, the weights after them x 2^-s (the same function)"),
   KL("range_shift_step", range_shift_step, -1, 1e12, "the step that range_shift begins (-1: on a resume into another precision)"),
+  KL("lr_restart", lr_restart, 0, 1e12, "warm restart: from this step the cosine starts again at lr (0 none)"),
+  KL("data_switch", data_switch, 0, 1e12, "gpt: from this step tokens are renamed t -> vocab-1-t, validation too (0 none)"),
   KL("check_every", check_every, 0, 1e12, "high-precision check every N steps (0 off)"),
   KD("check_tol", check_tol, 0, 1e30, "relative loss disagreement that triggers the fallback"),
   KL("fallback_steps", fallback_steps, 0, 1e12, "steps in bf16 after a failed check"),

@@ -206,11 +206,15 @@ void xp_data_batch(xp_data *d, const xp_config *c, long step, int validation, xp
     const size_t T = (size_t)c->model.seq_len;
     const size_t lo = validation ? d->ntrain : 0, hi = validation ? d->ntok : d->ntrain;
     const size_t span = hi - lo - T - 1 + 1;
+    /* data_switch: the same text under other token ids, from that step on (validation: the data
+     * the run ends on) */
+    const int sw = c->data_switch > 0 && (validation ? c->steps > c->data_switch : step >= c->data_switch);
+    const int top = sw ? d->vocab - 1 : 0, sign = sw ? -1 : 1;
     for (size_t b = 0; b < B; b++) {
       const size_t off = lo + exmy_random64(c->seed, stream, (uint64_t)step * B + b) % span;
       for (size_t t = 0; t < T; t++) {
-        bb->tokens[b * T + t] = d->tok[off + t];
-        bb->targets[b * T + t] = d->tok[off + t + 1];
+        bb->tokens[b * T + t] = top + sign * d->tok[off + t];
+        bb->targets[b * T + t] = top + sign * d->tok[off + t + 1];
       }
     }
     bb->b.n = B;

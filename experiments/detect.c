@@ -4,7 +4,9 @@
  *               (only once a full window exists; non-finite losses are not
  *               spikes but divergence);
  *   divergence: a non-finite loss, or, after warmup, a loss above the
- *               first step's loss.  The first divergence step is kept. */
+ *               first step's loss; after a data_switch the rule starts again:
+ *               its reference is the largest loss of the warmup's length of
+ *               steps on the new data.  The first divergence step is kept. */
 #include "experiments/xp.h"
 
 #include <math.h>
@@ -34,7 +36,10 @@ static int cmp_double(const void *a, const void *b) {
 int xp_detector_feed(xp_detector *d, long step, double loss) {
   int verdict = 0;
   if (d->seen == 0) d->first = loss;
-  if (!isfinite(loss) || (step >= d->warmup_steps && d->seen > 0 && loss > d->first)) {
+  const long sw_len = d->warmup_steps > 1 ? d->warmup_steps : 1;
+  const int rewarm = d->switch_at > 0 && step >= d->switch_at && step < d->switch_at + sw_len;
+  if (rewarm) d->first = step == d->switch_at ? loss : fmax(d->first, loss);
+  if (!isfinite(loss) || (!rewarm && step >= d->warmup_steps && d->seen > 0 && loss > d->first)) {
     if (d->diverged_at < 0) d->diverged_at = step;
     verdict = 2;
   } else if (d->seen >= d->window) {
@@ -53,3 +58,6 @@ int xp_detector_feed(xp_detector *d, long step, double loss) {
   d->seen++;
   return verdict;
 }
+
+
+void xp_detector_data_switch(xp_detector *d, long step) { d->switch_at = step; }

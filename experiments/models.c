@@ -61,6 +61,9 @@ int xp_model_outliers_header(const xp_model *m, FILE *csv) {
 int xp_model_check_config(const xp_model *m, const xp_config *c, char *err, size_t errlen) {
   if (c->range_shift && !m->ops->range_shift)
     return xp_errf(err, errlen, "range_shift %d: model %s has no norm layers to shift", c->range_shift, m->ops->name);
+  if (c->data_switch && c->model.kind != XP_MODEL_GPT)
+    return xp_errf(err, errlen, "data_switch %ld: model %s has no tokens to rename (gpt has)", c->data_switch,
+                   m->ops->name);
   if (c->outliers_every && !m->ops->outliers_header)
     return xp_errf(err, errlen, "outliers_every: model %s has no outlier metrics (gpt has)", m->ops->name);
   if (c->allreduce_ranks > 1 && c->model.batch % c->allreduce_ranks)

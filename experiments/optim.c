@@ -52,9 +52,11 @@ void xp_optim_free(xp_optim *o) {
 
 double xp_lr_at(const xp_config *c, long step) {
   const long warm = (long)(c->warmup_frac * (double)c->steps);
-  if (step < warm) return c->lr * (double)(step + 1) / (double)warm;
-  const double span = (double)(c->steps - warm);
-  const double frac = span > 0 ? (double)(step - warm) / span : 1.0;
+  /* the cosine's start: after warmup, or the warm restart (SGDR: back to lr at once) */
+  const long from = c->lr_restart > 0 && step >= c->lr_restart ? c->lr_restart : warm;
+  if (step < from && from == warm) return c->lr * (double)(step + 1) / (double)warm;
+  const double span = (double)(c->steps - from);
+  const double frac = span > 0 ? (double)(step - from) / span : 1.0;
   const double min_lr = c->lr * c->min_lr_frac;
   return min_lr + 0.5 * (c->lr - min_lr) * (1.0 + cos(3.14159265358979323846 * (frac > 1 ? 1 : frac)));
 }

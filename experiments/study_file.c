@@ -483,8 +483,7 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
       }
     }
     for (int p = 0; p < npt; p++) {
-      char name[64];
-      snprintf(name, sizeof name, "%.63s", implicit ? "" : shown[0] ? shown : arm[k]);
+      char name[ST_NAMELEN], point[ST_NAMELEN] = "";
       int nk2 = nk, rest = p;
       char pbuf[ST_MAXAXIS][ST_VALLEN + 64];
       for (int g = ng - 1; g >= 0; g--) { /* last axis fastest */
@@ -496,17 +495,17 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
           kvs[nk2++] = pbuf[a];
         }
       }
-      for (int a = 0; a < na; a++) { /* name: the arm, then each axis value in file order */
-        if (name[0]) strncat(name, " ", sizeof name - strlen(name) - 1);
-        strncat(name, pbuf[a], sizeof name - strlen(name) - 1);
-      }
+      for (int a = 0; a < na; a++) st_cat(point, sizeof point, " %s", pbuf[a]); /* each axis value in file order */
+      /* name: the arm, then the point (a name cut short is caught by check_dirs) */
+      const char *pt = implicit ? point + !!point[0] : point; /* without an arm: no leading space */
+      if (snprintf(name, sizeof name, "%s%s", implicit ? "" : shown[0] ? shown : arm[k], pt) >= (int)sizeof name)
+        name[sizeof name - 2] = '~'; /* cut: marked (a collision is caught by check_dirs) */
       if (!name[0]) snprintf(name, sizeof name, "base");
       const int first = st->nrun;
       st_add_cfgv(st, name, group[0] ? group : NULL, x, tag, phase, kvs, nk2);
       for (int i = first; i < st->nrun; i++) { /* claims pair runs by arm and axis point */
         snprintf(st->run[i].arm, sizeof st->run[i].arm, "%.63s", implicit ? "" : arm[k]);
-        snprintf(st->run[i].point, sizeof st->run[i].point, "%.*s", (int)sizeof st->run[i].point - 1,
-                 name + (implicit ? 0 : strlen(shown[0] ? shown : arm[k])));
+        snprintf(st->run[i].point, sizeof st->run[i].point, "%s", pt);
         st->run[i].more_steps = more;
       }
     }

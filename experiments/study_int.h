@@ -18,6 +18,7 @@
 
 
 #define MAX_KV 24
+#define ST_NAMELEN 160 /* a run's name: its arm's and its axis values */
 #define MAX_BASE 32
 #define MAX_LR 16
 #define MAX_FIND 16
@@ -26,12 +27,12 @@
 typedef struct kv { char k[48]; char v[300]; } kv;
 
 typedef struct srun {
-  char name[64];                /* the config's name (e8m3 rtz, hybrid delayed ...) */
+  char name[ST_NAMELEN];        /* the config's name (e8m3 rtz, hybrid delayed ...) and axis values */
   char group[64];               /* plotting group */
   char tag[32];                 /* study-specific tag (rounding, model ...) */
   double x;                     /* study-specific number (mantissa bits, width ...) */
-  char label[160];              /* name [lr=] [seed=] */
-  char dir[200];                /* folder under DIR/runs */
+  char label[ST_NAMELEN + 48];  /* name [lr=] [seed=] */
+  char dir[ST_NAMELEN + 48];    /* folder under DIR/runs (the label, made safe; unique: check_dirs) */
   double lr;
   unsigned long long seed;
   int lri, seedi, phase;
@@ -44,7 +45,7 @@ typedef struct srun {
   int resumed;                  /* it continued from its checkpoint */
   int missing;                  /* --report or another shard: not run yet */
   char id[24];                  /* hash of the resolved config (study_state.c) */
-  char arm[64], point[96];      /* study files: the arm and the axis values (" k=v ...") */
+  char arm[64], point[ST_NAMELEN]; /* study files: the arm and the axis values (" k=v ...") */
   int nonconv;                  /* the non-convergence rule (study_claims.c) */
   int parent;                   /* from = ARM: the run whose final checkpoint it starts from (-1: none) */
   long more_steps;              /* with a parent: train this many steps past its checkpoint (0: the config's steps) */

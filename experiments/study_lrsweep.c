@@ -51,7 +51,7 @@ int st_lr_shift_verdict(int n, double lo, double hi, double step) {
 /* One curve: an arm at one axis point, every seed and learning rate (in
  * ascending lr order). */
 typedef struct curve {
-  char arm[64], point[96];
+  char arm[64], point[ST_NAMELEN];
   double *loss;   /* [seed * nlr + k] */
   double *l0;     /* per seed */
   double *best;   /* per seed: the reference curve's lowest loss (+inf: no reference, or it never trained) */

@@ -19,7 +19,7 @@ void st_report_recipes(study *st, FILE *md) {
                    "ratio input (geo)");
   stat_curve *cg = malloc(sizeof *cg), *ci = malloc(sizeof *ci), *ca = malloc(sizeof *ca);
   double dev[16], ovf[16];
-  char names[16][64];
+  char names[16][ST_NAMELEN];
   int nd = 0;
   double ovf_cur = NAN, unf_cur = NAN;
   for (int i = 0; i < st->nrun; i++) {

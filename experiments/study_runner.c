@@ -116,7 +116,36 @@ static void run_kv(srun *r, const char *k, const char *v) {
 
 /* Build every run's config; 2 with err on a rejected key or value. */
 static int build_configs(study *st, const xp_config *def, char *err, size_t errlen);
+static int cmp_dir(const void *a, const void *b) {
+  return strcmp((*(const srun *const *)a)->dir, (*(const srun *const *)b)->dir);
+}
+
+/* Two runs in one folder would overwrite each other's results: refuse (a
+ * name longer than ST_NAMELEN is cut, so long arm names and axis values can
+ * collide). */
+static int check_dirs(const study *st, char *err, size_t errlen) {
+  const srun **ix = malloc((size_t)(st->nrun ? st->nrun : 1) * sizeof *ix);
+  if (!ix) {
+    snprintf(err, errlen, "study: out of memory");
+    return 1;
+  }
+  for (int i = 0; i < st->nrun; i++) ix[i] = &st->run[i];
+  qsort(ix, (size_t)st->nrun, sizeof *ix, cmp_dir);
+  int rc = 0;
+  for (int i = 1; i < st->nrun && !rc; i++) {
+    if (strcmp(ix[i - 1]->dir, ix[i]->dir)) continue;
+    snprintf(err, errlen, "study %s: runs '%s' and '%s' would share the folder runs/%s (names are cut at %d "
+             "characters: shorten an arm's name or axis values)", st->def->name, ix[i - 1]->label, ix[i]->label,
+             ix[i]->dir, ST_NAMELEN - 1);
+    rc = 2;
+  }
+  free(ix);
+  return rc;
+}
+
 int st_build_configs(study *st, char *err, size_t errlen) {
+  const int drc = check_dirs(st, err, errlen);
+  if (drc) return drc;
   /* the defaults once (making them parses the preset's formats), copied per run */
   xp_config *def = malloc(sizeof *def);
   if (!def) {
@@ -300,7 +329,7 @@ static void run_one(study *st, int i, int mine) {
     const srun *p = &st->run[r->parent];
     r->failed = 1;
     r->missing = !p->done || p->missing;
-    snprintf(r->err, sizeof r->err, "%s: no checkpoint %.300s from run '%s'", r->missing ? "missing" : "failed",
+    snprintf(r->err, sizeof r->err, "%s: no checkpoint %.300s from run '%.150s'", r->missing ? "missing" : "failed",
              r->cfg.resume, p->label);
     r->res.final_loss = r->res.final_loss_avg = r->res.min_loss = r->res.val_loss = r->res.first_loss = NAN;
     r->res.diverged_at = -1;

@@ -295,7 +295,7 @@ void st_plot_seed_bands(study *st, FILE *md, const char *stem, const char *title
   snprintf(path, sizeof path, "%s/%s.dat", st->dir, stem);
   FILE *d = fopen(path, "w");
   if (!d) return;
-  char names[64][64];
+  char names[64][ST_NAMELEN];
   int nn = 0;
   double cap = -INFINITY;
   for (int i = 0; i < st->nrun && nn < 64; i++) {

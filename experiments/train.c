@@ -300,6 +300,7 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
     goto out;
   }
   r.have_det = 1;
+  xp_detector_data_switch(&r.det, c->data_switch);
   if (c->outliers_every) { /* a model with the metrics (xp_model_check_config) */
     r.ocols = xp_model_outliers_header(&r.model, NULL);
     if (!(r.orow = calloc((size_t)r.ocols + 1, sizeof *r.orow))) {

@@ -107,6 +107,8 @@ typedef struct xp_config {
   long calibrate;               /* calibration steps after resume (delayed scaling) */
   int range_shift;              /* s: norms x 2^s, the weights they feed x 2^-s (the stress tests) */
   long range_shift_step;        /* ... when step range_shift_step begins (-1: on a resume into another precision) */
+  long lr_restart;              /* a warm restart: from this step the cosine starts again at lr (0: none) */
+  long data_switch;             /* from this step the gpt's tokens are renamed t -> vocab-1-t (0: none) */
   long check_every;             /* high-precision check every N steps (0 off) */
   double check_tol;             /* relative loss disagreement that triggers a fallback */
   long fallback_steps;          /* steps run in bf16 after a failed check */
@@ -366,7 +368,8 @@ typedef struct xp_optim {
 } xp_optim;
 int xp_optim_init(xp_optim *o, size_t nparams);
 void xp_optim_free(xp_optim *o);
-/* The learning rate of a step: linear warmup, then cosine decay to min_lr_frac * lr. */
+/* The learning rate of a step: linear warmup, then cosine decay to min_lr_frac * lr;
+ * with lr_restart = R, from step R a second cosine from lr to the floor (no warmup). */
 double xp_lr_at(const xp_config *c, long step);
 /* One AdamW update of m->params from m->grads (clipped to the global norm
  * c->clip; MS-AMP levels; rounding to c->master).  *grad_norm: the norm
@@ -425,11 +428,15 @@ typedef struct xp_detector {
   double first;
   long spikes, first_spike;     /* -1: none */
   long diverged_at;             /* -1: none */
+  long switch_at;               /* data_switch (0: none) */
 } xp_detector;
 int xp_detector_init(xp_detector *d, int window, double factor, long warmup_steps);
 void xp_detector_free(xp_detector *d);
 /* Returns 1 if this loss is a spike, 2 if the run diverged here, else 0. */
 int xp_detector_feed(xp_detector *d, long step, double loss);
+/* data_switch at step (0: none): the divergence rule starts again there, its reference the largest
+ * loss of the first max(warmup_steps, 1) steps on the new data (state: the config and `first`). */
+void xp_detector_data_switch(xp_detector *d, long step);
 
 /* ---- checkpoints -------------------------------------------------------- */
 

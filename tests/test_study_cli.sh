@@ -90,6 +90,11 @@ for k in n_layer d_model n_head batch weight_decay clip log_every calibrate; do 
 sf_err "too many runs" "$big" 9 'at most 20000'
 run study "$T/no-such.study"
 check_err "a missing study file" "no-such.study"
+# run names are cut at 159 characters: two runs cut alike would write one folder
+lv=$(printf 'h%.0s' $(seq 170))
+printf "description = d\narm.a.prec = bf16\naxis.dump_layers = ${lv}1, ${lv}2\n" >"$T/long.study"
+run study "$T/long.study" --tiny --dry-run
+check_err "runs whose names are cut alike (they would share a folder)" "would share the folder"
 # from = ARM, more_steps = N (a run starting from another arm's checkpoint) and
 # the gemm.* experiment: each bad value names its line
 sf_err "from an unknown arm" 'description = d\narm.a.prec = bf16\narm.b.from = nosuch\n' 3 "no arm 'nosuch'"
@@ -328,8 +333,8 @@ lrsweep: - **inconclusive**: E8M3 with round-toward-zero on every GEMM input fai
 lrsweep: - **inconclusive**: HYBRID FP8 (current scaling) tracks fp32 in validation loss within 0.05 nats (Micikevicius et al. 2022 (arXiv 2209.05433): FP8 training matches 16-bit training). val_loss hybrid - fp32 over n = 3 paired runs: mean -0.0252, 95% CI [-0.0787, +0.0034] (bootstrap, 2000 resamples); tracks = the 90% CI inside the margin (TOST), margin 0.05 nats.
 rangeshift: - **inconclusive**: Resuming FP8 delayed scaling from a BF16 checkpoint without an amax history gives an abnormal first step once the activations leave e4m3's range at scale 1. abnormal seeds without calibration (> 5% above bf16 at the same seed): s=0: 0/1, s=2: 0/1, s=4: 0/1, s=6: 0/1, s=8: 1/1, s=10: 1/1. Rule: reproduced when every seed (at least 3) is abnormal at some s (here from s = 8); inconclusive when only some are or there are fewer seeds.
 rangeshift: - **inconclusive**: A calibration step (high precision, fills the histories) removes the abnormal first step. with calibrate=1, abnormal first steps at the shifts where the uncalibrated run had any: 0 of 2 (95% Clopper-Pearson [0.00, 0.84]). Rule: reproduced when none is and the interval's upper end is below 0.5; not reproduced when any is; inconclusive otherwise.
-delayedlag: - **inconclusive**: Delayed scaling (amax history) lags a moving distribution: after a shift its scales stay off for many steps, where current scaling recovers at once. delayed, history 1024 (TE): every seed lagged 16 steps or more for some shift and tensor: yes; current scaling back within 0.5 binade in 0-1 steps everywhere: yes; history 16: lags too. Rule: reproduced when both hold in every seed (at least 3); not reproduced when the TE default also recovers in 0-1 steps; inconclusive otherwise.
-delayedlag: - **inconclusive**: The TE default delayed scaling ends above current scaling after a shift (the lag costs loss) (implied by the lag: scales from a stale history waste range until it rolls over). val_loss d1024 - current over n = 2 paired runs: mean +0.0004, 95% CI [-0.0017, +0.0024] (bootstrap, 2000 resamples); higher = the 95% CI above 0; inconclusive: fewer than 3 pairs.
+delayedlag: - **inconclusive**: Delayed scaling (amax history) lags a moving distribution: after a shift its scales stay off for many steps, where current scaling recovers at once. delayed, history 1024 (TE): every seed lagged 16 steps or more for some shift and tensor: yes (after: range shift s=-4, range shift s=+4, data switch); current scaling back within 0.5 binade in 0-1 steps everywhere: yes; history 16: lags too. Rule: reproduced when both hold in every seed (at least 3); not reproduced when the TE default also recovers in 0-1 steps; inconclusive otherwise.
+delayedlag: - **inconclusive**: The TE default delayed scaling ends above current scaling after a shift (the lag costs loss) (implied by the lag: scales from a stale history waste range until it rolls over). val_loss d1024 - current over n = 3 paired runs (pairs with a diverged or failed run dropped): mean +0.0009, 95% CI [-0.0017, +0.0024] (bootstrap, 2000 resamples); higher = the 95% CI above 0.
 failsafe: - **inconclusive**: A bf16 check every 10 steps with fallback lowers the validation loss of e5m2 runs above LR_max (check-and-fallback as practised in FP8 training). val_loss e5m2check - e5m2 over n = 1 paired runs (pairs with a diverged or failed run dropped): mean +0.0000, 95% CI [+0.0000, +0.0000] (bootstrap, 2000 resamples); lower = the 95% CI below 0; inconclusive: fewer than 3 pairs (one seed).
 failsafe: - **inconclusive**: A bf16 check every 10 steps with fallback lowers the validation loss of HYBRID runs above LR_max (check-and-fallback as practised in FP8 training). val_loss hybridcheck - hybrid over n = 1 paired runs (pairs with a diverged or failed run dropped): mean +0.0000, 95% CI [+0.0000, +0.0000] (bootstrap, 2000 resamples); lower = the 95% CI below 0; inconclusive: fewer than 3 pairs (one seed).
 failsafe: - **inconclusive**: A bf16 check every 10 steps with fallback lowers the validation loss of delayed scaling after a range shift (check-and-fallback as practised in FP8 training). val_loss delayedshiftcheck - delayedshift over n = 0 paired runs (pairs with a diverged or failed run dropped): mean +nan, 95% CI [+nan, +nan] (bootstrap, 2000 resamples); lower = the 95% CI below 0; inconclusive: fewer than 3 pairs.
@@ -419,10 +424,12 @@ failsafe| hybrid delayed shifted + check | 0.0589 | 1/1 | 2 | 1 | -1 | 50.0% | 1
 failsafe| hybrid delayed shifted + check | 0.133 | 1/1 | 2 | 0 | none | 0.0% | 13.3% | 10.6262 |
 failsafe| hybrid delayed shifted + check every 1 | 0.133 | 1/1 | 3 | 1 | +1 | 80.0% | 20.0% | 4.5046 |
 failsafe| hybrid + check | 0.0589 | 0/1 | 5 | 0 | none | 0.0% | 33.3% | 4.6062 |
-delayedlag| current scaling | +4 | input | +0.00 | 0.00 (0.0%) | 0 | 0/1 |
-delayedlag| delayed, history 16 | -4 | input | -0.03 | 3.38 (0.0%) | >4 | 1/1 |
-delayedlag| delayed, history 16 | +4 | input | -0.03 | 1.42 (51.1%) | 1 | 0/1 |
-delayedlag| delayed, history 1024 (TE) | +4 | weight | -0.02 | 2.41 (0.0%) | >4 | 1/1 |
+delayedlag| current scaling | range shift s=+4 | input | +0.00 | 0.00 (0.0%) | 0 | 0/1 |
+delayedlag| delayed, history 16 | range shift s=-4 | input | -0.03 | 3.38 (0.0%) | >4 | 1/1 |
+delayedlag| delayed, history 16 | range shift s=+4 | input | -0.03 | 1.42 (51.1%) | 1 | 0/1 |
+delayedlag| delayed, history 1024 (TE) | range shift s=+4 | weight | -0.02 | 2.41 (0.0%) | >4 | 1/1 |
+delayedlag| delayed, history 16 | LR warm restart | grad | -0.18 | 1.24 (0.0%) | 0 | 0/1 |
+delayedlag| delayed, history 1024 (TE) | data switch | grad | -0.18 | 0.92 (0.0%) | >4 | 1/1 |
 END_OF_ROWS
 }
 for s in failsafe delayedlag; do

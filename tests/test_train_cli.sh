@@ -191,6 +191,31 @@ run train $TINY --prec "hybrid;recipe=delayed" --range_shift -5 --range_shift_st
 if [ "$rc" -eq 0 ] && cmp -s "$T/rsr/loss.csv" "$T/rsr3/loss.csv" && cmp -s "$T/rsr/loss.csv" "$T/rsr4/loss.csv"; then
   pass "range_shift_step 3: stopped at step 3 or 4 and resumed = one run (shifted once)"
 else fail "range_shift_step + resume" "$(diff "$T/rsr/loss.csv" "$T/rsr3/loss.csv" | head -2 | tr '\n' '|') $(diff "$T/rsr/loss.csv" "$T/rsr4/loss.csv" | head -2 | tr '\n' '|')"; fi
+# lr_restart: the same steps before R, lr again at R (loss.csv's lr column)
+col() { sed -n "$(($2 + 2))p" "$1" | cut -d, -f"$3"; }
+run train $TINY --prec fp32 --lr_restart 3 --out_dir "$T/lrr"
+if [ "$rc" -eq 0 ] && [ "$(sed -n 2,4p "$T/lrr/loss.csv")" = "$(sed -n 2,4p "$T/rsa/loss.csv")" ] &&
+   [ "$(col "$T/lrr/loss.csv" 3 3)" = 0.003 ] && [ "$(col "$T/rsa/loss.csv" 3 3)" != 0.003 ]; then
+  pass "lr_restart 3: steps 0-2 as without it, step 3's lr the peak 0.003"
+else fail "lr_restart" "$(col "$T/lrr/loss.csv" 3 3) vs $(col "$T/rsa/loss.csv" 3 3)"; fi
+# data_switch: the same steps before it, another loss from it on; a resume on either side of
+# it gives the uninterrupted run's outputs
+run train $TINY --prec "hybrid;recipe=delayed" --data_switch 3 --out_dir "$T/dsw"
+run train $TINY --prec "hybrid;recipe=delayed" --out_dir "$T/dsn"
+if [ "$rc" -eq 0 ] && [ "$(sed -n 2,4p "$T/dsw/loss.csv")" = "$(sed -n 2,4p "$T/dsn/loss.csv")" ] &&
+   [ "$(row "$T/dsw/loss.csv" 3)" != "$(row "$T/dsn/loss.csv" 3)" ]; then
+  pass "data_switch 3: steps 0-2 as without it, step 3's loss on the renamed tokens differs"
+else fail "data_switch" "$(row "$T/dsw/loss.csv" 3) vs $(row "$T/dsn/loss.csv" 3)"; fi
+for at in 2 4; do
+  run train $TINY --prec "hybrid;recipe=delayed" --data_switch 3 --stop_after $at --ckpt "$T/dsr$at.ckpt" --out_dir "$T/dsr$at"
+  run train $TINY --prec "hybrid;recipe=delayed" --data_switch 3 --resume "$T/dsr$at.ckpt" --out_dir "$T/dsr$at"
+done
+if cmp -s "$T/dsw/loss.csv" "$T/dsr2/loss.csv" && cmp -s "$T/dsw/loss.csv" "$T/dsr4/loss.csv" &&
+   [ "$(grep -Ev 'seconds|tokens_per_s|out_dir' "$T/dsw/summary.json")" = "$(grep -Ev 'seconds|tokens_per_s|out_dir' "$T/dsr4/summary.json")" ]; then
+  pass "data_switch 3: stopped at step 2 or 4 and resumed = one run (loss.csv; summary.json but time and folder)"
+else fail "data_switch + resume" "$(diff "$T/dsw/loss.csv" "$T/dsr4/loss.csv" | head -2 | tr '\n' '|')"; fi
+run train $TINY --model mlp --in_dim 4 --hidden 8 --depth 1 --out_dim 2 --data_switch 2
+check_err "data_switch on a model without tokens (exit 2, before the run)" "data_switch 2: model mlp has no tokens"
 run train $TINY --model mlp --in_dim 4 --hidden 8 --depth 1 --out_dim 2 --range_shift 2
 check_err "range_shift on a model without norms (exit 2, before the run)" "range_shift 2: model mlp has no norm layers"
 run train --range_shift 31

@@ -107,6 +107,34 @@ static void test_detector(void) {
   for (int i = 0; i < 6; i++) w[i] = xp_detector_feed(&d, i, s3[i]);
   CHECK(w[5] == 1, "2.5 > 2 x 1: verdict %d", w[5]);
   xp_detector_free(&d);
+  /* data_switch at 4 with warmup 2: steps 4-5 are the new data's warmup (reference: their largest
+   * loss, 3.5), no divergence there; from step 6 a loss above 3.5 diverges, 3.4 does not */
+  xp_detector_init(&d, 64, 2.0, 2);
+  xp_detector_data_switch(&d, 4);
+  const double s4[9] = {3.0, 2.5, 2.0, 1.9, 3.2, 3.5, 3.4, 3.3, 3.6};
+  int u[9];
+  for (int i = 0; i < 9; i++) u[i] = xp_detector_feed(&d, i, s4[i]);
+  CHECK(u[4] == 0 && u[5] == 0, "the switch's warmup (3.2, 3.5 above the first loss 3.0): verdicts %d %d", u[4], u[5]);
+  CHECK(u[6] == 0 && u[7] == 0, "3.4, 3.3 below the new reference 3.5: verdicts %d %d", u[6], u[7]);
+  CHECK(u[8] == 2 && d.diverged_at == 8, "3.6 above 3.5 after the switch's warmup: verdict %d at %ld", u[8],
+        d.diverged_at);
+  xp_detector_free(&d);
+}
+
+/* The schedule: warmup, cosine; lr_restart = R: from R a second cosine from lr (no warmup). */
+static void test_lr_restart(void) {
+  xp_config c;
+  xp_config_default(&c);
+  c.steps = 100, c.lr = 1e-2, c.warmup_frac = 0.1, c.min_lr_frac = 0.1;
+  double plain[100];
+  for (long s = 0; s < 100; s++) plain[s] = xp_lr_at(&c, s);
+  c.lr_restart = 60;
+  for (long s = 0; s < 60; s++) CHECK(xp_lr_at(&c, s) == plain[s], "step %ld before the restart: %a vs %a", s, xp_lr_at(&c, s), plain[s]);
+  const double min = c.lr * c.min_lr_frac;
+  CHECK(xp_lr_at(&c, 60) == min + 0.5 * (c.lr - min) * 2.0, "the restart step: %a, lr %a", xp_lr_at(&c, 60), c.lr);
+  CHECK(xp_lr_at(&c, 80) == min + 0.5 * (c.lr - min) * (1.0 + cos(3.14159265358979323846 * 0.5)),
+        "halfway through the second cosine: %a", xp_lr_at(&c, 80));
+  CHECK(xp_lr_at(&c, 61) < c.lr && xp_lr_at(&c, 61) > plain[61], "step 61: %g (plain %g)", xp_lr_at(&c, 61), plain[61]);
 }
 
 static void test_determinism(uint64_t seed) {
@@ -419,6 +447,7 @@ int main(void) {
     return 1;
   }
   test_detector();
+  test_lr_restart();
   test_errors();
   test_matmul_batch(seed);
   test_operand_reuse(seed);
