@@ -34,12 +34,16 @@ typedef struct tc_ctx {
  * one, so a product with a zero factor is found by its sum (< ZERO_E / 2). */
 #define ZERO_E (-(1 << 20))
 
-/* Nominal exponent of an element (docs/gemm.md, tc step 2); zero: -126 (v1) or ZERO_E (v2). */
+/* Nominal exponent of an element (docs/gemm.md, tc step 2: exmy__gemm_nominal's
+ * e, max(floor(log2|x|), emin)); zero: -126 (v1) or ZERO_E (v2).  From the
+ * double's exponent field: operands are normal doubles (within 2^-300..2^300,
+ * check_operand). */
 static int32_t nominal_exp(double x, int emin, int v2) {
-  uint64_t m;
-  int e;
-  exmy__gemm_nominal(x, emin, 0, &m, &e);
-  return x == 0 && v2 ? ZERO_E : e;
+  if (x == 0) return v2 ? ZERO_E : -126;
+  uint64_t bits;
+  memcpy(&bits, &x, 8);
+  const int32_t e = (int32_t)((bits >> 52) & 0x7FF) - 1023;
+  return e < emin ? emin : e;
 }
 
 /* lane-wise max (compare and select) */
@@ -79,11 +83,11 @@ static inline __attribute__((always_inline)) void tc_normalize(v16sf *res, const
   *res = r;
 }
 
-/* One tile of NRW rows x 16 columns over all of k; NRW and WIDE (int64
- * sums) are constants at each call so the per-row vectors stay in registers
- * and the other sum type's code drops out. */
+/* One tile of NRW rows x 16 columns over all of k; NRW, WIDE (int64 sums)
+ * and EZ (the v2 zero rule: tc_zero != 0) are constants at each call so the
+ * per-row vectors stay in registers and the other variants' code drops out. */
 static inline __attribute__((always_inline)) void tc_tile(const tc_ctx *x, size_t ib, size_t jp, const int NRW,
-                                                          const int WIDE) {
+                                                          const int WIDE, const int EZ) {
   const gemm_plan *p = x->p;
   const size_t k = p->k, n = p->n, g = (size_t)p->acc.tc_group;
   const int F = p->acc.tc_frac, out = p->acc.tc_out_frac, ez = p->acc.tc_zero;
@@ -99,47 +103,58 @@ static inline __attribute__((always_inline)) void tc_tile(const tc_ctx *x, size_
     for (int r = 0; r < NRW; r++) c[r] = (v16sf){0};
     for (size_t g0 = l0; g0 < l1; g0 += g) {
       const size_t g1 = g0 + g < l1 ? g0 + g : l1;
-      v16si emax[TC_MR], S[TC_MR];
-      v16di Sw[TC_MR];
-      v16sf pw[TC_MR];
-      v16si anyz[TC_MR]; /* lanes with a zero term (v2: it has exponent ez) */
+      /* row by row, so each row's exponent and sum stay in registers across the group (a
+       * row-inner loop kept them in memory); the integer sums are exact, so the order of
+       * rows and terms does not matter */
       for (int r = 0; r < NRW; r++) {
+        const float *ar = av + (size_t)r * k;
+        const int32_t *aer = ae + (size_t)r * k;
         v16si cb;
         memcpy(&cb, &c[r], 64);
-        emax[r] = VMAX(((cb >> 23) & 255) - 127, (v16si){0} - 126);
-        anyz[r] = (cb & 0x7FFFFFFF) == 0;
-        if (ez) emax[r] = (emax[r] & ~anyz[r]) | (((v16si){0} + ZERO_E) & anyz[r]); /* a zero c: below all */
-      }
-      for (size_t l = g0; l < g1; l++) {
-        v16si e;
-        memcpy(&e, be + l * TC_NR, 64);
-        for (int r = 0; r < NRW; r++) {
-          const v16si pe = e + ae[(size_t)r * k + l];
-          emax[r] = VMAX(emax[r], pe);
-          anyz[r] |= pe < ZERO_E / 2;
+        v16si emax = VMAX(((cb >> 23) & 255) - 127, (v16si){0} - 126);
+        v16si anyz = (cb & 0x7FFFFFFF) == 0; /* lanes with a zero term (v2: it has exponent ez) */
+        if (EZ) emax = (emax & ~anyz) | (((v16si){0} + ZERO_E) & anyz); /* a zero c: below all */
+        /* the group's largest product exponent: four independent chains (a compare and a
+         * select each: one chain would wait on its own latency every term) */
+        v16si em[4] = {emax, emax, emax, emax};
+        size_t le = g0;
+        for (; le + 4 <= g1; le += 4)
+          for (int u = 0; u < 4; u++) {
+            v16si e;
+            memcpy(&e, be + (le + (size_t)u) * TC_NR, 64);
+            const v16si pe = e + aer[le + (size_t)u];
+            em[u] = VMAX(em[u], pe);
+            if (EZ) anyz |= pe < ZERO_E / 2;
+          }
+        for (; le < g1; le++) {
+          v16si e;
+          memcpy(&e, be + le * TC_NR, 64);
+          const v16si pe = e + aer[le];
+          em[0] = VMAX(em[0], pe);
+          if (EZ) anyz |= pe < ZERO_E / 2;
         }
-      }
-      if (ez)
-        for (int r = 0; r < NRW; r++) emax[r] = VMAX(emax[r], (((v16si){0} + ez) & anyz[r]) | (((v16si){0} + ZERO_E) & ~anyz[r]));
-      for (int r = 0; r < NRW; r++) {
-        v16si pe = F - emax[r] + 127;
+        const v16si em01 = VMAX(em[0], em[1]), em23 = VMAX(em[2], em[3]);
+        emax = VMAX(em01, em23);
+        if (EZ) emax = VMAX(emax, (((v16si){0} + ez) & anyz) | (((v16si){0} + ZERO_E) & ~anyz));
+        v16si pe = F - emax + 127;
         pe = VMAX(pe, (v16si){0} + 1);
         pe = (pe & (pe < 254)) | (((v16si){0} + 254) & ~(pe < 254));
         pe <<= 23;
-        memcpy(&pw[r], &pe, 64);
-        if (WIDE) Sw[r] = __builtin_convertvector(c[r] * pw[r], v16di);
-        else S[r] = __builtin_convertvector(c[r] * pw[r], v16si);
-      }
-      for (size_t l = g0; l < g1; l++) {
-        v16sf b;
-        memcpy(&b, bv + l * TC_NR, 64);
-        for (int r = 0; r < NRW; r++) {
-          const v16sf t = (av[(size_t)r * k + l] * b) * pw[r];
-          if (WIDE) Sw[r] += __builtin_convertvector(t, v16di);
-          else S[r] += __builtin_convertvector(t, v16si);
+        v16sf pw;
+        memcpy(&pw, &pe, 64);
+        v16si S = {0};
+        v16di Sw = {0};
+        if (WIDE) Sw = __builtin_convertvector(c[r] * pw, v16di);
+        else S = __builtin_convertvector(c[r] * pw, v16si);
+        for (size_t l = g0; l < g1; l++) {
+          v16sf b;
+          memcpy(&b, bv + l * TC_NR, 64);
+          const v16sf t = (ar[l] * b) * pw;
+          if (WIDE) Sw += __builtin_convertvector(t, v16di);
+          else S += __builtin_convertvector(t, v16si);
         }
+        tc_normalize(&c[r], &S, &Sw, WIDE, &emax, F, out);
       }
-      for (int r = 0; r < NRW; r++) tc_normalize(&c[r], &S[r], &Sw[r], WIDE, &emax[r], F, out);
     }
     if (promoted)
       for (int r = 0; r < NRW; r++)
@@ -156,17 +171,21 @@ static inline __attribute__((always_inline)) void tc_tile(const tc_ctx *x, size_
 __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 static void tc_rows(const tc_ctx *x, size_t i0, size_t i1) {
   const size_t npan = (x->p->n + TC_NR - 1) / TC_NR;
-  const int wide = x->wide;
+  const int wide = x->wide, ez = x->p->acc.tc_zero != 0;
+/* the tiles of one variant: TC_MR rows at a time, then the rest one by one */
+#define TC_TILES(W, Z)                                                                                                \
+  do {                                                                                                                \
+    for (; ib + TC_MR <= i1; ib += TC_MR) tc_tile(x, ib, jp, TC_MR, W, Z);                                            \
+    for (; ib < i1; ib++) tc_tile(x, ib, jp, 1, W, Z);                                                                \
+  } while (0)
   for (size_t jp = 0; jp < npan; jp++) {
     size_t ib = i0;
-    if (wide) {
-      for (; ib + TC_MR <= i1; ib += TC_MR) tc_tile(x, ib, jp, TC_MR, 1);
-      for (; ib < i1; ib++) tc_tile(x, ib, jp, 1, 1);
-    } else {
-      for (; ib + TC_MR <= i1; ib += TC_MR) tc_tile(x, ib, jp, TC_MR, 0);
-      for (; ib < i1; ib++) tc_tile(x, ib, jp, 1, 0);
-    }
+    if (wide && ez) TC_TILES(1, 1);
+    else if (wide) TC_TILES(1, 0);
+    else if (ez) TC_TILES(0, 1);
+    else TC_TILES(0, 0);
   }
+#undef TC_TILES
 }
 
 int exmy__gemm_fast_tc(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
