@@ -444,6 +444,14 @@ static int f32_prefix_shift(const exmy_format *f) {
       return;                                                            \
     }                                                                    \
     double *lut = decode_lut(f, n);                                      \
+    if (lut && exmy_code_bytes(f) == 1) { /* 8-bit codes: a table look-up, the load inline */ \
+      const uint8_t *c8 = codes;                                         \
+      _Pragma("omp parallel for schedule(static) if(n > EXMY_OMP_MIN_VECTOR)")         \
+      for (size_t i = 0; i < n; i++)                                     \
+        out[i] = (T)(c8[i] >> f->bits ? exmy_decode(f, c8[i]) : lut[c8[i]]); \
+      free(lut);                                                         \
+      return;                                                            \
+    }                                                                    \
     _Pragma("omp parallel for schedule(static) if(n > EXMY_OMP_MIN_SCALAR)")            \
     for (size_t i = 0; i < n; i++) {                                     \
       uint64_t c = exmy_code_get(f, codes, i);                           \
