@@ -166,6 +166,7 @@ static int parse_lrs(study *st, const char *text, char *err, size_t errlen) {
 static void free_study(study *st) {
   for (int i = 0; i < st->nrun; i++) xp_result_free(&st->run[i].res);
   free(st->run);
+  free(st->cfgs);
   free(st->claim);
   free(st->gemm);
 }
@@ -245,7 +246,7 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
             st->nseeds, st->nseeds > 1 ? "s" : "", st->nlr, st->nlr > 1 ? "s" : "", st->dir);
     for (int i = 0; i < st->nrun; i++) {
       int nl;
-      char **l = st_config_lines(&st->run[i].cfg, &nl);
+      char **l = st_config_lines(st->run[i].cfg, &nl);
       fprintf(st->log, "[%d/%d] %s", i + 1, st->nrun, st->run[i].label);
       if (st->run[i].phase) fprintf(st->log, " (phase %d)", st->run[i].phase + 1);
       fputc(':', st->log);

@@ -91,7 +91,7 @@ void st_report_accumulation(study *st, FILE *md) {
       const srun *r = &st->run[i];
       if (!strstr(r->tag, "acc=f16")) continue;
       n16++;
-      nd16 += st_run_diverged(r) || r->res.steps_done < r->cfg.steps;
+      nd16 += st_run_diverged(r) || r->res.steps_done < r->cfg->steps;
     }
     if (n16)
       st_finding_add(st, 2, "FP16 accumulation of per-tensor-scaled FP8 operands in training.",

@@ -42,7 +42,7 @@ void st_report_calibration(study *st, FILE *md) {
       if (strcmp(r->name, names[k]) || r->failed) continue;
       double v[CALIB_AFTER];
       int n = after_resume(st, r, v, CALIB_AFTER);
-      calsteps += r->cfg.calibrate;
+      calsteps += r->cfg->calibrate;
       nr++;
       ndiv += st_run_diverged(r);
       for (int j = 0; j < n; j++) { acc[j] += v[j]; cnt[j]++; }

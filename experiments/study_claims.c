@@ -166,7 +166,7 @@ void st_report_rules(study *st, FILE *md) {
   const char *ref = st_file_get(st->file, st->size, "reference", NULL);
   fprintf(md, "\n## Rules\n\nApplied identically to every run. Divergence: a non-finite loss, or after warmup a "
               "loss above the first step's (the engine). Spike: a loss above %g x the median of the previous %d "
-              "losses. ", st->nrun ? st->run[0].cfg.spike_factor : 1.5, st->nrun ? st->run[0].cfg.spike_window : 32);
+              "losses. ", st->nrun ? st->run[0].cfg->spike_factor : 1.5, st->nrun ? st->run[0].cfg->spike_window : 32);
   if (ref)
     fprintf(md, "Non-convergence: a final validation loss more than %g nats above the `%s` arm's at the same seed, "
                 "learning rate and axis point.\n\n", st_nonconv_nats(st), ref);

@@ -46,9 +46,9 @@ static const struct {
 /* A run's shift: its label (in ev, DL_NEV: none) and step. */
 static long dl_event(const srun *r, char *label, size_t n, int *ev) {
   for (int e = 0; e < DL_NEV; e++) {
-    const long at = dl_events[e].at(&r->cfg);
+    const long at = dl_events[e].at(r->cfg);
     if (at < 0) continue;
-    snprintf(label, n, dl_events[e].label, r->cfg.range_shift);
+    snprintf(label, n, dl_events[e].label, r->cfg->range_shift);
     *ev = e;
     return at;
   }
@@ -59,7 +59,7 @@ static long dl_event(const srun *r, char *label, size_t n, int *ev) {
 /* The plotted kind: for a range shift the one whose range falls (s > 0: weights, s < 0:
  * inputs); for the others the gradients. */
 static const char *dl_plot_kind(const srun *r, int ev) {
-  return dl_events[ev].at != ev_range ? "grad" : r->cfg.range_shift > 0 ? "weight" : "input";
+  return dl_events[ev].at != ev_range ? "grad" : r->cfg->range_shift > 0 ? "weight" : "input";
 }
 
 /* The scale of kind against the current (ideal) one, log2 (binades; mean
@@ -100,7 +100,7 @@ void st_report_delayedlag(study *st, FILE *md) {
     char l[48];
     int k;
     const long at = dl_event(r, l, sizeof l, &k);
-    last = r->cfg.steps;
+    last = r->cfg->steps;
     int j = 0;
     while (j < nev && strcmp(evl[j], l)) j++;
     if (at >= 0 && j == nev && nev < DL_MAXEV) snprintf(evl[nev], sizeof evl[0], "%s", l), evat[nev] = at, evk[nev++] = k;

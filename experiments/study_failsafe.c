@@ -13,7 +13,7 @@
  * (-1: none) of run r. */
 static long high_steps(const srun *r, long *first) {
   char path[XP_PATH + 32], line[512];
-  snprintf(path, sizeof path, "%s/loss.csv", r->cfg.out_dir);
+  snprintf(path, sizeof path, "%s/loss.csv", r->cfg->out_dir);
   *first = -1;
   FILE *f = fopen(path, "r");
   if (!f) return 0;
@@ -80,7 +80,7 @@ void st_report_failsafe(study *st, FILE *md) {
     double val = 0;
     int nval = 0;
     char lat[200] = "";
-    const int has_check = r0->cfg.check_every > 0;
+    const int has_check = r0->cfg->check_every > 0;
     for (int j = 0; j < st->nrun; j++) {
       const srun *r = &st->run[j];
       if (strcmp(r->arm, r0->arm) || r->lri != r0->lri) continue;

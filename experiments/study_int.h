@@ -38,7 +38,7 @@ typedef struct srun {
   int lri, seedi, phase;
   int nkv;
   kv kv[MAX_KV];
-  xp_config cfg;
+  xp_config *cfg;               /* the engine config (st->cfgs[i], made by st_build_configs) */
   xp_result res;
   int done, failed;
   int reused;                   /* its result was read from an earlier invocation */
@@ -101,6 +101,7 @@ struct study {
   kv base[MAX_BASE];
   int nrun, cap;
   srun *run;
+  xp_config *cfgs;              /* the runs' configs, one block (st_build_configs) */
   int nfind;
   finding find[MAX_FIND];
   int gnuplot;

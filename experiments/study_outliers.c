@@ -69,7 +69,7 @@ static void summarize(char *head, char *row, st_outl *o) {
 /* The first and last rows of DIR/outliers.csv.  0, or -1 when there are none. */
 static int read_rows(const srun *r, st_outl *first, st_outl *o) {
   char path[XP_PATH + 32], head[8192], head2[8192], line[8192], row0[8192] = "", last[8192] = "";
-  snprintf(path, sizeof path, "%s/outliers.csv", r->cfg.out_dir);
+  snprintf(path, sizeof path, "%s/outliers.csv", r->cfg->out_dir);
   FILE *f = fopen(path, "r");
   if (!f) return -1;
   if (!fgets(head, sizeof head, f)) {
@@ -236,7 +236,7 @@ void st_report_outliers(study *st, FILE *md) {
     if (!r->done || r->missing) continue;
     orun *x = &o[n++];
     x->r = r;
-    x->wd = r->cfg.weight_decay;
+    x->wd = r->cfg->weight_decay;
     x->fp32 = !strcmp(r->tag, "fp32");
     if (read_rows(r, &x->o0, &x->o)) x->o.logit = x->o.kurt = x->o.ratio = x->o.lse = x->o.cos = x->o0.logit = NAN;
     stat_curve sc;

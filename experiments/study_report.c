@@ -121,13 +121,13 @@ void st_report_setup(study *st, FILE *md) {
   int nd;
   char **dl = st_config_lines(&def, &nd);
   int n0;
-  char **l0 = st->nrun ? st_config_lines(&st->run[0].cfg, &n0) : NULL;
+  char **l0 = st->nrun ? st_config_lines(st->run[0].cfg, &n0) : NULL;
   if (!st->nrun) n0 = 0;
   /* common = lines of run 0 not in default, present in every run */
   char **lines[4096];
   int nl[4096];
   int nr = st->nrun < 4096 ? st->nrun : 4096;
-  for (int i = 0; i < nr; i++) lines[i] = st_config_lines(&st->run[i].cfg, &nl[i]);
+  for (int i = 0; i < nr; i++) lines[i] = st_config_lines(st->run[i].cfg, &nl[i]);
   fprintf(md, "## Setup\n\n");
   fprintf(md, "Engine defaults (`xp_config_default`) except, in every run:\n\n```\n");
   for (int j = 0; j < n0; j++) {
@@ -216,7 +216,7 @@ void st_report_findings(study *st, FILE *md) {
               "applied identically to every run). Divergence: a non-finite loss, or after warmup a loss above the "
               "first step's loss. Plots of the loss show a trailing mean (stated on the axis); tables use the mean "
               "of the last 10%% of steps.\n",
-          st->nrun ? st->run[0].cfg.spike_factor : 1.5, st->nrun ? st->run[0].cfg.spike_window : 32);
+          st->nrun ? st->run[0].cfg->spike_factor : 1.5, st->nrun ? st->run[0].cfg->spike_window : 32);
 }
 
 void st_report_console_findings(study *st) {

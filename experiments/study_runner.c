@@ -146,12 +146,17 @@ static int check_dirs(const study *st, char *err, size_t errlen) {
 int st_build_configs(study *st, char *err, size_t errlen) {
   const int drc = check_dirs(st, err, errlen);
   if (drc) return drc;
-  /* the defaults once (making them parses the preset's formats), copied per run */
+  /* the defaults once (making them parses the preset's formats), copied per run; the
+   * configs in one block beside the runs (an srun stays small while the file is read) */
   xp_config *def = malloc(sizeof *def);
-  if (!def) {
+  free(st->cfgs);
+  st->cfgs = malloc((size_t)(st->nrun ? st->nrun : 1) * sizeof *st->cfgs);
+  if (!def || !st->cfgs) {
+    free(def);
     snprintf(err, errlen, "study: out of memory");
     return 1;
   }
+  for (int i = 0; i < st->nrun; i++) st->run[i].cfg = &st->cfgs[i];
   xp_config_default(def);
   const int rc = build_configs(st, def, err, errlen);
   free(def);
@@ -162,7 +167,7 @@ static int build_configs(study *st, const xp_config *def, char *err, size_t errl
   char e[EXMY_ERRLEN];
   for (int i = 0; i < st->nrun; i++) {
     srun *r = &st->run[i];
-    xp_config *c = &r->cfg;
+    xp_config *c = r->cfg;
     *c = *def;
     for (int b = 0; b < st->nbase; b++) {
       char v[XP_PATH];
@@ -214,7 +219,7 @@ static int build_configs(study *st, const xp_config *def, char *err, size_t errl
     for (int i = 0; i < st->nrun; i++) {
       srun *r = &st->run[i];
       if (r->phase != ph) continue;
-      xp_config *c = &r->cfg;
+      xp_config *c = r->cfg;
       char v[XP_PATH + 32];
       if (r->keep_ckpt) {
         snprintf(v, sizeof v, "%.*s/ckpt.bin", (int)sizeof v - 10, c->out_dir);
@@ -226,7 +231,7 @@ static int build_configs(study *st, const xp_config *def, char *err, size_t errl
         run_kv(r, "ckpt", v);
       }
       if (r->parent < 0) continue;
-      const xp_config *pc = &st->run[r->parent].cfg;
+      const xp_config *pc = st->run[r->parent].cfg;
       if (xp_config_set(c, "resume", pc->ckpt, e, sizeof e)) {
         snprintf(err, errlen, "study %s: run '%s': resume=%s: %s", st->def->name, r->label, pc->ckpt, e);
         return 2;
@@ -312,7 +317,7 @@ static void run_one(study *st, int i, int mine) {
   memset(&r->res, 0, sizeof r->res);
   st_run_id(st, r, r->id, sizeof r->id);
   int have = st_result_load(r);
-  if (have && r->keep_ckpt && mine && !st->o->report_only && access(r->cfg.ckpt, R_OK)) {
+  if (have && r->keep_ckpt && mine && !st->o->report_only && access(r->cfg->ckpt, R_OK)) {
     /* finished, but a later run starts from its checkpoint and it is gone
      * (deleted, or made by an older exmy): train it again, same numbers */
     xp_result_free(&r->res);
@@ -325,23 +330,23 @@ static void run_one(study *st, int i, int mine) {
     snprintf(r->err, sizeof r->err, "missing: not run yet");
     r->res.final_loss = r->res.final_loss_avg = r->res.min_loss = r->res.val_loss = r->res.first_loss = NAN;
     r->res.diverged_at = -1;
-  } else if (r->parent >= 0 && access(r->cfg.resume, R_OK)) { /* its starting point is not there */
+  } else if (r->parent >= 0 && access(r->cfg->resume, R_OK)) { /* its starting point is not there */
     const srun *p = &st->run[r->parent];
     r->failed = 1;
     r->missing = !p->done || p->missing;
     snprintf(r->err, sizeof r->err, "%s: no checkpoint %.300s from run '%.150s'", r->missing ? "missing" : "failed",
-             r->cfg.resume, p->label);
+             r->cfg->resume, p->label);
     r->res.final_loss = r->res.final_loss_avg = r->res.min_loss = r->res.val_loss = r->res.first_loss = NAN;
     r->res.diverged_at = -1;
   } else {
-    xp_mkdir_p(r->cfg.out_dir, NULL, 0); /* a failure shows when the run writes */
-    xp_config c = r->cfg;
+    xp_mkdir_p(r->cfg->out_dir, NULL, 0); /* a failure shows when the run writes */
+    xp_config c = *r->cfg;
     if (!c.ckpt[0] && (!c.resume[0] || r->parent >= 0)) { /* checkpoints to resume from after an interruption */
       snprintf(c.ckpt, sizeof c.ckpt, "%.*s/ckpt.bin", (int)sizeof c.ckpt - 10, c.out_dir);
       c.ckpt_every = c.steps / 10 > 0 ? c.steps / 10 : 1;
     }
     st_run_prepare(r, &c);
-    r->resumed = c.resume[0] && strcmp(c.resume, r->cfg.resume);
+    r->resumed = c.resume[0] && strcmp(c.resume, r->cfg->resume);
     if (xp_train(&c, &r->res, e, sizeof e)) {
       r->failed = 1;
       snprintf(r->err, sizeof r->err, "%s", e[0] ? e : "xp_train failed");
@@ -495,7 +500,7 @@ static int csv_col(char **hdr, int n, const char *name) {
 void st_read_stats(const srun *r, const char *kind, stat_curve *c) {
   memset(c, 0, sizeof *c);
   char path[XP_PATH + 32];
-  snprintf(path, sizeof path, "%s/stats.csv", r->cfg.out_dir);
+  snprintf(path, sizeof path, "%s/stats.csv", r->cfg->out_dir);
   FILE *f = fopen(path, "r");
   if (!f) return;
   char line[2048], hl[2048];

@@ -22,7 +22,7 @@
 
 void st_run_id(const study *st, const srun *r, char *id, size_t n) {
   int nl;
-  char **l = st_config_lines(&r->cfg, &nl);
+  char **l = st_config_lines(r->cfg, &nl);
   uint64_t h = 1469598103934665603ull; /* FNV-1a 64 */
   const size_t dl = strlen(st->dir);
   for (int i = 0; i < nl; i++) {
@@ -41,7 +41,7 @@ void st_run_id(const study *st, const srun *r, char *id, size_t n) {
 }
 
 static void path_of(const srun *r, const char *name, char *p, size_t n) {
-  snprintf(p, n, "%.*s/%s", (int)(n - strlen(name) - 2), r->cfg.out_dir, name);
+  snprintf(p, n, "%.*s/%s", (int)(n - strlen(name) - 2), r->cfg->out_dir, name);
 }
 
 int st_result_save(const srun *r) {
