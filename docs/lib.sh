@@ -3,7 +3,7 @@
 # in the scratch folder $tmp.
 run() {
   echo '```'
-  echo "\$ $1"
+  printf '$ %s\n' "$1" # not echo: dash's echo would expand the \n in commands
   (cd "$tmp" && exmy() { "$EXMY" "$@"; } && eval "$1") 2>&1 || echo "[exit status $?]"
   echo '```'
   echo
