@@ -79,6 +79,7 @@ int cmd_gpu_check(int argc, char **argv);
 int cmd_gpu_probe(int argc, char **argv);
 /* training (train.c) and the studies (study.c) */
 extern const char *train_usage, *study_usage;
+void study_names_help(FILE *out);
 void train_keys_help(FILE *out);
 int cmd_train(int argc, char **argv);
 int cmd_study(int argc, char **argv);

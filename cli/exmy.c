@@ -283,21 +283,21 @@ int main(int argc, char **argv) {
     return 0;
   }
   struct { const char *name; int (*fn)(int, char **); const char *usage; void (*more)(FILE *); } cmds[] = {
-    {"formats", cmd_formats, formats_usage},
-    {"info", cmd_info, info_usage},
-    {"table", cmd_table, table_usage},
-    {"quantize", cmd_quantize, quantize_usage},
-    {"quantize-tensor", cmd_quantize_tensor, quantize_tensor_usage},
-    {"decode", cmd_decode, decode_usage},
-    {"whatif", cmd_whatif, whatif_usage},
-    {"stats", cmd_stats, stats_usage},
-    {"gen", cmd_gen, gen_usage},
-    {"gemm", cmd_gemm, gemm_usage},
-    {"mma", cmd_mma, mma_usage},
-    {"gpu-check", cmd_gpu_check, gpu_check_usage},
-    {"gpu-probe", cmd_gpu_probe, gpu_probe_usage},
+    {"formats", cmd_formats, formats_usage, NULL},
+    {"info", cmd_info, info_usage, NULL},
+    {"table", cmd_table, table_usage, NULL},
+    {"quantize", cmd_quantize, quantize_usage, NULL},
+    {"quantize-tensor", cmd_quantize_tensor, quantize_tensor_usage, NULL},
+    {"decode", cmd_decode, decode_usage, NULL},
+    {"whatif", cmd_whatif, whatif_usage, NULL},
+    {"stats", cmd_stats, stats_usage, NULL},
+    {"gen", cmd_gen, gen_usage, NULL},
+    {"gemm", cmd_gemm, gemm_usage, NULL},
+    {"mma", cmd_mma, mma_usage, NULL},
+    {"gpu-check", cmd_gpu_check, gpu_check_usage, NULL},
+    {"gpu-probe", cmd_gpu_probe, gpu_probe_usage, NULL},
     {"train", cmd_train, train_usage, train_keys_help},
-    {"study", cmd_study, study_usage},
+    {"study", cmd_study, study_usage, study_names_help},
   };
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     if (strcmp(cmd, cmds[i].name)) continue;

@@ -15,9 +15,9 @@ const char *study_usage =
   "PNG) and report.md, whose \"Reproduced / not reproduced\" section compares the numbers with\n"
   "the published result.  Without NAME: the default study (fp32 vs bf16 vs HYBRID FP8 vs\n"
   "E8M2 round-toward-zero, about a minute or two on 2 cores).\n"
-  "Studies: default, mantissa, recipes, fallback, calibration, accumulation, rounding\n"
-  "(--list describes them; docs/studies/ has a real run of each).  FILE: a study file (a path\n"
-  "with a '/' or ending .study; the grammar: docs/studies/README.md).\n"
+  "NAME: a built-in study (listed at the end; --list describes them; docs/studies/ has a real\n"
+  "run of each).  FILE: a study file (a path with a '/' or ending .study; the grammar:\n"
+  "docs/studies/README.md).\n"
   "  --out DIR          results folder (default results/NAME)\n"
   "  --steps N          training steps of every run (calibration: the bf16 pretraining)\n"
   "  --seeds N          seeds 1..N of every configuration\n"
@@ -107,7 +107,7 @@ int cmd_study(int argc, char **argv) {
   }
   so.size = tiny ? STUDY_TINY : full ? STUDY_FULL : STUDY_DEFAULT;
   if (list) {
-    study_list(stdout);
+    study_list(stdout, 0);
     return 0;
   }
   if (name && !study_exists(name)) cli_die("study: unknown study '%s' (see exmy study --list; or a study file's path)", name);
@@ -144,3 +144,6 @@ int cmd_study(int argc, char **argv) {
   }
   return 0;
 }
+
+/* --help's last line: the built-in studies, from the table and the study files */
+void study_names_help(FILE *out) { study_list(out, 1); }

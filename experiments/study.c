@@ -91,7 +91,7 @@ int study_exists(const char *name) {
 
 /* The built-in studies: the hooks' order (default first), then the other
  * files in the study folders; each with its file's description line. */
-void study_list(FILE *out) {
+void study_list(FILE *out, int names_only) {
   char names[128][64];
   int n = 0;
   for (int i = 0; i < NHOOK; i++) snprintf(names[n++], sizeof names[0], "%s", HOOKS[i].name);
@@ -114,6 +114,7 @@ void study_list(FILE *out) {
     }
     pclose(ls);
   }
+  int col = 9, shown = 0; /* names_only: the line's width, names printed */
   for (int k = 0; k < n; k++) {
     char path[XP_PATH], err[EXMY_ERRLEN];
     const char *desc = NULL;
@@ -123,9 +124,15 @@ void study_list(FILE *out) {
       have = 1;
       desc = st_file_get(&f, STUDY_DEFAULT, "description", NULL);
     }
-    if (desc) fprintf(out, "%-13s %s\n", names[k], desc);
+    if (desc && names_only) { /* "Studies: a, b, ..." wrapped at 90 columns */
+      col += (int)strlen(names[k]) + 2;
+      if (col > 90) fputs(",\n         ", out), col = 9 + (int)strlen(names[k]) + 2;
+      else if (shown) fputs(", ", out);
+      fprintf(out, "%s%s", shown++ ? "" : "Studies: ", names[k]);
+    } else if (desc) fprintf(out, "%-13s %s\n", names[k], desc);
     if (have) st_file_free(&f);
   }
+  if (names_only && shown) fputs("\n", out);
 }
 
 void study_opts_init(study_opts *o) {

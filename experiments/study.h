@@ -56,8 +56,9 @@ typedef struct study_opts {
 
 void study_opts_init(study_opts *o);
 
-/* The built-in studies, one "NAME  description" line each ("default" first). */
-void study_list(FILE *out);
+/* The built-in studies, one "NAME  description" line each ("default" first);
+ * names_only: one "Studies: NAME, NAME, ..." paragraph (--help). */
+void study_list(FILE *out, int names_only);
 /* 1 when `name` is a built-in study or a path to a study file (a name with
  * a '/' or ending .study), else 0. */
 int study_exists(const char *name);

@@ -39,6 +39,12 @@ ok=1
 for s in $studies; do grep -Eq "^$s +[a-zA-Z0-9]" "$T/out" || ok=0; done
 if [ "$rc" -eq 0 ] && [ $ok -eq 1 ]; then pass "study --list names every study with a description"
 else fail "study --list names every study with a description" "$(txt "$T/out")"; fi
+# --help's list is made from the same studies: every one of them, once
+run study --help
+hl=$(sed -n '/^Studies: /,$p' "$T/out" | tr -s ' ,\n' '\n' | grep -v '^Studies:$' | grep .)
+if [ "$rc" -eq 0 ] && [ "$(printf '%s\n' $hl | sort)" = "$(printf '%s\n' $studies | sort)" ]; then
+  pass "study --help lists every built-in study"
+else fail "study --help lists every built-in study" "$(printf '%s ' $hl)"; fi
 
 run study mantissa --tiny --dry-run
 if [ "$rc" -eq 0 ] && grep -q '^\[1/' "$T/out" && grep -q 'prec=e8m1;round=rtz' "$T/out" && [ ! -d results/mantissa ]; then
