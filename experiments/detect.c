@@ -59,5 +59,4 @@ int xp_detector_feed(xp_detector *d, long step, double loss) {
   return verdict;
 }
 
-
 void xp_detector_data_switch(xp_detector *d, long step) { d->switch_at = step; }

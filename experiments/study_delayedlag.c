@@ -91,10 +91,12 @@ static int dl_curve(const srun *r, const char *kind, long at, stat_curve *c, dou
 }
 
 void st_report_delayedlag(study *st, FILE *md) {
-  /* the shifts in the study (label, step, kind), in run order */
+  /* the shifts in the study (label, step, kind), in run order; rq[i]: run i's shift (-1: none) */
   char evl[DL_MAXEV][48];
   long evat[DL_MAXEV], last = 0;
   int evk[DL_MAXEV], nev = 0;
+  int *rq = malloc(((size_t)st->nrun + 1) * sizeof *rq);
+  if (!rq) return;
   for (int i = 0; i < st->nrun; i++) {
     const srun *r = &st->run[i];
     char l[48];
@@ -104,10 +106,13 @@ void st_report_delayedlag(study *st, FILE *md) {
     int j = 0;
     while (j < nev && strcmp(evl[j], l)) j++;
     if (at >= 0 && j == nev && nev < DL_MAXEV) snprintf(evl[nev], sizeof evl[0], "%s", l), evat[nev] = at, evk[nev++] = k;
+    rq[i] = at >= 0 && j < nev ? j : -1;
   }
-  if (!nev) return;
-  stat_curve *c = malloc(sizeof *c);
-  if (!c) return;
+  stat_curve *c = nev ? malloc(sizeof *c) : NULL;
+  if (!c) {
+    free(rq);
+    return;
+  }
   tbl *t = st_tbl_new(7, "recipe", "shift", "tensor", "scale off before", "largest off after", "lag, steps (per seed)",
                       "lags");
   /* long_all[a]: some (shift, kind) where every seed lags >= DL_LONG; short_all[a]: every seed <= 1 everywhere;
@@ -122,10 +127,7 @@ void st_report_delayedlag(study *st, FILE *md) {
         int n = 0, nlong = 0;
         for (int i = 0; i < st->nrun; i++) {
           const srun *r = &st->run[i];
-          char l[48];
-          int e;
-          if (strcmp(r->tag, dl_arms[a].tag) || r->failed || dl_event(r, l, sizeof l, &e) < 0 || strcmp(l, evl[q]))
-            continue;
+          if (strcmp(r->tag, dl_arms[a].tag) || r->failed || rq[i] != q) continue;
           double pre, pk, fl;
           long lag;
           if (!dl_curve(r, dl_kinds[k], evat[q], c, &pre, &lag, &pk, &fl)) continue;
@@ -171,13 +173,9 @@ void st_report_delayedlag(study *st, FILE *md) {
     const char *kind = "grad";
     for (int a = 0; a < DL_NA; a++) {
       const srun *r = NULL;
-      for (int i = 0; i < st->nrun && !r; i++) {
-        char l[48];
-        int e;
-        if (!strcmp(st->run[i].tag, dl_arms[a].tag) && st->run[i].seedi == 0 && !st->run[i].failed &&
-            dl_event(&st->run[i], l, sizeof l, &e) >= 0 && !strcmp(l, evl[q]))
+      for (int i = 0; i < st->nrun && !r; i++)
+        if (!strcmp(st->run[i].tag, dl_arms[a].tag) && st->run[i].seedi == 0 && !st->run[i].failed && rq[i] == q)
           r = &st->run[i];
-      }
       if (!r) continue;
       kind = dl_plot_kind(r, evk[q]);
       st_read_stats(r, kind, c);
@@ -197,6 +195,7 @@ void st_report_delayedlag(study *st, FILE *md) {
     st_md_plot(st, md, stem, title);
   }
   free(c);
+  free(rq);
 
   const int d = DL_NA - 1; /* the TE default history */
   if (nseed_min == 1 << 30) return;
