@@ -1410,7 +1410,7 @@ static void pick_model(int t, char *buf, size_t len) {
   case 18: snprintf(buf, len, "%s", (const char *[]){"tc:ampere-bf16", "tc:blackwell", "tc:ada-fastacc"}[rndu(3)]); break;
   case 19: snprintf(buf, len, "acc=e5m2,round=sr,sr-bits=%u,seed=%u", (unsigned)(1 + rndu(20)), (unsigned)rndu(99)); break;
   case 20: snprintf(buf, len, "acc=f16,round=%s", (const char *[]){"rtz", "rup", "rdn", "rna", "rto"}[rndu(5)]); break;
-  case 21: snprintf(buf, len, "acc=%s", (const char *[]){"e4m3fn", "e5m2,sat=finite", "e8m7", "e6m14", "f32", "e3m2fn"}[rndu(6)]); break;
+  case 21: snprintf(buf, len, "acc=%s", (const char *[]){"e4m3fn", "e5m2,sat=finite", "e8m7", "e6m14", "f32", "e3m2fn", "f16,sat=finite", "bf16,sat=finite"}[rndu(8)]); break;
   case 22: snprintf(buf, len, "chunk=%zu,inner=acc=bf16,round=sr,seed=%u", N, (unsigned)rndu(99)); break;
   default: snprintf(buf, len, "chunk=%zu,inner=tc:hopper-fastacc", N); break;
   }
