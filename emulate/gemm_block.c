@@ -29,19 +29,19 @@ static int use_avx512(void) {
     T *C = Cv;                                                                                                \
     V c0[MR], c1[MR];                                                                                         \
     if (!pl) {                                                                                                \
-      for (int r = 0; r < MR; r++) {                                                                          \
+      _Pragma("GCC unroll 16") for (int r = 0; r < MR; r++) {                                                                          \
         c0[r] = zero ? ZERO() : LOAD(C + r * ldc);                                                            \
         c1[r] = zero ? ZERO() : LOAD(C + r * ldc + W);                                                        \
       }                                                                                                       \
       for (size_t l = 0; l < kc; l++) {                                                                       \
         const V b0 = LOAD(B + l * 2 * W), b1 = LOAD(B + l * 2 * W + W);                                       \
-        for (int r = 0; r < MR; r++) {                                                                        \
+        _Pragma("GCC unroll 16") for (int r = 0; r < MR; r++) {                                                                        \
           const V a = SET1(A[l * MR + r]);                                                                    \
           c0[r] = FMA(a, b0, c0[r]);                                                                          \
           c1[r] = FMA(a, b1, c1[r]);                                                                          \
         }                                                                                                     \
       }                                                                                                       \
-      for (int r = 0; r < MR; r++) {                                                                          \
+      _Pragma("GCC unroll 16") for (int r = 0; r < MR; r++) {                                                                          \
         STORE(C + r * ldc, c0[r]);                                                                            \
         STORE(C + r * ldc + W, c1[r]);                                                                        \
       }                                                                                                       \
@@ -49,17 +49,17 @@ static int use_avx512(void) {
     }                                                                                                         \
     for (size_t l0 = 0; l0 < kc; l0 += pl) {                                                                  \
       const size_t l1 = l0 + pl < kc ? l0 + pl : kc;                                                          \
-      for (int r = 0; r < MR; r++) c0[r] = c1[r] = ZERO();                                                    \
+      _Pragma("GCC unroll 16") for (int r = 0; r < MR; r++) c0[r] = c1[r] = ZERO();                                                    \
       for (size_t l = l0; l < l1; l++) {                                                                      \
         const V b0 = LOAD(B + l * 2 * W), b1 = LOAD(B + l * 2 * W + W);                                       \
-        for (int r = 0; r < MR; r++) {                                                                        \
+        _Pragma("GCC unroll 16") for (int r = 0; r < MR; r++) {                                                                        \
           const V a = SET1(A[l * MR + r]);                                                                    \
           c0[r] = FMA(a, b0, c0[r]);                                                                          \
           c1[r] = FMA(a, b1, c1[r]);                                                                          \
         }                                                                                                     \
       }                                                                                                       \
       const int z = zero && l0 == 0;                                                                          \
-      for (int r = 0; r < MR; r++) {                                                                          \
+      _Pragma("GCC unroll 16") for (int r = 0; r < MR; r++) {                                                                          \
         STORE(C + r * ldc, ADD(z ? ZERO() : LOAD(C + r * ldc), c0[r]));                                       \
         STORE(C + r * ldc + W, ADD(z ? ZERO() : LOAD(C + r * ldc + W), c1[r]));                               \
       }                                                                                                       \
