@@ -69,11 +69,67 @@ static inline float dec_at(const opdec *d, size_t idx) {
   return d->lut ? d->lut[exmy_code_get(d->f, d->codes, idx)] : (float)exmy_decode(d->f, exmy_code_get(d->f, d->codes, idx));
 }
 
+
+/* ---- packing with AVX-512: the same values as the scalar loops ---- */
+#include <immintrin.h>
+
+/* 16 x 16 floats transposed in registers: r[t] (row t) becomes column t. */
+__attribute__((target("avx512f"))) static inline void tr16x16(__m512 r[16]) {
+  __m512 t[16];
+  _Pragma("GCC unroll 16") for (int i = 0; i < 8; i++) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  _Pragma("GCC unroll 16") for (int i = 0; i < 4; i++) {
+    r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  _Pragma("GCC unroll 16") for (int i = 0; i < 4; i++) {
+    t[i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x88);
+    t[4 + i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xdd);
+    t[8 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x88);
+    t[12 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xdd);
+  }
+  _Pragma("GCC unroll 16") for (int i = 0; i < 4; i++) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
+    r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xdd);
+    r[4 + i] = _mm512_shuffle_f32x4(t[4 + i], t[12 + i], 0x88);
+    r[12 + i] = _mm512_shuffle_f32x4(t[4 + i], t[12 + i], 0xdd);
+  }
+}
+
+/* Rows [x0, x0 + nx) of an x-major binary32 operand (row x's k values
+ * contiguous from x * sx) into the panel Xp ([l][w]) in 16 x 16 blocks: 16
+ * rows loaded along l, transposed in registers, each l's values stored at
+ * Xp + l * w.  Returns the k steps done (a multiple of 16); the caller does
+ * the rest.  (8-bit codes gathered from their table this way, or per l,
+ * were no faster than the scalar loops: the gathers bound them.) */
+__attribute__((target("avx512f"))) static size_t pack_xmajor_512(const opdec *d, size_t x0, size_t nx, size_t sx,
+                                                                 size_t k, size_t w, float *Xp) {
+  const float *c = d->codes;
+  const size_t kb = k & ~(size_t)15;
+  for (size_t xg = 0; xg < nx; xg += 16) {
+    const size_t ng = nx - xg < 16 ? nx - xg : 16;
+    const __mmask16 sm = (__mmask16)((1u << ng) - 1);
+    for (size_t l0 = 0; l0 < kb; l0 += 16) {
+      __m512 r[16];
+      _Pragma("GCC unroll 16") for (size_t t = 0; t < 16; t++) {
+        r[t] = t < ng ? _mm512_loadu_ps(c + (x0 + xg + t) * sx + l0) : _mm512_setzero_ps();
+      }
+      tr16x16(r);
+      _Pragma("GCC unroll 16") for (size_t t = 0; t < 16; t++) _mm512_mask_storeu_ps(Xp + (l0 + t) * w + xg, sm, r[t]);
+    }
+  }
+  return kb;
+}
+
 /* Packed operand: element (x, l) of op(A) (x < rows = m) or op(B)^T (x < n)
  * at stored index x*sx + l*sl, into panels of w rows ([panel][l][w]), zero
  * padded.  Under INNER the value is fp32(a * sa), as the reference. */
 static void pack_panel(const gemm_plan *p, const opdec *d, const float *scales, size_t rows, size_t sx, size_t sl,
-                       size_t w, float *X, size_t pn) {
+                       size_t w, float *X, size_t pn, int v512) {
   const size_t k = p->k;
   const int inner = p->style == GEMM_INNER;
   {
@@ -87,6 +143,10 @@ static void pack_panel(const gemm_plan *p, const opdec *d, const float *scales, 
         for (size_t l = 0; l < k; l++)
           Xp[l * w + x - x0] = (float)(exmy_decode(d->f, exmy_code_get(d->f, d->codes, x * sx + l * sl)) *
                                        (double)scales[x * p->nseg + l / p->seg]);
+    } else if (v512 && sl == 1 && d->sh == 0) {
+      const size_t kb = pack_xmajor_512(d, x0, xe - x0, sx, k, w, Xp);
+      for (size_t x = x0; x < xe; x++)
+        for (size_t l = kb; l < k; l++) Xp[l * w + x - x0] = dec_at(d, x * sx + l);
     } else if (d->lut && d->f->bits <= 8 && sx == 1) { /* FP8 along rows: contiguous codes */
       const uint8_t *c = d->codes;
       for (size_t l = 0; l < k; l++)
@@ -116,13 +176,13 @@ static void pack_panel(const gemm_plan *p, const opdec *d, const float *scales, 
  * still starts a team and wakes a futex, per call (attention's hundreds of
  * small products run one per thread inside exmy_gemm_batched's team). */
 static void pack(const gemm_plan *p, const opdec *d, const float *scales, size_t rows, size_t sx, size_t sl, size_t w,
-                 float *X, int nt) {
+                 float *X, int nt, int v512) {
   const size_t npan = (rows + w - 1) / w;
   if (nt > 1 && npan > 1) {
 #pragma omp parallel for num_threads(nt) schedule(static)
-    for (size_t pn = 0; pn < npan; pn++) pack_panel(p, d, scales, rows, sx, sl, w, X, pn);
+    for (size_t pn = 0; pn < npan; pn++) pack_panel(p, d, scales, rows, sx, sl, w, X, pn, v512);
   } else {
-    for (size_t pn = 0; pn < npan; pn++) pack_panel(p, d, scales, rows, sx, sl, w, X, pn);
+    for (size_t pn = 0; pn < npan; pn++) pack_panel(p, d, scales, rows, sx, sl, w, X, pn, v512);
   }
 }
 
@@ -143,8 +203,9 @@ int exmy__gemm_fast_fp32(const gemm_plan *p, int nt, unsigned *flags, float *ama
   if (!A || !B || !P || (promoted && !F) || opdec_init(&da, ws, 0, p->A) || opdec_init(&db, ws, 1, p->B)) return 0;
   const size_t ca = p->A->cols, cb = p->B->cols;
   /* op(A)(i, l): A stored m x k at i*ca + l, or k x m at l*ca + i; op(B)(l, j): k x n at l*cb + j, or n x k at j*cb + l */
-  pack(p, &da, p->as, m, p->ta ? 1 : ca, p->ta ? ca : 1, mr, A, nt);
-  pack(p, &db, p->bs, n, p->tb ? cb : 1, p->tb ? 1 : cb, nr, B, nt);
+  const int v512 = nr == 32; /* the AVX-512 packer with the AVX-512 micro-kernel */
+  pack(p, &da, p->as, m, p->ta ? 1 : ca, p->ta ? ca : 1, mr, A, nt, v512);
+  pack(p, &db, p->bs, n, p->tb ? cb : 1, p->tb ? 1 : cb, nr, B, nt, v512);
   const float *R = P;
   size_t ldr = ldp;
   if (k == 0) {
@@ -257,8 +318,8 @@ int exmy__gemm_fast_pairwise(const gemm_plan *p, int nt, unsigned *flags, float 
   opdec da, db;
   if (!A || !B || !P || opdec_init(&da, ws, 0, p->A) || opdec_init(&db, ws, 1, p->B)) return 0;
   const size_t ca = p->A->cols, cb = p->B->cols;
-  pack(p, &da, p->as, m, p->ta ? 1 : ca, p->ta ? ca : 1, 1, A, nt);
-  pack(p, &db, p->bs, n, p->tb ? cb : 1, p->tb ? 1 : cb, 32, B, nt);
+  pack(p, &da, p->as, m, p->ta ? 1 : ca, p->ta ? ca : 1, 1, A, nt, 1);
+  pack(p, &db, p->bs, n, p->tb ? cb : 1, p->tb ? 1 : cb, 32, B, nt, 1);
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 4) if (nt > 1)
   for (size_t t = 0; t < m * bpan; t++) pw_tile(p, A, B, t / bpan, t % bpan, P + (t / bpan) * ldp + (t % bpan) * 32);
   *flags |= exmy__gemm_epilogue_all_ld(p, P, ldp, nt, amax);
