@@ -24,7 +24,8 @@ for svg in sorted(f for f in os.listdir(res) if f.endswith(".svg")):
     body = body.replace(f"]({svg})", f"]({page}-{svg})")
 wall = re.search(r"^(\d+) runs in (.*)$", con, re.M)
 runs = f"{wall.group(2)} wall time for {wall.group(1)} runs, 2 at a time" if wall else "wall time in the console"
-head = (f"# Study `{name}`: a real run\n\nThis page is generated from a real default-size run (`{cmd}`, results "
+size = "default-size run" if not args else "run"
+head = (f"# Study `{name}`: a real run\n\nThis page is generated from a real {size} (`{cmd}`, results "
         f"folder `results/{name}`) by `docs/gen-study-page.py`: the console output, then the run's `report.md` as the "
         f"study wrote it, with its SVG plots. Machine: {machine}; {runs}. Nothing was edited or re-run selectively: "
         f"the verdicts are the code's (the study file experiments/studies/{name}.study, its analysis hook and "
