@@ -1192,6 +1192,27 @@ static void part_anchors(void) {
     run_case(&g);
     free_case(&g);
   }
+  /* Sums that float cannot hold exactly (the float-lanes kernel must take the
+   * reference step): c near 2^17.6 in bf16 (ulp 2^10) plus products 90/256,
+   * whose last bit 2^-7 lies below float's 2^-6 there, every sum a float tie
+   * (22.5 units of 2^-6); stochastic rounding with 64 random bits then
+   * decides differently from a float-rounded sum with probability 2^-17 per
+   * step: over 4 x 64 x 8191 steps, about 16 outputs. */
+  {
+    gcase g;
+    base_case(&g, 4, 64, 8192, 0, 0);
+    set_model(&g, "acc=bf16,round=sr,seed=11");
+    g.what = "acc=bf16,round=sr: sums inexact in float";
+    make_operand(&g, 0, "e4m3fn", NULL, "none", P_ONES, 0, 0);
+    make_operand(&g, 1, "e4m3fn", NULL, "none", P_ONES, 0, 0);
+    set_all_codes(&g, 0, 0.5625);
+    set_all_codes(&g, 1, 0.625);
+    exmy_rounding rr = exmy_rounding_default();
+    for (size_t i = 0; i < g.m; i++) set_op_code(&g.A, &g, 0, i, 0, exmy_from_double(&g.A.fmt, &rr, 448.0, 0, NULL));
+    for (size_t j = 0; j < g.n; j++) set_op_code(&g.B, &g, 1, j, 0, exmy_from_double(&g.B.fmt, &rr, 448.0, 0, NULL));
+    run_case(&g);
+    free_case(&g);
+  }
   /* k = 0: every model gives P = +0, so D = fp32(alpha * +0) (+ beta scale_c c) */
   static const char *k0m[] = {"fp32", "fp32:pairwise", "acc=f16", "tc", "tc:hopper-fastacc", "chunk=7,inner=fp32", "exact"};
   for (size_t t = 0; t < 2 * sizeof k0m / sizeof *k0m; t++) {
@@ -1386,7 +1407,10 @@ static void pick_model(int t, char *buf, size_t len) {
   case 2: snprintf(buf, len, "fp32:pairwise"); break;
   case 3: snprintf(buf, len, "acc=f16"); break;
   case 4: snprintf(buf, len, "acc=bf16"); break;
-  case 5: snprintf(buf, len, "acc=bf16,round=sr,seed=%u", (unsigned)rndu(1000)); break;
+  case 5: /* bf16 and f16 with sr, all random bits or a few (the float-lanes kernel's two increments) */
+    snprintf(buf, len, "acc=%s,round=sr,seed=%u%s", rndu(2) ? "bf16" : "f16", (unsigned)rndu(1000),
+             (const char *[]){"", "", ",sr-bits=3", ",sr-bits=13", ",sr-bits=20", ",sat=finite"}[rndu(6)]);
+    break;
   case 6: snprintf(buf, len, "acc=e5m2"); break;
   case 7: snprintf(buf, len, "chunk=%zu,inner=fp32", N); break;
   case 8: snprintf(buf, len, "chunk=%zu,inner=acc=f16", N); break;
