@@ -38,22 +38,62 @@ static uint64_t top64_mul(u128 x, uint64_t y, int *shift) {
   return sig | (uint64_t)sticky;
 }
 
+/* D binary32 with round to nearest even, alpha = scale_d = 1: V = S 2^lsb
+ * |sa sb| is a double-double (sa sb is exact in double, then a two-product);
+ * rounded to odd in double and then to float it is V rounded once (53 >=
+ * 24 + 2), so no 192-bit product is needed.  The flags as exmy_round_pack's:
+ * inexact, underflow (|V| < 2^-126 and inexact), overflow. */
+static int exact_f32_direct(const gemm_plan *p) {
+  const exmy_format *f = p->d_fmt;
+  const exmy_rounding *r = &p->d_rnd;
+  return f->ebits == 8 && f->mbits == 23 && f->bias == 127 && f->is_signed && f->inf == EXMY_INF_IEEE &&
+         f->nan == EXMY_NAN_IEEE && r->mode == EXMY_RNE && r->sat == EXMY_SAT_NONE && !r->ftz && !r->daz &&
+         p->alpha == 1.0f && p->scale_d == 1.0f;
+}
+
+static inline float f32_of_dd(double a, double sc, unsigned *fl) {
+  const double hi = a * sc, lo = fma(a, sc, -hi);
+  uint64_t hb;
+  memcpy(&hb, &hi, 8);
+  if (lo != 0 && !(hb & 1)) hb += lo > 0 ? 1 : (uint64_t)-1; /* hi > 0: the odd neighbour on V's side */
+  double ro;
+  memcpy(&ro, &hb, 8);
+  const float f = (float)ro;
+  if (lo != 0 || (double)f != ro) {
+    *fl |= EXMY_FLAG_INEXACT;
+    if (ro < 0x1p-126) *fl |= EXMY_FLAG_UNDERFLOW;
+    if (isinf(f)) *fl |= EXMY_FLAG_OVERFLOW;
+  }
+  return f;
+}
+
 static void exact_epilogue_rows(const gemm_plan *p, const double *S, size_t lds, int lsb, size_t i0, size_t i1,
-                                unsigned *flags, float *amax) {
+                                const uint64_t *m3s, const int *q3s, unsigned *flags, float *amax) {
   const exmy_rounding rne = exmy_rounding_default();
   unsigned fl = 0;
   float am = 0.0f;
   int q1, q4;
   const uint64_t m1 = exmy__float_parts(p->alpha, &q1), m4 = exmy__float_parts(p->scale_d, &q4);
+  const int direct = exact_f32_direct(p);
   for (size_t i = i0; i < i1; i++) {
     int q2;
     const uint64_t m2 = exmy__float_parts(p->as[i], &q2);
+    const double sa = ldexp(fabs((double)p->as[i]), lsb);
     for (size_t j = 0; j < p->n; j++) {
       const uint64_t index = (uint64_t)i * p->n + j;
       const double sd = S ? S[i * lds + j] : 0.0;
-      int q3;
-      const uint64_t m3 = exmy__float_parts(p->bs[j], &q3);
+      const int q3 = q3s[j];
+      const uint64_t m3 = m3s[j];
       const int sneg = sd < 0 && m2 && m3; /* the reference's scales sit inside its terms */
+      if (direct && sd != 0 && m2 && m3) {
+        const float f = f32_of_dd(fabs(sd), sa * fabs((double)p->bs[j]), &fl);
+        am = fmaxf(am, f);
+        const float v = sneg ? -f : f;
+        uint32_t b;
+        memcpy(&b, &v, 4);
+        exmy_code_set(p->d_fmt, p->d, index, b);
+        continue;
+      }
       const u128 mag = (u128)(uint64_t)fabs(sd) * m1 * m2; /* < 2^53 * 2^48 */
       if (mag == 0 || m3 == 0) {
         /* exact zero: the sum (+0 when zero) times alpha, as the reference */
@@ -141,10 +181,15 @@ int exmy__gemm_fast_exact(const gemm_plan *p, int nt, unsigned *flags, float *am
   for (size_t k0 = 0; k0 < k; k0 += GEMM_KC)
     exmy__gemm_block_run(&mk, sizeof(double), A, apan, B, bpan, k, k0, k0 + GEMM_KC < k ? k0 + GEMM_KC : k, P,
                          ldp, k0 == 0, 0, nt);
+  /* the columns' scales as m 2^q, once */
+  uint64_t *m3s = exmy__gemm_ws_get(p->ws, GEMM_WS_F, (p->n + 1) * (sizeof(uint64_t) + sizeof(int)));
+  if (!m3s) return 0;
+  int *q3s = (int *)(m3s + p->n + 1);
+  for (size_t j = 0; j < p->n; j++) m3s[j] = exmy__float_parts(p->bs[j], &q3s[j]);
   unsigned fl = 0;
   float am = 0.0f;
 #pragma omp parallel for num_threads(nt) schedule(static) reduction(| : fl) reduction(max : am)
-  for (size_t i = 0; i < p->m; i++) exact_epilogue_rows(p, k ? P : NULL, ldp, la + lb, i, i + 1, &fl, &am);
+  for (size_t i = 0; i < p->m; i++) exact_epilogue_rows(p, k ? P : NULL, ldp, la + lb, i, i + 1, m3s, q3s, &fl, &am);
   *flags |= fl;
   *amax = fmaxf(*amax, am);
   return 1;

@@ -1301,6 +1301,46 @@ static void part_anchors(void) {
     run_case(&g);
     g.df = tu_format("e5m2"); /* and a tie nowhere near: plain rounding */
     run_case(&g);
+    /* the same V with alpha = 1 and the factor on B's scale: the double-double
+     * epilogue of D f32 (its double rounds to exactly the tie; the low part
+     * decides) */
+    g.df = tu_format("f32");
+    g.alpha = 1.0f;
+    g.B.recipe = g.A.recipe;
+    g.B.scale_inv[0] = (float)ldexp(57641.0, -15);
+    reference(&g, &r);
+    CHECK(r.d[0] == 0x48800001u, "reference: the tie through B's scale gives D 0x%08" PRIx64, r.d[0]);
+    free(r.d);
+    run_case(&g);
+    free_case(&g);
+  }
+  /* just below a tie whose even neighbour is above: sum * scale_inv = ((2^24 + 7)
+   * 2^30 - 1) 2^-48 (55 bits; its double is the tie itself, the low part -2^-48
+   * decides), alpha = 1, f32 D: down to 2^6 (1 + 3 2^-23), not up to the even
+   * 2^6 (1 + 2^-21) */
+  {
+    const uint64_t sd = 1948036379ULL; /* * 9247469 = (2^24 + 7) 2^30 - 1 */
+    gcase g;
+    base_case(&g, 1, 1, (size_t)__builtin_popcountll(sd), 0, 0);
+    set_model(&g, "exact");
+    g.what = "exact: just below a tie, decided by the low part";
+    make_operand(&g, 0, "e4m3fn", NULL, "current", P_ONES, 0, 0);
+    make_operand(&g, 1, "e4m3fn", NULL, "none", P_ONES, 0, 0);
+    exmy_rounding rr = exmy_rounding_default();
+    size_t l = 0;
+    for (int j = 0; j < 64; j++)
+      if (sd >> j & 1) {
+        int x = (j - 18) >= 0 ? (j - 18) / 2 : -((18 - j + 1) / 2), y = (j - 18) - x;
+        set_op_code(&g.A, &g, 0, 0, l, exmy_from_double(&g.A.fmt, &rr, ldexp(1.0, x), 0, NULL));
+        set_op_code(&g.B, &g, 1, 0, l, exmy_from_double(&g.B.fmt, &rr, ldexp(1.0, y), 0, NULL));
+        l++;
+      }
+    g.A.scale_inv[0] = (float)ldexp(9247469.0, -30);
+    gres r;
+    reference(&g, &r);
+    CHECK(r.d[0] == 0x42800003u, "reference: just below a tie gives D 0x%08" PRIx64 " (want 0x42800003)", r.d[0]);
+    free(r.d);
+    run_case(&g);
     free_case(&g);
   }
   /* tc below 2^-126: E is clamped to -126, so out bits count from 2^-126:
@@ -1573,6 +1613,24 @@ static void part_exact(void) {
     if (rndu(2)) { fill_c(&g, c_formats[rndu(4)], 0); g.beta = rand_float_mag(2, 0); g.scale_c = fabsf(rand_float_mag(2, 0)); }
     if (rndu(4) == 0) { g.drnd.mode = EXMY_SR; g.drnd.seed = rnd64(); }
     else if (rndu(4) == 0) g.drnd.mode = (exmy_round_mode)(1 + rndu(5));
+    run_case(&g);
+    free_case(&g);
+  }
+  /* D binary32, rne, alpha = scale_d = 1, per-tensor scales: the fast kernel's
+   * double-double epilogue; signed data, ties, results that overflow or fall
+   * into binary32's subnormals (scales far from 1, tiny codes) */
+  for (int t = 0; t < (g_long ? 400 : 80); t++) {
+    gcase g;
+    base_case(&g, 1 + rndu(16), 1 + rndu(16), 1 + rndu(300), (int)rndu(2), (int)rndu(2));
+    set_model(&g, "exact");
+    static const char *f8[] = {"e4m3fn", "e5m2", "e2m1fn", "e3m2fn"};
+    exmy_format fa = tu_format(f8[rndu(4)]), fb = tu_format(f8[rndu(4)]);
+    /* every 4th case: both scales near 2^+-(40..100), so D overflows or is subnormal */
+    const int far = t % 4 == 0, center = far ? (t % 8 ? -1 : 1) * (40 + (int)rndu(60)) : (int)rndu(9) - 4;
+    make_operand(&g, 0, NULL, &fa, far || rndu(2) ? "current" : "none", t % 5 == 1 ? P_CANCEL : P_RANDOM, (int)rndu(13), center);
+    make_operand(&g, 1, NULL, &fb, far || rndu(2) ? "current" : "none", P_RANDOM, (int)rndu(13), center);
+    if (t % 3 == 2) { code_pattern(&g, 0, CP_TINY); code_pattern(&g, 1, CP_ALLCODES); }
+    g.what = "exact, D f32 rne, alpha = scale_d = 1";
     run_case(&g);
     free_case(&g);
   }
