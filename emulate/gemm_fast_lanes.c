@@ -44,6 +44,8 @@ static int lanes_apply(const gemm_plan *p) {
   return p->acc.kind == EXMY_ACCUM_FORMAT && p->style != GEMM_INNER && p->k > 0 && (f16 || bf16) && f->is_signed &&
          f->has_zero && f->inf == EXMY_INF_IEEE && f->nan == EXMY_NAN_IEEE && !r->ftz && !r->daz &&
          (fa->mbits + 1) + (fb->mbits + 1) <= f->mbits + 1 && lo >= -126 && fa->emax + fb->emax + 2 <= 127 &&
+         /* each operand a normal float too (custom biases can put one outside while the products fit) */
+         fa->emax <= 127 && fb->emax <= 127 && fa->emin - fa->mbits >= -126 && fb->emin - fb->mbits >= -126 &&
          /* sr: no sum below the accumulator's smallest subnormal, so at most 23 bits drop */
          (r->mode == EXMY_RNE || (r->mode == EXMY_SR && lo >= f->emin - f->mbits));
 }

@@ -1213,6 +1213,29 @@ static void part_anchors(void) {
     run_case(&g);
     free_case(&g);
   }
+  /* Operands outside float's range whose products are inside it (custom
+   * biases): 2^130 x 2^-125 = 32 and 2^-150 x 2^110 = 2^-40, through acc=f16,
+   * acc=bf16 and acc=bf16 with sr (a float-lanes kernel must decline them) */
+  {
+    static const struct { const char *fa, *fb, *model; double a, b; } cs[] = {
+      {"e4m3,bias=-120", "e4m3,bias=134", "acc=f16", 0x1p130, 0x1p-125},
+      {"e4m3,bias=-120", "e4m3,bias=134", "acc=bf16,round=sr,seed=3", 0x1p130, 0x1p-125},
+      {"e4m3,bias=160", "e4m3,bias=-100", "acc=bf16", 0x1p-150, 0x1p110},
+    };
+    for (size_t t = 0; t < sizeof cs / sizeof *cs; t++) {
+      gcase g;
+      base_case(&g, 2, 3, 5, 0, 0);
+      set_model(&g, cs[t].model);
+      g.what = "operands outside float's range, products inside";
+      exmy_format fa = tu_format(cs[t].fa), fb = tu_format(cs[t].fb);
+      make_operand(&g, 0, NULL, &fa, "none", P_ONES, 0, 0);
+      make_operand(&g, 1, NULL, &fb, "none", P_ONES, 0, 0);
+      set_all_codes(&g, 0, cs[t].a);
+      set_all_codes(&g, 1, cs[t].b);
+      run_case(&g);
+      free_case(&g);
+    }
+  }
   /* k = 0: every model gives P = +0, so D = fp32(alpha * +0) (+ beta scale_c c) */
   static const char *k0m[] = {"fp32", "fp32:pairwise", "acc=f16", "tc", "tc:hopper-fastacc", "chunk=7,inner=fp32", "exact"};
   for (size_t t = 0; t < 2 * sizeof k0m / sizeof *k0m; t++) {
