@@ -452,6 +452,14 @@ static int f32_prefix_shift(const exmy_format *f) {
       free(lut);                                                         \
       return;                                                            \
     }                                                                    \
+    if (lut && exmy_code_bytes(f) == 2) { /* 16-bit codes: the same, 2-byte loads */ \
+      const uint16_t *c16 = codes;                                       \
+      _Pragma("omp parallel for schedule(static) if(n > EXMY_OMP_MIN_VECTOR)")         \
+      for (size_t i = 0; i < n; i++)                                     \
+        out[i] = (T)(c16[i] >> f->bits ? exmy_decode(f, c16[i]) : lut[c16[i]]); \
+      free(lut);                                                         \
+      return;                                                            \
+    }                                                                    \
     _Pragma("omp parallel for schedule(static) if(n > EXMY_OMP_MIN_SCALAR)")            \
     for (size_t i = 0; i < n; i++) {                                     \
       uint64_t c = exmy_code_get(f, codes, i);                           \

@@ -155,6 +155,14 @@ static void pack_panel(const gemm_plan *p, const opdec *d, const float *scales, 
       const uint8_t *c = d->codes;
       for (size_t x = x0; x < xe; x++)
         for (size_t l = 0; l < k; l++) Xp[l * w + x - x0] = d->lut[c[x * sx + l]];
+    } else if (d->lut && d->f->bits <= 16 && sx == 1) { /* 16-bit codes along rows, the load inline */
+      const uint16_t *c = d->codes;
+      for (size_t l = 0; l < k; l++)
+        for (size_t x = x0; x < xe; x++) Xp[l * w + x - x0] = d->lut[c[x + l * sl]];
+    } else if (d->lut && d->f->bits <= 16) {
+      const uint16_t *c = d->codes;
+      for (size_t x = x0; x < xe; x++)
+        for (size_t l = 0; l < k; l++) Xp[l * w + x - x0] = d->lut[c[x * sx + l]];
     } else if (d->sh == 0 && sx == 1) { /* f32 along rows: a copy */
       const float *c = d->codes;
       for (size_t l = 0; l < k; l++) memcpy(Xp + l * w, c + x0 + l * sl, (xe - x0) * sizeof(float));

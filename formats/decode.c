@@ -35,12 +35,24 @@ double exmy_decode(const exmy_format *f, uint64_t code) {
   uint64_t mag = code & f->mag_mask;
   uint64_t biased = mag >> f->mbits;
   uint64_t mant = mag & ((((uint64_t)1) << f->mbits) - 1);
+  uint64_t sig;
+  int e;
+  if (f->has_zero && biased == 0) { /* zero or subnormal */
+    sig = mant;
+    e = f->emin - f->mbits;
+  } else {
+    sig = (((uint64_t)1) << f->mbits) | mant;
+    e = (int)biased + f->emin - (f->has_zero ? 1 : 0) - f->mbits;
+  }
   double v;
-  if (f->has_zero && biased == 0)
-    v = ldexp((double)mant, f->emin - f->mbits); /* zero or subnormal */
-  else
-    v = ldexp((double)((((uint64_t)1) << f->mbits) | mant),
-              (int)biased + f->emin - (f->has_zero ? 1 : 0) - f->mbits);
+  if (e >= -1022 && e <= 1023 - 53) { /* sig * 2^e, the power of two from its bits: exact, no libm call */
+    const uint64_t pb = (uint64_t)(e + 1023) << 52;
+    double p2;
+    memcpy(&p2, &pb, 8);
+    v = (double)sig * p2;
+  } else {
+    v = ldexp((double)sig, e);
+  }
   return neg ? -v : v;
 }
 
