@@ -1163,6 +1163,26 @@ static void set_all_codes(gcase *g, int isB, double value) {
   for (size_t t = 0; t < q->rows * q->cols; t++) exmy_code_set(&q->fmt, q->codes, t, c);
 }
 
+/* A 1 x 1 exact GEMM whose sum is the integer sd times 2^-18: one product
+ * 2^x 2^y = 2^(j-18) of e4m3fn codes per set bit j of sd; A per-tensor
+ * scaled (current), B unscaled. */
+static void sum_bits_case(gcase *g, uint64_t sd, const char *what) {
+  base_case(g, 1, 1, (size_t)__builtin_popcountll(sd), 0, 0);
+  set_model(g, "exact");
+  g->what = what;
+  make_operand(g, 0, "e4m3fn", NULL, "current", P_ONES, 0, 0);
+  make_operand(g, 1, "e4m3fn", NULL, "none", P_ONES, 0, 0);
+  exmy_rounding rr = exmy_rounding_default();
+  size_t l = 0;
+  for (int j = 0; j < 64; j++)
+    if (sd >> j & 1) {
+      int x = (j - 18) >= 0 ? (j - 18) / 2 : -((18 - j + 1) / 2), y = (j - 18) - x; /* 2^x 2^y = 2^(j-18) */
+      set_op_code(&g->A, g, 0, 0, l, exmy_from_double(&g->A.fmt, &rr, ldexp(1.0, x), 0, NULL));
+      set_op_code(&g->B, g, 1, 0, l, exmy_from_double(&g->B.fmt, &rr, ldexp(1.0, y), 0, NULL));
+      l++;
+    }
+}
+
 static void part_anchors(void) {
   /* the Hopper signature: A = B = 1/16, k = 32768 */
   static const struct { const char *model; float want; } hop[] = {
@@ -1298,22 +1318,8 @@ static void part_anchors(void) {
    * take): f32 D and amax_d round up to 2^18 (1 + 2^-23) */
   {
     const uint64_t sd = 23115908465ULL; /* * 57641 * 27689 = (2^24 + 1) 2^41 + 1 */
-    size_t k = (size_t)__builtin_popcountll(sd);
     gcase g;
-    base_case(&g, 1, 1, k, 0, 0);
-    set_model(&g, "exact");
-    g.what = "exact: a tie decided by bit 66 of a product of scales";
-    make_operand(&g, 0, "e4m3fn", NULL, "current", P_ONES, 0, 0);
-    make_operand(&g, 1, "e4m3fn", NULL, "none", P_ONES, 0, 0);
-    exmy_rounding rr = exmy_rounding_default();
-    size_t l = 0;
-    for (int j = 0; j < 64; j++)
-      if (sd >> j & 1) {
-        int x = (j - 18) >= 0 ? (j - 18) / 2 : -((18 - j + 1) / 2), y = (j - 18) - x; /* 2^x 2^y = 2^(j-18) */
-        set_op_code(&g.A, &g, 0, 0, l, exmy_from_double(&g.A.fmt, &rr, ldexp(1.0, x), 0, NULL));
-        set_op_code(&g.B, &g, 1, 0, l, exmy_from_double(&g.B.fmt, &rr, ldexp(1.0, y), 0, NULL));
-        l++;
-      }
+    sum_bits_case(&g, sd, "exact: a tie decided by bit 66 of a product of scales");
     g.A.scale_inv[0] = (float)ldexp(27689.0, -14);
     g.alpha = (float)ldexp(57641.0, -15);
     gres r;
@@ -1344,20 +1350,7 @@ static void part_anchors(void) {
   {
     const uint64_t sd = 1948036379ULL; /* * 9247469 = (2^24 + 7) 2^30 - 1 */
     gcase g;
-    base_case(&g, 1, 1, (size_t)__builtin_popcountll(sd), 0, 0);
-    set_model(&g, "exact");
-    g.what = "exact: just below a tie, decided by the low part";
-    make_operand(&g, 0, "e4m3fn", NULL, "current", P_ONES, 0, 0);
-    make_operand(&g, 1, "e4m3fn", NULL, "none", P_ONES, 0, 0);
-    exmy_rounding rr = exmy_rounding_default();
-    size_t l = 0;
-    for (int j = 0; j < 64; j++)
-      if (sd >> j & 1) {
-        int x = (j - 18) >= 0 ? (j - 18) / 2 : -((18 - j + 1) / 2), y = (j - 18) - x;
-        set_op_code(&g.A, &g, 0, 0, l, exmy_from_double(&g.A.fmt, &rr, ldexp(1.0, x), 0, NULL));
-        set_op_code(&g.B, &g, 1, 0, l, exmy_from_double(&g.B.fmt, &rr, ldexp(1.0, y), 0, NULL));
-        l++;
-      }
+    sum_bits_case(&g, sd, "exact: just below a tie, decided by the low part");
     g.A.scale_inv[0] = (float)ldexp(9247469.0, -30);
     gres r;
     reference(&g, &r);
