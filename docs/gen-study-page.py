@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
-"""gen-study-page.py NAME RESULTS CONSOLE MACHINE [PAGE ARGS]: docs/studies/NAME.md from a real run.
+"""gen-study-page.py NAME RESULTS CONSOLE MACHINE [PAGE ARGS [WALL]]: docs/studies/NAME.md from a real run.
 
 RESULTS is the run's results folder (its report.md and SVG plots), CONSOLE the
 file holding the command's console output, MACHINE one sentence on the
 machine and its load.  The page is the console, then report.md with its
 headings one level down and its plots copied to docs/studies/NAME-*.svg.
 PAGE and ARGS (optional): a run with options (ARGS, e.g. "--steps 1000") written as
-docs/studies/PAGE.md.  Run from the source tree's top folder; nothing in the
+docs/studies/PAGE.md.  WALL (optional): the wall time as a sentence, for a run made of
+several invocations (the console's "N runs in T" is the last one's alone).  Run from the source tree's top folder; nothing in the
 report is edited."""
 import os, re, shutil, sys
 
 name, res, console, machine = sys.argv[1:5]
 page, args = (sys.argv[5], " " + sys.argv[6]) if len(sys.argv) > 6 else (name, "")
+wall_text = sys.argv[7] if len(sys.argv) > 7 else None
 cmd = ("exmy study" if name == "default" else f"exmy study {name}") + args
 con = open(console).read().rstrip("\n")
 rep = open(os.path.join(res, "report.md")).read().split("\n")
@@ -24,6 +26,8 @@ for svg in sorted(f for f in os.listdir(res) if f.endswith(".svg")):
     body = body.replace(f"]({svg})", f"]({page}-{svg})")
 wall = re.search(r"^(\d+) runs in (.*)$", con, re.M)
 runs = f"{wall.group(2)} wall time for {wall.group(1)} runs, 2 at a time" if wall else "wall time in the console"
+if wall_text:
+    runs = wall_text
 size = "default-size run" if not args else "run"
 head = (f"# Study `{name}`: a real run\n\nThis page is generated from a real {size} (`{cmd}`, results "
         f"folder `results/{name}`) by `docs/gen-study-page.py`: the console output, then the run's `report.md` as the "
