@@ -29,9 +29,9 @@ extern "C" {
 #endif
 
 #define EXMY_VERSION_MAJOR 1
-#define EXMY_VERSION_MINOR 1
+#define EXMY_VERSION_MINOR 2
 #define EXMY_VERSION_PATCH 0
-#define EXMY_VERSION "1.1.0"
+#define EXMY_VERSION "1.2.0"
 
 /* Public symbols; everything else in libexmy is hidden. */
 #if defined(__GNUC__)
@@ -45,7 +45,7 @@ extern "C" {
  * never overrun: messages are written snprintf-style). */
 #define EXMY_ERRLEN 512
 
-/* The library's version string ("1.0.0"): compare with EXMY_VERSION to catch
+/* The library's version string ("1.2.0"): compare with EXMY_VERSION to catch
  * a header that does not match the library linked. */
 EXMY_API const char *exmy_version(void);
 
@@ -389,6 +389,15 @@ EXMY_API float exmy_scale_from_amax(float amax, float fmax, int pow2, float epsi
 EXMY_API int exmy_recipe_quantize(const exmy_recipe *recipe, const exmy_format *fmt, const exmy_rounding *rnd,
                          const float *x, size_t rows, size_t cols, exmy_recipe_state *state,
                          exmy_qtensor *out, unsigned *flags, char *err, size_t errlen);
+/* exmy_recipe_quantize into a tensor made before, without allocating:
+ * *out must be zeroed or made by exmy_recipe_quantize(_into) (not a view);
+ * its buffers are reused when their sizes fit the new tensor exactly (same
+ * element count and code width, same number of scale groups, scale codes
+ * or not), else freed and allocated again.  The result is bit for bit that
+ * of exmy_recipe_quantize.  On -1 *out is freed and zeroed. */
+EXMY_API int exmy_recipe_quantize_into(const exmy_recipe *recipe, const exmy_format *fmt, const exmy_rounding *rnd,
+                              const float *x, size_t rows, size_t cols, exmy_recipe_state *state,
+                              exmy_qtensor *out, unsigned *flags, char *err, size_t errlen);
 /* Delayed scaling: end of step (TE's fused update): roll the history and
  * compute the next scale.  No-op for other recipes (and a NULL state).  The
  * state is the one exmy_recipe_state_init made for this recipe. */

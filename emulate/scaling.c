@@ -232,15 +232,24 @@ static unsigned quantize_row(exmy_qtensor *q, const exmy__f32q *fq, const exmy_f
   return fl;
 }
 
-int exmy_recipe_quantize(const exmy_recipe *r, const exmy_format *f, const exmy_rounding *rnd_in,
-                         const float *x, size_t rows, size_t cols, exmy_recipe_state *st, exmy_qtensor *q,
-                         unsigned *flags, char *err, size_t errlen) {
-  memset(q, 0, sizeof *q);
-  if (!rnd_in) return fail(err, errlen, "scaling recipe: no rounding given (rnd is NULL)");
-  if (exmy_recipe_has_state(r) && (!st || !st->history))
-    return fail(err, errlen, "scaling recipe: delayed scaling needs a state (exmy_recipe_state_init)");
-  const exmy_rounding rnd = *rnd_in;
-  q->fmt = *f;
+/* Each group's amax from the amax of its rows' runs (pam, pnan: rows x
+ * scols); max is order-independent, so threads do not change it. */
+static void reduce_amax(exmy_qtensor *q, const float *pam, const uint8_t *pnan, int ocp) {
+  const size_t ng = q->srows * q->scols, sc = q->scols, br = q->block_rows, rows = q->rows;
+  for (size_t g = 0; g < ng; g++) {
+    const size_t gr = g / sc, cbk = g % sc, r0 = gr * br, r1 = r0 + br < rows ? r0 + br : rows;
+    float m = 0.0f;
+    int nan = 0;
+    for (size_t i = r0; i < r1; i++) {
+      m = fmaxf(m, pam[i * sc + cbk]);
+      nan |= pnan[i * sc + cbk];
+    }
+    q->amax[g] = (ocp && nan) ? NAN : m;
+  }
+}
+
+/* The group layout the recipe gives a rows x cols tensor (no buffers). */
+static void set_layout(const exmy_recipe *r, size_t rows, size_t cols, exmy_qtensor *q) {
   q->rows = rows;
   q->cols = cols;
   q->block_rows = r->block_rows && r->block_rows < rows ? r->block_rows : (rows ? rows : 1);
@@ -251,18 +260,70 @@ int exmy_recipe_quantize(const exmy_recipe *r, const exmy_format *f, const exmy_
   }
   q->srows = rows ? (rows + q->block_rows - 1) / q->block_rows : 0;
   q->scols = cols ? (cols + q->block_cols - 1) / q->block_cols : 0;
-  const size_t ng = q->srows * q->scols, n = rows * cols;
-  const size_t cb = (size_t)exmy_code_bytes(f);
-  q->codes = malloc(n * cb + 1);
-  q->scale = malloc(ng * sizeof(float) + 1);
-  q->scale_inv = malloc(ng * sizeof(float) + 1);
-  q->amax = malloc(ng * sizeof(float) + 1);
-  const int coded = r->kind == EXMY_RECIPE_MX || r->kind == EXMY_RECIPE_MX_OCP || r->kind == EXMY_RECIPE_NVFP4;
-  if (coded) q->scale_codes = malloc(ng + 1);
-  if (!q->codes || !q->scale || !q->scale_inv || !q->amax || (coded && !q->scale_codes)) {
+}
+
+static int has_scale_codes(const exmy_recipe *r) {
+  return r->kind == EXMY_RECIPE_MX || r->kind == EXMY_RECIPE_MX_OCP || r->kind == EXMY_RECIPE_NVFP4;
+}
+
+/* q's buffers for the layout in *lay: q's own when they have exactly its
+ * sizes (a tensor made before for the same shape, code width and recipe
+ * layout), else fresh ones.  On -1 q is freed and zeroed. */
+static int take_buffers(const exmy_recipe *r, const exmy_format *f, const exmy_qtensor *lay, exmy_qtensor *q) {
+  const size_t cb = (size_t)exmy_code_bytes(f), n = lay->rows * lay->cols, ng = lay->srows * lay->scols;
+  const int coded = has_scale_codes(r);
+  const int reuse = !q->is_view && q->codes && q->scale && q->scale_inv && q->amax &&
+                    q->rows * q->cols * (size_t)exmy_code_bytes(&q->fmt) == n * cb && q->srows * q->scols == ng &&
+                    !q->scale_codes == !coded;
+  if (!reuse) {
     exmy_qtensor_free(q);
-    return fail(err, errlen, "out of memory for a %zu x %zu tensor", rows, cols);
+    q->codes = malloc(n * cb + 1);
+    q->scale = malloc(ng * sizeof(float) + 1);
+    q->scale_inv = malloc(ng * sizeof(float) + 1);
+    q->amax = malloc(ng * sizeof(float) + 1);
+    if (coded) q->scale_codes = malloc(ng + 1);
+    if (!q->codes || !q->scale || !q->scale_inv || !q->amax || (coded && !q->scale_codes)) {
+      exmy_qtensor_free(q);
+      return -1;
+    }
   }
+  void *codes = q->codes;
+  float *scale = q->scale, *scale_inv = q->scale_inv, *amax = q->amax;
+  uint8_t *scale_codes = q->scale_codes;
+  *q = *lay;
+  q->codes = codes;
+  q->scale = scale;
+  q->scale_inv = scale_inv;
+  q->amax = amax;
+  q->scale_codes = scale_codes;
+  return 0;
+}
+
+int exmy_recipe_quantize(const exmy_recipe *r, const exmy_format *f, const exmy_rounding *rnd_in,
+                         const float *x, size_t rows, size_t cols, exmy_recipe_state *st, exmy_qtensor *q,
+                         unsigned *flags, char *err, size_t errlen) {
+  memset(q, 0, sizeof *q);
+  return exmy_recipe_quantize_into(r, f, rnd_in, x, rows, cols, st, q, flags, err, errlen);
+}
+
+int exmy_recipe_quantize_into(const exmy_recipe *r, const exmy_format *f, const exmy_rounding *rnd_in,
+                              const float *x, size_t rows, size_t cols, exmy_recipe_state *st, exmy_qtensor *q,
+                              unsigned *flags, char *err, size_t errlen) {
+  if (!rnd_in) {
+    exmy_qtensor_free(q);
+    return fail(err, errlen, "scaling recipe: no rounding given (rnd is NULL)");
+  }
+  if (exmy_recipe_has_state(r) && (!st || !st->history)) {
+    exmy_qtensor_free(q);
+    return fail(err, errlen, "scaling recipe: delayed scaling needs a state (exmy_recipe_state_init)");
+  }
+  const exmy_rounding rnd = *rnd_in;
+  exmy_qtensor lay;
+  memset(&lay, 0, sizeof lay);
+  lay.fmt = *f;
+  set_layout(r, rows, cols, &lay);
+  if (take_buffers(r, f, &lay, q)) return fail(err, errlen, "out of memory for a %zu x %zu tensor", rows, cols);
+  const size_t ng = q->srows * q->scols, n = rows * cols;
   const float fmax = exmy__fmax_f32(f);
   const int ocp = r->kind == EXMY_RECIPE_MX_OCP;
   exmy_format e4m3;
@@ -277,15 +338,24 @@ int exmy_recipe_quantize(const exmy_recipe *r, const exmy_format *f, const exmy_
   /* groups of one row (mx, block:1xN) without a tensor-wide scale: phases 1
    * and 2 run inside phase 3's row loop, one pass over x */
   const int fused = br == 1 && r->kind != EXMY_RECIPE_NVFP4;
+  /* none and delayed: one group whose scale does not depend on this
+   * tensor's amax, so the amax is taken row by row in phase 3 (one pass) */
+  const int amax_in_pass = !fused && sc == 1 && (r->kind == EXMY_RECIPE_NONE || r->kind == EXMY_RECIPE_DELAYED);
+  float *pam = NULL;
+  uint8_t *pnan = NULL;
   if (!fused) {
-    float *pam = malloc(rows * sc * sizeof *pam + 1);
-    uint8_t *pnan = malloc(rows * sc + 1);
+    pam = malloc(rows * sc * sizeof *pam + 1);
+    pnan = malloc(rows * sc + 1);
     if (!pam || !pnan) {
       free(pam);
       free(pnan);
       exmy_qtensor_free(q);
       return fail(err, errlen, "out of memory for a %zu x %zu tensor", rows, cols);
     }
+  }
+  if (amax_in_pass) {
+    for (size_t g = 0; g < ng; g++) set_group_scale(r, st, &e4m3, fmax, q, g);
+  } else if (!fused) {
 #pragma omp parallel for schedule(static) if(n > EXMY_OMP_MIN_TENSOR)
     for (size_t i = 0; i < rows; i++)
       for (size_t cbk = 0; cbk < sc; cbk++) {
@@ -294,18 +364,7 @@ int exmy_recipe_quantize(const exmy_recipe *r, const exmy_format *f, const exmy_
         pam[i * sc + cbk] = run_amax(x + i * cols + c0, len, &has_nan);
         pnan[i * sc + cbk] = (uint8_t)has_nan;
       }
-    for (size_t g = 0; g < ng; g++) {
-      const size_t gr = g / sc, cbk = g % sc, r0 = gr * br, r1 = r0 + br < rows ? r0 + br : rows;
-      float m = 0.0f;
-      int nan = 0;
-      for (size_t i = r0; i < r1; i++) {
-        m = fmaxf(m, pam[i * sc + cbk]);
-        nan |= pnan[i * sc + cbk];
-      }
-      q->amax[g] = (ocp && nan) ? NAN : m;
-    }
-    free(pam);
-    free(pnan);
+    reduce_amax(q, pam, pnan, ocp);
     /* Phase 2: the scales. */
     if (r->kind == EXMY_RECIPE_NVFP4) {
       float tamax = 0.0f;
@@ -340,11 +399,19 @@ int exmy_recipe_quantize(const exmy_recipe *r, const exmy_format *f, const exmy_
           set_group_scale(r, st, &e4m3, fmax, q, g);
         }
       }
+      if (amax_in_pass) { /* the row's amax while it is in cache */
+        int has_nan = 0;
+        pam[i] = run_amax(x + i * cols, cols, &has_nan);
+        pnan[i] = (uint8_t)has_nan;
+      }
       fl |= quantize_row(q, &fq, f, &rnd, x, i, one_rounding, row_sc);
     }
     free(row_sc);
     free(row_nan);
   }
+  if (amax_in_pass && !nomem) reduce_amax(q, pam, pnan, ocp);
+  free(pam);
+  free(pnan);
   if (nomem) {
     exmy_qtensor_free(q);
     return fail(err, errlen, "out of memory for a %zu x %zu tensor", rows, cols);

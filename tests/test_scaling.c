@@ -450,6 +450,35 @@ static rmode modes[8];
 
 /* Run one recipe on one tensor with the library and the reference and
  * compare.  For delayed, the recipe's state scale is dscale. */
+/* exmy_recipe_quantize_into on one tensor kept across all calls (other
+ * shapes, formats and recipes before it: both the reuse and the
+ * reallocation path), its old contents poisoned first: the result must be
+ * the reference's too. */
+static exmy_qtensor into_q;
+static size_t into_reused, into_calls;
+
+static void into_check(const char *what, const exmy_recipe *rec, const exmy_format *f, const exmy_rounding *r,
+                       const float *x, size_t rows, size_t cols, exmy_recipe_state *rst, const rspec *s,
+                       const rq *e) {
+  if (into_q.codes) { /* poison what a reuse would keep */
+    size_t ng = into_q.srows * into_q.scols;
+    memset(into_q.codes, 0xa5, into_q.rows * into_q.cols * (size_t)exmy_code_bytes(&into_q.fmt));
+    memset(into_q.scale, 0xff, ng * sizeof(float));
+    memset(into_q.scale_inv, 0xff, ng * sizeof(float));
+    memset(into_q.amax, 0xff, ng * sizeof(float));
+    if (into_q.scale_codes) memset(into_q.scale_codes, 0x5a, ng);
+  }
+  const void *before = into_q.codes;
+  char err[EXMY_ERRLEN], w[300];
+  snprintf(w, sizeof w, "%s (quantize_into)", what);
+  int rc = exmy_recipe_quantize_into(rec, f, r, x, rows, cols, rst, &into_q, NULL, err, sizeof err);
+  CHECK(rc == 0, "%s: failed: %s", w, err);
+  if (rc) return;
+  into_calls++;
+  into_reused += before && into_q.codes == before;
+  compare(w, s, e, &into_q, x, f);
+}
+
 static void run_one(const rcase *rc, const exmy_format *f, const rmode *md, int exact, const float *x, size_t rows,
                     size_t cols, float dscale) {
   exmy_recipe rec;
@@ -494,6 +523,7 @@ static void run_one(const rcase *rc, const exmy_format *f, const rmode *md, int 
     rq e;
     ref_quantize(&rc->s, dscale, dsi, f, &rr, exact, x, rows, cols, &e);
     compare(what, &rc->s, &e, &q, x, f);
+    into_check(what, &rec, f, &md->r, x, rows, cols, &rst, &rc->s, &e);
     if (rc->s.kind == EXMY_RECIPE_DELAYED) {
       CHECK(rst.history && same_f(rst.history[0], e.amax[0]), "%s: history[0] %a after quantize, expected %a", what,
             rst.history ? rst.history[0] : NAN, e.amax[0]);
@@ -507,7 +537,8 @@ static void run_one(const rcase *rc, const exmy_format *f, const rmode *md, int 
 
 static void test_random(uint64_t *st) {
   static const size_t shapes[][2] = {{1, 1},  {1, 37},  {37, 1},  {1, 32},   {3, 70},  {5, 129},
-                                     {4, 64}, {2, 300}, {130, 3}, {129, 257}, {7, 96}, {1, 1000}};
+                                     {4, 64}, {2, 300}, {130, 3}, {129, 257}, {7, 96}, {1, 1000},
+                                     {40, 0}, {0, 40}}; /* empty: no group, nothing written */
   const char *fmts[] = {"e4m3fn", "e5m2", "e2m1fn"};
   size_t nsh = sizeof shapes / sizeof shapes[0];
   for (size_t si = 0; si < nsh; si++) {
@@ -1177,6 +1208,11 @@ int main(void) {
   test_mx_hand();
   test_edges(&st);
   test_random(&st);
+  /* the reuse path must have been taken, and reallocation too */
+  CHECK(into_reused > 100 && into_reused < into_calls, "quantize_into reused buffers %zu times in %zu calls", into_reused,
+        into_calls);
+  printf("test_scaling: exmy_recipe_quantize_into: %zu calls, %zu reused the buffers\n", into_calls, into_reused);
+  exmy_qtensor_free(&into_q);
   test_delayed(&st);
   test_threads(&st);
   test_interval();
