@@ -389,11 +389,13 @@ EXMY_API float exmy_scale_from_amax(float amax, float fmax, int pow2, float epsi
 EXMY_API int exmy_recipe_quantize(const exmy_recipe *recipe, const exmy_format *fmt, const exmy_rounding *rnd,
                          const float *x, size_t rows, size_t cols, exmy_recipe_state *state,
                          exmy_qtensor *out, unsigned *flags, char *err, size_t errlen);
-/* exmy_recipe_quantize into a tensor made before, without allocating:
- * *out must be zeroed or made by exmy_recipe_quantize(_into) (not a view);
- * its buffers are reused when their sizes fit the new tensor exactly (same
- * element count and code width, same number of scale groups, scale codes
- * or not), else freed and allocated again.  The result is bit for bit that
+/* exmy_recipe_quantize into a tensor made before, without allocating the
+ * tensor again: *out must be zeroed or made by exmy_recipe_quantize(_into)
+ * (not a view); its buffers are reused when their sizes fit the new tensor
+ * exactly (same element count and code width, same number of scale groups,
+ * scale codes or not), else freed and allocated again.  (Small scratch of
+ * about 5 bytes per row and group, and a row of scales per thread, is still
+ * allocated per call.)  The result is bit for bit that
  * of exmy_recipe_quantize.  On -1 *out is freed and zeroed. */
 EXMY_API int exmy_recipe_quantize_into(const exmy_recipe *recipe, const exmy_format *fmt, const exmy_rounding *rnd,
                               const float *x, size_t rows, size_t cols, exmy_recipe_state *state,
