@@ -94,8 +94,21 @@ EXMY_CLONES static float run_amax(const float *restrict x, size_t n, int *has_na
 
 /* The runs of one row, bc columns each: am[cbk] and nan[cbk] (one call per
  * row, so short runs such as MX's 32 do not pay a call each). */
+#define ROW_AMAX_FIXED(BC)                                   \
+  if (bc == (BC) && cols % (BC) == 0) {                      \
+    for (size_t cbk = 0, c0 = 0; c0 < cols; cbk++, c0 += (BC)) { \
+      int has_nan = 0;                                       \
+      am[cbk] = run_amax_body(x + c0, (BC), &has_nan);       \
+      nan[cbk] = (uint8_t)has_nan;                           \
+    }                                                        \
+    return;                                                  \
+  }
 EXMY_CLONES static void row_amax(const float *restrict x, size_t cols, size_t bc, float *restrict am,
                                  uint8_t *restrict nan) {
+  /* MX's 32 and block:1x128's 128 as constants: the run loop unrolls
+   * (no remainder code per run) */
+  ROW_AMAX_FIXED(32)
+  ROW_AMAX_FIXED(128)
   for (size_t cbk = 0, c0 = 0; c0 < cols; cbk++, c0 += bc) {
     int has_nan = 0;
     am[cbk] = run_amax_body(x + c0, c0 + bc < cols ? bc : cols - c0, &has_nan);

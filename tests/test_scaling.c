@@ -538,7 +538,7 @@ static void run_one(const rcase *rc, const exmy_format *f, const rmode *md, int 
 static void test_random(uint64_t *st) {
   static const size_t shapes[][2] = {{1, 1},  {1, 37},  {37, 1},  {1, 32},   {3, 70},  {5, 129},
                                      {4, 64}, {2, 300}, {130, 3}, {129, 257}, {7, 96}, {1, 1000},
-                                     {40, 0}, {0, 40}}; /* empty: no group, nothing written */
+                                     {3, 256}, {40, 0}, {0, 40}}; /* 256: whole 1x128 runs; empty: no group */
   const char *fmts[] = {"e4m3fn", "e5m2", "e2m1fn"};
   size_t nsh = sizeof shapes / sizeof shapes[0];
   for (size_t si = 0; si < nsh; si++) {
@@ -635,6 +635,25 @@ static void test_edges(uint64_t *st) {
         }
   }
   free(x);
+
+  /* B: every run's largest magnitude at its last element (runs of 32 and
+   * 128 must be read to their end); one run ends in NaN, one in -inf */
+  {
+    size_t br = 4, bcn = 256;
+    float *y = malloc(br * bcn * sizeof *y);
+    rand_tensor(st, y, br, bcn);
+    for (size_t r = 0; r < br; r++)
+      for (size_t c = 31; c < bcn; c += 32) y[r * bcn + c] = ((c / 32) % 2 ? -1.0f : 1.0f) * (float)(1000 + 37 * r + c);
+    y[1 * bcn + 63] = NAN;
+    y[2 * bcn + 127] = -INFINITY;
+    exmy_format f = tu_format("e4m3fn");
+    for (size_t ci = 0; ci < NCASES; ci++)
+      for (int mi = 0; mi < nmodes; mi += 2) {
+        run_one(&cases[ci], &f, &modes[mi], 0, y, br, bcn, 0.25f);
+        run_one(&cases[ci], &f, &modes[mi], 0, y, 1, bcn, 0.25f); /* the finite first row alone */
+      }
+    free(y);
+  }
 
   /* exmy_scale_from_amax directly */
   struct {
