@@ -3,7 +3,10 @@
  * experiments/studies/lrsweep.study).  Definitions (docs/studies/README.md,
  * "The lrsweep analysis"), per arm a (and axis point), seed s, learning rate lr:
  *   loss(a, lr, s)  the run's validation loss; +inf when it diverged, failed
- *                   or is not finite;
+ *                   or is not finite; unknown (NaN) when it has not run yet:
+ *                   a seed with an unknown loss in the arm or the reference
+ *                   is left out of LR_max, the shifts and the sensitivity, and
+ *                   a run not yet run counts in no failure rate;
  *   best(s)         the reference arm's lowest loss over the learning rates;
  *   LR_max(a, s)    the largest lr with loss <= best(s) + lr_delta;
  *   shift(a, s)     log2 LR_max(a, s) - log2 LR_max(ref, s), paired by seed; an
@@ -56,6 +59,7 @@ typedef struct curve {
   double *l0;     /* per seed */
   double *best;   /* per seed: the reference curve's lowest loss (+inf: no reference, or it never trained) */
   int *untrained; /* per learning rate: seeds that did not train */
+  int *ran;       /* per learning rate: seeds whose run is there (not missing) */
   int ref;        /* index of the reference curve at the same point, -1 none */
   int unstable;   /* arm.NAME.tag = unstable: the published claim predicts a lower LR_max */
 } curve;
@@ -71,8 +75,16 @@ static double min_of(const double *v, int n) {
   return m;
 }
 
+/* every learning rate's loss known (no run missing) */
+static int complete(const double *v, int n) {
+  for (int i = 0; i < n; i++)
+    if (isnan(v[i])) return 0;
+  return 1;
+}
+
 static double run_loss(const srun *r) {
-  if (r->failed || r->missing || st_run_diverged(r) || !isfinite(r->res.val_loss)) return INFINITY;
+  if (r->missing) return NAN; /* not run yet: unknown, not a failure */
+  if (r->failed || st_run_diverged(r) || !isfinite(r->res.val_loss)) return INFINITY;
   return r->res.val_loss;
 }
 
@@ -110,7 +122,8 @@ void st_report_lrsweep(study *st, FILE *md) {
       cv[c].l0 = malloc((size_t)ns * sizeof *cv[c].l0);
       cv[c].best = malloc((size_t)ns * sizeof *cv[c].best);
       cv[c].untrained = calloc((size_t)nlr, sizeof *cv[c].untrained);
-      for (int j = 0; j < ns * nlr; j++) cv[c].loss[j] = INFINITY;
+      cv[c].ran = calloc((size_t)nlr, sizeof *cv[c].ran);
+      for (int j = 0; j < ns * nlr; j++) cv[c].loss[j] = NAN;
       for (int j = 0; j < ns; j++) cv[c].l0[j] = NAN;
       cv[c].unstable = !strcmp(r->tag, "unstable");
       nc++;
@@ -128,11 +141,15 @@ void st_report_lrsweep(study *st, FILE *md) {
   /* the reference's best per seed, then who did not train: +inf, or above that best + nats */
   for (int c = 0; c < nc; c++)
     for (int sd = 0; sd < ns; sd++)
-      cv[c].best[sd] = cv[c].ref >= 0 ? min_of(cv[cv[c].ref].loss + (size_t)sd * nlr, nlr) : INFINITY;
+      cv[c].best[sd] = cv[c].ref < 0 ? INFINITY
+                       : complete(cv[cv[c].ref].loss + (size_t)sd * nlr, nlr) ? min_of(cv[cv[c].ref].loss + (size_t)sd * nlr, nlr)
+                                                                               : NAN; /* a reference run missing */
   for (int c = 0; c < nc; c++)
     for (int sd = 0; sd < ns; sd++)
       for (int k = 0; k < nlr; k++) {
         const double v = cv[c].loss[(size_t)sd * nlr + k], b = cv[c].best[sd];
+        if (isnan(v)) continue; /* not run yet */
+        cv[c].ran[k]++;
         cv[c].untrained[k] += !isfinite(v) || (isfinite(b) && v > b + nats);
       }
 
@@ -159,10 +176,12 @@ void st_report_lrsweep(study *st, FILE *md) {
   for (int c = 0; c < nc; c++) {
     const curve *a = &cv[c];
     const curve *rf = a->ref >= 0 ? &cv[a->ref] : NULL;
-    int ng = 0, ncens = 0, nsens = 0, nmax = 0, nown = 0;
+    int ng = 0, ncens = 0, nsens = 0, nmax = 0, nown = 0, ncomplete = 0;
     double lrmax[64];
     for (int s = 0; s < ns; s++) {
       const double *la = a->loss + (size_t)s * nlr;
+      if (!complete(la, nlr) || (rf && isnan(a->best[s]))) continue; /* a run of this seed not run yet */
+      ncomplete++;
       const double sv = st_lr_sensitivity(la, nlr, a->l0[s]);
       if (isfinite(sv)) sens[nsens++] = sv;
       if (!rf) continue;
@@ -188,11 +207,12 @@ void st_report_lrsweep(study *st, FILE *md) {
     fmt_ci(oshift, sizeof oshift, om, nown > 1 ? olo : NAN, ohi);
     snprintf(name, sizeof name, "%s%s", a->arm[0] ? a->arm : "base", a->point);
     st_tbl_cell(t, 0, "%s", name);
-    st_tbl_cell(t, 1, "%d", ns);
+    if (ncomplete < ns) st_tbl_cell(t, 1, "%d of %d", ncomplete, ns); /* the others wait for runs */
+    else st_tbl_cell(t, 1, "%d", ns);
     if (nmax) {
       qsort(lrmax, (size_t)nmax, sizeof *lrmax, cmp_dbl);
       st_fmt_lr(nmax % 2 ? lrmax[nmax / 2] : sqrt(lrmax[nmax / 2 - 1] * lrmax[nmax / 2]), b, sizeof b);
-      st_tbl_cell(t, 2, "%s%s", b, nmax < ns ? " (some seeds: none)" : "");
+      st_tbl_cell(t, 2, "%s%s", b, nmax < ncomplete ? " (some seeds: none)" : "");
     } else st_tbl_cell(t, 2, "none");
     if (rf && a != rf) {
       st_tbl_cell(t, 3, "%s%s", shift, ncens ? " (censored)" : "");
@@ -204,15 +224,17 @@ void st_report_lrsweep(study *st, FILE *md) {
     fmt_ci(b, sizeof b, sm, nsens > 1 ? slo : NAN, shi);
     st_tbl_cell(t, 5, "%s", b);
     char per[160] = "";
-    int nfail = 0;
+    int nfail = 0, nran = 0;
     for (int k = 0; k < nlr; k++) {
       nfail += a->untrained[k];
-      st_cat(per, sizeof per, "%s%d", k ? " " : "", a->untrained[k]);
+      nran += a->ran[k];
+      if (a->ran[k] < ns) st_cat(per, sizeof per, "%s%d/%d", k ? " " : "", a->untrained[k], a->ran[k]); /* runs missing */
+      else st_cat(per, sizeof per, "%s%d", k ? " " : "", a->untrained[k]);
     }
     st_tbl_cell(t, 6, "%s", per);
     double plo, phi;
-    st_clopper_pearson(nfail, ns * nlr, 0.95, &plo, &phi);
-    st_tbl_cell(t, 7, "%d/%d [%.0f%%, %.0f%%]", nfail, ns * nlr, 100 * plo, 100 * phi);
+    st_clopper_pearson(nfail, nran, 0.95, &plo, &phi);
+    st_tbl_cell(t, 7, "%d/%d [%.0f%%, %.0f%%]", nfail, nran, 100 * plo, 100 * phi);
     st_tbl_end_row(t);
     if (!rf || a == rf || st->nfind >= MAX_FIND) continue;
     /* the finding: a lower LR_max than the reference, paired by seed */
@@ -274,7 +296,7 @@ void st_report_lrsweep(study *st, FILE *md) {
     for (int k = 0; k < nlr; k++) {
       const int nf = cv[c].untrained[k];
       sr[c].x[k] = st->lr[ord[k]];
-      sr[c].y[k] = (double)nf / ns;
+      sr[c].y[k] = cv[c].ran[k] ? (double)nf / cv[c].ran[k] : NAN;
     }
     sr[c].n = nlr;
   }
@@ -289,6 +311,12 @@ void st_report_lrsweep(study *st, FILE *md) {
   free(gap);
   free(own);
   free(sens);
-  for (int c = 0; c < nc; c++) { free(cv[c].loss); free(cv[c].l0); free(cv[c].best); free(cv[c].untrained); }
+  for (int c = 0; c < nc; c++) {
+    free(cv[c].loss);
+    free(cv[c].l0);
+    free(cv[c].best);
+    free(cv[c].untrained);
+    free(cv[c].ran);
+  }
   free(cv);
 }

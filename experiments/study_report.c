@@ -181,7 +181,7 @@ void st_report_runs_table(study *st, FILE *md) {
     st_tbl_cell(t, 1, "%s", b);
     st_tbl_cell(t, 2, "%llu", r->seed);
     if (r->failed) {
-      st_tbl_cell(t, 3, "failed");
+      st_tbl_cell(t, 3, r->missing ? "not run yet" : "failed");
       st_tbl_end_row(t);
       continue;
     }
