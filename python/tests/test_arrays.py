@@ -217,7 +217,16 @@ def test_gil_released_during_c_calls():
         if took > 0.05 or n >= 1 << 27:
             break
         n <<= 2
-    took = [took]
-    assert took[0] > 0.05, "the call took %.3f s: too short to tell" % took[0]
-    assert gap < 0.5 * took[0], "the main thread stalled %.3f s during a %.3f s C call: is the GIL held?" % (
-        gap, took[0])
+    assert took > 0.05, "the call took %.3f s: too short to tell" % took
+    # a held GIL stalls the main thread for the whole call, every time; a busy
+    # machine can deschedule it for tens of ms now and then (CI under load saw
+    # 44 ms of a 60 ms call): the best of up to 5 calls decides
+    x = rng(13).standard_normal(n).astype(np.float32)
+    for _ in range(4):
+        if gap < 0.5 * took:
+            break
+        g, t = measure(x)
+        if g / t < gap / took:
+            gap, took = g, t
+    assert gap < 0.5 * took, "the main thread stalled %.3f s during a %.3f s C call (best of 5): is the GIL held?" % (
+        gap, took)
