@@ -29,10 +29,13 @@ runs = f"{wall.group(2)} wall time for {wall.group(1)} runs, 2 at a time" if wal
 if wall_text:
     runs = wall_text
 size = "default-size run" if not args else "run"
+# the folder the run wrote (--out), as its console names it
+out = re.search(r"; results in (\S+)$", con, re.M)
+folder = out.group(1) if out else f"results/{name}"
 head = (f"# Study `{name}`: a real run\n\nThis page is generated from a real {size} (`{cmd}`, results "
-        f"folder `results/{name}`) by `docs/gen-study-page.py`: the console output, then the run's `report.md` as the "
+        f"folder `{folder}`) by `docs/gen-study-page.py`: the console output, then the run's `report.md` as the "
         f"study wrote it, with its SVG plots. Machine: {machine}; {runs}. Nothing was edited or re-run selectively: "
         f"the verdicts are the code's (the study file experiments/studies/{name}.study, its analysis hook and "
         f"experiments/study_claims.c).\n\n")
-text = head + f"## Console\n\n```\n$ {cmd}\n{con}\n```\n\n## The report (`results/{name}/report.md`)\n" + body
+text = head + f"## Console\n\n```\n$ {cmd}\n{con}\n```\n\n## The report (`{folder}/report.md`)\n" + body
 open(f"docs/studies/{page}.md", "w").write(text)
