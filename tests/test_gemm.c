@@ -1423,6 +1423,25 @@ static void part_anchors(void) {
       free_case(&g);
     }
   }
+  /* `exact` with D f32 rne (the direct epilogue, vectorized by rows): a zero
+   * B scale makes every term +-0, so the sum is +0 whatever the sign of the
+   * integer sum; row 1's sums -2 and 2 and a zero A scale on row 0 */
+  for (int zb = 0; zb < 2; zb++) {
+    gcase g;
+    base_case(&g, 2, 3, 4, 0, 0);
+    set_model(&g, "exact");
+    g.what = zb ? "exact, zero B scale, negative sums" : "exact, zero A scale, negative sums";
+    make_operand(&g, 0, "e4m3fn", NULL, "none", P_ONES, 0, 0);
+    make_operand(&g, 1, "e4m3fn", NULL, "none", P_ONES, 0, 0);
+    exmy_rounding rr = exmy_rounding_default();
+    for (size_t j = 0; j < 3; j++) /* column j: products 1, -1, -1, (j ? 1 : -1): sums -2, 0, 0 */
+      for (size_t l = 0; l < 4; l++)
+        set_op_code(&g.B, &g, 1, j, l, exmy_from_double(&g.B.fmt, &rr, (l == 1 || l == 2 || (l == 3 && !j)) ? -1.0 : 1.0, 0, NULL));
+    if (zb) g.B.scale_inv[0] = 0.0f;
+    else g.A.scale_inv[0] = 0.0f;
+    run_case(&g);
+    free_case(&g);
+  }
   /* tc alignment: bf16 products 1 and 2^-13, 2^-14 (f = 13): truncation and rne */
   static const struct { const char *model; double b1; double want; } al[] = {
     {"tc", 0x1p-13, 1.0 + 0x1p-13}, {"tc", 0x1p-14, 1.0}, {"tc:hopper,align=rne", 0x1p-14, 1.0},
