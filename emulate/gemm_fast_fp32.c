@@ -100,15 +100,23 @@ __attribute__((target("avx512f"))) static inline void tr16x16(__m512 r[16]) {
   }
 }
 
-/* Rows [x0, x0 + nx) of an x-major binary32 operand (row x's k values
- * contiguous from x * sx) into the panel Xp ([l][w]) in 16 x 16 blocks: 16
- * rows loaded along l, transposed in registers, each l's values stored at
- * Xp + l * w.  Returns the k steps done (a multiple of 16); the caller does
- * the rest.  (8-bit codes gathered from their table this way, or per l,
- * were no faster than the scalar loops: the gathers bound them.) */
+/* 16 values along l of row x as floats: binary32 itself, or 16-bit codes
+ * of a cut binary32 (bf16, E8My up to 16 bits) shifted left sh bits. */
+__attribute__((target("avx512f"))) static inline __m512 load16_512(const opdec *d, size_t idx) {
+  if (d->sh == 0) return _mm512_loadu_ps((const float *)d->codes + idx);
+  const __m256i c = _mm256_loadu_si256((const __m256i *)((const uint16_t *)d->codes + idx));
+  return _mm512_castsi512_ps(_mm512_sll_epi32(_mm512_cvtepu16_epi32(c), _mm_cvtsi32_si128(d->sh)));
+}
+
+/* Rows [x0, x0 + nx) of an x-major operand (row x's k values contiguous
+ * from x * sx; binary32, or 16-bit codes of a cut binary32) into the panel
+ * Xp ([l][w]) in 16 x 16 blocks: 16 rows loaded along l, transposed in
+ * registers, each l's values stored at Xp + l * w.  Returns the k steps
+ * done (a multiple of 16); the caller does the rest.  (8-bit codes gathered
+ * from their table this way, or per l, were no faster than the scalar
+ * loops: the gathers bound them.) */
 __attribute__((target("avx512f"))) static size_t pack_xmajor_512(const opdec *d, size_t x0, size_t nx, size_t sx,
                                                                  size_t k, size_t w, float *Xp) {
-  const float *c = d->codes;
   const size_t kb = k & ~(size_t)15;
   for (size_t xg = 0; xg < nx; xg += 16) {
     const size_t ng = nx - xg < 16 ? nx - xg : 16;
@@ -116,7 +124,7 @@ __attribute__((target("avx512f"))) static size_t pack_xmajor_512(const opdec *d,
     for (size_t l0 = 0; l0 < kb; l0 += 16) {
       __m512 r[16];
       _Pragma("GCC unroll 16") for (size_t t = 0; t < 16; t++) {
-        r[t] = t < ng ? _mm512_loadu_ps(c + (x0 + xg + t) * sx + l0) : _mm512_setzero_ps();
+        r[t] = t < ng ? load16_512(d, (x0 + xg + t) * sx + l0) : _mm512_setzero_ps();
       }
       tr16x16(r);
       _Pragma("GCC unroll 16") for (size_t t = 0; t < 16; t++) _mm512_mask_storeu_ps(Xp + (l0 + t) * w + xg, sm, r[t]);
@@ -143,7 +151,7 @@ static void pack_panel(const gemm_plan *p, const opdec *d, const float *scales, 
         for (size_t l = 0; l < k; l++)
           Xp[l * w + x - x0] = (float)(exmy_decode(d->f, exmy_code_get(d->f, d->codes, x * sx + l * sl)) *
                                        (double)scales[x * p->nseg + l / p->seg]);
-    } else if (v512 && sl == 1 && d->sh == 0) {
+    } else if (v512 && sl == 1 && (d->sh == 0 || (d->sh > 0 && d->f->bits <= 16))) {
       const size_t kb = pack_xmajor_512(d, x0, xe - x0, sx, k, w, Xp);
       for (size_t x = x0; x < xe; x++)
         for (size_t l = kb; l < k; l++) Xp[l * w + x - x0] = dec_at(d, x * sx + l);
@@ -170,6 +178,14 @@ static void pack_panel(const gemm_plan *p, const opdec *d, const float *scales, 
       const float *c = d->codes;
       for (size_t x = x0; x < xe; x++)
         for (size_t l = 0; l < k; l++) Xp[l * w + x - x0] = c[x * sx + l];
+    } else if (d->sh > 0 && d->f->bits <= 16 && sx == 1) { /* bf16, E8My along rows: a shift, vectorized */
+      const uint16_t *c = d->codes;
+      const int sh = d->sh;
+      for (size_t l = 0; l < k; l++)
+        for (size_t x = x0; x < xe; x++) {
+          const uint32_t b = (uint32_t)c[x + l * sl] << sh;
+          memcpy(Xp + l * w + x - x0, &b, 4);
+        }
     } else if (sx == 1) {
       for (size_t l = 0; l < k; l++)
         for (size_t x = x0; x < xe; x++) Xp[l * w + x - x0] = dec_at(d, x + l * sl);
