@@ -387,8 +387,10 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
     else if (st->run[i].failed) { nfail++; if (!ff) ff = &st->run[i]; }
   if (nmiss) {
     fprintf(st->log, "missing runs (%d of %d, not run yet: the report covers the others):", nmiss, st->nrun);
-    for (int i = 0; i < st->nrun; i++)
-      if (st->run[i].missing) fprintf(st->log, " '%s'", st->run[i].label);
+    int shown = 0; /* the first few: a partial sweep can miss hundreds (report.md lists them all) */
+    for (int i = 0; i < st->nrun && shown < 5; i++)
+      if (st->run[i].missing) fprintf(st->log, " '%s'", st->run[i].label), shown++;
+    if (nmiss > shown) fprintf(st->log, " and %d more (report.md lists them)", nmiss - shown);
     fputc('\n', st->log);
   }
   char tm[32];
