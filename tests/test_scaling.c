@@ -539,14 +539,16 @@ static void test_random(uint64_t *st) {
   static const size_t shapes[][2] = {{1, 1},  {1, 37},  {37, 1},  {1, 32},   {3, 70},  {5, 129},
                                      {4, 64}, {2, 300}, {130, 3}, {129, 257}, {7, 96}, {1, 1000},
                                      {3, 256}, {40, 0}, {0, 40}}; /* 256: whole 1x128 runs; empty: no group */
-  const char *fmts[] = {"e4m3fn", "e5m2", "e2m1fn"};
+  /* e8m3 and bf16: 16-bit codes with binary32's emin, the cut kernels */
+  const char *fmts[] = {"e4m3fn", "e5m2", "e2m1fn", "e8m3", "bf16"};
+  const int nfmt = (int)(sizeof fmts / sizeof fmts[0]);
   size_t nsh = sizeof shapes / sizeof shapes[0];
   for (size_t si = 0; si < nsh; si++) {
     size_t rows = shapes[si][0], cols = shapes[si][1];
     float *x = malloc(rows * cols * sizeof *x);
     rand_tensor(st, x, rows, cols);
     float amax = ref_amax(x, cols, 0, rows, 0, cols, NULL);
-    for (int fi = 0; fi < 3; fi++) {
+    for (int fi = 0; fi < nfmt; fi++) {
       exmy_format f = tu_format(fmts[fi]);
       float fmax = (float)fmax_of(&f);
       for (size_t ci = 0; ci < NCASES; ci++) {
