@@ -185,18 +185,16 @@ static inline __attribute__((always_inline)) uint32_t fast_one(const fast_params
  * with the full kernel.  Values compared are below 2^31, so signed compares
  * (native in AVX2) give the unsigned answer. */
 static inline __attribute__((always_inline)) uint32_t fast_hot(const fast_params *p, uint32_t u, const int mode,
-                                                               const int cut, uint32_t rhi, uint32_t *any_far, uint32_t *any_rem, uint32_t *any_tiny_rem,
+                                                               uint32_t rhi, uint32_t *any_far, uint32_t *any_rem, uint32_t *any_tiny_rem,
                                                                uint32_t *any_ovf, uint32_t *max_a) {
   const uint32_t smask = (uint32_t)((int32_t)u >> 31); /* all ones when negative */
   const uint32_t a = u & 0x7fffffffu;
   const int32_t efc = (int32_t)sel((a >> 23) != 0, a >> 23, 1);    /* biased exponent, subnormals as 1 */
   const uint32_t sig = a - ((uint32_t)(efc - 1) << 23);              /* significand with hidden bit */
   const int32_t de = p->emin127 - efc;                               /* bits below the format's emin */
-  /* cut (the format's emin is binary32's, -126: efc >= 1 = emin127): never
-   * below, so every lane drops shift0 bits, one shift for the vector */
-  const int32_t below = cut ? 0 : de > 0 ? de : 0;
+  const int32_t below = de > 0 ? de : 0;
   const int32_t d = (int32_t)p->shift0 + below;                      /* bits dropped */
-  const int32_t sh = cut ? (int32_t)p->shift0 : d > 25 ? 25 : d;
+  const int32_t sh = d > 25 ? 25 : d;
   uint32_t kept = sig >> sh;
   const uint32_t p2 = 1u << sh;
   const uint32_t rem = sig & (p2 - 1u);
@@ -242,8 +240,7 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
 /* The random word of element i of a run whose element 0 has counter ctr0
  * (0 outside stochastic rounding: the compiler drops it). */
 #define RND(MODE, ctr0, i) ((MODE) == EXMY_SR ? sr_word((ctr0) + (uint64_t)(i) * EXMY__GOLDEN_GAMMA) : 0)
-#define CHUNK_FN(NAME, T, MODE, SCALED) CHUNK_FN_CUT(NAME, T, MODE, SCALED, 0)
-#define CHUNK_FN_CUT(NAME, T, MODE, SCALED, CUT)                                             \
+#define CHUNK_FN(NAME, T, MODE, SCALED)                                                      \
   EXMY_CLONES static unsigned NAME(const fast_params *pp, const float *restrict in, float scale, \
                                    const float *restrict sc, T *restrict out, size_t n, uint64_t index0) { \
     const fast_params p = *pp;                                                               \
@@ -264,7 +261,7 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
       const uint64_t bctr = ctr + (uint64_t)b * EXMY__GOLDEN_GAMMA;                          \
       uint32_t inx = 0, tiny = 0, ovf = 0, max_a = 0, far = 0;                               \
       for (size_t i = 0; i < m; i++)                                                         \
-        bout[i] = (T)fast_hot(&p, load_bits(bin, i, scale, sc ? sc + b : sc, SCALED), MODE, CUT, \
+        bout[i] = (T)fast_hot(&p, load_bits(bin, i, scale, sc ? sc + b : sc, SCALED), MODE,  \
                               (uint32_t)(RND(MODE, bctr, i) >> 32), &far, &inx, &tiny, &ovf, &max_a); \
       if ((max_a >= 0x7f800000u) | far) {                                                    \
         for (size_t i = 0; i < m; i++) {                                                     \
@@ -296,19 +293,6 @@ CHUNK_FNS(EXMY_RUP, rup)
 CHUNK_FNS(EXMY_RDN, rdn)
 CHUNK_FNS(EXMY_RTO, rto)
 CHUNK_FNS(EXMY_SR, sr)
-/* 16-bit codes of formats with binary32's emin (bf16, E8M1..E8M7): the cut
- * kernels, the same arithmetic with the per-lane shift made one */
-#define CUT_FNS(MODE, SUF)                             \
-  CHUNK_FN_CUT(cchunk16_##SUF, uint16_t, MODE, 0, 1)   \
-  CHUNK_FN_CUT(cschunk16_##SUF, uint16_t, MODE, 1, 1)  \
-  CHUNK_FN_CUT(cvchunk16_##SUF, uint16_t, MODE, 2, 1)
-CUT_FNS(EXMY_RNE, rne)
-CUT_FNS(EXMY_RNA, rna)
-CUT_FNS(EXMY_RTZ, rtz)
-CUT_FNS(EXMY_RUP, rup)
-CUT_FNS(EXMY_RDN, rdn)
-CUT_FNS(EXMY_RTO, rto)
-CUT_FNS(EXMY_SR, sr)
 
 /* indexed by exmy_round_mode (RNE .. RTO, SR) and code width */
 typedef unsigned (*chunk_fn)(const fast_params *, const float *, float, const float *, void *, size_t, uint64_t);
@@ -320,24 +304,11 @@ static const chunk_fn schunk_table[7][3] = {SROW(rne), SROW(rna), SROW(rtz), SRO
 #define VROW(SUF) {(chunk_fn)vchunk8_##SUF, (chunk_fn)vchunk16_##SUF, (chunk_fn)vchunk32_##SUF}
 static const chunk_fn vchunk_table[7][3] = {VROW(rne), VROW(rna), VROW(rtz), VROW(rup), VROW(rdn), VROW(rto),
                                             VROW(sr)};
-#define CROW(SUF) {(chunk_fn)cchunk16_##SUF, (chunk_fn)cschunk16_##SUF, (chunk_fn)cvchunk16_##SUF}
-/* [mode][plain, scaled, scales per element] */
-static const chunk_fn cut16_table[7][3] = {CROW(rne), CROW(rna), CROW(rtz), CROW(rup), CROW(rdn), CROW(rto), CROW(sr)};
 _Static_assert(EXMY_SR == 6, "the chunk tables are indexed by exmy_round_mode");
-
 
 static int width_index(const exmy_format *f) {
   const int bytes = exmy_code_bytes(f);
   return bytes == 1 ? 0 : bytes == 2 ? 1 : 2;
-}
-
-/* The kernel for mode, code width and kind (0 plain, 1 one scale, 2 a scale
- * per element): the cut one for 16-bit codes of a format whose emin is
- * binary32's (no input lies below it). */
-static chunk_fn pick_chunk(const exmy_format *f, exmy_round_mode mode, int kind) {
-  if (f->emin == -126 && exmy_code_bytes(f) == 2) return cut16_table[mode][kind];
-  const chunk_fn(*t)[3] = kind == 0 ? chunk_table : kind == 1 ? schunk_table : vchunk_table;
-  return t[mode][width_index(f)];
 }
 
 /* ---- the prepared scaled quantizer of the scaling recipes --------------- */
@@ -381,7 +352,7 @@ unsigned exmy__f32q_run(const exmy__f32q *q, const float *x, size_t n, float sca
   if (q->fast) {
     fast_params p;
     memcpy(&p, q->params, sizeof p);
-    return pick_chunk(&q->f, q->r.mode, 1)(&p, x, scale, NULL, codes, n, index0);
+    return schunk_table[q->r.mode][width_index(&q->f)](&p, x, scale, NULL, codes, n, index0);
   }
   unsigned fl = 0;
   for (size_t i = 0; i < n; i++)
@@ -395,7 +366,7 @@ unsigned exmy__f32q_run_v(const exmy__f32q *q, const float *x, size_t n, const f
   if (q->fast) {
     fast_params p;
     memcpy(&p, q->params, sizeof p);
-    return pick_chunk(&q->f, q->r.mode, 2)(&p, x, 1.0f, scales, codes, n, index0);
+    return vchunk_table[q->r.mode][width_index(&q->f)](&p, x, 1.0f, scales, codes, n, index0);
   }
   unsigned fl = 0;
   for (size_t i = 0; i < n; i++)
@@ -408,7 +379,7 @@ static unsigned fast_f32(const exmy_format *f, const exmy_rounding *r, const flo
   fast_params p;
   fast_setup(f, r, &p);
   const int bytes = exmy_code_bytes(f);
-  const chunk_fn fn = pick_chunk(f, r->mode, 0);
+  const chunk_fn fn = chunk_table[r->mode][width_index(f)];
   unsigned fl = 0;
   /* static split: each thread converts one contiguous range */
 #pragma omp parallel reduction(|:fl) if(n > EXMY_OMP_MIN_VECTOR)
