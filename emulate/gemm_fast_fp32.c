@@ -58,6 +58,9 @@ static int opdec_init(opdec *d, gemm_ws *ws, int w, const exmy_qtensor *q) {
   return 0;
 }
 
+/* 16-bit codes of a cut binary32 (bf16, E8M1..E8M7): the float is the code shifted left sh bits */
+static inline int cut16(const opdec *d) { return d->sh > 0 && d->f->bits <= 16; }
+
 static inline float dec_at(const opdec *d, size_t idx) {
   if (d->sh >= 0) {
     const uint32_t b = d->f->bits > 16 ? ((const uint32_t *)d->codes)[idx] << d->sh
@@ -151,7 +154,7 @@ static void pack_panel(const gemm_plan *p, const opdec *d, const float *scales, 
         for (size_t l = 0; l < k; l++)
           Xp[l * w + x - x0] = (float)(exmy_decode(d->f, exmy_code_get(d->f, d->codes, x * sx + l * sl)) *
                                        (double)scales[x * p->nseg + l / p->seg]);
-    } else if (v512 && sl == 1 && (d->sh == 0 || (d->sh > 0 && d->f->bits <= 16))) {
+    } else if (v512 && sl == 1 && (d->sh == 0 || cut16(d))) {
       const size_t kb = pack_xmajor_512(d, x0, xe - x0, sx, k, w, Xp);
       for (size_t x = x0; x < xe; x++)
         for (size_t l = kb; l < k; l++) Xp[l * w + x - x0] = dec_at(d, x * sx + l);
@@ -178,7 +181,7 @@ static void pack_panel(const gemm_plan *p, const opdec *d, const float *scales, 
       const float *c = d->codes;
       for (size_t x = x0; x < xe; x++)
         for (size_t l = 0; l < k; l++) Xp[l * w + x - x0] = c[x * sx + l];
-    } else if (d->sh > 0 && d->f->bits <= 16 && sx == 1) { /* bf16, E8My along rows: a shift, vectorized */
+    } else if (cut16(d) && sx == 1) { /* bf16, E8My along rows: a shift, vectorized */
       const uint16_t *c = d->codes;
       const int sh = d->sh;
       for (size_t l = 0; l < k; l++)
