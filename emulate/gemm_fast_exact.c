@@ -67,12 +67,11 @@ static size_t exact_direct_row(const double *restrict S, const float *restrict b
   for (size_t j = 0; j < n; j++) {
     const double sd = S[j], a = fabs(sd), sc = sa * fabs((double)bs[j]);
     const double hi = a * sc, lo = fma(a, sc, -hi);
-    uint64_t hb;
-    int64_t lb;
+    uint64_t hb, lb; /* unsigned: shifts of a negative lo's bits are defined */
     memcpy(&hb, &hi, 8);
     memcpy(&lb, &lo, 8);
-    const uint64_t t = ((uint64_t)(lb << 1) != 0) & ~hb & 1; /* lo != 0 and hi even */
-    hb += (0 - t) & (1 | (uint64_t)(lb >> 63));             /* +1 or -1 toward lo */
+    const uint64_t t = ((lb << 1) != 0) & ~hb & 1; /* lo != 0 and hi even */
+    hb += (0 - t) & (1 | (0 - (lb >> 63)));        /* +1 or -1 toward lo */
     double ro;
     memcpy(&ro, &hb, 8);
     const float f = (float)ro;
