@@ -63,6 +63,15 @@ typedef struct fast_params {
   uint32_t lean;               /* signed with -0: the hot loop applies */
   uint64_t sr_key;             /* stochastic rounding: the generator's key, mixed once from (seed, stream) */
   uint64_t sr_mask;            /* and the top sr_bits bits set: the part of the dropped fraction that counts */
+  /* rne_hot (rne_ok): */
+  uint32_t rne_ok;             /* rne, lean, no ftz/daz, 1 <= M <= 22 (M = 0: a code's lsb is not the float
+                                  exponent's), and the grid below emin, 2^(emin - M), >= 2^-125 */
+  uint32_t rne_half;           /* 2^(shift0 - 1) - 1: the bias that makes a carry round to nearest even */
+  uint32_t rne_off;            /* (emin + 126) << M: float bits >> shift0 minus this is the format's magnitude */
+  uint32_t low_mask;           /* 2^shift0 - 1: the bits a value at or above 2^emin drops */
+  float sub_magic;             /* 2^(emin - M + 23): |x| + this rounds |x| to the grid 2^(emin - M) */
+  uint32_t sub_magic_bits;
+  uint32_t v512;               /* rne_ok, one overflow magnitude for both signs, and AVX-512 BW: rne_512 */
 } fast_params;
 
 /* Preconditions: float's exponent range maps onto the format with one shift
@@ -102,6 +111,20 @@ static void fast_setup(const exmy_format *f, const exmy_rounding *r, fast_params
   const int R = (r->sr_bits <= 0 || r->sr_bits > 64) ? 64 : r->sr_bits;
   p->sr_key = exmy__mix64(r->seed ^ exmy__mix64(r->stream + EXMY__GOLDEN_GAMMA)); /* as exmy__random64 */
   p->sr_mask = R == 64 ? ~(uint64_t)0 : ~((((uint64_t)1) << (64 - R)) - 1);
+  p->rne_ok = r->mode == EXMY_RNE && p->lean && !p->daz && !p->ftz && f->mbits >= 1 && f->mbits <= 22 &&
+              f->emin - f->mbits >= -125 && f->emin - f->mbits + 23 <= 127;
+  if (p->rne_ok) {
+    p->rne_half = (1u << (p->shift0 - 1)) - 1u;
+    p->rne_off = (uint32_t)(f->emin + 126) << f->mbits;
+    p->low_mask = (1u << p->shift0) - 1u;
+    p->sub_magic = ldexpf(1.0f, f->emin - f->mbits + 23);
+    memcpy(&p->sub_magic_bits, &p->sub_magic, 4);
+#if defined(__x86_64__) && defined(__GNUC__)
+    const char *e = getenv("EXMY_NO_AVX512");
+    p->v512 = p->ovf_magx == 0 && f->bits <= 16 && __builtin_cpu_supports("avx512f") &&
+              __builtin_cpu_supports("avx512bw") && !(e && *e && *e != '0');
+#endif
+  }
 }
 
 /* The stochastic-rounding increment of round_pack, for a significand
@@ -226,6 +249,91 @@ static inline __attribute__((always_inline)) uint32_t fast_hot(const fast_params
   return mag | ((smask & 1u) << p->sign_shift);
 }
 
+/* fast_hot for rne (p->rne_ok) in fewer operations: at or above 2^emin the
+ * float's bits plus 2^(shift0 - 1) - 1 plus the kept lsb, shifted, are the
+ * rounded magnitude (a carry moves into the exponent as it should); below,
+ * one float addition of 2^(emin - M + 23) rounds |x| to the grid 2^(emin - M)
+ * (its ulp), and the sum's bits minus the constant's count grid steps.  The
+ * floating-point environment: round to nearest (as all float kernels); DAZ
+ * and FTZ change nothing, since |x| < 2^-126 rounds to 0 on a grid >= 2^-125
+ * and the sum and its difference with the constant are normal or 0.  Tiny
+ * lanes are inexact when the grid value differs from |x|; the others when
+ * low_mask bits are set (also set for an inexact tiny lane). */
+static inline __attribute__((always_inline)) uint32_t rne_hot(const fast_params *p, uint32_t u, uint32_t *any_rem,
+                                                              uint32_t *any_tiny_inx, uint32_t *any_ovf,
+                                                              uint32_t *max_a) {
+  const uint32_t smask = (uint32_t)((int32_t)u >> 31);
+  const uint32_t a = u & 0x7fffffffu;
+  const uint32_t cn = ((a + p->rne_half + ((a >> p->shift0) & 1u)) >> p->shift0) - p->rne_off;
+  float fa, back;
+  memcpy(&fa, &a, 4);
+  const float fs = fa + p->sub_magic;
+  back = fs - p->sub_magic; /* exact (Sterbenz): the grid value */
+  uint32_t fsb, bb;
+  memcpy(&fsb, &fs, 4);
+  memcpy(&bb, &back, 4);
+  const uint32_t tiny = (int32_t)a < (int32_t)p->tiny_thr;
+  uint32_t mag = sel(tiny, fsb - p->sub_magic_bits, cn);
+  const uint32_t ovf = (int32_t)mag > (int32_t)p->max_mag;
+  mag = sel(ovf, p->ovf_mag0 ^ (smask & p->ovf_magx), mag);
+  *any_ovf |= ovf;
+  *any_rem |= a & p->low_mask;
+  *any_tiny_inx |= tiny & (bb != a);
+  *max_a = (int32_t)a > (int32_t)*max_a ? a : *max_a;
+  return mag | ((smask & 1u) << p->sign_shift);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* rne_hot on 16 lanes with AVX-512 (p->v512), a block of m elements of
+ * x (times scale, or times sc[i] when SCALED is 2) into 8-bit (W = 1) or
+ * 16-bit codes; the tail through masked loads (their zero lanes are exact
+ * and below every threshold).  The compiler's form of rne_hot spills and
+ * packs bytes through word permutes; this is about 24 operations a vector.
+ * acc: the block's ORed low bits, tiny-inexact, overflow and max |x| bits,
+ * as rne_hot leaves them. */
+__attribute__((target("avx512f,avx512bw"))) static void rne_512(const fast_params *p, const float *restrict in,
+                                                               float scale, const float *restrict sc, int scaled,
+                                                               void *restrict out, int W, size_t m, uint32_t acc[4]) {
+  const __m512i absm = _mm512_set1_epi32(0x7fffffff), one = _mm512_set1_epi32(1);
+  const __m512i half = _mm512_set1_epi32((int)p->rne_half), off = _mm512_set1_epi32((int)p->rne_off);
+  const __m512i lowm = _mm512_set1_epi32((int)p->low_mask), tiny_thr = _mm512_set1_epi32((int)p->tiny_thr);
+  const __m512i magic_b = _mm512_set1_epi32((int)p->sub_magic_bits), maxm = _mm512_set1_epi32((int)p->max_mag);
+  const __m512i ovfm = _mm512_set1_epi32((int)p->ovf_mag0), sbit = _mm512_set1_epi32((int)(1u << p->sign_shift));
+  const __m512 magic = _mm512_set1_ps(p->sub_magic), vs = _mm512_set1_ps(scale);
+  const __m128i sh0 = _mm_cvtsi32_si128((int)p->shift0), ssh = _mm_cvtsi32_si128((int)(31 - p->sign_shift));
+  __m512i rem = _mm512_setzero_si512(), maxa = rem;
+  __mmask16 ti = 0, ov = 0;
+  for (size_t i = 0; i < m; i += 16) {
+    const __mmask16 k = m - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (m - i)) - 1);
+    __m512 x = _mm512_maskz_loadu_ps(k, in + i);
+    if (scaled == 1) x = _mm512_mul_ps(x, vs);
+    else if (scaled == 2) x = _mm512_mul_ps(x, _mm512_maskz_loadu_ps(k, sc + i));
+    const __m512i u = _mm512_castps_si512(x), a = _mm512_and_si512(u, absm);
+    const __m512i lsb = _mm512_and_si512(_mm512_srl_epi32(a, sh0), one);
+    const __m512i cn = _mm512_sub_epi32(_mm512_srl_epi32(_mm512_add_epi32(_mm512_add_epi32(a, half), lsb), sh0), off);
+    const __m512 fs = _mm512_add_ps(_mm512_castsi512_ps(a), magic);
+    const __m512i back = _mm512_castps_si512(_mm512_sub_ps(fs, magic));
+    const __mmask16 tiny = _mm512_cmplt_epi32_mask(a, tiny_thr);
+    ti |= _mm512_mask_cmpneq_epi32_mask(tiny, back, a);
+    __m512i mag = _mm512_mask_blend_epi32(tiny, cn, _mm512_sub_epi32(_mm512_castps_si512(fs), magic_b));
+    const __mmask16 o = _mm512_cmpgt_epi32_mask(mag, maxm);
+    ov |= o;
+    mag = _mm512_mask_mov_epi32(mag, o, ovfm);
+    rem = _mm512_ternarylogic_epi32(rem, a, lowm, 0xf8); /* rem | (a & lowm) */
+    maxa = _mm512_max_epi32(maxa, a);
+    const __m512i code = _mm512_ternarylogic_epi32(mag, _mm512_srl_epi32(u, ssh), sbit, 0xf8); /* mag | (s & sbit) */
+    if (W == 1) _mm512_mask_cvtepi32_storeu_epi8((uint8_t *)out + i, k, code);
+    else _mm512_mask_cvtepi32_storeu_epi16((uint16_t *)out + i, k, code);
+  }
+  acc[0] |= (uint32_t)_mm512_reduce_or_epi32(rem);
+  acc[1] |= ti != 0;
+  acc[2] |= ov != 0;
+  const uint32_t mx = (uint32_t)_mm512_reduce_max_epi32(maxa);
+  acc[3] = mx > acc[3] ? mx : acc[3];
+}
+#endif
+
 /* The element the kernels see: x's bits, or fp32(x * scale)'s for the scaled
  * variants the scaling recipes use (one fp32 multiply, then the cast). */
 static inline __attribute__((always_inline)) uint32_t load_bits(const float *in, size_t i, float scale,
@@ -236,6 +344,11 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
   return u;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#define RNE512(MODE, T) ((MODE) == EXMY_RNE && sizeof(T) <= 2 && p.v512)
+#else
+#define RNE512(MODE, T) 0
+#endif
 #define BLOCK 2048
 /* The random word of element i of a run whose element 0 has counter ctr0
  * (0 outside stochastic rounding: the compiler drops it). */
@@ -260,9 +373,17 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
       T *bout = out + b;                                                                     \
       const uint64_t bctr = ctr + (uint64_t)b * EXMY__GOLDEN_GAMMA;                          \
       uint32_t inx = 0, tiny = 0, ovf = 0, max_a = 0, far = 0;                               \
-      for (size_t i = 0; i < m; i++)                                                         \
-        bout[i] = (T)fast_hot(&p, load_bits(bin, i, scale, sc ? sc + b : sc, SCALED), MODE,  \
-                              (uint32_t)(RND(MODE, bctr, i) >> 32), &far, &inx, &tiny, &ovf, &max_a); \
+      if (RNE512(MODE, T)) {                                                                 \
+        uint32_t acc[4] = {0, 0, 0, 0};                                                      \
+        rne_512(&p, bin, scale, sc ? sc + b : sc, SCALED, bout, (int)sizeof(T), m, acc);     \
+        inx = acc[0], tiny = acc[1], ovf = acc[2], max_a = acc[3];                           \
+      } else if (MODE == EXMY_RNE && p.rne_ok)                                               \
+        for (size_t i = 0; i < m; i++)                                                       \
+          bout[i] = (T)rne_hot(&p, load_bits(bin, i, scale, sc ? sc + b : sc, SCALED), &inx, &tiny, &ovf, &max_a); \
+      else                                                                                   \
+        for (size_t i = 0; i < m; i++)                                                       \
+          bout[i] = (T)fast_hot(&p, load_bits(bin, i, scale, sc ? sc + b : sc, SCALED), MODE, \
+                                (uint32_t)(RND(MODE, bctr, i) >> 32), &far, &inx, &tiny, &ovf, &max_a); \
       if ((max_a >= 0x7f800000u) | far) {                                                    \
         for (size_t i = 0; i < m; i++) {                                                     \
           unsigned f1;                                                                       \
@@ -270,7 +391,7 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
           fl |= f1;                                                                          \
         }                                                                                    \
       } else {                                                                               \
-        fl |= (inx ? EXMY_FLAG_INEXACT : 0) | (tiny ? EXMY_FLAG_UNDERFLOW : 0) |             \
+        fl |= ((inx | tiny) ? EXMY_FLAG_INEXACT : 0) | (tiny ? EXMY_FLAG_UNDERFLOW : 0) |             \
               (ovf ? (EXMY_FLAG_OVERFLOW | EXMY_FLAG_INEXACT) : 0);                          \
       }                                                                                      \
     }                                                                                        \

@@ -173,16 +173,66 @@ static void check_sr(uint64_t *st) {
   free(x);
 }
 
+/* Arrays of tiny values only (below 2^emin), each between two subnormal
+ * codes: inexact, yet with no bit set below the format's precision at the
+ * value's own exponent, so only the subnormal test reports them (the rne
+ * kernels' two flag sources). */
+static void check_tiny(const exmy_format *f) {
+  if (!f->is_signed || f->mbits < 1 || f->mbits > 22 || f->emin < -120) return;
+  float x[64];
+  const size_t sub = (size_t)1 << f->mbits;
+  for (size_t i = 0; i < 64; i++) { /* (k + 1/2) 2^(emin - M), both signs */
+    const size_t k = i % sub;
+    x[i] = (i & 1 ? -1.0f : 1.0f) * ldexpf((float)(2 * k + 1), f->emin - f->mbits - 1);
+  }
+  for (int sat = 0; sat < 2; sat++) {
+    exmy_rounding r = exmy_rounding_default();
+    r.sat = sat ? EXMY_SAT_FINITE : EXMY_SAT_NONE;
+    compare(f, &r, EXMY_DTYPE_F32, x, 64, "f32 tiny");
+    compare(f, &r, EXMY_DTYPE_F32, x, 5, "f32 tiny tail");
+  }
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+/* DAZ and FTZ set in MXCSR (as torch.set_flush_denormal(True) does): the
+ * float kernels must not change a bit (their sums and differences stay
+ * normal; a denormal input rounds to 0 on their grids anyway). */
+static void check_mxcsr(uint64_t *st) {
+  const char *names[] = {"e4m3fn", "e5m2", "e4m3fnuz", "e2m1fn", "f16", "e3m2fn", "bf16", "e8m3"};
+  unsigned saved = _mm_getcsr();
+#pragma omp parallel num_threads(2)
+  _mm_setcsr(saved | 0x8040); /* FTZ | DAZ, in every thread the tests use */
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+    exmy_format f = tu_format(names[k]);
+    size_t n;
+    float *x = make_f32_inputs(&f, st, &n);
+    for (size_t i = 0; i < 4096; i++) x[i] = tu_f32((uint32_t)tu_next(st) & 0x807fffffu); /* float denormals */
+    exmy_rounding r = exmy_rounding_default();
+    compare(&f, &r, EXMY_DTYPE_F32, x, n, "f32 with DAZ+FTZ");
+    check_tiny(&f);
+    free(x);
+  }
+#pragma omp parallel num_threads(2)
+  _mm_setcsr(saved);
+}
+#endif
+
 int main(void) {
   uint64_t st = tu_seed(7);
+#if defined(__x86_64__)
+  check_mxcsr(&st);
+#endif
   check_sr(&st);
   for (size_t i = 0; i < exmy_named_format_count(); i++) {
     exmy_format f = tu_format(exmy_named_format_get(i)->name);
     check_format(&f, &st, 1);
+    check_tiny(&f);
   }
   for (int i = 0; i < 40; i++) {
     exmy_format f = tu_random_format(&st);
     check_format(&f, &st, 0);
+    check_tiny(&f);
   }
   return tu_finish("test_fastpath");
 }
