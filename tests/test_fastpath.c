@@ -218,12 +218,42 @@ static void check_mxcsr(uint64_t *st) {
 }
 #endif
 
+/* Stochastic rounding of a value whose dropped part reaches below the top
+ * 32 bits of F (d > 32): the fast kernels look at the random word's top 32
+ * bits only, which decides unless F's low half carries.  At seed 1, stream 0,
+ * index 35857487414 the word is 0xffffffffd666a95c (found by search): for
+ * 2^-42 in e4m3fn (grid 2^-9) F = 2^31 below the top half, whose carry with
+ * 0xd666a95c and then with 0xffffffff rounds up to 2^-9. */
+static void check_sr_carry(void) {
+  exmy_format f = tu_format("e4m3fn");
+  exmy_rounding r = exmy_rounding_default();
+  r.mode = EXMY_SR;
+  r.seed = 1;
+  r.stream = 0;
+  CHECK(exmy_random64(1, 0, 35857487414u) == 0xffffffffd666a95cu, "%s", "the searched random word");
+  enum { N = 100, AT = 37 };
+  float x[N];
+  uint8_t a[N], c[N];
+  for (int i = 0; i < N; i++) x[i] = i == AT ? 0x1p-42f : (float)(i % 7) * 0.375f; /* zeros and normals beside */
+  unsigned fa = 0, fc = 0;
+  char err[EXMY_ERRLEN] = "";
+  const uint64_t index0 = 35857487414u - AT;
+  int rc = exmy_quantize_ref(&f, &r, EXMY_DTYPE_F32, x, N, index0, a, &fa, err, sizeof err);
+  rc |= exmy_quantize(&f, &r, EXMY_DTYPE_F32, x, N, index0, c, &fc, err, sizeof err);
+  CHECK(rc == 0 && a[AT] == 1, "sr carry: the reference rounds 2^-42 to code 0x%02x (expected 0x01)", a[AT]);
+  for (int i = 0; i < N; i++)
+    CHECK(a[i] == c[i], "sr carry: input 0x%08" PRIx32 " index 0x%" PRIx64 ": fast 0x%02x ref 0x%02x",
+          tu_bits32(x[i]), index0 + (uint64_t)i, c[i], a[i]);
+  CHECK(fa == fc, "sr carry: flags fast %u ref %u", fc, fa);
+}
+
 int main(void) {
   uint64_t st = tu_seed(7);
 #if defined(__x86_64__)
   check_mxcsr(&st);
 #endif
   check_sr(&st);
+  check_sr_carry();
   for (size_t i = 0; i < exmy_named_format_count(); i++) {
     exmy_format f = tu_format(exmy_named_format_get(i)->name);
     check_format(&f, &st, 1);
