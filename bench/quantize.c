@@ -1,5 +1,7 @@
 /* bench/quantize: float32 -> e4m3fn codes (satfinite) over 2^26 elements
- * with 1 and 2 threads, in rne and in sr (64 random bits), beside the
+ * with 1 and 2 threads, in rne and in sr (64 random bits), on activation-like
+ * values and on the same values with the negatives zeroed (ReLU-like: half
+ * zeros, as activations and sparse gradients have them), beside the
  * narrowing copy float32 -> uint8 of the same array (the memory limit of a
  * quantizer to 8 bits: 4 bytes read, 1 written per element) and a plain
  * float32 copy, all measured in the same run, interleaved, best of 5.
@@ -24,10 +26,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   size_t n = (size_t)1 << lg;
-  float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+  float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *xr = malloc(n * sizeof *xr);
   uint8_t *q = malloc(n), *z = malloc(n);
-  if (!x || !y || !q || !z) { fprintf(stderr, "bench/quantize: out of memory\n"); return 1; }
+  if (!x || !y || !xr || !q || !z) { fprintf(stderr, "bench/quantize: out of memory\n"); return 1; }
   bench_fill(x, n);
+  for (size_t i = 0; i < n; i++) xr[i] = x[i] > 0.0f ? x[i] : 0.0f;
   exmy_format f;
   exmy_format_parse("e4m3fn", &f, NULL, 0);
   exmy_rounding rr = exmy_rounding_default(), rs;
@@ -44,7 +47,7 @@ int main(int argc, char **argv) {
   unsigned sum = 0;
   for (int threads = 1; threads <= 2; threads++) {
     omp_set_num_threads(threads);
-    double tn = 1e30, tc = 1e30, tr = 1e30, ts = 1e30;
+    double tn = 1e30, tc = 1e30, tr = 1e30, ts = 1e30, trr = 1e30, tsr = 1e30;
     for (int rep = 0; rep < REPS; rep++) {
       double t0 = bench_now();
       bench_narrow_parallel(z, x, n);
@@ -57,15 +60,23 @@ int main(int argc, char **argv) {
       double t4 = bench_now();
       exmy_quantize(&f, &rs, EXMY_DTYPE_F32, x, n, 0, q, NULL, NULL, 0);
       double t5 = bench_now();
+      exmy_quantize(&f, &rr, EXMY_DTYPE_F32, xr, n, 0, q, NULL, NULL, 0);
+      double t6 = bench_now();
+      for (size_t i = 0; i < n; i += 4097) sum += q[i];
+      double t7 = bench_now();
+      exmy_quantize(&f, &rs, EXMY_DTYPE_F32, xr, n, 0, q, NULL, NULL, 0);
+      double t8 = bench_now();
+      if (t6 - t5 < trr) trr = t6 - t5;
+      if (t8 - t7 < tsr) tsr = t8 - t7;
       if (t1 - t0 < tn) tn = t1 - t0;
       if (t2 - t1 < tc) tc = t2 - t1;
       if (t3 - t2 < tr) tr = t3 - t2;
       if (t5 - t4 < ts) ts = t5 - t4;
     }
     const double en = (double)n / tn;
-    const char *name[] = {"narrow copy", "float copy", "rne", "sr"};
-    const double t[] = {tn, tc, tr, ts};
-    for (int k = 0; k < 4; k++) {
+    const char *name[] = {"narrow copy", "float copy", "rne", "sr", "rne relu", "sr relu"};
+    const double t[] = {tn, tc, tr, ts, trr, tsr};
+    for (int k = 0; k < 6; k++) {
       const double e = (double)n / t[k];
       printf("%-8d %-12s %10.3f %8.3f%s\n", threads, name[k], e * 1e-9, e / en,
              k >= 2 && e / en < 0.5 ? "  below goal (0.5)" : "");
@@ -74,6 +85,6 @@ int main(int argc, char **argv) {
   /* keep the results live */
   for (size_t i = 0; i < n; i += 4097) sum += q[i] + z[i] + (unsigned)y[i];
   printf("(checksum %u)\n", sum);
-  free(x); free(y); free(q); free(z);
+  free(x); free(y); free(xr); free(q); free(z);
   return 0;
 }

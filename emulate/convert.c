@@ -226,18 +226,15 @@ static inline __attribute__((always_inline)) uint32_t fast_hot(const fast_params
   uint32_t inc;
   if (mode == EXMY_SR) {
     /* d <= 32: the dropped part lies in the top 32 bits of F, so only the
-     * random word's top 32 bits can carry.  d > 32: F's top 32 bits are
-     * rem >> (d - 32); when the bits shifted out are zero (a zero, or a tiny
-     * value with few bits set) F's low half is zero and the same holds; else
-     * the lane marks the block, which is then redone by fast_one.  (Every
-     * block with a zero used to be redone: ReLU outputs, sparse gradients.) */
-    const int32_t dx = d - 32;
-    const uint32_t dxs = (uint32_t)(dx > 31 ? 31 : dx > 0 ? dx : 0);
-    uint32_t fh = sel(dx > 0, rem >> dxs, rem << ((32 - d) & 31));
+     * random word's top 32 bits can carry; a lane with d > 32 and a nonzero
+     * dropped part marks the block, which is then redone by fast_one.  A zero
+     * (rem = 0: F = 0, fh = 0, no carry) does not: every block with a zero
+     * used to be redone (ReLU outputs, sparse gradients). */
+    uint32_t fh = rem << ((32 - d) & 31);
     fh = sel(d == 0, 0, fh);
     fh &= (uint32_t)(p->sr_mask >> 32);
     inc = fh + rhi < fh;
-    *any_far |= (dx > 0) & ((rem & ((1u << dxs) - 1u)) != 0);
+    *any_far |= (d > 32) & (rem != 0);
   } else {
     inc = exmy__round_inc(mode, (int32_t)rem > half, ((int32_t)rem == half) & inexact, inexact, kept & 1u,
                           smask & 1u);
