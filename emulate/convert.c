@@ -454,6 +454,7 @@ void exmy__f32q_init(exmy__f32q *q, const exmy_format *f, const exmy_rounding *r
     fast_params p;
     fast_setup(f, r, &p);
     memcpy(q->params, &p, sizeof p);
+    q->pow2_ok = (int)p.rne_ok;
   }
 }
 
@@ -495,6 +496,37 @@ unsigned exmy__f32q_run_v(const exmy__f32q *q, const float *x, size_t n, const f
   for (size_t i = 0; i < n; i++)
     exmy_code_set(&q->f, codes, i, exmy_from_float(&q->f, &q->r, x[i] * scales[i], index0 + i, &fl));
   return fl;
+}
+
+/* The exact-product cast (one rounding of x[i] * scales[i], as
+ * exmy_from_double of the double product) through the float kernel, where it
+ * is the same: q->pow2_ok, every scale a normal power of two and every
+ * x[i] * scales[i] finite in float (the caller knows its groups' amax).
+ * fp32(x * 2^k) is the product unless it falls below 2^-126; there both round
+ * to +-0 on the grid (>= 2^-125) with inexact and underflow, which the kernel
+ * reports unless the float product is zero (or FTZ flushed it): an integer
+ * look at the inputs then adds them.  (With DAZ set in MXCSR a denormal x
+ * reads as 0 here, and in the exact path's conversion to double too; the
+ * recipes' semantics are the default environment's.)  -1 when q is not
+ * pow2_ok: the caller takes the exact path. */
+int exmy__f32q_run_pow2_v(const exmy__f32q *q, const float *x, size_t n, const float *scales, uint64_t index0,
+                          void *codes, unsigned *flags) {
+  if (!q->pow2_ok) return -1;
+  unsigned fl = exmy__f32q_run_v(q, x, n, scales, index0, codes);
+  const unsigned uf = EXMY_FLAG_UNDERFLOW | EXMY_FLAG_INEXACT;
+  if ((fl & uf) != uf) {
+    uint32_t lost = 0;
+    for (size_t i = 0; i < n; i++) {
+      const float v = x[i] * scales[i];
+      uint32_t xb, vb;
+      memcpy(&xb, &x[i], 4);
+      memcpy(&vb, &v, 4);
+      lost |= ((xb & 0x7fffffffu) != 0) & ((vb & 0x7fffffffu) == 0);
+    }
+    if (lost) fl |= uf;
+  }
+  *flags |= fl;
+  return 0;
 }
 
 static unsigned fast_f32(const exmy_format *f, const exmy_rounding *r, const float *src, size_t n, uint64_t index0,

@@ -215,6 +215,18 @@ static float nvfp4_s_enc(float amax, float fp4_max) {
   return s;
 }
 
+/* The row's groups (from g0) all have a scale the float kernel multiplies
+ * exactly: a normal power of two with amax * scale finite in float
+ * (mx:ocp, exact products with power-of-two scales). */
+static int pow2_row(const exmy_qtensor *q, size_t g0) {
+  for (size_t g = g0; g < g0 + q->scols; g++) {
+    const float s = q->scale[g];
+    int e;
+    if (!(s >= FLT_MIN && s <= FLT_MAX) || frexpf(s, &e) != 0.5f || !isfinite(q->amax[g] * s)) return 0;
+  }
+  return 1;
+}
+
 /* Row i's elements: the vectorized kernel with the multiply fused in
  * (row_sc: the row's scales expanded, when it has several groups), or one
  * exact rounding of x * scale in double. */
@@ -223,13 +235,14 @@ static unsigned quantize_row(exmy_qtensor *q, const exmy__f32q *fq, const exmy_f
   const size_t cols = q->cols, bc = q->block_cols, sc = q->scols, cb = (size_t)exmy_code_bytes(f);
   const size_t k0 = i * cols, g0 = (i / q->block_rows) * sc;
   unsigned fl = 0;
-  if (row_sc) {
+  if (row_sc && (one_rounding ? pow2_row(q, g0) : sc > 1)) {
     for (size_t cbk = 0, c0 = 0; cbk < sc; cbk++, c0 += bc) {
       const size_t len = c0 + bc < cols ? bc : cols - c0;
       const float s1 = q->scale[g0 + cbk];
       for (size_t j = 0; j < len; j++) row_sc[c0 + j] = s1;
     }
-    return exmy__f32q_run_v(fq, x + k0, cols, row_sc, k0, (char *)q->codes + k0 * cb);
+    if (!one_rounding) return exmy__f32q_run_v(fq, x + k0, cols, row_sc, k0, (char *)q->codes + k0 * cb);
+    if (!exmy__f32q_run_pow2_v(fq, x + k0, cols, row_sc, k0, (char *)q->codes + k0 * cb, &fl)) return fl;
   }
   for (size_t cbk = 0; cbk < sc; cbk++) {
     const size_t g = g0 + cbk, c0 = cbk * bc, len = c0 + bc < cols ? bc : cols - c0;
@@ -397,8 +410,9 @@ int exmy_recipe_quantize_into(const exmy_recipe *r, const exmy_format *f, const 
 #pragma omp parallel if(n > EXMY_OMP_MIN_TENSOR) reduction(|:nomem) reduction(|:fl)
   {
     /* several groups per row: expand the row's scales and make one call */
-    float *row_sc = (!one_rounding && sc > 1) ? malloc(cols * sizeof *row_sc) : NULL;
-    nomem |= !one_rounding && sc > 1 && !row_sc;
+    const int want_sc = one_rounding ? fq.pow2_ok : sc > 1;
+    float *row_sc = want_sc ? malloc(cols * sizeof *row_sc) : NULL;
+    nomem |= want_sc && !row_sc;
     uint8_t *row_nan = fused ? malloc(sc + 1) : NULL;
     nomem |= fused && !row_nan;
 #pragma omp for schedule(static)

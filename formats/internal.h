@@ -30,6 +30,8 @@ typedef struct exmy__f32q {
   exmy_rounding r;
   int fast;
   int ident;        /* binary32 without saturation, ftz or daz: a finite or infinite x is its own code */
+  int pow2_ok;      /* the rne kernel on a grid >= 2^-125: cast(fp32(x * 2^k)) is cast(x * 2^k), flags aside
+                       when fp32(x * 2^k) underflows to zero (exmy__f32q_run_pow2) */
   _Alignas(16) unsigned char params[256];
 } exmy__f32q;
 /* The format is IEEE binary32 (f32): its codes are float bit patterns. */
@@ -39,6 +41,12 @@ unsigned exmy__f32q_run(const exmy__f32q *q, const float *x, size_t n, float sca
 /* The same with a scale per element (codes[i] = cast(fp32(x[i] * scales[i]))). */
 unsigned exmy__f32q_run_v(const exmy__f32q *q, const float *x, size_t n, const float *scales, uint64_t index0,
                           void *codes);
+/* The exact-product cast of the recipes (codes[i] = cast(x[i] * scales[i])
+ * rounded once) through the float kernel where it is the same (q->pow2_ok,
+ * scales normal powers of two, products finite in float); -1 when q is
+ * not pow2_ok: take the exact path. */
+int exmy__f32q_run_pow2_v(const exmy__f32q *q, const float *x, size_t n, const float *scales, uint64_t index0,
+                          void *codes, unsigned *flags);
 /* Largest finite value of a format as a float (FLT_MAX when larger): the
  * fmax of the scaling recipes and statistics (emulate/scaling.c). */
 float exmy__fmax_f32(const exmy_format *fmt);

@@ -143,6 +143,7 @@ typedef struct rq {
   float *scale, *scale_inv, *amax;
   int *scode;     /* E8M0 code per group, or NULL */
   int *group_nan; /* the group holds a NaN */
+  unsigned flags; /* the elements' conversion flags, ORed */
 } rq;
 
 static void rq_free(rq *q) {
@@ -155,9 +156,10 @@ static void rq_free(rq *q) {
   memset(q, 0, sizeof *q);
 }
 
-static uint64_t ref_cast(const exmy_format *f, const exmy_rounding *r, float x, float s, int exact, uint64_t idx) {
-  if (exact) return exmy_from_double(f, r, (double)x * (double)s, idx, NULL);
-  return exmy_from_float(f, r, mulf(x, s), idx, NULL);
+static uint64_t ref_cast(const exmy_format *f, const exmy_rounding *r, float x, float s, int exact, uint64_t idx,
+                         unsigned *fl) {
+  if (exact) return exmy_from_double(f, r, (double)x * (double)s, idx, fl);
+  return exmy_from_float(f, r, mulf(x, s), idx, fl);
 }
 
 /* The reference quantizer.  dscale/dscale_inv: the delayed recipe's state. */
@@ -255,10 +257,10 @@ static void ref_quantize(const rspec *s, float dscale, float dscale_inv, const e
           size_t i = rr * cols + cc;
           uint64_t q;
           if (s->kind == EXMY_RECIPE_MX_OCP)
-            q = ocp_nan ? exmy_from_double(f, r, NAN, i, NULL)
-                        : exmy_from_double(f, r, ldexp((double)x[i], -ocp_e), i, NULL);
+            q = ocp_nan ? exmy_from_double(f, r, NAN, i, &o->flags)
+                        : exmy_from_double(f, r, ldexp((double)x[i], -ocp_e), i, &o->flags);
           else
-            q = ref_cast(f, r, x[i], sc, exact, i);
+            q = ref_cast(f, r, x[i], sc, exact, i, &o->flags);
           o->codes[i] = q;
         }
     }
@@ -512,7 +514,8 @@ static void run_one(const rcase *rc, const exmy_format *f, const rmode *md, int 
     CHECK(rn == -1 && err[0], "%s: NULL rnd not rejected (rc %d, err '%s')", what, rn, err);
     if (rn == 0) exmy_qtensor_free(&q);
   }
-  int rcode = exmy_recipe_quantize(&rec, f, &md->r, x, rows, cols, &rst, &q, NULL, err, sizeof err);
+  unsigned qfl = 0;
+  int rcode = exmy_recipe_quantize(&rec, f, &md->r, x, rows, cols, &rst, &q, &qfl, err, sizeof err);
   CHECK(rcode == 0, "%s: quantize failed: %s", what, err);
   if (rcode == 0) {
     exmy_rounding rr = md->r;
@@ -523,6 +526,7 @@ static void run_one(const rcase *rc, const exmy_format *f, const rmode *md, int 
     rq e;
     ref_quantize(&rc->s, dscale, dsi, f, &rr, exact, x, rows, cols, &e);
     compare(what, &rc->s, &e, &q, x, f);
+    CHECK(qfl == e.flags, "%s: flags %u, expected %u (the elements' conversion flags)", what, qfl, e.flags);
     into_check(what, &rec, f, &md->r, x, rows, cols, &rst, &rc->s, &e);
     if (rc->s.kind == EXMY_RECIPE_DELAYED) {
       CHECK(rst.history && same_f(rst.history[0], e.amax[0]), "%s: history[0] %a after quantize, expected %a", what,
