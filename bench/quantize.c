@@ -47,35 +47,28 @@ int main(int argc, char **argv) {
   unsigned sum = 0;
   for (int threads = 1; threads <= 2; threads++) {
     omp_set_num_threads(threads);
-    double tn = 1e30, tc = 1e30, tr = 1e30, ts = 1e30, trr = 1e30, tsr = 1e30;
+    /* rows 2..5: rne, sr, then the same on the ReLU-like input */
+    const float *qin[] = {x, x, xr, xr};
+    const exmy_rounding *qr[] = {&rr, &rs, &rr, &rs};
+    double t[6] = {1e30, 1e30, 1e30, 1e30, 1e30, 1e30};
     for (int rep = 0; rep < REPS; rep++) {
       double t0 = bench_now();
       bench_narrow_parallel(z, x, n);
       double t1 = bench_now();
       bench_copy_parallel(y, x, n);
       double t2 = bench_now();
-      exmy_quantize(&f, &rr, EXMY_DTYPE_F32, x, n, 0, q, NULL, NULL, 0);
-      double t3 = bench_now();
-      for (size_t i = 0; i < n; i += 4097) sum += q[i];
-      double t4 = bench_now();
-      exmy_quantize(&f, &rs, EXMY_DTYPE_F32, x, n, 0, q, NULL, NULL, 0);
-      double t5 = bench_now();
-      exmy_quantize(&f, &rr, EXMY_DTYPE_F32, xr, n, 0, q, NULL, NULL, 0);
-      double t6 = bench_now();
-      for (size_t i = 0; i < n; i += 4097) sum += q[i];
-      double t7 = bench_now();
-      exmy_quantize(&f, &rs, EXMY_DTYPE_F32, xr, n, 0, q, NULL, NULL, 0);
-      double t8 = bench_now();
-      if (t6 - t5 < trr) trr = t6 - t5;
-      if (t8 - t7 < tsr) tsr = t8 - t7;
-      if (t1 - t0 < tn) tn = t1 - t0;
-      if (t2 - t1 < tc) tc = t2 - t1;
-      if (t3 - t2 < tr) tr = t3 - t2;
-      if (t5 - t4 < ts) ts = t5 - t4;
+      if (t1 - t0 < t[0]) t[0] = t1 - t0;
+      if (t2 - t1 < t[1]) t[1] = t2 - t1;
+      for (int k = 0; k < 4; k++) {
+        const double a = bench_now();
+        exmy_quantize(&f, qr[k], EXMY_DTYPE_F32, qin[k], n, 0, q, NULL, NULL, 0);
+        const double b = bench_now();
+        if (b - a < t[2 + k]) t[2 + k] = b - a;
+        for (size_t i = 0; i < n; i += 4097) sum += q[i];
+      }
     }
-    const double en = (double)n / tn;
+    const double en = (double)n / t[0];
     const char *name[] = {"narrow copy", "float copy", "rne", "sr", "rne relu", "sr relu"};
-    const double t[] = {tn, tc, tr, ts, trr, tsr};
     for (int k = 0; k < 6; k++) {
       const double e = (double)n / t[k];
       printf("%-8d %-12s %10.3f %8.3f%s\n", threads, name[k], e * 1e-9, e / en,
