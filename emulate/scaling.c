@@ -217,12 +217,14 @@ static float nvfp4_s_enc(float amax, float fp4_max) {
 
 /* The row's groups (from g0) all have a scale the float kernel multiplies
  * exactly: a normal power of two with amax * scale finite in float
- * (mx:ocp, exact products with power-of-two scales). */
-static int pow2_row(const exmy_qtensor *q, size_t g0) {
-  for (size_t g = g0; g < g0 + q->scols; g++) {
-    const float s = q->scale[g];
+ * (mx:ocp, exact products with power-of-two scales).  am: the amax of each
+ * of the row's groups, or of the row when its group's amax is not known yet
+ * (none and delayed take it in the same pass). */
+static int pow2_row(const exmy_qtensor *q, size_t g0, const float *am) {
+  for (size_t cbk = 0; cbk < q->scols; cbk++) {
+    const float s = q->scale[g0 + cbk];
     int e;
-    if (!(s >= FLT_MIN && s <= FLT_MAX) || frexpf(s, &e) != 0.5f || !isfinite(q->amax[g] * s)) return 0;
+    if (!(s >= FLT_MIN && s <= FLT_MAX) || frexpf(s, &e) != 0.5f || !isfinite(am[cbk] * s)) return 0;
   }
   return 1;
 }
@@ -231,11 +233,11 @@ static int pow2_row(const exmy_qtensor *q, size_t g0) {
  * (row_sc: the row's scales expanded, when it has several groups), or one
  * exact rounding of x * scale in double. */
 static unsigned quantize_row(exmy_qtensor *q, const exmy__f32q *fq, const exmy_format *f, const exmy_rounding *rnd,
-                             const float *x, size_t i, int one_rounding, float *row_sc) {
+                             const float *x, size_t i, int one_rounding, float *row_sc, const float *am) {
   const size_t cols = q->cols, bc = q->block_cols, sc = q->scols, cb = (size_t)exmy_code_bytes(f);
   const size_t k0 = i * cols, g0 = (i / q->block_rows) * sc;
   unsigned fl = 0;
-  if (row_sc && (one_rounding ? pow2_row(q, g0) : sc > 1)) {
+  if (row_sc && (one_rounding ? pow2_row(q, g0, am) : sc > 1)) {
     for (size_t cbk = 0, c0 = 0; cbk < sc; cbk++, c0 += bc) {
       const size_t len = c0 + bc < cols ? bc : cols - c0;
       const float s1 = q->scale[g0 + cbk];
@@ -410,7 +412,7 @@ int exmy_recipe_quantize_into(const exmy_recipe *r, const exmy_format *f, const 
 #pragma omp parallel if(n > EXMY_OMP_MIN_TENSOR) reduction(|:nomem) reduction(|:fl)
   {
     /* several groups per row: expand the row's scales and make one call */
-    const int want_sc = one_rounding ? fq.pow2_ok : sc > 1;
+    const int want_sc = cols && (one_rounding ? fq.pow2_ok : sc > 1);
     float *row_sc = want_sc ? malloc(cols * sizeof *row_sc) : NULL;
     nomem |= want_sc && !row_sc;
     uint8_t *row_nan = fused ? malloc(sc + 1) : NULL;
@@ -431,7 +433,9 @@ int exmy_recipe_quantize_into(const exmy_recipe *r, const exmy_format *f, const 
         pam[i] = run_amax(x + i * cols, cols, &has_nan);
         pnan[i] = (uint8_t)has_nan;
       }
-      fl |= quantize_row(q, &fq, f, &rnd, x, i, one_rounding, row_sc);
+      /* the row's amax (amax_in_pass: one group, its amax not reduced yet) or its groups' */
+      const float *am = amax_in_pass ? pam + i : q->amax + (i / q->block_rows) * sc;
+      fl |= quantize_row(q, &fq, f, &rnd, x, i, one_rounding, row_sc, am);
     }
     free(row_sc);
     free(row_nan);

@@ -259,6 +259,14 @@ int main(void) {
     check_format(&f, &st, 1);
     check_tiny(&f);
   }
+  /* the plain-C kernels where AVX-512 ones exist (rne_512): the named formats again without them */
+  setenv("EXMY_NO_AVX512", "1", 1);
+  for (size_t i = 0; i < exmy_named_format_count(); i++) {
+    exmy_format f = tu_format(exmy_named_format_get(i)->name);
+    check_format(&f, &st, 0);
+    check_tiny(&f);
+  }
+  unsetenv("EXMY_NO_AVX512");
   for (int i = 0; i < 40; i++) {
     exmy_format f = tu_random_format(&st);
     check_format(&f, &st, 0);

@@ -633,6 +633,8 @@ static void test_edges(uint64_t *st) {
         for (int exact = 0; exact < 2; exact++) {
           const rcase *rc = &cases[ci];
           run_one(rc, &f, &modes[mi], exact, x, rows, cols, 3.0f);
+          /* a power-of-two delayed scale > 1: fp32(x * s) overflows where x * s is finite (FLT_MAX rows) */
+          run_one(rc, &f, &modes[mi], exact, x, rows, cols, 0x1p+4f);
           /* every pattern row as its own tensor (1 x 128 and 128 x 1) */
           for (size_t r = 0; r < rows; r++) {
             run_one(rc, &f, &modes[mi], exact, x + r * cols, 1, cols, 0x1.8p+5f);
@@ -1219,6 +1221,51 @@ static void test_interval(void) {
   exmy_recipe_state_free(&rs);
 }
 
+/* A power-of-two delayed scale > 1 with an exact product: fp32(x * s)
+ * overflows where x * s does not, so the float kernel must not take these
+ * rows.  The buffers are reused from a tensor of small values first, so a
+ * stale group amax would let the kernel in (it did, in review). */
+static void test_pow2_overflow(void) {
+  const char *fmts[] = {"e4m3fn", "e5m2"};
+  const exmy_saturation sats[] = {EXMY_SAT_NONE, EXMY_SAT_FINITE, EXMY_SAT_PROPAGATE};
+  const float big[4] = {0x1.c3634cp+127f, 1.0f, -0x1.2cedc6p+127f, 0.5f}, small[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+  for (int fi = 0; fi < 2; fi++)
+    for (int si = 0; si < 3; si++) {
+      exmy_format f = tu_format(fmts[fi]);
+      exmy_recipe rec;
+      exmy_recipe_state rst;
+      char err[EXMY_ERRLEN];
+      if (exmy_recipe_parse("delayed", &rec, err, sizeof err)) {
+        CHECK(0, "pow2 overflow: recipe: %s", err);
+        return;
+      }
+      rec.exact_product = 1;
+      if (exmy_recipe_state_init(&rec, &rst, err, sizeof err)) {
+        CHECK(0, "pow2 overflow: state: %s", err);
+        return;
+      }
+      rst.scale = 2.0f;
+      rst.scale_inv = 0.5f;
+      exmy_rounding r = exmy_rounding_default();
+      r.sat = sats[si];
+      exmy_qtensor q;
+      memset(&q, 0, sizeof q);
+      unsigned fl = 0, rf = 0;
+      int rc = exmy_recipe_quantize_into(&rec, &f, &r, small, 2, 2, &rst, &q, &fl, err, sizeof err);
+      fl = 0;
+      rc |= exmy_recipe_quantize_into(&rec, &f, &r, big, 2, 2, &rst, &q, &fl, err, sizeof err);
+      CHECK(rc == 0, "pow2 overflow: quantize failed: %s", err);
+      for (size_t i = 0; rc == 0 && i < 4; i++) {
+        const uint64_t want = exmy_from_double(&f, &r, (double)big[i] * 2.0, i, &rf);
+        CHECK(exmy_code_get(&f, q.codes, i) == want, "pow2 overflow %s sat %d x=0x%08x: code 0x%" PRIx64
+              ", expected 0x%" PRIx64, f.name, (int)r.sat, tu_bits32(big[i]), exmy_code_get(&f, q.codes, i), want);
+      }
+      CHECK(rc || fl == rf, "pow2 overflow %s sat %d: flags %u, expected %u", f.name, (int)r.sat, fl, rf);
+      exmy_qtensor_free(&q);
+      exmy_recipe_state_free(&rst);
+    }
+}
+
 int main(void) {
   uint64_t st = tu_seed(20250611);
   nmodes = 0;
@@ -1232,6 +1279,7 @@ int main(void) {
   test_names();
   test_mx_hand();
   test_edges(&st);
+  test_pow2_overflow();
   test_random(&st);
   /* the reuse path must have been taken, and reallocation too */
   CHECK(into_reused > 100 && into_reused < into_calls, "quantize_into reused buffers %zu times in %zu calls", into_reused,
