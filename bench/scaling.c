@@ -1,4 +1,4 @@
-/* bench/scaling: the scaling recipes current, delayed, mx and block:1x128
+/* bench/scaling: the scaling recipes current, delayed, mx, mx:ocp and block:1x128
  * quantizing a 2-D float32 tensor of 2^26 elements (8192 x 8192) to e4m3fn
  * (rne, saturating) with 1 and 2 threads, as a training step does it
  * (exmy_recipe_quantize_into a tensor made before: no allocation) and, for
@@ -26,7 +26,7 @@
 #define REPS 5
 
 
-static const char *const recipe_text[] = {"current", "delayed", "mx", "block:1x128"};
+static const char *const recipe_text[] = {"current", "delayed", "mx", "mx:ocp", "block:1x128"};
 #define NRECIPES (sizeof recipe_text / sizeof recipe_text[0])
 
 int main(int argc, char **argv) {
