@@ -54,8 +54,10 @@ static float te_exp2f_rcp(uint8_t code) {
   return code == 0 ? 1.0f : u2f((uint32_t)(254 - code) << 23);
 }
 
+/* 2^(code - 127) from its bits (code 0: the float subnormal 2^-127), as
+ * ldexpf(1, code - 127) without the call (a fifth of an mx run was scalbnf). */
 static float e8m0_value(uint8_t code) {
-  return code == 0xFF ? NAN : ldexpf(1.0f, (int)code - 127);
+  return code == 0xFF ? NAN : code == 0 ? 0x1p-127f : u2f((uint32_t)code << 23);
 }
 
 /* Largest finite value of the element format, as a float (saturating). */
