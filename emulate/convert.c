@@ -120,9 +120,8 @@ static void fast_setup(const exmy_format *f, const exmy_rounding *r, fast_params
     p->sub_magic = ldexpf(1.0f, f->emin - f->mbits + 23);
     memcpy(&p->sub_magic_bits, &p->sub_magic, 4);
 #if defined(__x86_64__) && defined(__GNUC__)
-    const char *e = getenv("EXMY_NO_AVX512");
     p->v512 = p->ovf_magx == 0 && f->bits <= 16 && __builtin_cpu_supports("avx512f") &&
-              __builtin_cpu_supports("avx512bw") && !(e && *e && *e != '0');
+              __builtin_cpu_supports("avx512bw") && !exmy__avx512_disabled();
 #endif
   }
 }

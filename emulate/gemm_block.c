@@ -4,6 +4,7 @@
  * order), row blocks of GEMM_MC in parallel, blocks of k chosen by the
  * caller.  AVX-512 and AVX2 micro-kernels for float and double. */
 #include "emulate/gemm_kernels.h"
+#include "formats/internal.h"
 
 #include <stdlib.h>
 #if defined(__x86_64__)
@@ -13,8 +14,7 @@
  * ones, so a test run on an AVX-512 machine can check those too. */
 static int use_avx512(void) {
   __builtin_cpu_init();
-  const char *e = getenv("EXMY_NO_AVX512");
-  return __builtin_cpu_supports("avx512f") && !(e && *e && *e != '0');
+  return __builtin_cpu_supports("avx512f") && !exmy__avx512_disabled();
 }
 
 /* The micro_fn of gemm_kernels.h: an MR x 2W tile; one definition for each

@@ -132,8 +132,7 @@ __attribute__((target("avx512f,avx512dq"))) static void piece_512(const fmt_vec 
  * then the element epilogue.  0 when it does not apply. */
 static int format_512(const gemm_plan *p, const fmt_fast *ff, int nt, unsigned *flags, float *amax) {
   if (p->style == GEMM_INNER || !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512dq")) return 0;
-  const char *e = getenv("EXMY_NO_AVX512");
-  if (e && *e && *e != '0') return 0;
+  if (exmy__avx512_disabled()) return 0;
   const size_t m = p->m, n = p->n, k = p->k, nb = (n + FW - 1) / FW;
   double *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, (nb * k * FW + 1) * sizeof *B);
   if (!B) return 0;

@@ -8,6 +8,7 @@
  * end.  Then the row epilogue, straight from the partial sums.  Buffers come
  * from the plan's workspace. */
 #include "emulate/gemm_kernels.h"
+#include "formats/internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -335,8 +336,7 @@ __attribute__((target("avx512f"))) static void pw_tile(const gemm_plan *p, const
 
 int exmy__gemm_fast_pairwise(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
   __builtin_cpu_init();
-  const char *e = getenv("EXMY_NO_AVX512");
-  if (!__builtin_cpu_supports("avx512f") || (e && *e && *e != '0')) return 0;
+  if (!__builtin_cpu_supports("avx512f") || exmy__avx512_disabled()) return 0;
   const size_t m = p->m, n = p->n, k = p->k, bpan = (n + 31) / 32, ldp = bpan * 32;
   gemm_ws *ws = p->ws;
   float *A = exmy__gemm_ws_get(ws, GEMM_WS_A, (m * k + 1) * sizeof(float));

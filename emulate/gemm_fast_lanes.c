@@ -209,8 +209,7 @@ typedef void (*lanes_fn)(const lanes_ctx *x, size_t i0, size_t j0, size_t l0, co
  * already took the reference step where needed.  0 when it does not apply. */
 int exmy__gemm_fast_lanes(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
   if (!lanes_apply(p) || !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512dq")) return 0;
-  const char *e = getenv("EXMY_NO_AVX512");
-  if (e && *e && *e != '0') return 0;
+  if (exmy__avx512_disabled()) return 0;
   const exmy_rounding *rnd = &p->acc.acc_rnd;
   const int sr = rnd->mode == EXMY_SR;
   lanes_ctx x = {p, &p->acc.acc_fmt, rnd, exmy__mix64(rnd->seed ^ exmy__mix64(rnd->stream + EXMY__GOLDEN_GAMMA)),

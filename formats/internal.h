@@ -3,11 +3,20 @@
 #define EXMY_INTERNAL_H
 #include "exmy.h"
 
+#include <stdlib.h>
+
 /* Write a one-line error into err (when not NULL); returns -1. */
 int exmy__fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Parse a name or long form into fmt without validating it. */
 int exmy__parse_longform(const char *text, exmy_format *fmt, char *err, size_t errlen);
+
+/* EXMY_NO_AVX512 set to anything but "" or "0": the AVX-512 kernels step
+ * aside for the AVX2/plain ones (tests and benchmarks compare them). */
+static inline int exmy__avx512_disabled(void) {
+  const char *e = getenv("EXMY_NO_AVX512");
+  return e && *e && *e != '0';
+}
 
 /* Magnitude and sign of a code. */
 static inline uint64_t exmy__mag(const exmy_format *fmt, uint64_t code) { return code & fmt->mag_mask; }
