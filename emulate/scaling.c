@@ -225,8 +225,8 @@ static float nvfp4_s_enc(float amax, float fp4_max) {
 static int pow2_row(const exmy_qtensor *q, size_t g0, const float *am) {
   for (size_t cbk = 0; cbk < q->scols; cbk++) {
     const float s = q->scale[g0 + cbk];
-    int e;
-    if (!(s >= FLT_MIN && s <= FLT_MAX) || frexpf(s, &e) != 0.5f || !isfinite(am[cbk] * s)) return 0;
+    /* positive, normal, finite, mantissa bits zero; a bit test, not frexpf: mx:col checks a group per element */
+    if (!(s >= FLT_MIN && s <= FLT_MAX) || (f2u(s) & 0x7fffffu) != 0 || !isfinite(am[cbk] * s)) return 0;
   }
   return 1;
 }
