@@ -72,6 +72,7 @@ typedef struct fast_params {
   float sub_magic;             /* 2^(emin - M + 23): |x| + this rounds |x| to the grid 2^(emin - M) */
   uint32_t sub_magic_bits;
   uint32_t v512;               /* rne_ok, one overflow magnitude for both signs, and AVX-512 BW: rne_512 */
+  uint32_t sr512;              /* sr, lean, no ftz/daz, M <= 22, one overflow magnitude, AVX-512 BW+DQ: sr_512 */
 } fast_params;
 
 /* Preconditions: float's exponent range maps onto the format with one shift
@@ -113,10 +114,15 @@ static void fast_setup(const exmy_format *f, const exmy_rounding *r, fast_params
   p->sr_mask = R == 64 ? ~(uint64_t)0 : ~((((uint64_t)1) << (64 - R)) - 1);
   p->rne_ok = r->mode == EXMY_RNE && p->lean && !p->daz && !p->ftz && f->mbits >= 1 && f->mbits <= 22 &&
               f->emin - f->mbits >= -125 && f->emin - f->mbits + 23 <= 127;
+  p->rne_off = (uint32_t)(f->emin + 126) << f->mbits;
+  p->low_mask = (1u << p->shift0) - 1u;
+#if defined(__x86_64__) && defined(__GNUC__)
+  p->sr512 = r->mode == EXMY_SR && p->lean && !p->daz && !p->ftz && f->mbits <= 22 && p->ovf_magx == 0 &&
+             f->bits <= 16 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512dq") && !exmy__avx512_disabled();
+#endif
   if (p->rne_ok) {
     p->rne_half = (1u << (p->shift0 - 1)) - 1u;
-    p->rne_off = (uint32_t)(f->emin + 126) << f->mbits;
-    p->low_mask = (1u << p->shift0) - 1u;
     p->sub_magic = ldexpf(1.0f, f->emin - f->mbits + 23);
     memcpy(&p->sub_magic_bits, &p->sub_magic, 4);
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -333,6 +339,98 @@ __attribute__((target("avx512f,avx512bw"))) static void rne_512(const fast_param
   const uint32_t mx = (uint32_t)_mm512_reduce_max_epi32(maxa);
   acc[3] = mx > acc[3] ? mx : acc[3];
 }
+
+/* The random words' top halves of 16 consecutive elements, whose counters
+ * are ev (elements 0, 2, ..., 14) and od (1, 3, ..., 15): SplitMix64's mixer
+ * in 64-bit lanes; the top half of z ^ (z >> 31) is hi ^ (hi >> 31). */
+__attribute__((target("avx512f,avx512dq"))) static inline __m512i sr_hi16(__m512i ev, __m512i od) {
+  const __m512i c1 = _mm512_set1_epi64((long long)0xbf58476d1ce4e5b9ULL);
+  const __m512i c2 = _mm512_set1_epi64((long long)0x94d049bb133111ebULL);
+  const __m512i pick = _mm512_setr_epi32(1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+  ev = _mm512_mullo_epi64(_mm512_xor_si512(ev, _mm512_srli_epi64(ev, 30)), c1);
+  od = _mm512_mullo_epi64(_mm512_xor_si512(od, _mm512_srli_epi64(od, 30)), c1);
+  ev = _mm512_mullo_epi64(_mm512_xor_si512(ev, _mm512_srli_epi64(ev, 27)), c2);
+  od = _mm512_mullo_epi64(_mm512_xor_si512(od, _mm512_srli_epi64(od, 27)), c2);
+  const __m512i hi = _mm512_permutex2var_epi32(ev, pick, od);
+  return _mm512_xor_si512(hi, _mm512_srli_epi32(hi, 31));
+}
+
+/* fast_hot for sr on 16 lanes with AVX-512 (p->sr512), a block of m
+ * elements as rne_512 takes them, element 0's counter ctr.  A vector whose
+ * lanes are all zero or at or above 2^emin takes the short form: the
+ * magnitude is the bits >> shift0 minus rne_off, plus the carry of the
+ * dropped bits, left-aligned, plus the random word's top half.  Otherwise
+ * the general one, fast_hot's (variable shifts count 32 or more as all
+ * bits out).  acc: as rne_512's, and acc[4] set by a lane with more than 32
+ * dropped bits and a nonzero dropped part (fast_hot's any_far: the caller
+ * redoes the block). */
+__attribute__((target("avx512f,avx512bw,avx512dq"))) static void sr_512(const fast_params *p, const float *restrict in,
+                                                                       float scale, const float *restrict sc,
+                                                                       int scaled, void *restrict out, int W, size_t m,
+                                                                       uint64_t ctr, uint32_t acc[5]) {
+  const __m512i absm = _mm512_set1_epi32(0x7fffffff), one = _mm512_set1_epi32(1), zero = _mm512_setzero_si512();
+  const __m512i off = _mm512_set1_epi32((int)p->rne_off), lowm = _mm512_set1_epi32((int)p->low_mask);
+  const __m512i tiny_thr = _mm512_set1_epi32((int)p->tiny_thr), maxm = _mm512_set1_epi32((int)p->max_mag);
+  const __m512i ovfm = _mm512_set1_epi32((int)p->ovf_mag0), sbit = _mm512_set1_epi32((int)(1u << p->sign_shift));
+  const __m512i mhi = _mm512_set1_epi32((int)(uint32_t)(p->sr_mask >> 32));
+  const __m512i emin127 = _mm512_set1_epi32(p->emin127), sh0v = _mm512_set1_epi32((int)p->shift0);
+  const __m512i c32 = _mm512_set1_epi32(32);
+  const __m512 vs = _mm512_set1_ps(scale);
+  const __m128i sh0 = _mm_cvtsi32_si128((int)p->shift0), fsh = _mm_cvtsi32_si128((int)(32 - p->shift0));
+  const __m128i msh = _mm_cvtsi32_si128((int)p->M), ssh = _mm_cvtsi32_si128((int)(31 - p->sign_shift));
+  const __m512i g2 = _mm512_set1_epi64((long long)(2 * EXMY__GOLDEN_GAMMA));
+  const __m512i g16 = _mm512_set1_epi64((long long)(16 * EXMY__GOLDEN_GAMMA));
+  __m512i ev = _mm512_add_epi64(_mm512_set1_epi64((long long)ctr),
+                                _mm512_mullo_epi64(_mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7), g2));
+  __m512i od = _mm512_add_epi64(ev, _mm512_set1_epi64((long long)EXMY__GOLDEN_GAMMA));
+  __m512i rem = zero, maxa = zero;
+  __mmask16 ti = 0, ov = 0, far = 0;
+  for (size_t i = 0; i < m; i += 16) {
+    const __mmask16 k = m - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (m - i)) - 1);
+    __m512 x = _mm512_maskz_loadu_ps(k, in + i);
+    if (scaled == 1) x = _mm512_mul_ps(x, vs);
+    else if (scaled == 2) x = _mm512_mul_ps(x, _mm512_maskz_loadu_ps(k, sc + i));
+    const __m512i u = _mm512_castps_si512(x), a = _mm512_and_si512(u, absm);
+    const __m512i rhi = sr_hi16(ev, od);
+    ev = _mm512_add_epi64(ev, g16);
+    od = _mm512_add_epi64(od, g16);
+    const __mmask16 tiny = _mm512_cmplt_epi32_mask(a, tiny_thr);
+    __m512i mag, fh, r;
+    if ((tiny & _mm512_test_epi32_mask(a, a)) == 0) {
+      /* zeros and lanes at or above 2^emin (zeros: no dropped bits, magnitude 0) */
+      r = _mm512_and_si512(a, lowm);
+      fh = _mm512_and_si512(_mm512_sll_epi32(a, fsh), mhi);
+      mag = _mm512_maskz_sub_epi32((__mmask16)~tiny, _mm512_srl_epi32(a, sh0), off);
+    } else {
+      const __m512i efc = _mm512_max_epi32(_mm512_srli_epi32(a, 23), one);
+      const __m512i sig = _mm512_sub_epi32(a, _mm512_slli_epi32(_mm512_sub_epi32(efc, one), 23));
+      const __m512i d = _mm512_add_epi32(sh0v, _mm512_max_epi32(_mm512_sub_epi32(emin127, efc), zero));
+      const __m512i kept = _mm512_srlv_epi32(sig, d);
+      r = _mm512_sub_epi32(sig, _mm512_sllv_epi32(kept, d));
+      fh = _mm512_and_si512(_mm512_sllv_epi32(r, _mm512_sub_epi32(c32, d)), mhi);
+      far |= _mm512_mask_cmpgt_epi32_mask(_mm512_test_epi32_mask(r, r), d, c32);
+      ti |= _mm512_mask_test_epi32_mask(tiny, r, r);
+      const __m512i up = _mm512_max_epi32(_mm512_sub_epi32(efc, emin127), zero);
+      mag = _mm512_add_epi32(_mm512_sll_epi32(up, msh), kept);
+    }
+    const __mmask16 carry = _mm512_cmplt_epu32_mask(_mm512_add_epi32(fh, rhi), fh);
+    mag = _mm512_mask_add_epi32(mag, carry, mag, one);
+    const __mmask16 o = _mm512_cmpgt_epi32_mask(mag, maxm);
+    ov |= o;
+    mag = _mm512_mask_mov_epi32(mag, o, ovfm);
+    rem = _mm512_or_si512(rem, r);
+    maxa = _mm512_max_epi32(maxa, a);
+    const __m512i code = _mm512_ternarylogic_epi32(mag, _mm512_srl_epi32(u, ssh), sbit, 0xf8); /* mag | (s & sbit) */
+    if (W == 1) _mm512_mask_cvtepi32_storeu_epi8((uint8_t *)out + i, k, code);
+    else _mm512_mask_cvtepi32_storeu_epi16((uint16_t *)out + i, k, code);
+  }
+  acc[0] |= (uint32_t)_mm512_reduce_or_epi32(rem);
+  acc[1] |= ti != 0;
+  acc[2] |= ov != 0;
+  const uint32_t mx = (uint32_t)_mm512_reduce_max_epi32(maxa);
+  acc[3] = mx > acc[3] ? mx : acc[3];
+  acc[4] |= far != 0;
+}
 #endif
 
 /* The element the kernels see: x's bits, or fp32(x * scale)'s for the scaled
@@ -347,8 +445,13 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define RNE512(MODE, T) ((MODE) == EXMY_RNE && sizeof(T) <= 2 && p.v512)
+#define SR512(MODE, T) ((MODE) == EXMY_SR && sizeof(T) <= 2 && p.sr512)
+#define SR512_CALL(bin, scale, sc, SCALED, bout, T, m, bctr, acc) \
+  sr_512(&p, bin, scale, sc, SCALED, bout, (int)sizeof(T), m, bctr, acc)
 #else
 #define RNE512(MODE, T) 0
+#define SR512(MODE, T) 0
+#define SR512_CALL(bin, scale, sc, SCALED, bout, T, m, bctr, acc) (void)0
 #endif
 #define BLOCK 2048
 /* The random word of element i of a run whose element 0 has counter ctr0
@@ -378,6 +481,10 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
         uint32_t acc[4] = {0, 0, 0, 0};                                                      \
         rne_512(&p, bin, scale, sc ? sc + b : sc, SCALED, bout, (int)sizeof(T), m, acc);     \
         inx = acc[0], tiny = acc[1], ovf = acc[2], max_a = acc[3];                           \
+      } else if (SR512(MODE, T)) {                                                           \
+        uint32_t acc[5] = {0, 0, 0, 0, 0};                                                   \
+        SR512_CALL(bin, scale, sc ? sc + b : sc, SCALED, bout, T, m, bctr, acc);             \
+        inx = acc[0], tiny = acc[1], ovf = acc[2], max_a = acc[3], far = acc[4];             \
       } else if (MODE == EXMY_RNE && p.rne_ok)                                               \
         for (size_t i = 0; i < m; i++)                                                       \
           bout[i] = (T)rne_hot(&p, load_bits(bin, i, scale, sc ? sc + b : sc, SCALED), &inx, &tiny, &ovf, &max_a); \
