@@ -316,6 +316,7 @@ __attribute__((target("avx512f,avx512bw"))) static void rne_512(const fast_param
     __m512 x = _mm512_maskz_loadu_ps(k, in + i);
     if (scaled == 1) x = _mm512_mul_ps(x, vs);
     else if (scaled == 2) x = _mm512_mul_ps(x, _mm512_maskz_loadu_ps(k, sc + i));
+    else if (scaled == 3) x = _mm512_mul_ps(x, _mm512_set1_ps(sc[i >> 5])); /* a scale per 32: i is a multiple of 16 */
     const __m512i u = _mm512_castps_si512(x), a = _mm512_and_si512(u, absm);
     const __m512i lsb = _mm512_and_si512(_mm512_srl_epi32(a, sh0), one);
     const __m512i cn = _mm512_sub_epi32(_mm512_srl_epi32(_mm512_add_epi32(_mm512_add_epi32(a, half), lsb), sh0), off);
@@ -390,6 +391,7 @@ __attribute__((target("avx512f,avx512bw,avx512dq"))) static void sr_512(const fa
     __m512 x = _mm512_maskz_loadu_ps(k, in + i);
     if (scaled == 1) x = _mm512_mul_ps(x, vs);
     else if (scaled == 2) x = _mm512_mul_ps(x, _mm512_maskz_loadu_ps(k, sc + i));
+    else if (scaled == 3) x = _mm512_mul_ps(x, _mm512_set1_ps(sc[i >> 5])); /* a scale per 32: i is a multiple of 16 */
     const __m512i u = _mm512_castps_si512(x), a = _mm512_and_si512(u, absm);
     const __m512i rhi = sr_hi16(ev, od);
     ev = _mm512_add_epi64(ev, g16);
@@ -437,7 +439,7 @@ __attribute__((target("avx512f,avx512bw,avx512dq"))) static void sr_512(const fa
  * variants the scaling recipes use (one fp32 multiply, then the cast). */
 static inline __attribute__((always_inline)) uint32_t load_bits(const float *in, size_t i, float scale,
                                                                 const float *sc, int scaled) {
-  float v = scaled == 2 ? in[i] * sc[i] : scaled ? in[i] * scale : in[i];
+  float v = scaled == 3 ? in[i] * sc[i >> 5] : scaled == 2 ? in[i] * sc[i] : scaled ? in[i] * scale : in[i];
   uint32_t u;
   memcpy(&u, &v, 4);
   return u;
@@ -457,6 +459,8 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
 /* The random word of element i of a run whose element 0 has counter ctr0
  * (0 outside stochastic rounding: the compiler drops it). */
 #define RND(MODE, ctr0, i) ((MODE) == EXMY_SR ? sr_word((ctr0) + (uint64_t)(i) * EXMY__GOLDEN_GAMMA) : 0)
+/* The block at element b's scales: per element, or per 32 (SCALED 3; b a multiple of 32). */
+#define SC_AT(SCALED, sc, b) ((sc) ? (SCALED) == 3 ? (sc) + (b) / 32 : (sc) + (b) : (sc))
 #define CHUNK_FN(NAME, T, MODE, SCALED)                                                      \
   EXMY_CLONES static unsigned NAME(const fast_params *pp, const float *restrict in, float scale, \
                                    const float *restrict sc, T *restrict out, size_t n, uint64_t index0) { \
@@ -479,23 +483,23 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
       uint32_t inx = 0, tiny = 0, ovf = 0, max_a = 0, far = 0;                               \
       if (RNE512(MODE, T)) {                                                                 \
         uint32_t acc[4] = {0, 0, 0, 0};                                                      \
-        rne_512(&p, bin, scale, sc ? sc + b : sc, SCALED, bout, (int)sizeof(T), m, acc);     \
+        rne_512(&p, bin, scale, SC_AT(SCALED, sc, b), SCALED, bout, (int)sizeof(T), m, acc);     \
         inx = acc[0], tiny = acc[1], ovf = acc[2], max_a = acc[3];                           \
       } else if (SR512(MODE, T)) {                                                           \
         uint32_t acc[5] = {0, 0, 0, 0, 0};                                                   \
-        SR512_CALL(bin, scale, sc ? sc + b : sc, SCALED, bout, T, m, bctr, acc);             \
+        SR512_CALL(bin, scale, SC_AT(SCALED, sc, b), SCALED, bout, T, m, bctr, acc);             \
         inx = acc[0], tiny = acc[1], ovf = acc[2], max_a = acc[3], far = acc[4];             \
       } else if (MODE == EXMY_RNE && p.rne_ok)                                               \
         for (size_t i = 0; i < m; i++)                                                       \
-          bout[i] = (T)rne_hot(&p, load_bits(bin, i, scale, sc ? sc + b : sc, SCALED), &inx, &tiny, &ovf, &max_a); \
+          bout[i] = (T)rne_hot(&p, load_bits(bin, i, scale, SC_AT(SCALED, sc, b), SCALED), &inx, &tiny, &ovf, &max_a); \
       else                                                                                   \
         for (size_t i = 0; i < m; i++)                                                       \
-          bout[i] = (T)fast_hot(&p, load_bits(bin, i, scale, sc ? sc + b : sc, SCALED), MODE, \
+          bout[i] = (T)fast_hot(&p, load_bits(bin, i, scale, SC_AT(SCALED, sc, b), SCALED), MODE, \
                                 (uint32_t)(RND(MODE, bctr, i) >> 32), &far, &inx, &tiny, &ovf, &max_a); \
       if ((max_a >= 0x7f800000u) | far) {                                                    \
         for (size_t i = 0; i < m; i++) {                                                     \
           unsigned f1;                                                                       \
-          bout[i] = (T)fast_one(&p, load_bits(bin, i, scale, sc ? sc + b : sc, SCALED), MODE, RND(MODE, bctr, i), &f1); \
+          bout[i] = (T)fast_one(&p, load_bits(bin, i, scale, SC_AT(SCALED, sc, b), SCALED), MODE, RND(MODE, bctr, i), &f1); \
           fl |= f1;                                                                          \
         }                                                                                    \
       } else {                                                                               \
@@ -516,6 +520,13 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
   CHUNK_FN(vchunk16_##SUF, uint16_t, MODE, 2)         \
   CHUNK_FN(vchunk32_##SUF, uint32_t, MODE, 2)
 CHUNK_FNS(EXMY_RNE, rne)
+/* a scale per 32 elements (MX's groups), the round-to-nearest and sr kernels */
+CHUNK_FN(gchunk8_rne, uint8_t, EXMY_RNE, 3)
+CHUNK_FN(gchunk16_rne, uint16_t, EXMY_RNE, 3)
+CHUNK_FN(gchunk32_rne, uint32_t, EXMY_RNE, 3)
+CHUNK_FN(gchunk8_sr, uint8_t, EXMY_SR, 3)
+CHUNK_FN(gchunk16_sr, uint16_t, EXMY_SR, 3)
+CHUNK_FN(gchunk32_sr, uint32_t, EXMY_SR, 3)
 CHUNK_FNS(EXMY_RNA, rna)
 CHUNK_FNS(EXMY_RTZ, rtz)
 CHUNK_FNS(EXMY_RUP, rup)
@@ -534,6 +545,8 @@ static const chunk_fn schunk_table[7][3] = {SROW(rne), SROW(rna), SROW(rtz), SRO
 static const chunk_fn vchunk_table[7][3] = {VROW(rne), VROW(rna), VROW(rtz), VROW(rup), VROW(rdn), VROW(rto),
                                             VROW(sr)};
 _Static_assert(EXMY_SR == 6, "the chunk tables are indexed by exmy_round_mode");
+#define GROW(SUF) {(chunk_fn)gchunk8_##SUF, (chunk_fn)gchunk16_##SUF, (chunk_fn)gchunk32_##SUF}
+static const chunk_fn gchunk_table[2][3] = {GROW(rne), GROW(sr)}; /* rne, sr */
 
 static int width_index(const exmy_format *f) {
   const int bytes = exmy_code_bytes(f);
@@ -604,6 +617,41 @@ unsigned exmy__f32q_run_v(const exmy__f32q *q, const float *x, size_t n, const f
   return fl;
 }
 
+/* Is some x[i] nonzero while fp32(x[i] * its scale) is zero?  A run of 32
+ * at a time with its scale (per32) or the scales beside it, so both loops
+ * vectorize. */
+static inline __attribute__((always_inline)) uint32_t lost_run(const float *restrict x, size_t m,
+                                                               const float *restrict sv, float s1) {
+  uint32_t lost = 0;
+  for (size_t i = 0; i < m; i++) {
+    const float v = x[i] * (sv ? sv[i] : s1);
+    uint32_t xb, vb;
+    memcpy(&xb, &x[i], 4);
+    memcpy(&vb, &v, 4);
+    lost |= ((xb & 0x7fffffffu) != 0) & ((vb & 0x7fffffffu) == 0);
+  }
+  return lost;
+}
+EXMY_CLONES static uint32_t lost_scan(const float *restrict x, size_t n, const float *restrict scales, int per32) {
+  uint32_t lost = 0;
+  if (!per32) return lost_run(x, n, scales, 1.0f);
+  size_t i0 = 0;
+  for (; i0 + 32 <= n; i0 += 32) lost |= lost_run(x + i0, 32, NULL, scales[i0 >> 5]);
+  return lost | lost_run(x + i0, n - i0, NULL, n > i0 ? scales[i0 >> 5] : 0.0f);
+}
+
+/* exmy__f32q_run_v with one scale per 32 elements (gscales[i / 32]; n
+ * need not be a multiple of 32), for rne and sr; -1 otherwise (the caller
+ * expands the scales). */
+int exmy__f32q_run_g32(const exmy__f32q *q, const float *x, size_t n, const float *gscales, uint64_t index0,
+                       void *codes, unsigned *flags) {
+  if (!q->fast || (q->r.mode != EXMY_RNE && q->r.mode != EXMY_SR)) return -1;
+  fast_params p;
+  memcpy(&p, q->params, sizeof p);
+  *flags |= gchunk_table[q->r.mode == EXMY_SR][width_index(&q->f)](&p, x, 1.0f, gscales, codes, n, index0);
+  return 0;
+}
+
 /* The exact-product cast (one rounding of x[i] * scales[i], as
  * exmy_from_double of the double product) through the float kernel, where it
  * is the same: q->pow2_ok, every scale a normal power of two and every
@@ -615,21 +663,15 @@ unsigned exmy__f32q_run_v(const exmy__f32q *q, const float *x, size_t n, const f
  * reads as 0 here, and in the exact path's conversion to double too; the
  * recipes' semantics are the default environment's.)  -1 when q is not
  * pow2_ok: the caller takes the exact path. */
-int exmy__f32q_run_pow2_v(const exmy__f32q *q, const float *x, size_t n, const float *scales, uint64_t index0,
-                          void *codes, unsigned *flags) {
+int exmy__f32q_run_pow2_v(const exmy__f32q *q, const float *x, size_t n, const float *scales, int per32,
+                          uint64_t index0, void *codes, unsigned *flags) {
   if (!q->pow2_ok) return -1;
-  unsigned fl = exmy__f32q_run_v(q, x, n, scales, index0, codes);
+  unsigned fl = 0;
+  if (!per32) fl = exmy__f32q_run_v(q, x, n, scales, index0, codes);
+  else (void)exmy__f32q_run_g32(q, x, n, scales, index0, codes, &fl); /* pow2_ok: rne */
   const unsigned uf = EXMY_FLAG_UNDERFLOW | EXMY_FLAG_INEXACT;
   if ((fl & uf) != uf) {
-    uint32_t lost = 0;
-    for (size_t i = 0; i < n; i++) {
-      const float v = x[i] * scales[i];
-      uint32_t xb, vb;
-      memcpy(&xb, &x[i], 4);
-      memcpy(&vb, &v, 4);
-      lost |= ((xb & 0x7fffffffu) != 0) & ((vb & 0x7fffffffu) == 0);
-    }
-    if (lost) fl |= uf;
+    if (lost_scan(x, n, scales, per32)) fl |= uf;
   }
   *flags |= fl;
   return 0;

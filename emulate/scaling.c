@@ -60,6 +60,15 @@ static float e8m0_value(uint8_t code) {
   return code == 0xFF ? NAN : code == 0 ? 0x1p-127f : u2f((uint32_t)code << 23);
 }
 
+/* floor(log2(v)) of a positive finite float, exactly (subnormals too), from its bits. */
+static inline int floor_log2(float v) {
+  const uint32_t b = f2u(v) & 0x7fffffffu, e = b >> 23;
+  return e ? (int)e - 127 : (31 - __builtin_clz(b)) - 149;
+}
+
+/* 2^k for -127 <= k <= 127, from its bits (2^-127 is subnormal). */
+static inline float pow2_of(int k) { return k >= -126 ? u2f((uint32_t)(k + 127) << 23) : 0x1p-127f; }
+
 /* Largest finite value of the element format, as a float (saturating). */
 float exmy__fmax_f32(const exmy_format *f) {
   exmy_info in;
@@ -167,18 +176,12 @@ static void group_scale(const exmy_recipe *r, const exmy_recipe_state *st, const
       *scale = *scale_inv = NAN;
       break;
     }
-    int emax_elem;
-    (void)frexpf(fmax, &emax_elem);
-    emax_elem -= 1; /* floor(log2(fmax)) */
-    int e;
-    if (amax == 0.0f) e = -126;
-    else { (void)frexpf(amax, &e); e -= 1; } /* exact floor(log2(amax)) */
-    e -= emax_elem;
+    int e = (amax == 0.0f ? -126 : floor_log2(amax)) - floor_log2(fmax);
     if (e > 127) { *code = 0xFF; *scale = *scale_inv = NAN; break; }
     if (e < -127) e = -127;
     *code = (uint8_t)(e + 127);
-    *scale = ldexpf(1.0f, -e);
-    *scale_inv = ldexpf(1.0f, e);
+    *scale = pow2_of(-e);
+    *scale_inv = pow2_of(e);
     break;
   }
   case EXMY_RECIPE_NVFP4: {
@@ -207,6 +210,23 @@ static void set_group_scale(const exmy_recipe *r, const exmy_recipe_state *st, c
   q->scale[g] = scale;
   q->scale_inv[g] = scale_inv;
   if (q->scale_codes) q->scale_codes[g] = code;
+}
+
+/* Groups [g0, g0 + count)'s scales: the recipe's switch once, then a loop
+ * (MX: a call per 32 elements otherwise). */
+static void set_group_scales(const exmy_recipe *r, const exmy_recipe_state *st, const exmy_format *e4m3, float fmax,
+                             exmy_qtensor *q, size_t g0, size_t count) {
+  if (r->kind == EXMY_RECIPE_MX) {
+    const float rcp = (float)(1.0 / (double)fmax); /* as group_scale */
+    for (size_t g = g0; g < g0 + count; g++) {
+      const uint8_t code = te_float_to_e8m0(q->amax[g] * rcp);
+      q->scale[g] = te_exp2f_rcp(code);
+      q->scale_inv[g] = e8m0_value(code);
+      q->scale_codes[g] = code;
+    }
+    return;
+  }
+  for (size_t g = g0; g < g0 + count; g++) set_group_scale(r, st, e4m3, fmax, q, g);
 }
 
 /* core_nvfp4.cuh compute_global_encode_scaling_factor_FP4. */
@@ -240,13 +260,20 @@ static unsigned quantize_row(exmy_qtensor *q, const exmy__f32q *fq, const exmy_f
   const size_t k0 = i * cols, g0 = (i / q->block_rows) * sc;
   unsigned fl = 0;
   if (row_sc && (one_rounding ? pow2_row(q, g0, am) : sc > 1)) {
+    char *codes = (char *)q->codes + k0 * cb;
+    if (bc == 32 && sc > 1) { /* MX's groups: the kernels read a scale per 32 */
+      unsigned f1 = 0;
+      if (one_rounding ? !exmy__f32q_run_pow2_v(fq, x + k0, cols, q->scale + g0, 1, k0, codes, &f1)
+                       : !exmy__f32q_run_g32(fq, x + k0, cols, q->scale + g0, k0, codes, &f1))
+        return f1;
+    }
     for (size_t cbk = 0, c0 = 0; cbk < sc; cbk++, c0 += bc) {
       const size_t len = c0 + bc < cols ? bc : cols - c0;
       const float s1 = q->scale[g0 + cbk];
       for (size_t j = 0; j < len; j++) row_sc[c0 + j] = s1;
     }
-    if (!one_rounding) return exmy__f32q_run_v(fq, x + k0, cols, row_sc, k0, (char *)q->codes + k0 * cb);
-    if (!exmy__f32q_run_pow2_v(fq, x + k0, cols, row_sc, k0, (char *)q->codes + k0 * cb, &fl)) return fl;
+    if (!one_rounding) return exmy__f32q_run_v(fq, x + k0, cols, row_sc, k0, codes);
+    if (!exmy__f32q_run_pow2_v(fq, x + k0, cols, row_sc, 0, k0, codes, &fl)) return fl;
   }
   for (size_t cbk = 0; cbk < sc; cbk++) {
     const size_t g = g0 + cbk, c0 = cbk * bc, len = c0 + bc < cols ? bc : cols - c0;
@@ -424,11 +451,10 @@ int exmy_recipe_quantize_into(const exmy_recipe *r, const exmy_format *f, const 
       if (fused && !row_nan) continue; /* out of memory: reported below */
       if (fused) { /* one row group per row: its amax and scales here, while the row is in cache */
         row_amax(x + i * cols, cols, bc, q->amax + i * sc, row_nan);
-        for (size_t cbk = 0; cbk < sc; cbk++) {
-          const size_t g = i * sc + cbk;
-          if (ocp && row_nan[cbk]) q->amax[g] = NAN;
-          set_group_scale(r, st, &e4m3, fmax, q, g);
-        }
+        if (ocp)
+          for (size_t cbk = 0; cbk < sc; cbk++)
+            if (row_nan[cbk]) q->amax[i * sc + cbk] = NAN;
+        set_group_scales(r, st, &e4m3, fmax, q, i * sc, sc);
       }
       if (amax_in_pass) { /* the row's amax while it is in cache */
         int has_nan = 0;

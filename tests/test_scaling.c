@@ -542,7 +542,8 @@ static void run_one(const rcase *rc, const exmy_format *f, const rmode *md, int 
 static void test_random(uint64_t *st) {
   static const size_t shapes[][2] = {{1, 1},  {1, 37},  {37, 1},  {1, 32},   {3, 70},  {5, 129},
                                      {4, 64}, {2, 300}, {130, 3}, {129, 257}, {7, 96}, {1, 1000},
-                                     {3, 256}, {40, 0}, {0, 40}}; /* 256: whole 1x128 runs; empty: no group */
+                                     {3, 256}, {40, 0}, {0, 40},  /* 256: whole 1x128 runs; empty: no group */
+                                     {2, 4160}};                  /* rows over two 2048-element kernel blocks */
   /* e8m3 and bf16: 16-bit codes with binary32's emin, the cut kernels */
   const char *fmts[] = {"e4m3fn", "e5m2", "e2m1fn", "e8m3", "bf16"};
   const int nfmt = (int)(sizeof fmts / sizeof fmts[0]);
@@ -1069,6 +1070,11 @@ static void test_mx_hand(void) {
   mx_hand("mx:ocp", "e2m1fn", 7.9f, 127, 1.0f, 1.0f, 7.9f, 0x7, "ocp e2m1fn saturate");
   /* e2m1fn has no NaN: a NaN group gives the format's NaN conversion, i.e. +0 (0x0). */
   mx_hand("mx:ocp", "e2m1fn", NAN, 0xFF, NAN, NAN, 1.0f, 0x0, "ocp e2m1fn NaN");
+  /* A format whose largest value is below 1 (e4m3 with bias 20: 0x1.cp-5, emax_elem -5) and a
+   * float-subnormal amax 2^-130: e = -130 + 5 = -125 (not clamped), code 2, scale 2^125; the
+   * element 2^-130 -> 2^-5 (0x78). */
+  mx_hand("mx:ocp", "e4m3,bias=20,inf=none,nan=ones", 0x1p-130f, 2, 0x1p125f, 0x1p-125f, 0x1p-130f, 0x78,
+          "ocp subnormal amax, fmax < 1");
   /* e5m2 (emax 15): amax 2^20 -> e = 5, code 132, scale 2^-5; element 2^20 -> 2^15 (0x78). */
   mx_hand("mx:ocp", "e5m2", 0x1p20f, 132, 0x1p-5f, 0x1p5f, 0x1p20f, 0x78, "ocp e5m2");
 }
@@ -1225,6 +1231,24 @@ static void test_interval(void) {
  * overflows where x * s does not, so the float kernel must not take these
  * rows.  The buffers are reused from a tensor of small values first, so a
  * stale group amax would let the kernel in (it did, in review). */
+/* mx:ocp, a row whose second group (amax 2^100, scale 2^-92) holds 2^-149: its fp32 product with
+ * the group's scale is 0, which the float kernel does not flag; the flags must still say
+ * underflow and inexact, as the exact product's rounding does.  The first group (amax 2^-100,
+ * scale 2^108) would not flush it, so the scan must use each element's own group scale. */
+static void test_ocp_lost(void) {
+  float x[64];
+  for (int i = 0; i < 64; i++) x[i] = i < 32 ? 0x1p-100f : 0.0f;
+  x[32] = 0x1p100f;
+  x[40] = 0x1p-149f;
+  exmy_format f = tu_format("e4m3fn");
+  for (size_t ci = 0; ci < NCASES; ci++)
+    if (!strcmp(cases[ci].text, "mx:ocp"))
+      for (int mi = 0; mi < nmodes; mi++) {
+        run_one(&cases[ci], &f, &modes[mi], 1, x, 1, 64, 3.0f);
+        run_one(&cases[ci], &f, &modes[mi], 1, x, 1, 41, 3.0f); /* the second group a partial one */
+      }
+}
+
 static void test_pow2_overflow(void) {
   const char *fmts[] = {"e4m3fn", "e5m2"};
   const exmy_saturation sats[] = {EXMY_SAT_NONE, EXMY_SAT_FINITE, EXMY_SAT_PROPAGATE};
@@ -1280,6 +1304,7 @@ int main(void) {
   test_mx_hand();
   test_edges(&st);
   test_pow2_overflow();
+  test_ocp_lost();
   test_random(&st);
   /* the reuse path must have been taken, and reallocation too */
   CHECK(into_reused > 100 && into_reused < into_calls, "quantize_into reused buffers %zu times in %zu calls", into_reused,
