@@ -619,7 +619,9 @@ unsigned exmy__f32q_run_v(const exmy__f32q *q, const float *x, size_t n, const f
 
 /* Is some x[i] nonzero while fp32(x[i] * its scale) is zero?  A run of 32
  * at a time with its scale (per32) or the scales beside it, so both loops
- * vectorize. */
+ * vectorize.  A run whose scale is a power of two >= 1 is skipped: a
+ * nonzero float times it is at least 2^-149 (MX groups with amax below
+ * 2^(emax_elem + 1), most of them). */
 static inline __attribute__((always_inline)) uint32_t lost_run(const float *restrict x, size_t m,
                                                                const float *restrict sv, float s1) {
   uint32_t lost = 0;
@@ -636,7 +638,8 @@ EXMY_CLONES static uint32_t lost_scan(const float *restrict x, size_t n, const f
   uint32_t lost = 0;
   if (!per32) return lost_run(x, n, scales, 1.0f);
   size_t i0 = 0;
-  for (; i0 + 32 <= n; i0 += 32) lost |= lost_run(x + i0, 32, NULL, scales[i0 >> 5]);
+  for (; i0 + 32 <= n; i0 += 32)
+    if (!(scales[i0 >> 5] >= 1.0f)) lost |= lost_run(x + i0, 32, NULL, scales[i0 >> 5]);
   return lost | lost_run(x + i0, n - i0, NULL, n > i0 ? scales[i0 >> 5] : 0.0f);
 }
 
