@@ -292,6 +292,45 @@ static inline __attribute__((always_inline)) uint32_t rne_hot(const fast_params 
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+/* The 16-lane kernels' common parts.  load16: elements i.. of x under mask
+ * k, times scale (SCALED 1), sc[i] (2) or sc[i / 32] (3; i a multiple of 16). */
+__attribute__((target("avx512f"), always_inline)) static inline __m512 load16(const float *restrict in, float scale,
+                                                                              const float *restrict sc, int scaled,
+                                                                              size_t i, __mmask16 k) {
+  __m512 x = _mm512_maskz_loadu_ps(k, in + i);
+  if (scaled == 1) x = _mm512_mul_ps(x, _mm512_set1_ps(scale));
+  else if (scaled == 2) x = _mm512_mul_ps(x, _mm512_maskz_loadu_ps(k, sc + i));
+  else if (scaled == 3) x = _mm512_mul_ps(x, _mm512_set1_ps(sc[i >> 5]));
+  return x;
+}
+
+/* Magnitudes above max_mag become the overflow magnitude (noted in *ov);
+ * then u's sign is added and the 8-bit (W = 1) or 16-bit codes stored. */
+__attribute__((target("avx512f,avx512bw"), always_inline)) static inline void store16(const fast_params *p, __m512i mag,
+                                                                                     __m512i u, void *restrict out,
+                                                                                     int W, size_t i, __mmask16 k,
+                                                                                     __mmask16 *ov) {
+  const __mmask16 o = _mm512_cmpgt_epi32_mask(mag, _mm512_set1_epi32((int)p->max_mag));
+  *ov |= o;
+  mag = _mm512_mask_mov_epi32(mag, o, _mm512_set1_epi32((int)p->ovf_mag0));
+  const __m512i sgn = _mm512_srl_epi32(u, _mm_cvtsi32_si128((int)(31 - p->sign_shift)));
+  const __m512i code = _mm512_ternarylogic_epi32(mag, sgn, _mm512_set1_epi32((int)(1u << p->sign_shift)),
+                                                 0xf8); /* mag | (s & sbit) */
+  if (W == 1) _mm512_mask_cvtepi32_storeu_epi8((uint8_t *)out + i, k, code);
+  else _mm512_mask_cvtepi32_storeu_epi16((uint16_t *)out + i, k, code);
+}
+
+/* The block's ORed dropped bits, tiny-inexact, overflow and max |x| bits
+ * into acc, as rne_hot and fast_hot leave them. */
+__attribute__((target("avx512f"), always_inline)) static inline void acc16(uint32_t acc[4], __m512i rem, __mmask16 ti,
+                                                                          __mmask16 ov, __m512i maxa) {
+  acc[0] |= (uint32_t)_mm512_reduce_or_epi32(rem);
+  acc[1] |= ti != 0;
+  acc[2] |= ov != 0;
+  const uint32_t mx = (uint32_t)_mm512_reduce_max_epi32(maxa);
+  acc[3] = mx > acc[3] ? mx : acc[3];
+}
+
 /* rne_hot on 16 lanes with AVX-512 (p->v512), a block of m elements of
  * x (times scale, or times sc[i] when SCALED is 2) into 8-bit (W = 1) or
  * 16-bit codes; the tail through masked loads (their zero lanes are exact
@@ -305,18 +344,14 @@ __attribute__((target("avx512f,avx512bw"))) static void rne_512(const fast_param
   const __m512i absm = _mm512_set1_epi32(0x7fffffff), one = _mm512_set1_epi32(1);
   const __m512i half = _mm512_set1_epi32((int)p->rne_half), off = _mm512_set1_epi32((int)p->rne_off);
   const __m512i lowm = _mm512_set1_epi32((int)p->low_mask), tiny_thr = _mm512_set1_epi32((int)p->tiny_thr);
-  const __m512i magic_b = _mm512_set1_epi32((int)p->sub_magic_bits), maxm = _mm512_set1_epi32((int)p->max_mag);
-  const __m512i ovfm = _mm512_set1_epi32((int)p->ovf_mag0), sbit = _mm512_set1_epi32((int)(1u << p->sign_shift));
-  const __m512 magic = _mm512_set1_ps(p->sub_magic), vs = _mm512_set1_ps(scale);
-  const __m128i sh0 = _mm_cvtsi32_si128((int)p->shift0), ssh = _mm_cvtsi32_si128((int)(31 - p->sign_shift));
+  const __m512i magic_b = _mm512_set1_epi32((int)p->sub_magic_bits);
+  const __m512 magic = _mm512_set1_ps(p->sub_magic);
+  const __m128i sh0 = _mm_cvtsi32_si128((int)p->shift0);
   __m512i rem = _mm512_setzero_si512(), maxa = rem;
   __mmask16 ti = 0, ov = 0;
   for (size_t i = 0; i < m; i += 16) {
     const __mmask16 k = m - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (m - i)) - 1);
-    __m512 x = _mm512_maskz_loadu_ps(k, in + i);
-    if (scaled == 1) x = _mm512_mul_ps(x, vs);
-    else if (scaled == 2) x = _mm512_mul_ps(x, _mm512_maskz_loadu_ps(k, sc + i));
-    else if (scaled == 3) x = _mm512_mul_ps(x, _mm512_set1_ps(sc[i >> 5])); /* a scale per 32: i is a multiple of 16 */
+    const __m512 x = load16(in, scale, sc, scaled, i, k);
     const __m512i u = _mm512_castps_si512(x), a = _mm512_and_si512(u, absm);
     const __m512i lsb = _mm512_and_si512(_mm512_srl_epi32(a, sh0), one);
     const __m512i cn = _mm512_sub_epi32(_mm512_srl_epi32(_mm512_add_epi32(_mm512_add_epi32(a, half), lsb), sh0), off);
@@ -324,21 +359,12 @@ __attribute__((target("avx512f,avx512bw"))) static void rne_512(const fast_param
     const __m512i back = _mm512_castps_si512(_mm512_sub_ps(fs, magic));
     const __mmask16 tiny = _mm512_cmplt_epi32_mask(a, tiny_thr);
     ti |= _mm512_mask_cmpneq_epi32_mask(tiny, back, a);
-    __m512i mag = _mm512_mask_blend_epi32(tiny, cn, _mm512_sub_epi32(_mm512_castps_si512(fs), magic_b));
-    const __mmask16 o = _mm512_cmpgt_epi32_mask(mag, maxm);
-    ov |= o;
-    mag = _mm512_mask_mov_epi32(mag, o, ovfm);
+    const __m512i mag = _mm512_mask_blend_epi32(tiny, cn, _mm512_sub_epi32(_mm512_castps_si512(fs), magic_b));
     rem = _mm512_ternarylogic_epi32(rem, a, lowm, 0xf8); /* rem | (a & lowm) */
     maxa = _mm512_max_epi32(maxa, a);
-    const __m512i code = _mm512_ternarylogic_epi32(mag, _mm512_srl_epi32(u, ssh), sbit, 0xf8); /* mag | (s & sbit) */
-    if (W == 1) _mm512_mask_cvtepi32_storeu_epi8((uint8_t *)out + i, k, code);
-    else _mm512_mask_cvtepi32_storeu_epi16((uint16_t *)out + i, k, code);
+    store16(p, mag, u, out, W, i, k, &ov);
   }
-  acc[0] |= (uint32_t)_mm512_reduce_or_epi32(rem);
-  acc[1] |= ti != 0;
-  acc[2] |= ov != 0;
-  const uint32_t mx = (uint32_t)_mm512_reduce_max_epi32(maxa);
-  acc[3] = mx > acc[3] ? mx : acc[3];
+  acc16(acc, rem, ti, ov, maxa);
 }
 
 /* The random words' top halves of 16 consecutive elements, whose counters
@@ -371,14 +397,12 @@ __attribute__((target("avx512f,avx512bw,avx512dq"))) static void sr_512(const fa
                                                                        uint64_t ctr, uint32_t acc[5]) {
   const __m512i absm = _mm512_set1_epi32(0x7fffffff), one = _mm512_set1_epi32(1), zero = _mm512_setzero_si512();
   const __m512i off = _mm512_set1_epi32((int)p->rne_off), lowm = _mm512_set1_epi32((int)p->low_mask);
-  const __m512i tiny_thr = _mm512_set1_epi32((int)p->tiny_thr), maxm = _mm512_set1_epi32((int)p->max_mag);
-  const __m512i ovfm = _mm512_set1_epi32((int)p->ovf_mag0), sbit = _mm512_set1_epi32((int)(1u << p->sign_shift));
+  const __m512i tiny_thr = _mm512_set1_epi32((int)p->tiny_thr);
   const __m512i mhi = _mm512_set1_epi32((int)(uint32_t)(p->sr_mask >> 32));
   const __m512i emin127 = _mm512_set1_epi32(p->emin127), sh0v = _mm512_set1_epi32((int)p->shift0);
   const __m512i c32 = _mm512_set1_epi32(32);
-  const __m512 vs = _mm512_set1_ps(scale);
   const __m128i sh0 = _mm_cvtsi32_si128((int)p->shift0), fsh = _mm_cvtsi32_si128((int)(32 - p->shift0));
-  const __m128i msh = _mm_cvtsi32_si128((int)p->M), ssh = _mm_cvtsi32_si128((int)(31 - p->sign_shift));
+  const __m128i msh = _mm_cvtsi32_si128((int)p->M);
   const __m512i g2 = _mm512_set1_epi64((long long)(2 * EXMY__GOLDEN_GAMMA));
   const __m512i g16 = _mm512_set1_epi64((long long)(16 * EXMY__GOLDEN_GAMMA));
   __m512i ev = _mm512_add_epi64(_mm512_set1_epi64((long long)ctr),
@@ -388,10 +412,7 @@ __attribute__((target("avx512f,avx512bw,avx512dq"))) static void sr_512(const fa
   __mmask16 ti = 0, ov = 0, far = 0;
   for (size_t i = 0; i < m; i += 16) {
     const __mmask16 k = m - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (m - i)) - 1);
-    __m512 x = _mm512_maskz_loadu_ps(k, in + i);
-    if (scaled == 1) x = _mm512_mul_ps(x, vs);
-    else if (scaled == 2) x = _mm512_mul_ps(x, _mm512_maskz_loadu_ps(k, sc + i));
-    else if (scaled == 3) x = _mm512_mul_ps(x, _mm512_set1_ps(sc[i >> 5])); /* a scale per 32: i is a multiple of 16 */
+    const __m512 x = load16(in, scale, sc, scaled, i, k);
     const __m512i u = _mm512_castps_si512(x), a = _mm512_and_si512(u, absm);
     const __m512i rhi = sr_hi16(ev, od);
     ev = _mm512_add_epi64(ev, g16);
@@ -417,20 +438,11 @@ __attribute__((target("avx512f,avx512bw,avx512dq"))) static void sr_512(const fa
     }
     const __mmask16 carry = _mm512_cmplt_epu32_mask(_mm512_add_epi32(fh, rhi), fh);
     mag = _mm512_mask_add_epi32(mag, carry, mag, one);
-    const __mmask16 o = _mm512_cmpgt_epi32_mask(mag, maxm);
-    ov |= o;
-    mag = _mm512_mask_mov_epi32(mag, o, ovfm);
     rem = _mm512_or_si512(rem, r);
     maxa = _mm512_max_epi32(maxa, a);
-    const __m512i code = _mm512_ternarylogic_epi32(mag, _mm512_srl_epi32(u, ssh), sbit, 0xf8); /* mag | (s & sbit) */
-    if (W == 1) _mm512_mask_cvtepi32_storeu_epi8((uint8_t *)out + i, k, code);
-    else _mm512_mask_cvtepi32_storeu_epi16((uint16_t *)out + i, k, code);
+    store16(p, mag, u, out, W, i, k, &ov);
   }
-  acc[0] |= (uint32_t)_mm512_reduce_or_epi32(rem);
-  acc[1] |= ti != 0;
-  acc[2] |= ov != 0;
-  const uint32_t mx = (uint32_t)_mm512_reduce_max_epi32(maxa);
-  acc[3] = mx > acc[3] ? mx : acc[3];
+  acc16(acc, rem, ti, ov, maxa);
   acc[4] |= far != 0;
 }
 #endif
