@@ -9,6 +9,7 @@
 #include "formats/internal.h"
 #include "emulate/parallel.h"
 #include "emulate/round_core.h"
+#include "emulate/rng_avx512.h"
 
 #include <math.h>
 #include <omp.h>
@@ -367,21 +368,6 @@ __attribute__((target("avx512f,avx512bw"))) static void rne_512(const fast_param
   acc16(acc, rem, ti, ov, maxa);
 }
 
-/* The random words' top halves of 16 consecutive elements, whose counters
- * are ev (elements 0, 2, ..., 14) and od (1, 3, ..., 15): SplitMix64's mixer
- * in 64-bit lanes; the top half of z ^ (z >> 31) is hi ^ (hi >> 31). */
-__attribute__((target("avx512f,avx512dq"))) static inline __m512i sr_hi16(__m512i ev, __m512i od) {
-  const __m512i c1 = _mm512_set1_epi64((long long)0xbf58476d1ce4e5b9ULL);
-  const __m512i c2 = _mm512_set1_epi64((long long)0x94d049bb133111ebULL);
-  const __m512i pick = _mm512_setr_epi32(1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
-  ev = _mm512_mullo_epi64(_mm512_xor_si512(ev, _mm512_srli_epi64(ev, 30)), c1);
-  od = _mm512_mullo_epi64(_mm512_xor_si512(od, _mm512_srli_epi64(od, 30)), c1);
-  ev = _mm512_mullo_epi64(_mm512_xor_si512(ev, _mm512_srli_epi64(ev, 27)), c2);
-  od = _mm512_mullo_epi64(_mm512_xor_si512(od, _mm512_srli_epi64(od, 27)), c2);
-  const __m512i hi = _mm512_permutex2var_epi32(ev, pick, od);
-  return _mm512_xor_si512(hi, _mm512_srli_epi32(hi, 31));
-}
-
 /* fast_hot for sr on 16 lanes with AVX-512 (p->sr512), a block of m
  * elements as rne_512 takes them, element 0's counter ctr.  A vector whose
  * lanes are all zero or at or above 2^emin takes the short form: the
@@ -414,7 +400,7 @@ __attribute__((target("avx512f,avx512bw,avx512dq"))) static void sr_512(const fa
     const __mmask16 k = m - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (m - i)) - 1);
     const __m512 x = load16(in, scale, sc, scaled, i, k);
     const __m512i u = _mm512_castps_si512(x), a = _mm512_and_si512(u, absm);
-    const __m512i rhi = sr_hi16(ev, od);
+    const __m512i rhi = exmy__mix64_hi16(ev, od);
     ev = _mm512_add_epi64(ev, g16);
     od = _mm512_add_epi64(od, g16);
     const __mmask16 tiny = _mm512_cmplt_epi32_mask(a, tiny_thr);

@@ -16,6 +16,7 @@
  * reference, then the element epilogue. */
 #include "emulate/gemm_kernels.h"
 #include "emulate/round_core.h"
+#include "emulate/rng_avx512.h"
 #include "formats/internal.h"
 
 #include <math.h>
@@ -118,14 +119,16 @@ __attribute__((target("avx512f,avx512dq"))) static void sr_row32(const lanes_ctx
                                                                     const float *Bp, size_t len, float *out) {
   const gemm_plan *p = x->p;
   const uint64_t k = p->k;
-  __m512i z[4]; /* SplitMix64 counters key + (index + 1) * gamma, 8 lanes each */
+  /* SplitMix64 counters key + (index + 1) * gamma, 8 lanes each: z[2h] the
+   * even outputs of 16h.., z[2h + 1] the odd ones (exmy__mix64_hi16's order) */
+  __m512i z[4];
   for (int v = 0; v < 4; v++) {
     uint64_t zz[8];
-    for (int t = 0; t < 8; t++) zz[t] = x->key + (idx0 + (uint64_t)(8 * v + t) * k + 1) * EXMY__GOLDEN_GAMMA;
+    for (int t = 0; t < 8; t++)
+      zz[t] = x->key + (idx0 + (uint64_t)(16 * (v >> 1) + 2 * t + (v & 1)) * k + 1) * EXMY__GOLDEN_GAMMA;
     z[v] = _mm512_loadu_si512(zz);
   }
   const __m512i gam = _mm512_set1_epi64((long long)EXMY__GOLDEN_GAMMA);
-  const __m512i c1 = _mm512_set1_epi64((long long)0xbf58476d1ce4e5b9ULL), c2 = _mm512_set1_epi64((long long)0x94d049bb133111ebULL);
   const __m512i one = _mm512_set1_epi32(1), x23 = _mm512_set1_epi32(23), dm = _mm512_set1_epi32(23 - x->f->mbits);
   const __m512i ebmin = _mm512_set1_epi32(x->f->emin + 127), xff = _mm512_set1_epi32(0xff);
   const __m512i mant = _mm512_set1_epi32(0x7fffff), impl = _mm512_set1_epi32(0x800000), v32 = _mm512_set1_epi32(32);
@@ -137,18 +140,11 @@ __attribute__((target("avx512f,avx512dq"))) static void sr_row32(const lanes_ctx
   const __m512 zero = _mm512_setzero_ps();
   __m512 vc[2] = {zero, zero};
   for (size_t l = 0; l < len; l++) {
-    __m256i top[4]; /* the draws' top 32 bits */
-    for (int v = 0; v < 4; v++) {
-      __m512i u = z[v];
-      z[v] = _mm512_add_epi64(u, gam);
-      u = _mm512_mullo_epi64(_mm512_xor_si512(u, _mm512_srli_epi64(u, 30)), c1);
-      u = _mm512_mullo_epi64(_mm512_xor_si512(u, _mm512_srli_epi64(u, 27)), c2);
-      u = _mm512_xor_si512(u, _mm512_srli_epi64(u, 31));
-      top[v] = _mm512_cvtepi64_epi32(_mm512_srli_epi64(u, 32));
-    }
     const __m512 va = _mm512_set1_ps(a[l]);
     for (int h = 0; h < 2; h++) {
-      const __m512i ut = _mm512_inserti64x4(_mm512_castsi256_si512(top[2 * h]), top[2 * h + 1], 1);
+      const __m512i ut = exmy__mix64_hi16(z[2 * h], z[2 * h + 1]); /* the draws' top 32 bits */
+      z[2 * h] = _mm512_add_epi64(z[2 * h], gam);
+      z[2 * h + 1] = _mm512_add_epi64(z[2 * h + 1], gam);
       const __m512 cv = vc[h], pv = _mm512_mul_ps(va, _mm512_loadu_ps(Bp + l * FC + 16 * h));
       const __m512 s = _mm512_add_ps(cv, pv), bp = _mm512_sub_ps(s, cv);
       const __m512 e = _mm512_add_ps(_mm512_sub_ps(cv, _mm512_sub_ps(s, bp)), _mm512_sub_ps(pv, bp));
