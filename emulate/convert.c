@@ -73,13 +73,15 @@ typedef struct fast_params {
   float sub_magic;             /* 2^(emin - M + 23): |x| + this rounds |x| to the grid 2^(emin - M) */
   uint32_t sub_magic_bits;
   uint32_t v512;               /* rne_ok, one overflow magnitude for both signs, and AVX-512 BW: rne_512 */
-  uint32_t sr512;              /* sr, lean, no ftz/daz, M <= 22, one overflow magnitude, AVX-512 BW+DQ: sr_512 */
+  uint32_t sr512;              /* sr, lean, no ftz/daz, codes of at most 16 bits, one overflow magnitude,
+                                  AVX-512 BW+DQ: sr_512 (which uses rne_off and low_mask too) */
 } fast_params;
 
 /* Preconditions: float's exponent range maps onto the format with one shift
  * per element, and codes fit 32 bits. */
 static int fast_applies(const exmy_format *f, const exmy_rounding *r) {
-  return f->has_zero && f->mbits <= 23 && f->emin >= -126 && f->bits <= 32 &&
+  /* emin <= 128: the kernels compare |x|'s bits with (emin + 127) << 23 as signed 32-bit numbers */
+  return f->has_zero && f->mbits <= 23 && f->emin >= -126 && f->emin <= 128 && f->bits <= 32 &&
          (f->max_mag >> f->mbits) != 0; /* not a format whose finite values are all subnormal */
 }
 

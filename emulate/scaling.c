@@ -60,6 +60,16 @@ static float e8m0_value(uint8_t code) {
   return code == 0xFF ? NAN : code == 0 ? 0x1p-127f : u2f((uint32_t)code << 23);
 }
 
+/* OCP MX's emax_elem: floor(log2) of the element format's largest finite
+ * value, from the double (its float can flush to 0 or clamp to FLT_MAX). */
+static int elem_emax(const exmy_format *f) {
+  exmy_info in;
+  exmy_format_info(f, &in);
+  int e = 0;
+  (void)frexp(in.max_finite, &e);
+  return e - 1;
+}
+
 /* floor(log2(v)) of a positive finite float, exactly (subnormals too), from its bits. */
 static inline int floor_log2(float v) {
   const uint32_t b = f2u(v) & 0x7fffffffu, e = b >> 23;
@@ -143,7 +153,7 @@ static group_view group_of(const exmy_qtensor *q, size_t g) {
 
 /* Scale, inverse scale and (for MX) the E8M0 code of group g. */
 static void group_scale(const exmy_recipe *r, const exmy_recipe_state *st, const exmy_format *e4m3, float fmax,
-                        float amax, float s_enc, float *scale, float *scale_inv, uint8_t *code) {
+                        int emax_elem, float amax, float s_enc, float *scale, float *scale_inv, uint8_t *code) {
   switch (r->kind) {
   case EXMY_RECIPE_NONE:
     *scale = *scale_inv = 1.0f;
@@ -176,7 +186,7 @@ static void group_scale(const exmy_recipe *r, const exmy_recipe_state *st, const
       *scale = *scale_inv = NAN;
       break;
     }
-    int e = (amax == 0.0f ? -126 : floor_log2(amax)) - floor_log2(fmax);
+    int e = (amax == 0.0f ? -126 : floor_log2(amax)) - emax_elem;
     if (e > 127) { *code = 0xFF; *scale = *scale_inv = NAN; break; }
     if (e < -127) e = -127;
     *code = (uint8_t)(e + 127);
@@ -203,10 +213,10 @@ static void group_scale(const exmy_recipe *r, const exmy_recipe_state *st, const
 
 /* Group g's scale, inverse and code from its amax, stored in q. */
 static void set_group_scale(const exmy_recipe *r, const exmy_recipe_state *st, const exmy_format *e4m3, float fmax,
-                            exmy_qtensor *q, size_t g) {
+                            int emax_elem, exmy_qtensor *q, size_t g) {
   float scale = 1.0f, scale_inv = 1.0f;
   uint8_t code = 0;
-  group_scale(r, st, e4m3, fmax, q->amax[g], q->tensor_scale, &scale, &scale_inv, &code);
+  group_scale(r, st, e4m3, fmax, emax_elem, q->amax[g], q->tensor_scale, &scale, &scale_inv, &code);
   q->scale[g] = scale;
   q->scale_inv[g] = scale_inv;
   if (q->scale_codes) q->scale_codes[g] = code;
@@ -215,18 +225,18 @@ static void set_group_scale(const exmy_recipe *r, const exmy_recipe_state *st, c
 /* Groups [g0, g0 + count)'s scales: the recipe's switch once, then a loop
  * (MX: a call per 32 elements otherwise). */
 static void set_group_scales(const exmy_recipe *r, const exmy_recipe_state *st, const exmy_format *e4m3, float fmax,
-                             exmy_qtensor *q, size_t g0, size_t count) {
+                             int emax_elem, exmy_qtensor *q, size_t g0, size_t count) {
   if (r->kind == EXMY_RECIPE_MX) {
     const float rcp = (float)(1.0 / (double)fmax); /* as group_scale */
     for (size_t g = g0; g < g0 + count; g++) {
       const uint8_t code = te_float_to_e8m0(q->amax[g] * rcp);
       q->scale[g] = te_exp2f_rcp(code);
       q->scale_inv[g] = e8m0_value(code);
-      q->scale_codes[g] = code;
+      q->scale_codes[g] = code; /* MX always has codes (has_scale_codes) */
     }
     return;
   }
-  for (size_t g = g0; g < g0 + count; g++) set_group_scale(r, st, e4m3, fmax, q, g);
+  for (size_t g = g0; g < g0 + count; g++) set_group_scale(r, st, e4m3, fmax, emax_elem, q, g);
 }
 
 /* core_nvfp4.cuh compute_global_encode_scaling_factor_FP4. */
@@ -261,7 +271,7 @@ static unsigned quantize_row(exmy_qtensor *q, const exmy__f32q *fq, const exmy_f
   unsigned fl = 0;
   if (row_sc && (one_rounding ? pow2_row(q, g0, am) : sc > 1)) {
     char *codes = (char *)q->codes + k0 * cb;
-    if (bc == 32 && sc > 1) { /* MX's groups: the kernels read a scale per 32 */
+    if (bc == 32 && sc > 1) { /* groups 32 wide (MX, block:Nx32): the kernels read a scale per 32 */
       unsigned f1 = 0;
       if (one_rounding ? !exmy__f32q_run_pow2_v(fq, x + k0, cols, q->scale + g0, 1, k0, codes, &f1)
                        : !exmy__f32q_run_g32(fq, x + k0, cols, q->scale + g0, k0, codes, &f1))
@@ -382,6 +392,7 @@ int exmy_recipe_quantize_into(const exmy_recipe *r, const exmy_format *f, const 
   if (take_buffers(r, f, &lay, q)) return fail(err, errlen, "out of memory for a %zu x %zu tensor", rows, cols);
   const size_t ng = q->srows * q->scols, n = rows * cols;
   const float fmax = exmy__fmax_f32(f);
+  const int emax_elem = elem_emax(f);
   const int ocp = r->kind == EXMY_RECIPE_MX_OCP;
   exmy_format e4m3;
   exmy_format_parse("e4m3fn", &e4m3, NULL, 0);
@@ -411,7 +422,7 @@ int exmy_recipe_quantize_into(const exmy_recipe *r, const exmy_format *f, const 
     }
   }
   if (amax_in_pass) {
-    for (size_t g = 0; g < ng; g++) set_group_scale(r, st, &e4m3, fmax, q, g);
+    for (size_t g = 0; g < ng; g++) set_group_scale(r, st, &e4m3, fmax, emax_elem, q, g);
   } else if (!fused) {
 #pragma omp parallel for schedule(static) if(n > EXMY_OMP_MIN_TENSOR)
     for (size_t i = 0; i < rows; i++)
@@ -429,7 +440,7 @@ int exmy_recipe_quantize_into(const exmy_recipe *r, const exmy_format *f, const 
       q->tensor_scale = nvfp4_s_enc(tamax, fmax);
       q->tensor_scale_inv = (float)(1.0 / (double)q->tensor_scale);
     }
-    for (size_t g = 0; g < ng; g++) set_group_scale(r, st, &e4m3, fmax, q, g);
+    for (size_t g = 0; g < ng; g++) set_group_scale(r, st, &e4m3, fmax, emax_elem, q, g);
   }
   /* Phase 3: the elements, row runs in parallel; the float path is the
    * vectorized kernel with the multiply fused in. */
@@ -454,7 +465,7 @@ int exmy_recipe_quantize_into(const exmy_recipe *r, const exmy_format *f, const 
         if (ocp)
           for (size_t cbk = 0; cbk < sc; cbk++)
             if (row_nan[cbk]) q->amax[i * sc + cbk] = NAN;
-        set_group_scales(r, st, &e4m3, fmax, q, i * sc, sc);
+        set_group_scales(r, st, &e4m3, fmax, emax_elem, q, i * sc, sc);
       }
       if (amax_in_pass) { /* the row's amax while it is in cache */
         int has_nan = 0;

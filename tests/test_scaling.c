@@ -1075,6 +1075,13 @@ static void test_mx_hand(void) {
    * element 2^-130 -> 2^-5 (0x78). */
   mx_hand("mx:ocp", "e4m3,bias=20,inf=none,nan=ones", 0x1p-130f, 2, 0x1p125f, 0x1p-125f, 0x1p-130f, 0x78,
           "ocp subnormal amax, fmax < 1");
+  /* emax_elem from the format's largest value, not from its float: e4m3 with bias 200 has
+   * 0x1.cp-185 (0 as a float; emax_elem -185): amax 2^-140 -> e = 45, code 172, scale 2^-45; the
+   * element 2^-140 -> 2^-185 (0x78).  e5m2 with bias -120 has 0x1.cp+150 (FLT_MAX as a float;
+   * emax_elem 150): amax 2^100 -> e = -50, code 77, scale 2^50; 2^100 -> 2^150 (0x78). */
+  mx_hand("mx:ocp", "e4m3,bias=200,inf=none,nan=ones", 0x1p-140f, 172, 0x1p-45f, 0x1p45f, 0x1p-140f, 0x78,
+          "ocp fmax below float's range");
+  mx_hand("mx:ocp", "e5m2,bias=-120", 0x1p100f, 77, 0x1p50f, 0x1p-50f, 0x1p100f, 0x78, "ocp fmax above float's range");
   /* e5m2 (emax 15): amax 2^20 -> e = 5, code 132, scale 2^-5; element 2^20 -> 2^15 (0x78). */
   mx_hand("mx:ocp", "e5m2", 0x1p20f, 132, 0x1p-5f, 0x1p5f, 0x1p20f, 0x78, "ocp e5m2");
 }
