@@ -151,6 +151,15 @@ static group_view group_of(const exmy_qtensor *q, size_t g) {
   return v;
 }
 
+/* TE's MX scale: the E8M0 code of amax * rcp rounded up, its multiplier
+ * and its value; rcp = mx_rcp(fmax) (utils.cuh max_norm_rcp). */
+static inline float mx_rcp(float fmax) { return (float)(1.0 / (double)fmax); }
+static inline void mx_scale(float amax, float rcp, float *scale, float *scale_inv, uint8_t *code) {
+  *code = te_float_to_e8m0(amax * rcp);
+  *scale = te_exp2f_rcp(*code);
+  *scale_inv = e8m0_value(*code);
+}
+
 /* Scale, inverse scale and (for MX) the E8M0 code of group g. */
 static void group_scale(const exmy_recipe *r, const exmy_recipe_state *st, const exmy_format *e4m3, float fmax,
                         int emax_elem, float amax, float s_enc, float *scale, float *scale_inv, uint8_t *code) {
@@ -173,13 +182,9 @@ static void group_scale(const exmy_recipe *r, const exmy_recipe_state *st, const
     *scale = st->scale;
     *scale_inv = st->scale_inv;
     break;
-  case EXMY_RECIPE_MX: {
-    const float rcp = (float)(1.0 / (double)fmax); /* utils.cuh max_norm_rcp */
-    *code = te_float_to_e8m0(amax * rcp);
-    *scale = te_exp2f_rcp(*code);
-    *scale_inv = e8m0_value(*code);
+  case EXMY_RECIPE_MX:
+    mx_scale(amax, mx_rcp(fmax), scale, scale_inv, code);
     break;
-  }
   case EXMY_RECIPE_MX_OCP: {
     if (isnan(amax) || isinf(amax)) {
       *code = 0xFF;
@@ -227,13 +232,9 @@ static void set_group_scale(const exmy_recipe *r, const exmy_recipe_state *st, c
 static void set_group_scales(const exmy_recipe *r, const exmy_recipe_state *st, const exmy_format *e4m3, float fmax,
                              int emax_elem, exmy_qtensor *q, size_t g0, size_t count) {
   if (r->kind == EXMY_RECIPE_MX) {
-    const float rcp = (float)(1.0 / (double)fmax); /* as group_scale */
-    for (size_t g = g0; g < g0 + count; g++) {
-      const uint8_t code = te_float_to_e8m0(q->amax[g] * rcp);
-      q->scale[g] = te_exp2f_rcp(code);
-      q->scale_inv[g] = e8m0_value(code);
-      q->scale_codes[g] = code; /* MX always has codes (has_scale_codes) */
-    }
+    const float rcp = mx_rcp(fmax);
+    for (size_t g = g0; g < g0 + count; g++) /* MX always has codes (has_scale_codes) */
+      mx_scale(q->amax[g], rcp, &q->scale[g], &q->scale_inv[g], &q->scale_codes[g]);
     return;
   }
   for (size_t g = g0; g < g0 + count; g++) set_group_scale(r, st, e4m3, fmax, emax_elem, q, g);
