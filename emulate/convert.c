@@ -120,8 +120,7 @@ static void fast_setup(const exmy_format *f, const exmy_rounding *r, fast_params
   p->rne_off = (uint32_t)(f->emin + 126) << f->mbits;
   p->low_mask = (1u << p->shift0) - 1u;
 #if defined(__x86_64__) && defined(__GNUC__)
-  p->sr512 = r->mode == EXMY_SR && p->lean && !p->daz && !p->ftz && f->mbits <= 22 && p->ovf_magx == 0 &&
-             f->bits <= 16 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+  p->sr512 = r->mode == EXMY_SR && p->lean && !p->daz && !p->ftz && p->ovf_magx == 0 && f->bits <= 16 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && !exmy__avx512_disabled();
 #endif
   if (p->rne_ok) {
@@ -448,12 +447,11 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
 #if defined(__x86_64__) && defined(__GNUC__)
 #define RNE512(MODE, T) ((MODE) == EXMY_RNE && sizeof(T) <= 2 && p.v512)
 #define SR512(MODE, T) ((MODE) == EXMY_SR && sizeof(T) <= 2 && p.sr512)
-#define SR512_CALL(bin, scale, sc, SCALED, bout, T, m, bctr, acc) \
-  sr_512(&p, bin, scale, sc, SCALED, bout, (int)sizeof(T), m, bctr, acc)
-#else
+#else /* no AVX-512 kernels: never called */
 #define RNE512(MODE, T) 0
 #define SR512(MODE, T) 0
-#define SR512_CALL(bin, scale, sc, SCALED, bout, T, m, bctr, acc) (void)0
+#define rne_512(...) ((void)0)
+#define sr_512(...) ((void)0)
 #endif
 #define BLOCK 2048
 /* The random word of element i of a run whose element 0 has counter ctr0
@@ -487,7 +485,7 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
         inx = acc[0], tiny = acc[1], ovf = acc[2], max_a = acc[3];                           \
       } else if (SR512(MODE, T)) {                                                           \
         uint32_t acc[5] = {0, 0, 0, 0, 0};                                                   \
-        SR512_CALL(bin, scale, SC_AT(SCALED, sc, b), SCALED, bout, T, m, bctr, acc);             \
+        sr_512(&p, bin, scale, SC_AT(SCALED, sc, b), SCALED, bout, (int)sizeof(T), m, bctr, acc); \
         inx = acc[0], tiny = acc[1], ovf = acc[2], max_a = acc[3], far = acc[4];             \
       } else if (MODE == EXMY_RNE && p.rne_ok)                                               \
         for (size_t i = 0; i < m; i++)                                                       \

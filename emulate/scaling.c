@@ -393,8 +393,8 @@ int exmy_recipe_quantize_into(const exmy_recipe *r, const exmy_format *f, const 
   if (take_buffers(r, f, &lay, q)) return fail(err, errlen, "out of memory for a %zu x %zu tensor", rows, cols);
   const size_t ng = q->srows * q->scols, n = rows * cols;
   const float fmax = exmy__fmax_f32(f);
-  const int emax_elem = elem_emax(f);
   const int ocp = r->kind == EXMY_RECIPE_MX_OCP;
+  const int emax_elem = ocp ? elem_emax(f) : 0; /* only mx:ocp reads it */
   exmy_format e4m3;
   exmy_format_parse("e4m3fn", &e4m3, NULL, 0);
   q->recipe = r->kind;

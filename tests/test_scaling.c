@@ -1234,10 +1234,6 @@ static void test_interval(void) {
   exmy_recipe_state_free(&rs);
 }
 
-/* A power-of-two delayed scale > 1 with an exact product: fp32(x * s)
- * overflows where x * s does not, so the float kernel must not take these
- * rows.  The buffers are reused from a tensor of small values first, so a
- * stale group amax would let the kernel in (it did, in review). */
 /* mx:ocp, a row whose second group (amax 2^100, scale 2^-92) holds 2^-149: its fp32 product with
  * the group's scale is 0, which the float kernel does not flag; the flags must still say
  * underflow and inexact, as the exact product's rounding does.  The first group (amax 2^-100,
@@ -1256,6 +1252,10 @@ static void test_ocp_lost(void) {
       }
 }
 
+/* A power-of-two delayed scale > 1 with an exact product: fp32(x * s)
+ * overflows where x * s does not, so the float kernel must not take these
+ * rows.  The buffers are reused from a tensor of small values first, so a
+ * stale group amax would let the kernel in (it did, in review). */
 static void test_pow2_overflow(void) {
   const char *fmts[] = {"e4m3fn", "e5m2"};
   const exmy_saturation sats[] = {EXMY_SAT_NONE, EXMY_SAT_FINITE, EXMY_SAT_PROPAGATE};
