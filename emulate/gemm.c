@@ -61,7 +61,7 @@ int exmy_gemm_ref(const exmy_gemm_args *args, void *d, float *amax_d, unsigned *
   return 0;
 }
 
-/* One GEMM on threads threads with ws's buffers.  fp32, pairwise and exact first try
+/* One GEMM on threads threads with ws's buffers.  fp32, pairwise, exact and tc first try
  * packing their operands straight from the codes; every other path (and
  * those two when they decline) reads them decoded in double. */
 static int gemm_run(const exmy_gemm_args *args, int threads_arg, gemm_ws *ws, void *d, float *amax_d,
@@ -74,7 +74,7 @@ static int gemm_run(const exmy_gemm_args *args, int threads_arg, gemm_ws *ws, vo
    * do (and results never depend on the thread count). */
   const int threads = (double)p.m * (double)p.n * (double)(p.k ? p.k : 1) < (double)EXMY_OMP_MIN_TENSOR ? 1 : threads_arg;
   const int from_codes = p.acc.kind == EXMY_ACCUM_FP32 || p.acc.kind == EXMY_ACCUM_FP32_PAIRWISE ||
-                         p.acc.kind == EXMY_ACCUM_EXACT;
+                         p.acc.kind == EXMY_ACCUM_EXACT || p.acc.kind == EXMY_ACCUM_TC;
   int done = from_codes && exmy__gemm_fast(&p, threads, &flags, &amax);
   if (!done) {
     if (exmy__gemm_plan_decode(&p, err, errlen)) {

@@ -1,10 +1,19 @@
 /* gemm_fast_tc.c: the fast kernel of acc=tc (docs/gemm.md, the block FMA),
- * vectorized across 16 columns: exact float products, truncation by a float
- * multiply with 2^(f - Emax) and a truncating conversion to int32 (int64 when
- * the sum needs more than 31 bits, e.g. 25 fraction bits over 32 products),
- * an exact integer sum; taken only where those steps are exact (truncation, no INNER
- * scales, bounds checked in exmy__gemm_fast_tc), then the row epilogue. */
+ * vectorized across 16 columns, taken only where its steps are exact
+ * (truncation, no INNER scales, bounds checked in exmy__gemm_fast_tc), then
+ * the row epilogue.  Operands are packed from their 8-bit codes through a
+ * table (or from the decoded doubles) into the plan's workspace: values as
+ * floats, nominal exponents, sign masks.  Each group's largest exponent
+ * emax is a max over exponent sums; then the terms, truncated at 2^(emax - F):
+ *  - AVX-512 (tc_tile_512): fused multiply-adds rounded toward zero into two
+ *    accumulators that stay in the binade of +-1.5 2^(emax - F + 23), whose
+ *    ulp is 2^(emax - F): positive products into +M (floor), the others into
+ *    -M (ceiling), so each FMA truncates its term toward zero exactly;
+ *  - elsewhere (tc_tile): exact float products scaled by 2^(F - emax),
+ *    converted to int32 (int64 when the sum needs more than 31 bits) by
+ *    truncation, summed exactly. */
 #include "emulate/gemm_kernels.h"
+#include "formats/internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -26,6 +35,7 @@ typedef struct tc_ctx {
   const gemm_plan *p;
   const float *av; const int32_t *ae;   /* op(A): m x k values and nominal exponents */
   const float *bv; const int32_t *be;   /* op(B) panels: [panel][l][16] */
+  const uint16_t *ak, *bk;              /* sign masks: 0xFFFF where a < 0 (m x k); bit t where b[l][t] > 0 */
   float *out;                           /* m x n: the model's P (promoted F) */
   int wide;                             /* int64 sums */
 } tc_ctx;
@@ -47,7 +57,7 @@ static int32_t nominal_exp(double x, int emin, int v2) {
 }
 
 /* lane-wise max (compare and select) */
-#define VMAX(a, b) ({ const v16si a_ = (a), b_ = (b), m_ = a_ > b_; (a_ & m_) | (b_ & ~m_); })
+#define VMAX(a, b) ({ const v16si va_ = (a), vb_ = (b), vm_ = va_ > vb_; (va_ & vm_) | (vb_ & ~vm_); })
 
 /* S * 2^(emax - f), cut to `out` fraction bits (truncation), as float; S in
  * int32 lanes (Sp) or int64 lanes (Sw, when wide). */
@@ -103,6 +113,15 @@ static inline __attribute__((always_inline)) void tc_tile(const tc_ctx *x, size_
     for (int r = 0; r < NRW; r++) c[r] = (v16sf){0};
     for (size_t g0 = l0; g0 < l1; g0 += g) {
       const size_t g1 = g0 + g < l1 ? g0 + g : l1;
+      /* v2: the group's columns with a zero element (a product with a zero factor has
+       * exponent ez), once for the tile's rows */
+      v16si colz = {0};
+      if (EZ)
+        for (size_t l = g0; l < g1; l++) {
+          v16si e;
+          memcpy(&e, be + l * TC_NR, 64);
+          colz |= e < ZERO_E / 2;
+        }
       /* row by row, so each row's exponent and sum stay in registers across the group (a
        * row-inner loop kept them in memory); the integer sums are exact, so the order of
        * rows and terms does not matter */
@@ -113,27 +132,32 @@ static inline __attribute__((always_inline)) void tc_tile(const tc_ctx *x, size_
         memcpy(&cb, &c[r], 64);
         v16si emax = VMAX(((cb >> 23) & 255) - 127, (v16si){0} - 126);
         v16si anyz = (cb & 0x7FFFFFFF) == 0; /* lanes with a zero term (v2: it has exponent ez) */
-        if (EZ) emax = (emax & ~anyz) | (((v16si){0} + ZERO_E) & anyz); /* a zero c: below all */
-        /* the group's largest product exponent: four independent chains (a compare and a
-         * select each: one chain would wait on its own latency every term) */
-        v16si em[4] = {emax, emax, emax, emax};
-        size_t le = g0;
-        for (; le + 4 <= g1; le += 4)
-          for (int u = 0; u < 4; u++) {
-            v16si e;
-            memcpy(&e, be + (le + (size_t)u) * TC_NR, 64);
-            const v16si pe = e + aer[le + (size_t)u];
-            em[u] = VMAX(em[u], pe);
-            if (EZ) anyz |= pe < ZERO_E / 2;
-          }
-        for (; le < g1; le++) {
-          v16si e;
-          memcpy(&e, be + le * TC_NR, 64);
-          const v16si pe = e + aer[le];
-          em[0] = VMAX(em[0], pe);
-          if (EZ) anyz |= pe < ZERO_E / 2;
+        if (EZ) {
+          emax = (emax & ~anyz) | (((v16si){0} + ZERO_E) & anyz); /* a zero c: below all */
+          int rowz = 0;
+          for (size_t l = g0; l < g1; l++) rowz |= aer[l] < ZERO_E / 2;
+          anyz |= colz | ((v16si){0} - rowz);
         }
-        const v16si em01 = VMAX(em[0], em[1]), em23 = VMAX(em[2], em[3]);
+        /* the group's largest product exponent: four independent chains in named registers
+         * (one chain would wait on its own latency every term; an array of four was kept in
+         * memory); a zero product's exponent (< ZERO_E / 2) never wins over c's */
+        v16si em0 = emax, em1 = emax, em2 = emax, em3 = emax;
+        size_t le = g0;
+#define TC_EM(acc, u)                                                                                                  \
+  do {                                                                                                                \
+    v16si e_;                                                                                                          \
+    memcpy(&e_, be + (le + (u)) * TC_NR, 64);                                                                          \
+    acc = VMAX(acc, e_ + aer[le + (u)]);                                                                               \
+  } while (0)
+        for (; le + 4 <= g1; le += 4) {
+          TC_EM(em0, 0);
+          TC_EM(em1, 1);
+          TC_EM(em2, 2);
+          TC_EM(em3, 3);
+        }
+        for (; le < g1; le++) TC_EM(em0, 0);
+#undef TC_EM
+        const v16si em01 = VMAX(em0, em1), em23 = VMAX(em2, em3);
         emax = VMAX(em01, em23);
         if (EZ) emax = VMAX(emax, (((v16si){0} + ez) & anyz) | (((v16si){0} + ZERO_E) & ~anyz));
         v16si pe = F - emax + 127;
@@ -188,6 +212,196 @@ static void tc_rows(const tc_ctx *x, size_t i0, size_t i1) {
 #undef TC_TILES
 }
 
+/* ---- AVX-512: the terms by FMAs rounded toward zero ---- */
+#include <immintrin.h>
+
+#define TC_RZ (_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)
+
+/* The tile of tc_tile with the same steps, the terms summed in the binade
+ * of M = 1.5 2^(T + 23), T = emax - F (see the file's comment): P = M, N = -M,
+ * c split by sign into them, then P += a b where the product is positive and
+ * N += a b elsewhere (a zero product adds exactly 0 to either); the sum is
+ * (P - M) + (N + M), both exact, cut to `out` fraction bits. */
+__attribute__((target("avx512f,avx512dq,avx512bw"))) static inline __attribute__((always_inline)) void
+tc_tile_512(const tc_ctx *x, size_t ib, size_t jp, const int NRW, const int EZ) {
+  const gemm_plan *p = x->p;
+  const size_t k = p->k, n = p->n, g = (size_t)p->acc.tc_group;
+  const int F = p->acc.tc_frac, out = p->acc.tc_out_frac, ez = p->acc.tc_zero;
+  const int promoted = p->acc.chunk || p->style == GEMM_PROMOTE;
+  const float *bv = x->bv + jp * k * TC_NR;
+  const int32_t *be = x->be + jp * k * TC_NR;
+  const uint16_t *bk = x->bk + jp * k;
+  const float *av = x->av + ib * k;
+  const int32_t *ae = x->ae + ib * k;
+  const uint16_t *ak = x->ak + ib * k;
+  const __m512i cut = _mm512_set1_epi32((int32_t)(~0u << (23 - out)));
+  __m512 Fs[TC_MR], c[TC_MR], P[TC_MR], N[TC_MR], M[TC_MR];
+  __m512i em[TC_MR];
+  _Pragma("GCC unroll 4")
+  for (int r = 0; r < NRW; r++) Fs[r] = _mm512_setzero_ps();
+  for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
+    l1 = exmy__gemm_piece_end(p, l0);
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < NRW; r++) c[r] = _mm512_setzero_ps();
+    /* The products' largest exponents (and v2's zero columns) do not depend
+     * on c, so the next group's are found before this group's sums: the two
+     * loops are independent and overlap. */
+#define TC_EXP(G0, G1, EMP, LO)                                                                                       \
+  do {                                                                                                                \
+    _Pragma("GCC unroll 4") for (int r = 0; r < NRW; r++) EMP[r] = _mm512_set1_epi32(INT32_MIN / 2);                 \
+    LO = _mm512_setzero_si512();                                                                                      \
+    for (size_t l = (G0); l < (G1); l++) {                                                                            \
+      const __m512i e = _mm512_loadu_si512(be + l * TC_NR);                                                           \
+      if (EZ) LO = _mm512_min_epi32(LO, e);                                                                           \
+      _Pragma("GCC unroll 4") for (int r = 0; r < NRW; r++) EMP[r] =                                                  \
+          _mm512_max_epi32(EMP[r], _mm512_add_epi32(e, _mm512_set1_epi32(ae[(size_t)r * k + l])));                   \
+    }                                                                                                                 \
+  } while (0)
+    __m512i lo;
+    TC_EXP(l0, (l0 + g < l1 ? l0 + g : l1), em, lo);
+    for (size_t g0 = l0; g0 < l1; g0 += g) {
+      const size_t g1 = g0 + g < l1 ? g0 + g : l1;
+      const __mmask16 colz = EZ ? _mm512_cmplt_epi32_mask(lo, _mm512_set1_epi32(ZERO_E / 2)) : 0; /* v2: columns with a zero */
+      _Pragma("GCC unroll 4")
+      for (int r = 0; r < NRW; r++) {
+        const __m512i cb = _mm512_castps_si512(c[r]);
+        __m512i ec = _mm512_max_epi32(_mm512_sub_epi32(_mm512_and_si512(_mm512_srli_epi32(cb, 23), _mm512_set1_epi32(255)),
+                                                       _mm512_set1_epi32(127)),
+                                      _mm512_set1_epi32(-126));
+        if (EZ) {
+          __mmask16 anyz = _mm512_testn_epi32_mask(cb, _mm512_set1_epi32(0x7FFFFFFF)); /* a zero c */
+          ec = _mm512_mask_mov_epi32(ec, anyz, _mm512_set1_epi32(ZERO_E));              /* a zero c: below all */
+          int rowz = 0;
+          for (size_t l = g0; l < g1; l++) rowz |= ae[(size_t)r * k + l] < ZERO_E / 2;
+          anyz |= colz | (__mmask16)(rowz ? 0xFFFF : 0);
+          ec = _mm512_max_epi32(ec, _mm512_mask_mov_epi32(_mm512_set1_epi32(ZERO_E), anyz, _mm512_set1_epi32(ez)));
+        }
+        const __m512i emax = _mm512_max_epi32(em[r], ec);
+        /* M = 1.5 2^(emax - F + 23): exponent field emax - F + 150 (normal: checked at dispatch) */
+        M[r] = _mm512_castsi512_ps(_mm512_or_si512(
+            _mm512_slli_epi32(_mm512_add_epi32(emax, _mm512_set1_epi32(150 - F)), 23), _mm512_set1_epi32(0x400000)));
+        /* c is a term too: truncated at 2^T like the products */
+        P[r] = _mm512_add_round_ps(M[r], _mm512_max_ps(c[r], _mm512_setzero_ps()), TC_RZ);
+        N[r] = _mm512_add_round_ps(_mm512_sub_ps(_mm512_setzero_ps(), M[r]), _mm512_min_ps(c[r], _mm512_setzero_ps()),
+                                   TC_RZ);
+      }
+      if (g1 < l1) TC_EXP(g1, (g1 + g < l1 ? g1 + g : l1), em, lo);
+      for (size_t l = g0; l < g1; l++) {
+        const __m512 b = _mm512_loadu_ps(bv + l * TC_NR);
+        const __mmask16 kb = _load_mask16((__mmask16 *)(bk + l));
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < NRW; r++) {
+          const __m512 a = _mm512_set1_ps(av[(size_t)r * k + l]);
+          const __mmask16 ka = _load_mask16((__mmask16 *)(ak + (size_t)r * k + l));
+          /* lanes whose product is > 0 (or 0 when a < 0), and the others */
+          P[r] = _mm512_mask3_fmadd_round_ps(a, b, P[r], _kxor_mask16(kb, ka), TC_RZ);
+          N[r] = _mm512_mask3_fmadd_round_ps(a, b, N[r], _kxnor_mask16(kb, ka), TC_RZ);
+        }
+      }
+      _Pragma("GCC unroll 4")
+      for (int r = 0; r < NRW; r++) {
+        const __m512 S = _mm512_add_ps(_mm512_sub_ps(P[r], M[r]), _mm512_add_ps(N[r], M[r]));
+        c[r] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(S), cut)); /* truncated to out bits */
+      }
+    }
+    if (promoted)
+      _Pragma("GCC unroll 4")
+      for (int r = 0; r < NRW; r++) {
+        float cr[TC_NR], fr[TC_NR];
+        _mm512_storeu_ps(cr, c[r]);
+        _mm512_storeu_ps(fr, Fs[r]);
+        for (int t = 0; t < TC_NR; t++) {
+          const size_t i = ib + (size_t)r, j = jp * TC_NR + (size_t)t;
+          fr[t] = fmaf(j < n ? exmy__gemm_promote_w(p, i, j, l0) : 1.0f, cr[t], fr[t]);
+        }
+        Fs[r] = _mm512_loadu_ps(fr);
+      }
+  }
+  const size_t nv = n - jp * TC_NR < TC_NR ? n - jp * TC_NR : TC_NR;
+  const __mmask16 kout = (__mmask16)((1u << nv) - 1);
+  _Pragma("GCC unroll 4")
+  for (int r = 0; r < NRW; r++)
+    _mm512_mask_storeu_ps(x->out + (ib + (size_t)r) * n + jp * TC_NR, kout,
+                          promoted ? Fs[r] : (k ? c[r] : _mm512_setzero_ps()));
+}
+
+#undef TC_EXP
+
+__attribute__((target("avx512f,avx512dq,avx512bw"))) static void tc_rows_512(const tc_ctx *x, size_t i0, size_t i1) {
+  const size_t npan = (x->p->n + TC_NR - 1) / TC_NR;
+  const int ez = x->p->acc.tc_zero != 0;
+  for (size_t jp = 0; jp < npan; jp++) {
+    size_t ib = i0;
+    if (ez) {
+      for (; ib + TC_MR <= i1; ib += TC_MR) tc_tile_512(x, ib, jp, TC_MR, 1);
+      for (; ib < i1; ib++) tc_tile_512(x, ib, jp, 1, 1);
+    } else {
+      for (; ib + TC_MR <= i1; ib += TC_MR) tc_tile_512(x, ib, jp, TC_MR, 0);
+      for (; ib < i1; ib++) tc_tile_512(x, ib, jp, 1, 0);
+    }
+  }
+}
+
+/* ---- operands ---- */
+
+/* op(A) (which 0: rows = m, row-major m x k) or op(B)^T (which 1: panels
+ * [panel][l][16], zero padded) as floats, nominal exponents and sign masks:
+ * from the decoded doubles when the plan has them, else from 8-bit codes
+ * through a table.  0 when an element is not finite (the reference runs) or
+ * the codes are wider than 8 bits without decoded doubles. */
+static int tc_pack(const gemm_plan *p, int which, float *v, int32_t *e, uint16_t *sk, int nt) {
+  const exmy_qtensor *q = which ? p->B : p->A;
+  const exmy_format *f = &q->fmt;
+  const double *src = which ? p->bd : p->ad;
+  const size_t k = p->k, rows = which ? p->n : p->m, cols = q->cols;
+  const size_t w = which ? TC_NR : 1, npan = (rows + w - 1) / w;
+  const int tr = which ? !p->tb : p->ta; /* 1: element (x, l) stored at l*cols + x, else x*cols + l */
+  const int v2 = p->acc.tc_zero != 0;
+  float lv[256];
+  int32_t le[256];
+  if (!src) {
+    if (f->bits > 8) return 0;
+    for (size_t c = 0; c < ((size_t)1 << f->bits); c++) {
+      const double d = exmy_decode(f, c);
+      lv[c] = isfinite(d) ? (float)d : NAN;
+      le[c] = isfinite(d) ? nominal_exp(d, f->emin, v2) : 0;
+    }
+  }
+  const uint8_t *codes = q->codes;
+  int finite = 1;
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(& : finite) if (nt > 1 && npan > 1)
+  for (size_t pn = 0; pn < npan; pn++) {
+    const size_t x0 = pn * w, xe = x0 + w < rows ? x0 + w : rows;
+    float acc = 0.0f; /* 0 * (sum of the values): NaN when one is not finite */
+    for (size_t l = 0; l < k; l++) {
+      unsigned kpos = 0;
+      for (size_t r = 0; r < w; r++) {
+        const size_t x = x0 + r, o = (pn * k + l) * w + r;
+        float fv = 0.0f;
+        int32_t fe = v2 ? ZERO_E : -126; /* padding columns: zeros */
+        if (x < xe) {
+          if (src) {
+            fv = (float)src[x * k + l];
+            fe = isfinite(src[x * k + l]) ? nominal_exp(src[x * k + l], f->emin, v2) : 0;
+          } else {
+            const uint8_t cd = codes[tr ? l * cols + x : x * cols + l];
+            fv = lv[cd];
+            fe = le[cd];
+          }
+        }
+        acc += 0.0f * fv;
+        v[o] = fv;
+        e[o] = fe;
+        kpos |= (unsigned)(fv > 0.0f) << r;
+        if (!which) sk[o] = signbit(fv) ? 0xFFFF : 0;
+      }
+      if (which) sk[pn * k + l] = (uint16_t)kpos;
+    }
+    finite &= acc == 0.0f;
+  }
+  return finite;
+}
+
 int exmy__gemm_fast_tc(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
   const exmy_accum *a = &p->acc;
   if (a->tc_align_rne || a->tc_norm_rne || p->style == GEMM_INNER) return 0;
@@ -202,34 +416,35 @@ int exmy__gemm_fast_tc(const gemm_plan *p, int nt, unsigned *flags, float *amax)
   const int wide = F + 2 + lg > 30;                                        /* int64 sums */
   if (fa->emin + fb->emin - 2 * F < -100) return 0;                       /* results stay normal */
   if (fa->emax + fb->emax + lk + 2 > F + 120) return 0;                   /* no overflow, 2^(f-emax) normal */
+  /* AVX-512 form: sums of up to 2^(F + 2 + lg) ulps stay in M's binade; M
+   * normal for the lowest emax (c's floor -126, the products', a zero's)
+   * and finite for the highest */
+  const int lo_e = -126 < fa->emin + fb->emin ? -126 : fa->emin + fb->emin;
+  const int use512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                     __builtin_cpu_supports("avx512bw") && !exmy__avx512_disabled() && F + 2 + lg <= 22 &&
+                     a->tc_out_frac <= 23 && (a->tc_zero ? (a->tc_zero < lo_e ? a->tc_zero : lo_e) : lo_e) - F + 23 >= -126 &&
+                     fa->emax + fb->emax + lk + 2 - F + 24 <= 127;
   const size_t m = p->m, n = p->n, k = p->k, npan = (n + TC_NR - 1) / TC_NR;
-  float *av = malloc((m * k + 1) * sizeof *av), *bv = calloc(npan * k * TC_NR + 1, sizeof *bv);
-  int32_t *ae = malloc((m * k + 1) * sizeof *ae), *be = malloc((npan * k * TC_NR + 1) * sizeof *be);
-  float *P = malloc((m * n + 1) * sizeof *P);
-  if (!av || !bv || !ae || !be || !P) {
-    free(av), free(bv), free(ae), free(be), free(P);
-    return 0;
-  }
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (size_t t = 0; t < m * k; t++) {
-    av[t] = (float)p->ad[t];
-    ae[t] = nominal_exp(p->ad[t], fa->emin, a->tc_zero != 0);
-  }
-  for (size_t t = 0; t < npan * k * TC_NR; t++) be[t] = a->tc_zero ? ZERO_E : -126; /* padding columns: zeros */
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (size_t j = 0; j < n; j++)
-    for (size_t l = 0; l < k; l++) {
-      const size_t o = (j / TC_NR) * k * TC_NR + l * TC_NR + j % TC_NR;
-      bv[o] = (float)p->bd[j * k + l];
-      be[o] = nominal_exp(p->bd[j * k + l], fb->emin, a->tc_zero != 0);
-    }
-  tc_ctx x = {p, av, ae, bv, be, P, wide};
+  const size_t na = m * k + 1, nb = npan * k * TC_NR + 1;
+  /* one buffer per operand: values, exponents, sign masks */
+  char *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, na * (sizeof(float) + sizeof(int32_t) + sizeof(uint16_t)));
+  char *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, nb * (sizeof(float) + sizeof(int32_t)) + (npan * k + 1) * sizeof(uint16_t));
+  float *P = exmy__gemm_ws_get(p->ws, GEMM_WS_P, (m * n + 1) * sizeof *P);
+  if (!A || !B || !P) return 0;
+  float *av = (float *)A, *bv = (float *)B;
+  int32_t *ae = (int32_t *)(A + na * sizeof(float)), *be = (int32_t *)(B + nb * sizeof(float));
+  uint16_t *ak = (uint16_t *)(A + na * (sizeof(float) + sizeof(int32_t)));
+  uint16_t *bk = (uint16_t *)(B + nb * (sizeof(float) + sizeof(int32_t)));
+  if (!tc_pack(p, 0, av, ae, ak, nt) || !tc_pack(p, 1, bv, be, bk, nt)) return 0;
+  tc_ctx x = {p, av, ae, bv, be, ak, bk, P, wide};
   const size_t blk = 16, nblk = (m + blk - 1) / blk;
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-  for (size_t b = 0; b < nblk; b++) tc_rows(&x, b * blk, (b + 1) * blk < m ? (b + 1) * blk : m);
-  free(av), free(bv), free(ae), free(be);
+  for (size_t b = 0; b < nblk; b++) {
+    const size_t i0 = b * blk, i1 = (b + 1) * blk < m ? (b + 1) * blk : m;
+    if (use512) tc_rows_512(&x, i0, i1);
+    else tc_rows(&x, i0, i1);
+  }
   *flags |= exmy__gemm_epilogue_all(p, P, nt, amax);
-  free(P);
   return 1;
 }
 #endif /* __x86_64__ */

@@ -1183,6 +1183,7 @@ static void sum_bits_case(gcase *g, uint64_t sd, const char *what) {
     }
 }
 
+static void part_anchor_zero(void);
 static void part_anchors(void) {
   /* the Hopper signature: A = B = 1/16, k = 32768 */
   static const struct { const char *model; float want; } hop[] = {
@@ -1463,6 +1464,42 @@ static void part_anchors(void) {
     run_case(&g);
     free_case(&g);
   }
+  part_anchor_zero();
+}
+
+/* tc zero rule (v2): a zero product (from a zero in A's row or in B's column) has
+ * exponent tc_zero.  tc:hopper,zero=-1, k = 34: the first group leaves c = 2^-10 (its
+ * zeros do not matter: a zero c already has exponent -1 there); in the second, x =
+ * 1.5 2^-14 and a zero product make emax = -1, so x is cut at 2^(-1 - 13) to 2^-14 (with
+ * no zero term, emax = -10 keeps x whole).  A = [2^-10, 0 x 31, x, z], B = ones but
+ * w = B[33][t]: z = 0, or z = 1 and w = 0 (other columns: 1 + 2^-10); t of 3 columns, a
+ * partial panel of the fast kernel; e5m2 operands, which the fast kernel takes. */
+static void part_anchor_zero(void) {
+  for (int zb = 0; zb < 2; zb++)
+    for (size_t t = 0; t < 3; t++) {
+      gcase g;
+      base_case(&g, 1, 3, 34, 0, 0);
+      set_model(&g, "tc:hopper,zero=-1");
+      g.what = zb ? "tc zero rule anchor: zero in B's column" : "tc zero rule anchor: zero in A's row";
+      make_operand(&g, 0, "e5m2", NULL, "none", P_ONES, 0, 0);
+      make_operand(&g, 1, "e5m2", NULL, "none", P_ONES, 0, 0);
+      exmy_rounding rr = exmy_rounding_default();
+      set_op_code(&g.A, &g, 0, 0, 0, exmy_from_double(&g.A.fmt, &rr, 0x1p-10, 0, NULL));
+      for (size_t l = 1; l < 32; l++) set_op_code(&g.A, &g, 0, 0, l, 0);
+      set_op_code(&g.A, &g, 0, 0, 32, exmy_from_double(&g.A.fmt, &rr, 0x1.8p-14, 0, NULL));
+      if (zb) set_op_code(&g.B, &g, 1, t, 33, 0);
+      else set_op_code(&g.A, &g, 0, 0, 33, 0);
+      gres r;
+      reference(&g, &r);
+      for (size_t j = 0; j < 3; j++) {
+        const double v = r.err ? NAN : exmy_decode(&g.df, r.d[j]);
+        const double want = zb && j != t ? 1.0 + 0x1p-10 : 0x1p-10 + 0x1p-14;
+        CHECK(v == want, "reference: %s column %zu gives %a, hand value %a", g.what, j, v, want);
+      }
+      free(r.d);
+      run_case(&g);
+      free_case(&g);
+    }
 }
 
 /* ======================================================================
@@ -1490,7 +1527,10 @@ static void pick_model(int t, char *buf, size_t len) {
   case 7: snprintf(buf, len, "chunk=%zu,inner=fp32", N); break;
   case 8: snprintf(buf, len, "chunk=%zu,inner=acc=f16", N); break;
   case 9: snprintf(buf, len, "chunk=%zu,inner=fp32:pairwise", N); break;
-  case 10: snprintf(buf, len, "tc"); break;
+  case 10: /* tc, or with a zero term's exponent above small products (v2's zero rule then decides emax) */
+    if (rndu(2)) snprintf(buf, len, "tc");
+    else snprintf(buf, len, "tc:hopper,zero=-%u", (unsigned)(1 + rndu(30)));
+    break;
   case 11: snprintf(buf, len, "tc:hopper-fastacc"); break;
   case 12: snprintf(buf, len, "tc:ada"); break;
   case 13: snprintf(buf, len, "tc:hopper-bf16"); break;
@@ -1502,8 +1542,10 @@ static void pick_model(int t, char *buf, size_t len) {
     int out = 1 + (int)rndu(23);
     int f = (int)rndu(36);
     size_t prom = rndu(3) ? 0 : (size_t)(1 + rndu(200));
-    snprintf(buf, len, "tc:g=%d,f=%d,out=%d,align=%s,norm=%s,promote=%zu", gs[rndu(7)], f, out,
-             rndu(2) ? "rne" : "trunc", rndu(2) ? "rne" : "trunc", prom);
+    char zero[24] = "v1";
+    if (rndu(3)) snprintf(zero, sizeof zero, "-%u", (unsigned)(1 + rndu(200)));
+    snprintf(buf, len, "tc:g=%d,f=%d,out=%d,align=%s,norm=%s,promote=%zu,zero=%s", gs[rndu(7)], f, out,
+             rndu(2) ? "rne" : "trunc", rndu(2) ? "rne" : "trunc", prom, zero);
     break;
   }
   case 18: snprintf(buf, len, "%s", (const char *[]){"tc:ampere-bf16", "tc:blackwell", "tc:ada-fastacc"}[rndu(3)]); break;
