@@ -29,6 +29,7 @@ typedef int64_t v16di __attribute__((vector_size(128)));
 typedef int32_t v8si __attribute__((vector_size(32)));
 typedef float v8sf __attribute__((vector_size(32)));
 #define TC_MR 4
+#define TC_MR5 4 /* rows of the AVX-512 tile */
 #define TC_NR 16
 
 typedef struct tc_ctx {
@@ -235,10 +236,12 @@ tc_tile_512(const tc_ctx *x, size_t ib, size_t jp, const int NRW, const int EZ) 
   const int32_t *ae = x->ae + ib * k;
   const uint16_t *ak = x->ak + ib * k;
   const __m512i cut = _mm512_set1_epi32((int32_t)(~0u << (23 - out)));
-  __m512 Fs[TC_MR], c[TC_MR], P[TC_MR], N[TC_MR], M[TC_MR];
-  __m512i em[TC_MR];
-  _Pragma("GCC unroll 4")
-  for (int r = 0; r < NRW; r++) Fs[r] = _mm512_setzero_ps();
+  /* fs: the promoted sums, in memory (touched once a piece); c is not live while the terms
+   * are summed, nor M (P + N is exact without it), so NRW rows fit the registers */
+  float fs[TC_MR5][TC_NR];
+  __m512 c[TC_MR5], P[TC_MR5], N[TC_MR5];
+  __m512i em[TC_MR5];
+  memset(fs, 0, sizeof fs);
   for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
     l1 = exmy__gemm_piece_end(p, l0);
     _Pragma("GCC unroll 4")
@@ -278,11 +281,11 @@ tc_tile_512(const tc_ctx *x, size_t ib, size_t jp, const int NRW, const int EZ) 
         }
         const __m512i emax = _mm512_max_epi32(em[r], ec);
         /* M = 1.5 2^(emax - F + 23): exponent field emax - F + 150 (normal: checked at dispatch) */
-        M[r] = _mm512_castsi512_ps(_mm512_or_si512(
+        const __m512 M = _mm512_castsi512_ps(_mm512_or_si512(
             _mm512_slli_epi32(_mm512_add_epi32(emax, _mm512_set1_epi32(150 - F)), 23), _mm512_set1_epi32(0x400000)));
         /* c is a term too: truncated at 2^T like the products */
-        P[r] = _mm512_add_round_ps(M[r], _mm512_max_ps(c[r], _mm512_setzero_ps()), TC_RZ);
-        N[r] = _mm512_add_round_ps(_mm512_sub_ps(_mm512_setzero_ps(), M[r]), _mm512_min_ps(c[r], _mm512_setzero_ps()),
+        P[r] = _mm512_add_round_ps(M, _mm512_max_ps(c[r], _mm512_setzero_ps()), TC_RZ);
+        N[r] = _mm512_add_round_ps(_mm512_sub_ps(_mm512_setzero_ps(), M), _mm512_min_ps(c[r], _mm512_setzero_ps()),
                                    TC_RZ);
       }
       if (g1 < l1) TC_EXP(g1, (g1 + g < l1 ? g1 + g : l1), em, lo);
@@ -300,21 +303,19 @@ tc_tile_512(const tc_ctx *x, size_t ib, size_t jp, const int NRW, const int EZ) 
       }
       _Pragma("GCC unroll 4")
       for (int r = 0; r < NRW; r++) {
-        const __m512 S = _mm512_add_ps(_mm512_sub_ps(P[r], M[r]), _mm512_add_ps(N[r], M[r]));
+        /* (M + sp) + (-M + sn), |sp|, |sn| < M / 3: within a factor 2, so exact (Sterbenz) */
+        const __m512 S = _mm512_add_ps(P[r], N[r]);
         c[r] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(S), cut)); /* truncated to out bits */
       }
     }
     if (promoted)
-      _Pragma("GCC unroll 4")
       for (int r = 0; r < NRW; r++) {
-        float cr[TC_NR], fr[TC_NR];
+        float cr[TC_NR];
         _mm512_storeu_ps(cr, c[r]);
-        _mm512_storeu_ps(fr, Fs[r]);
         for (int t = 0; t < TC_NR; t++) {
           const size_t i = ib + (size_t)r, j = jp * TC_NR + (size_t)t;
-          fr[t] = fmaf(j < n ? exmy__gemm_promote_w(p, i, j, l0) : 1.0f, cr[t], fr[t]);
+          fs[r][t] = fmaf(j < n ? exmy__gemm_promote_w(p, i, j, l0) : 1.0f, cr[t], fs[r][t]);
         }
-        Fs[r] = _mm512_loadu_ps(fr);
       }
   }
   const size_t nv = n - jp * TC_NR < TC_NR ? n - jp * TC_NR : TC_NR;
@@ -322,7 +323,7 @@ tc_tile_512(const tc_ctx *x, size_t ib, size_t jp, const int NRW, const int EZ) 
   _Pragma("GCC unroll 4")
   for (int r = 0; r < NRW; r++)
     _mm512_mask_storeu_ps(x->out + (ib + (size_t)r) * n + jp * TC_NR, kout,
-                          promoted ? Fs[r] : (k ? c[r] : _mm512_setzero_ps()));
+                          promoted ? _mm512_loadu_ps(fs[r]) : (k ? c[r] : _mm512_setzero_ps()));
 }
 
 #undef TC_EXP
@@ -333,10 +334,10 @@ __attribute__((target("avx512f,avx512dq,avx512bw"))) static void tc_rows_512(con
   for (size_t jp = 0; jp < npan; jp++) {
     size_t ib = i0;
     if (ez) {
-      for (; ib + TC_MR <= i1; ib += TC_MR) tc_tile_512(x, ib, jp, TC_MR, 1);
+      for (; ib + TC_MR5 <= i1; ib += TC_MR5) tc_tile_512(x, ib, jp, TC_MR5, 1);
       for (; ib < i1; ib++) tc_tile_512(x, ib, jp, 1, 1);
     } else {
-      for (; ib + TC_MR <= i1; ib += TC_MR) tc_tile_512(x, ib, jp, TC_MR, 0);
+      for (; ib + TC_MR5 <= i1; ib += TC_MR5) tc_tile_512(x, ib, jp, TC_MR5, 0);
       for (; ib < i1; ib++) tc_tile_512(x, ib, jp, 1, 0);
     }
   }
