@@ -355,52 +355,74 @@ static int tc_pack(const gemm_plan *p, int which, float *v, int32_t *e, uint16_t
   const exmy_format *f = &q->fmt;
   const double *src = which ? p->bd : p->ad;
   const size_t k = p->k, rows = which ? p->n : p->m, cols = q->cols;
-  const size_t w = which ? TC_NR : 1, npan = (rows + w - 1) / w;
+  const size_t nblk = (rows + TC_NR - 1) / TC_NR;
   const int tr = which ? !p->tb : p->ta; /* 1: element (x, l) stored at l*cols + x, else x*cols + l */
   const int v2 = p->acc.tc_zero != 0;
   float lv[256];
   int32_t le[256];
+  uint8_t bad[256]; /* 1: not finite */
   if (!src) {
     if (f->bits > 8) return 0;
     for (size_t c = 0; c < ((size_t)1 << f->bits); c++) {
       const double d = exmy_decode(f, c);
-      lv[c] = isfinite(d) ? (float)d : NAN;
-      le[c] = isfinite(d) ? nominal_exp(d, f->emin, v2) : 0;
+      bad[c] = !isfinite(d);
+      lv[c] = bad[c] ? 0.0f : (float)d;
+      le[c] = bad[c] ? 0 : nominal_exp(d, f->emin, v2);
     }
   }
   const uint8_t *codes = q->codes;
-  int finite = 1;
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(& : finite) if (nt > 1 && npan > 1)
-  for (size_t pn = 0; pn < npan; pn++) {
-    const size_t x0 = pn * w, xe = x0 + w < rows ? x0 + w : rows;
-    float acc = 0.0f; /* 0 * (sum of the values): NaN when one is not finite */
-    for (size_t l = 0; l < k; l++) {
-      unsigned kpos = 0;
-      for (size_t r = 0; r < w; r++) {
-        const size_t x = x0 + r, o = (pn * k + l) * w + r;
-        float fv = 0.0f;
-        int32_t fe = v2 ? ZERO_E : -126; /* padding columns: zeros */
-        if (x < xe) {
-          if (src) {
-            fv = (float)src[x * k + l];
-            fe = isfinite(src[x * k + l]) ? nominal_exp(src[x * k + l], f->emin, v2) : 0;
-          } else {
-            const uint8_t cd = codes[tr ? l * cols + x : x * cols + l];
-            fv = lv[cd];
-            fe = le[cd];
-          }
+  int nonfinite = 0;
+  /* 16 rows (A) or columns (B) at a time: B's panels with l outer (a panel is written in
+   * order); A's rows in pieces of 64 l each (a row written in order: 16 rows with l
+   * outer would store 4 KiB apart when k = 1024, into the same cache set) */
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : nonfinite) if (nt > 1 && nblk > 1)
+  for (size_t pn = 0; pn < nblk; pn++) {
+    const size_t x0 = pn * TC_NR, xe = x0 + TC_NR < rows ? x0 + TC_NR : rows;
+    int nf = 0;
+#define TC_ELEM(X, L, FV, FE)                                                                                         \
+  do {                                                                                                                \
+    if (src) {                                                                                                        \
+      const double d_ = src[(X) * k + (L)];                                                                           \
+      nf |= !isfinite(d_);                                                                                            \
+      FV = (float)d_;                                                                                                 \
+      FE = isfinite(d_) ? nominal_exp(d_, f->emin, v2) : 0;                                                           \
+    } else {                                                                                                          \
+      const uint8_t cd_ = codes[tr ? (L) * cols + (X) : (X) * cols + (L)];                                            \
+      nf |= bad[cd_];                                                                                                 \
+      FV = lv[cd_];                                                                                                   \
+      FE = le[cd_];                                                                                                   \
+    }                                                                                                                 \
+  } while (0)
+    if (which) {
+      for (size_t l = 0; l < k; l++) {
+        unsigned kpos = 0;
+        for (size_t x = x0; x < x0 + TC_NR; x++) {
+          float fv = 0.0f;
+          int32_t fe = v2 ? ZERO_E : -126; /* padding columns: zeros */
+          if (x < xe) TC_ELEM(x, l, fv, fe);
+          const size_t o = (pn * k + l) * TC_NR + (x - x0);
+          v[o] = fv;
+          e[o] = fe;
+          kpos |= (unsigned)(fv > 0.0f) << (x - x0);
         }
-        acc += 0.0f * fv;
-        v[o] = fv;
-        e[o] = fe;
-        kpos |= (unsigned)(fv > 0.0f) << r;
-        if (!which) sk[o] = signbit(fv) ? 0xFFFF : 0;
+        sk[pn * k + l] = (uint16_t)kpos;
       }
-      if (which) sk[pn * k + l] = (uint16_t)kpos;
+    } else {
+      for (size_t l0 = 0; l0 < k; l0 += 64)
+        for (size_t x = x0; x < xe; x++)
+          for (size_t l = l0; l < k && l < l0 + 64; l++) {
+            float fv;
+            int32_t fe;
+            TC_ELEM(x, l, fv, fe);
+            v[x * k + l] = fv;
+            e[x * k + l] = fe;
+            sk[x * k + l] = signbit(fv) ? 0xFFFF : 0;
+          }
     }
-    finite &= acc == 0.0f;
+#undef TC_ELEM
+    nonfinite |= nf;
   }
-  return finite;
+  return !nonfinite;
 }
 
 int exmy__gemm_fast_tc(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
