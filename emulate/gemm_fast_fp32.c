@@ -50,7 +50,8 @@ static int opdec_init(opdec *d, gemm_ws *ws, int w, const exmy_qtensor *q) {
               : -1;
   if (d->sh >= 0) return 0;
   if (f->bits <= 8) {
-    for (size_t c = 0; c < ((size_t)1 << f->bits); c++) d->lut8[c] = (float)exmy_decode(f, c);
+    /* every byte: a code with bits above the format's decodes as NaN, as the reference reads it */
+    for (size_t c = 0; c < 256; c++) d->lut8[c] = (float)exmy_decode(f, c);
     d->lut = d->lut8;
   } else if (f->bits <= 16) {
     d->lut = exmy__gemm_ws_lut16(ws, w, f);

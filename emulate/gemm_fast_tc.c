@@ -36,7 +36,7 @@ typedef struct tc_ctx {
   const gemm_plan *p;
   const float *av; const int32_t *ae;   /* op(A): m x k values and nominal exponents */
   const float *bv; const int32_t *be;   /* op(B) panels: [panel][l][16] */
-  const uint16_t *ak, *bk;              /* sign masks: 0xFFFF where a < 0 (m x k); bit t where b[l][t] > 0 */
+  const uint16_t *ak, *bk;              /* sign masks: 0xFFFF where a's sign bit is set (-0 too) (m x k); bit t where b[l][t] > 0 */
   float *out;                           /* m x n: the model's P (promoted F) */
   int wide;                             /* int64 sums */
 } tc_ctx;
@@ -234,7 +234,7 @@ row_has_zero(const int32_t *e, size_t g0, size_t g1) {
  * of M = 1.5 2^(T + 23), T = emax - F (see the file's comment): P = M, N = -M,
  * c split by sign into them, then P += a b where the product is positive and
  * N += a b elsewhere (a zero product adds exactly 0 to either); the sum is
- * (P - M) + (N + M), both exact, cut to `out` fraction bits. */
+ * P + N (exact), cut to `out` fraction bits. */
 __attribute__((target("avx512f,avx512dq,avx512bw"))) static inline __attribute__((always_inline)) void
 tc_tile_512(const tc_ctx *x, size_t ib, size_t jp, const int NRW, const int EZ) {
   const gemm_plan *p = x->p;
@@ -373,7 +373,9 @@ static int tc_pack(const gemm_plan *p, int which, float *v, int32_t *e, uint16_t
   uint8_t bad[256]; /* 1: not finite */
   if (!src) {
     if (f->bits > 8) return 0;
-    for (size_t c = 0; c < ((size_t)1 << f->bits); c++) {
+    /* every byte: a code with bits above the format's decodes as NaN (not finite), as the
+     * reference reads it */
+    for (size_t c = 0; c < 256; c++) {
       const double d = exmy_decode(f, c);
       bad[c] = !isfinite(d);
       lv[c] = bad[c] ? 0.0f : (float)d;

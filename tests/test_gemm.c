@@ -1184,6 +1184,7 @@ static void sum_bits_case(gcase *g, uint64_t sd, const char *what) {
 }
 
 static void part_anchor_zero(void);
+static void part_anchor_oor(void);
 static void part_anchors(void) {
   /* the Hopper signature: A = B = 1/16, k = 32768 */
   static const struct { const char *model; float want; } hop[] = {
@@ -1465,6 +1466,7 @@ static void part_anchors(void) {
     free_case(&g);
   }
   part_anchor_zero();
+  part_anchor_oor();
 }
 
 /* tc zero rule (v2): a zero product (from a zero in A's row or in B's column) has
@@ -1500,6 +1502,28 @@ static void part_anchor_zero(void) {
       run_case(&g);
       free_case(&g);
     }
+}
+
+/* A byte with bits above a sub-byte format's (0x12 in e2m1fn) decodes as NaN, in the
+ * reference and in the kernels that read codes through a table (fp32, exact, tc). */
+static void part_anchor_oor(void) {
+  static const char *models[] = {"fp32", "exact", "tc:hopper", "chunk=4,inner=fp32"};
+  for (size_t t = 0; t < sizeof models / sizeof *models; t++) {
+    gcase g;
+    base_case(&g, 4, 4, 8, 0, 0);
+    set_model(&g, models[t]);
+    g.what = "a code above e2m1fn's 4 bits (0x12) in A[0][3]";
+    make_operand(&g, 0, "e2m1fn", NULL, "none", P_ONES, 0, 0);
+    make_operand(&g, 1, "e2m1fn", NULL, "none", P_ONES, 0, 0);
+    ((uint8_t *)g.A.codes)[3] = 0x12;
+    gres r;
+    reference(&g, &r);
+    const double v = r.err ? 0.0 : exmy_decode(&g.df, r.d[0]);
+    CHECK(isnan(v), "reference: %s with %s gives %a, not NaN", g.what, models[t], v);
+    free(r.d);
+    run_case(&g);
+    free_case(&g);
+  }
 }
 
 /* ======================================================================
