@@ -35,8 +35,7 @@ typedef struct opdec {
   const exmy_format *f;
   const void *codes;
   int sh;             /* >= 0: binary32 or a truncation of it (bf16, E8My), the code shifted left sh bits is the float */
-  const float *lut;   /* else the value of every code (formats of <= 16 bits) */
-  float lut8[256];
+  const float *lut;   /* else the value of every code (formats of <= 16 bits; the workspace's) */
 } opdec;
 
 static int opdec_init(opdec *d, gemm_ws *ws, int w, const exmy_qtensor *q) {
@@ -50,9 +49,7 @@ static int opdec_init(opdec *d, gemm_ws *ws, int w, const exmy_qtensor *q) {
               : -1;
   if (d->sh >= 0) return 0;
   if (f->bits <= 8) {
-    /* every byte: a code with bits above the format's decodes as NaN, as the reference reads it */
-    for (size_t c = 0; c < 256; c++) d->lut8[c] = (float)exmy_decode(f, c);
-    d->lut = d->lut8;
+    d->lut = exmy__gemm_ws_lut8(ws, w, f); /* every byte: above the format's bits, NaN */
   } else if (f->bits <= 16) {
     d->lut = exmy__gemm_ws_lut16(ws, w, f);
     if (!d->lut) return -1;

@@ -378,13 +378,13 @@ static int tc_pack(const gemm_plan *p, int which, float *v, int32_t *e, uint16_t
   uint8_t bad[256]; /* 1: not finite */
   if (!src) {
     if (f->bits > 8) return 0;
-    /* every byte: a code with bits above the format's decodes as NaN (not finite), as the
-     * reference reads it */
+    /* every byte (a code with bits above the format's is NaN), from the workspace's table,
+     * kept across calls: decoding 256 codes per call cost more than small GEMMs */
+    const float *t = exmy__gemm_ws_lut8(p->ws, which, f);
     for (size_t c = 0; c < 256; c++) {
-      const double d = exmy_decode(f, c);
-      bad[c] = !isfinite(d);
-      lv[c] = bad[c] ? 0.0f : (float)d;
-      le[c] = bad[c] ? 0 : nominal_exp(d, f->emin, v2);
+      bad[c] = !isfinite(t[c]);
+      lv[c] = bad[c] ? 0.0f : t[c];
+      le[c] = bad[c] ? 0 : nominal_exp(t[c], f->emin, v2);
     }
   }
   const uint8_t *codes = q->codes;

@@ -31,12 +31,18 @@ typedef struct gemm_ws {
   size_t cap[GEMM_WS_NBUF];
   exmy_format lut_fmt[2];
   float *lut16[2];       /* value (float) of every code of lut_fmt[w] (A: 0, B: 1) */
+  exmy_format lut8_fmt[2];
+  int lut8_ok[2];
+  float lut8[2][256];    /* value (float) of every byte as a code of lut8_fmt[w] (NaN above its bits) */
 } gemm_ws;
 
 /* Buffer slot of ws with room for bytes (NULL: out of memory). */
 void *exmy__gemm_ws_get(gemm_ws *ws, int slot, size_t bytes);
 /* The float table of fmt's codes for operand w (NULL: out of memory). */
 const float *exmy__gemm_ws_lut16(gemm_ws *ws, int w, const exmy_format *fmt);
+/* The float table of every byte as a code of fmt (<= 8 bits) for operand w:
+ * a code with bits above fmt's decodes as NaN, as the reference reads it. */
+const float *exmy__gemm_ws_lut8(gemm_ws *ws, int w, const exmy_format *fmt);
 void exmy__gemm_ws_release(gemm_ws *ws);
 
 typedef struct gemm_plan {

@@ -1,7 +1,7 @@
 /* gemm_ws.c: the GEMM workspace (exmy_gemm_ws): the packed operands, the
  * partial sums and the scales of a GEMM kept across calls, so a training
  * step's repeated shapes allocate (and fault in) nothing after the first
- * call; and the decode tables of 16-bit operand formats. */
+ * call; and the decode tables of the operand formats (8 and 16 bits). */
 #include "emulate/gemm_internal.h"
 
 #include <stdlib.h>
@@ -29,6 +29,14 @@ const float *exmy__gemm_ws_lut16(gemm_ws *ws, int w, const exmy_format *fmt) {
   ws->lut16[w] = t;
   ws->lut_fmt[w] = *fmt;
   return t;
+}
+
+const float *exmy__gemm_ws_lut8(gemm_ws *ws, int w, const exmy_format *fmt) {
+  if (ws->lut8_ok[w] && !memcmp(&ws->lut8_fmt[w], fmt, sizeof *fmt)) return ws->lut8[w];
+  for (size_t c = 0; c < 256; c++) ws->lut8[w][c] = (float)exmy_decode(fmt, c);
+  ws->lut8_fmt[w] = *fmt;
+  ws->lut8_ok[w] = 1;
+  return ws->lut8[w];
 }
 
 void exmy__gemm_ws_release(gemm_ws *ws) {
