@@ -360,6 +360,77 @@ __attribute__((target("avx512f,avx512dq,avx512bw"))) static void tc_rows_512(con
 
 /* ---- operands ---- */
 
+#define TC_512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl")))
+
+/* 16 codes (the lanes of km; the rest are padding zeros with exponent ze)
+ * through the table lv (value, inf/NaN kept), the nominal exponents from the
+ * values: values and exponents stored at v and e (km's lanes, or all 16 when
+ * pad), and either A's sign masks (ska: 0xFFFF where the sign bit is set) or
+ * B's positive-lane mask (*kpos).  Returns whether a value is not finite. */
+TC_512 static inline __attribute__((always_inline)) int pack16_512(__m512i idx, __mmask16 km, int pad, const float *lv,
+                                                                   int32_t emin, int32_t ze, float *v, int32_t *e,
+                                                                   uint16_t *ska, uint16_t *kpos) {
+  const __m512 val = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), km, idx, lv, 4);
+  /* max(floor(log2 |x|), emin) from the value (exact in float, never a float subnormal:
+   * emin >= -126), ze for zeros and padding */
+  const __mmask16 nz = _mm512_mask_cmp_ps_mask(km, val, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+  const __m512i ex = _mm512_mask_max_epi32(_mm512_set1_epi32(ze), nz, _mm512_cvttps_epi32(_mm512_getexp_ps(val)),
+                                           _mm512_set1_epi32(emin));
+  const __mmask16 ks = pad ? (__mmask16)0xFFFF : km;
+  _mm512_mask_storeu_ps(v, ks, val);
+  _mm512_mask_storeu_epi32(e, ks, ex);
+  if (ska) _mm256_mask_storeu_epi16(ska, km, _mm512_cvtepi32_epi16(_mm512_srai_epi32(_mm512_castps_si512(val), 31)));
+  if (kpos) *kpos = (uint16_t)_mm512_cmp_ps_mask(val, _mm512_setzero_ps(), _CMP_GT_OQ);
+  return _mm512_fpclass_ps_mask(val, 0x99) != 0; /* QNaN, SNaN, +inf, -inf */
+}
+
+/* n <= 16 codes as 32-bit lanes: contiguous (a load, masked for a tail) or
+ * with a stride (scalar loads straight into the vector: no store and reload). */
+TC_512 static inline __attribute__((always_inline)) __m512i codes16(const uint8_t *c, size_t stride, size_t nl) {
+  if (stride == 1)
+    return _mm512_cvtepu8_epi32(nl >= 16 ? _mm_loadu_si128((const __m128i *)c)
+                                         : _mm_maskz_loadu_epi8((__mmask16)((1u << nl) - 1), c));
+  int32_t t[16];
+  for (size_t i = 0; i < 16; i++) t[i] = i < nl ? c[i * stride] : 0;
+  return _mm512_set_epi32(t[15], t[14], t[13], t[12], t[11], t[10], t[9], t[8], t[7], t[6], t[5], t[4], t[3], t[2],
+                          t[1], t[0]);
+}
+
+/* tc_pack's AVX-512 form for 8-bit codes: 16 codes a vector through a gather
+ * from the table (inf and NaN kept in lv, so a class test finds them). */
+TC_512 static int tc_pack_512(const gemm_plan *p, int which, const float *lv, float *v, int32_t *e, uint16_t *sk,
+                              int nt) {
+  const exmy_qtensor *q = which ? p->B : p->A;
+  const size_t k = p->k, rows = which ? p->n : p->m, cols = q->cols;
+  const size_t nblk = (rows + TC_NR - 1) / TC_NR;
+  const int tr = which ? !p->tb : p->ta; /* 1: element (x, l) stored at l*cols + x, else x*cols + l */
+  const int32_t ze = p->acc.tc_zero ? ZERO_E : -126, emin = q->fmt.emin;
+  const uint8_t *codes = q->codes;
+  int nonfinite = 0;
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : nonfinite) if (nt > 1 && nblk > 1)
+  for (size_t pn = 0; pn < nblk; pn++) {
+    const size_t x0 = pn * TC_NR, xe = x0 + TC_NR < rows ? x0 + TC_NR : rows, nx = xe - x0;
+    const __mmask16 kx = (__mmask16)((1u << nx) - 1);
+    int nf = 0;
+    if (which) /* B: a panel, l by l */
+      for (size_t l = 0; l < k; l++) {
+        const __m512i idx = tr ? codes16(codes + l * cols + x0, 1, nx) : codes16(codes + x0 * cols + l, cols, nx);
+        const size_t o = (pn * k + l) * TC_NR;
+        nf |= pack16_512(idx, kx, 1, lv, emin, ze, v + o, e + o, NULL, sk + pn * k + l);
+      }
+    else /* A: rows, 16 l at a time */
+      for (size_t x = x0; x < xe; x++)
+        for (size_t l0 = 0; l0 < k; l0 += TC_NR) {
+          const size_t nl = k - l0 < TC_NR ? k - l0 : TC_NR;
+          const __m512i idx = tr ? codes16(codes + l0 * cols + x, cols, nl) : codes16(codes + x * cols + l0, 1, nl);
+          nf |= pack16_512(idx, (__mmask16)((1u << nl) - 1), 0, lv, emin, ze, v + x * k + l0, e + x * k + l0,
+                           sk + x * k + l0, NULL);
+        }
+    nonfinite |= nf;
+  }
+  return !nonfinite;
+}
+
 /* op(A) (which 0: rows = m, row-major m x k) or op(B)^T (which 1: panels
  * [panel][l][16], zero padded) as floats, nominal exponents and sign masks:
  * from the decoded doubles when the plan has them, else from 8-bit codes
@@ -373,11 +444,15 @@ static int tc_pack(const gemm_plan *p, int which, float *v, int32_t *e, uint16_t
   const size_t nblk = (rows + TC_NR - 1) / TC_NR;
   const int tr = which ? !p->tb : p->ta; /* 1: element (x, l) stored at l*cols + x, else x*cols + l */
   const int v2 = p->acc.tc_zero != 0;
+  if (!src && f->bits > 8) return 0;
+  /* (emin >= -126: no value is a float subnormal, which a DAZ caller's getexp would miss) */
+  if (!src && f->emin >= -126 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && !exmy__avx512_disabled())
+    return tc_pack_512(p, which, exmy__gemm_ws_lut8(p->ws, which, f), v, e, sk, nt);
   float lv[256];
   int32_t le[256];
   uint8_t bad[256]; /* 1: not finite */
   if (!src) {
-    if (f->bits > 8) return 0;
     /* every byte (a code with bits above the format's is NaN), from the workspace's table,
      * kept across calls: decoding 256 codes per call cost more than small GEMMs */
     const float *t = exmy__gemm_ws_lut8(p->ws, which, f);

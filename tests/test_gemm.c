@@ -1524,6 +1524,21 @@ static void part_anchor_oor(void) {
     run_case(&g);
     free_case(&g);
   }
+  /* an infinite operand (e5m2 +inf in A[0][3], -inf in B[5][1]), k = 40: the kernels that
+   * pack codes must find it and leave the problem to the reference */
+  for (size_t t = 0; t < sizeof models / sizeof *models; t++) {
+    gcase g;
+    base_case(&g, 4, 4, 40, 0, 0); /* two tc groups: an inf c enters the second */
+    set_model(&g, models[t]);
+    g.what = "e5m2 +inf in A[0][3] and -inf in B[5][1]";
+    make_operand(&g, 0, "e5m2", NULL, "none", P_ONES, 0, 0);
+    make_operand(&g, 1, "e5m2", NULL, "none", P_ONES, 0, 0);
+    exmy_rounding rr = exmy_rounding_default();
+    set_op_code(&g.A, &g, 0, 0, 3, exmy_from_double(&g.A.fmt, &rr, INFINITY, 0, NULL));
+    set_op_code(&g.B, &g, 1, 1, 5, exmy_from_double(&g.B.fmt, &rr, -INFINITY, 0, NULL));
+    run_case(&g);
+    free_case(&g);
+  }
 }
 
 /* ======================================================================
