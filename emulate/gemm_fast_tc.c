@@ -371,8 +371,8 @@ TC_512 static inline __attribute__((always_inline)) int pack16_512(__m512i idx, 
                                                                    int32_t emin, int32_t ze, float *v, int32_t *e,
                                                                    uint16_t *ska, uint16_t *kpos) {
   const __m512 val = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), km, idx, lv, 4);
-  /* max(floor(log2 |x|), emin) from the value (exact in float, never a float subnormal:
-   * emin >= -126), ze for zeros and padding */
+  /* max(floor(log2 |x|), emin) from the value (exact in float; getexp takes float
+   * subnormals too), ze for zeros and padding */
   const __mmask16 nz = _mm512_mask_cmp_ps_mask(km, val, _mm512_setzero_ps(), _CMP_NEQ_UQ);
   const __m512i ex = _mm512_mask_max_epi32(_mm512_set1_epi32(ze), nz, _mm512_cvttps_epi32(_mm512_getexp_ps(val)),
                                            _mm512_set1_epi32(emin));
@@ -445,8 +445,7 @@ static int tc_pack(const gemm_plan *p, int which, float *v, int32_t *e, uint16_t
   const int tr = which ? !p->tb : p->ta; /* 1: element (x, l) stored at l*cols + x, else x*cols + l */
   const int v2 = p->acc.tc_zero != 0;
   if (!src && f->bits > 8) return 0;
-  /* (emin >= -126: no value is a float subnormal, which a DAZ caller's getexp would miss) */
-  if (!src && f->emin >= -126 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+  if (!src && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && !exmy__avx512_disabled())
     return tc_pack_512(p, which, exmy__gemm_ws_lut8(p->ws, which, f), v, e, sk, nt);
   float lv[256];
