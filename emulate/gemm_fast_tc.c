@@ -396,38 +396,43 @@ TC_512 static inline __attribute__((always_inline)) __m512i codes16(const uint8_
                           t[1], t[0]);
 }
 
-/* tc_pack's AVX-512 form for 8-bit codes: 16 codes a vector through a gather
- * from the table (inf and NaN kept in lv, so a class test finds them). */
-TC_512 static int tc_pack_512(const gemm_plan *p, int which, const float *lv, float *v, int32_t *e, uint16_t *sk,
-                              int nt) {
+/* tc_pack's AVX-512 form for 8-bit codes, block pn (16 rows of A or a panel
+ * of B): 16 codes a vector through a gather from the table (inf and NaN kept
+ * in lv, so a class test finds them).  Returns whether a value is not finite.
+ * (A function of its own: clang does not give an OpenMP region's body its
+ * function's target.) */
+TC_512 static int tc_pack_blk_512(const gemm_plan *p, int which, const float *lv, float *v, int32_t *e, uint16_t *sk,
+                                  size_t pn) {
   const exmy_qtensor *q = which ? p->B : p->A;
   const size_t k = p->k, rows = which ? p->n : p->m, cols = q->cols;
-  const size_t nblk = (rows + TC_NR - 1) / TC_NR;
   const int tr = which ? !p->tb : p->ta; /* 1: element (x, l) stored at l*cols + x, else x*cols + l */
   const int32_t ze = p->acc.tc_zero ? ZERO_E : -126, emin = q->fmt.emin;
   const uint8_t *codes = q->codes;
+  const size_t x0 = pn * TC_NR, xe = x0 + TC_NR < rows ? x0 + TC_NR : rows, nx = xe - x0;
+  const __mmask16 kx = (__mmask16)((1u << nx) - 1);
+  int nf = 0;
+  if (which) /* B: a panel, l by l */
+    for (size_t l = 0; l < k; l++) {
+      const __m512i idx = tr ? codes16(codes + l * cols + x0, 1, nx) : codes16(codes + x0 * cols + l, cols, nx);
+      const size_t o = (pn * k + l) * TC_NR;
+      nf |= pack16_512(idx, kx, 1, lv, emin, ze, v + o, e + o, NULL, sk + pn * k + l);
+    }
+  else /* A: rows, 16 l at a time */
+    for (size_t x = x0; x < xe; x++)
+      for (size_t l0 = 0; l0 < k; l0 += TC_NR) {
+        const size_t nl = k - l0 < TC_NR ? k - l0 : TC_NR;
+        const __m512i idx = tr ? codes16(codes + l0 * cols + x, cols, nl) : codes16(codes + x * cols + l0, 1, nl);
+        nf |= pack16_512(idx, (__mmask16)((1u << nl) - 1), 0, lv, emin, ze, v + x * k + l0, e + x * k + l0,
+                         sk + x * k + l0, NULL);
+      }
+  return nf;
+}
+
+static int tc_pack_512(const gemm_plan *p, int which, const float *lv, float *v, int32_t *e, uint16_t *sk, int nt) {
+  const size_t rows = which ? p->n : p->m, nblk = (rows + TC_NR - 1) / TC_NR;
   int nonfinite = 0;
 #pragma omp parallel for num_threads(nt) schedule(static) reduction(| : nonfinite) if (nt > 1 && nblk > 1)
-  for (size_t pn = 0; pn < nblk; pn++) {
-    const size_t x0 = pn * TC_NR, xe = x0 + TC_NR < rows ? x0 + TC_NR : rows, nx = xe - x0;
-    const __mmask16 kx = (__mmask16)((1u << nx) - 1);
-    int nf = 0;
-    if (which) /* B: a panel, l by l */
-      for (size_t l = 0; l < k; l++) {
-        const __m512i idx = tr ? codes16(codes + l * cols + x0, 1, nx) : codes16(codes + x0 * cols + l, cols, nx);
-        const size_t o = (pn * k + l) * TC_NR;
-        nf |= pack16_512(idx, kx, 1, lv, emin, ze, v + o, e + o, NULL, sk + pn * k + l);
-      }
-    else /* A: rows, 16 l at a time */
-      for (size_t x = x0; x < xe; x++)
-        for (size_t l0 = 0; l0 < k; l0 += TC_NR) {
-          const size_t nl = k - l0 < TC_NR ? k - l0 : TC_NR;
-          const __m512i idx = tr ? codes16(codes + l0 * cols + x, cols, nl) : codes16(codes + x * cols + l0, 1, nl);
-          nf |= pack16_512(idx, (__mmask16)((1u << nl) - 1), 0, lv, emin, ze, v + x * k + l0, e + x * k + l0,
-                           sk + x * k + l0, NULL);
-        }
-    nonfinite |= nf;
-  }
+  for (size_t pn = 0; pn < nblk; pn++) nonfinite |= tc_pack_blk_512(p, which, lv, v, e, sk, pn);
   return !nonfinite;
 }
 
