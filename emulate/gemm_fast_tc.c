@@ -29,7 +29,6 @@ typedef int64_t v16di __attribute__((vector_size(128)));
 typedef int32_t v8si __attribute__((vector_size(32)));
 typedef float v8sf __attribute__((vector_size(32)));
 #define TC_MR 4
-#define TC_MR5 4 /* rows of the AVX-512 tile */
 #define TC_NR 16
 
 typedef struct tc_ctx {
@@ -216,6 +215,13 @@ static void tc_rows(const tc_ctx *x, size_t i0, size_t i1) {
 /* ---- AVX-512: the terms by FMAs rounded toward zero ---- */
 #include <immintrin.h>
 
+/* The AVX-512 kernel and pack run here (both need F, DQ, BW; the pack's masked byte
+ * loads VL); EXMY_NO_AVX512=1 turns them off. */
+static int cpu512(void) {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") && !exmy__avx512_disabled();
+}
+
 #define TC_RZ (_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)
 
 /* Whether the exponents e[g0..g1) have a zero's (v2: ZERO_E), 16 at a time
@@ -250,9 +256,9 @@ tc_tile_512(const tc_ctx *x, size_t ib, size_t jp, const int NRW, const int EZ) 
   const __m512i cut = _mm512_set1_epi32((int32_t)(~0u << (23 - out)));
   /* fs: the promoted sums, in memory (touched once a piece); c is not live while the terms
    * are summed, nor M (P + N is exact without it), so NRW rows fit the registers */
-  float fs[TC_MR5][TC_NR];
-  __m512 c[TC_MR5], P[TC_MR5], N[TC_MR5];
-  __m512i em[TC_MR5];
+  float fs[TC_MR][TC_NR];
+  __m512 c[TC_MR], P[TC_MR], N[TC_MR];
+  __m512i em[TC_MR];
   memset(fs, 0, sizeof fs);
   for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
     l1 = exmy__gemm_piece_end(p, l0);
@@ -349,10 +355,10 @@ __attribute__((target("avx512f,avx512dq,avx512bw"))) static void tc_rows_512(con
   for (size_t jp = 0; jp < npan; jp++) {
     size_t ib = i0;
     if (ez) {
-      for (; ib + TC_MR5 <= i1; ib += TC_MR5) tc_tile_512(x, ib, jp, TC_MR5, 1);
+      for (; ib + TC_MR <= i1; ib += TC_MR) tc_tile_512(x, ib, jp, TC_MR, 1);
       for (; ib < i1; ib++) tc_tile_512(x, ib, jp, 1, 1);
     } else {
-      for (; ib + TC_MR5 <= i1; ib += TC_MR5) tc_tile_512(x, ib, jp, TC_MR5, 0);
+      for (; ib + TC_MR <= i1; ib += TC_MR) tc_tile_512(x, ib, jp, TC_MR, 0);
       for (; ib < i1; ib++) tc_tile_512(x, ib, jp, 1, 0);
     }
   }
@@ -450,9 +456,7 @@ static int tc_pack(const gemm_plan *p, int which, float *v, int32_t *e, uint16_t
   const int tr = which ? !p->tb : p->ta; /* 1: element (x, l) stored at l*cols + x, else x*cols + l */
   const int v2 = p->acc.tc_zero != 0;
   if (!src && f->bits > 8) return 0;
-  if (!src && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && !exmy__avx512_disabled())
-    return tc_pack_512(p, which, exmy__gemm_ws_lut8(p->ws, which, f), v, e, sk, nt);
+  if (!src && cpu512()) return tc_pack_512(p, which, exmy__gemm_ws_lut8(p->ws, which, f), v, e, sk, nt);
   float lv[256];
   int32_t le[256];
   uint8_t bad[256]; /* 1: not finite */
@@ -539,8 +543,7 @@ int exmy__gemm_fast_tc(const gemm_plan *p, int nt, unsigned *flags, float *amax)
    * normal for the lowest emax (c's floor -126, the products', a zero's)
    * and finite for the highest */
   const int lo_e = -126 < fa->emin + fb->emin ? -126 : fa->emin + fb->emin;
-  const int use512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                     __builtin_cpu_supports("avx512bw") && !exmy__avx512_disabled() && F + 2 + lg <= 22 &&
+  const int use512 = cpu512() && F + 2 + lg <= 22 &&
                      a->tc_out_frac <= 23 && (a->tc_zero ? (a->tc_zero < lo_e ? a->tc_zero : lo_e) : lo_e) - F + 23 >= -126 &&
                      fa->emax + fb->emax + lk + 2 - F + 24 <= 127;
   const size_t m = p->m, n = p->n, k = p->k, npan = (n + TC_NR - 1) / TC_NR;
