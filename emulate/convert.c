@@ -664,7 +664,7 @@ int exmy__f32q_run_g32(const exmy__f32q *q, const float *x, size_t n, const floa
  * reads as 0 here, and in the exact path's conversion to double too; the
  * recipes' semantics are the default environment's.)  -1 when q is not
  * pow2_ok: the caller takes the exact path. */
-int exmy__f32q_run_pow2_v(const exmy__f32q *q, const float *x, size_t n, const float *scales, int per32,
+int exmy__f32q_run_pow2_v(const exmy__f32q *q, const float *x, size_t n, const float *scales, int per32, int lost,
                           uint64_t index0, void *codes, unsigned *flags) {
   if (!q->pow2_ok) return -1;
   unsigned fl = 0;
@@ -672,7 +672,7 @@ int exmy__f32q_run_pow2_v(const exmy__f32q *q, const float *x, size_t n, const f
   else (void)exmy__f32q_run_g32(q, x, n, scales, index0, codes, &fl); /* pow2_ok: rne */
   const unsigned uf = EXMY_FLAG_UNDERFLOW | EXMY_FLAG_INEXACT;
   if ((fl & uf) != uf) {
-    if (lost_scan(x, n, scales, per32)) fl |= uf;
+    if (lost < 0 ? lost_scan(x, n, scales, per32) != 0 : lost) fl |= uf;
   }
   *flags |= fl;
   return 0;

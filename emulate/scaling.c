@@ -38,27 +38,20 @@ float exmy_scale_from_amax(float amax, float fmax, int pow2, float epsilon, floa
 
 /* ---- per-group scales ------------------------------------------------ */
 
-/* TE ptx.cuh float_to_e8m0 (software path): round the fp32 v up to a power of two. */
-static uint8_t te_float_to_e8m0(float v) {
-  if (isnan(v)) return 0xFF;
-  if (isinf(v)) return 0xFE;
-  if (v == 0.0f) return 0x00;
-  uint32_t b = f2u(v);
-  uint32_t e = (b >> 23) & 0xFF, m = b & 0x7FFFFF;
-  if (m > 0 && e != 0xFE && !(e == 0 && m <= 0x400000)) e++;
-  return (uint8_t)e;
+/* TE ptx.cuh float_to_e8m0 (software path), on the bits b of the fp32 v: round
+ * v up to a power of two.  Selects, no branches: a row's scales vectorize. */
+static inline uint32_t te_float_to_e8m0(uint32_t b) {
+  const uint32_t a = b & 0x7fffffffu, e = (b >> 23) & 0xFFu, m = b & 0x7FFFFFu;
+  const uint32_t up = (m > 0) & (e != 0xFE) & !(e == 0 && m <= 0x400000);
+  return a > 0x7f800000u ? 0xFF : a == 0x7f800000u ? 0xFE : e + up; /* NaN, inf; 0 stays 0 */
 }
 
 /* TE exp2f_rcp: the multiplier for an E8M0 code (1.0 for code 0, +0 for 254, -inf for 255). */
-static float te_exp2f_rcp(uint8_t code) {
-  return code == 0 ? 1.0f : u2f((uint32_t)(254 - code) << 23);
-}
+static inline float te_exp2f_rcp(uint32_t code) { return code == 0 ? 1.0f : u2f((254 - code) << 23); }
 
 /* 2^(code - 127) from its bits (code 0: the float subnormal 2^-127), as
  * ldexpf(1, code - 127) without the call (a fifth of an mx run was scalbnf). */
-static float e8m0_value(uint8_t code) {
-  return code == 0xFF ? NAN : code == 0 ? 0x1p-127f : u2f((uint32_t)code << 23);
-}
+static inline float e8m0_value(uint32_t code) { return code == 0xFF ? NAN : code == 0 ? 0x1p-127f : u2f(code << 23); }
 
 /* OCP MX's emax_elem: floor(log2) of the element format's largest finite
  * value, from the double (its float can flush to 0 or clamp to FLT_MAX). */
@@ -70,14 +63,8 @@ static int elem_emax(const exmy_format *f) {
   return e - 1;
 }
 
-/* floor(log2(v)) of a positive finite float, exactly (subnormals too), from its bits. */
-static inline int floor_log2(float v) {
-  const uint32_t b = f2u(v) & 0x7fffffffu, e = b >> 23;
-  return e ? (int)e - 127 : (31 - __builtin_clz(b)) - 149;
-}
-
-/* 2^k for -127 <= k <= 127, from its bits (2^-127 is subnormal). */
-static inline float pow2_of(int k) { return k >= -126 ? u2f((uint32_t)(k + 127) << 23) : 0x1p-127f; }
+/* The bits of 2^k for -127 <= k <= 127 (2^-127 is subnormal). */
+static inline uint32_t pow2_bits(int32_t k) { return k >= -126 ? (uint32_t)(k + 127) << 23 : 0x00400000u; }
 
 /* Largest finite value of the element format, as a float (saturating). */
 float exmy__fmax_f32(const exmy_format *f) {
@@ -96,10 +83,15 @@ float exmy__fmax_f32(const exmy_format *f) {
 
 /* max |x| over a run, on the bits (vectorizes): NaN dropped as TE's fmaxf
  * does, inf kept; *has_nan is set when a NaN was seen.  The magnitudes are
- * below 2^31, so signed compares give the unsigned order. */
-static inline __attribute__((always_inline)) float run_amax_body(const float *restrict x, size_t n, int *has_nan) {
+ * below 2^31, so signed compares give the unsigned order.  with_min (a
+ * constant; mx:ocp): *mnz = the bits of the smallest nonzero magnitude,
+ * minus 1 (zero wraps to the largest; a NaN can be the smallest only when
+ * every nonzero element is one). */
+static inline __attribute__((always_inline)) float run_amax_body(const float *restrict x, size_t n, int *has_nan,
+                                                                 const int with_min, uint32_t *mnz) {
   int32_t m = 0, nan = 0;
-  for (size_t i = 0; i < n; i++) {
+  uint32_t mn = UINT32_MAX;
+  _Pragma("omp simd reduction(max:m) reduction(|:nan) reduction(min:mn)") for (size_t i = 0; i < n; i++) {
     uint32_t u;
     memcpy(&u, x + i, 4);
     const int32_t b = (int32_t)(u & 0x7fffffffu);
@@ -107,34 +99,65 @@ static inline __attribute__((always_inline)) float run_amax_body(const float *re
     nan |= isn;
     const int32_t v = isn ? 0 : b;
     m = v > m ? v : m;
+    if (with_min) {
+      const uint32_t w = (uint32_t)b - 1u;
+      mn = w < mn ? w : mn;
+    }
   }
   *has_nan |= (int)nan;
+  if (with_min) *mnz = mn;
   return u2f((uint32_t)m);
 }
-EXMY_CLONES static float run_amax(const float *restrict x, size_t n, int *has_nan) { return run_amax_body(x, n, has_nan); }
+EXMY_CLONES static float run_amax(const float *restrict x, size_t n, int *has_nan) {
+  return run_amax_body(x, n, has_nan, 0, NULL);
+}
 
 /* The runs of one row, bc columns each: am[cbk] and nan[cbk] (one call per
- * row, so short runs such as MX's 32 do not pay a call each). */
-#define ROW_AMAX_FIXED(BC)                                   \
-  if (bc == (BC) && cols % (BC) == 0) {                      \
-    for (size_t cbk = 0, c0 = 0; c0 < cols; cbk++, c0 += (BC)) { \
-      int has_nan = 0;                                       \
-      am[cbk] = run_amax_body(x + c0, (BC), &has_nan);       \
-      nan[cbk] = (uint8_t)has_nan;                           \
-    }                                                        \
-    return;                                                  \
+ * row, so short runs such as MX's 32 do not pay a call each), and mnz[cbk]
+ * with_min (row_amax_min). */
+#define ROW_AMAX_FIXED(BC)                                                               \
+  if (bc == (BC) && cols % (BC) == 0) {                                                  \
+    for (size_t cbk = 0, c0 = 0; c0 < cols; cbk++, c0 += (BC)) {                         \
+      int has_nan = 0;                                                                   \
+      am[cbk] = run_amax_body(x + c0, (BC), &has_nan, with_min, mnz + cbk);              \
+      nan[cbk] = (uint8_t)has_nan;                                                       \
+    }                                                                                    \
+    return;                                                                              \
   }
-EXMY_CLONES static void row_amax(const float *restrict x, size_t cols, size_t bc, float *restrict am,
-                                 uint8_t *restrict nan) {
+static inline __attribute__((always_inline)) void row_amax_body(const float *restrict x, size_t cols, size_t bc,
+                                                                float *restrict am, uint8_t *restrict nan,
+                                                                const int with_min, uint32_t *restrict mnz) {
   /* MX's 32 and block:1x128's 128 as constants: the run loop unrolls
    * (no remainder code per run) */
   ROW_AMAX_FIXED(32)
   ROW_AMAX_FIXED(128)
   for (size_t cbk = 0, c0 = 0; c0 < cols; cbk++, c0 += bc) {
     int has_nan = 0;
-    am[cbk] = run_amax_body(x + c0, c0 + bc < cols ? bc : cols - c0, &has_nan);
+    am[cbk] = run_amax_body(x + c0, c0 + bc < cols ? bc : cols - c0, &has_nan, with_min, mnz + cbk);
     nan[cbk] = (uint8_t)has_nan;
   }
+}
+EXMY_CLONES static void row_amax(const float *restrict x, size_t cols, size_t bc, float *restrict am,
+                                 uint8_t *restrict nan) {
+  uint32_t none[1]; /* not written: with_min is 0 */
+  row_amax_body(x, cols, bc, am, nan, 0, none);
+}
+EXMY_CLONES static void row_amax_min(const float *restrict x, size_t cols, size_t bc, float *restrict am,
+                                     uint8_t *restrict nan, uint32_t *restrict mnz) {
+  row_amax_body(x, cols, bc, am, nan, 1, mnz);
+}
+
+/* Whether a group of the row loses a nonzero element to zero: fp32(x * s)
+ * is +-0 for some finite nonzero x, so (monotone) for the smallest, mnz + 1;
+ * a group without one (all ones: a NaN instead) or with only NaNs (mnz + 1
+ * a NaN) has a NaN product, never 0. */
+EXMY_CLONES static int row_lost(const uint32_t *restrict mnz, const float *restrict scale, size_t n) {
+  int lost = 0;
+  _Pragma("omp simd reduction(|:lost)") for (size_t c = 0; c < n; c++) {
+    const float x = u2f(mnz[c] == UINT32_MAX ? 0x7fc00000u : mnz[c] + 1u);
+    lost |= x * scale[c] == 0.0f;
+  }
+  return lost;
 }
 
 typedef struct group_view {
@@ -155,9 +178,35 @@ static group_view group_of(const exmy_qtensor *q, size_t g) {
  * and its value; rcp = mx_rcp(fmax) (utils.cuh max_norm_rcp). */
 static inline float mx_rcp(float fmax) { return (float)(1.0 / (double)fmax); }
 static inline void mx_scale(float amax, float rcp, float *scale, float *scale_inv, uint8_t *code) {
-  *code = te_float_to_e8m0(amax * rcp);
-  *scale = te_exp2f_rcp(*code);
-  *scale_inv = e8m0_value(*code);
+  const uint32_t c = te_float_to_e8m0(f2u(amax * rcp));
+  *code = (uint8_t)c;
+  *scale = te_exp2f_rcp(c);
+  *scale_inv = e8m0_value(c);
+}
+
+/* The OCP MX spec's shared exponent: floor(log2(amax)) - emax_elem (amax 0:
+ * -126), clamped below at -127; NaN (code 0xFF) for a NaN or infinite amax
+ * or an exponent above 127.  floor(log2) from the bits; selects, as mx_scale. */
+static inline void ocp_scale(float amax, int emax_elem, float *scale, float *scale_inv, uint8_t *code) {
+  const uint32_t a = f2u(amax) & 0x7fffffffu, E = a >> 23, qnan = 0x7fc00000u; /* NAN's bits */
+  const int32_t sub = 31 - __builtin_clz(a | 1u) - 149; /* a subnormal's (| 1: clz(0) is undefined) */
+  const int32_t fl = a == 0 ? -126 : E ? (int32_t)E - 127 : sub;
+  const int32_t e0 = fl - emax_elem, e = e0 < -127 ? -127 : e0;
+  const int bad = (a >= 0x7f800000u) | (e0 > 127);
+  *code = bad ? 0xFF : (uint8_t)(e + 127);
+  *scale = u2f(bad ? qnan : pow2_bits(-e));
+  *scale_inv = u2f(bad ? qnan : pow2_bits(e));
+}
+
+/* A row's MX scales (n groups), in loops that vectorize (omp simd: -O2's
+ * cost model leaves ocp's loop scalar). */
+EXMY_CLONES static void mx_scales(const float *restrict am, float rcp, float *restrict scale, float *restrict scale_inv,
+                                  uint8_t *restrict code, size_t n) {
+  _Pragma("omp simd") for (size_t g = 0; g < n; g++) mx_scale(am[g], rcp, &scale[g], &scale_inv[g], &code[g]);
+}
+EXMY_CLONES static void ocp_scales(const float *restrict am, int emax_elem, float *restrict scale,
+                                   float *restrict scale_inv, uint8_t *restrict code, size_t n) {
+  _Pragma("omp simd") for (size_t g = 0; g < n; g++) ocp_scale(am[g], emax_elem, &scale[g], &scale_inv[g], &code[g]);
 }
 
 /* Scale, inverse scale and (for MX) the E8M0 code of group g. */
@@ -185,20 +234,9 @@ static void group_scale(const exmy_recipe *r, const exmy_recipe_state *st, const
   case EXMY_RECIPE_MX:
     mx_scale(amax, mx_rcp(fmax), scale, scale_inv, code);
     break;
-  case EXMY_RECIPE_MX_OCP: {
-    if (isnan(amax) || isinf(amax)) {
-      *code = 0xFF;
-      *scale = *scale_inv = NAN;
-      break;
-    }
-    int e = (amax == 0.0f ? -126 : floor_log2(amax)) - emax_elem;
-    if (e > 127) { *code = 0xFF; *scale = *scale_inv = NAN; break; }
-    if (e < -127) e = -127;
-    *code = (uint8_t)(e + 127);
-    *scale = pow2_of(-e);
-    *scale_inv = pow2_of(e);
+  case EXMY_RECIPE_MX_OCP:
+    ocp_scale(amax, emax_elem, scale, scale_inv, code);
     break;
-  }
   case EXMY_RECIPE_NVFP4: {
     /* core_nvfp4.cuh (newest): S_dec_b = e4m3(min(amax_b * (S_enc * (1/6)), FLT_MAX)),
      * multiplier = min(1 / (S_dec_b * S_dec), FLT_MAX) */
@@ -231,10 +269,13 @@ static void set_group_scale(const exmy_recipe *r, const exmy_recipe_state *st, c
  * (MX: a call per 32 elements otherwise). */
 static void set_group_scales(const exmy_recipe *r, const exmy_recipe_state *st, const exmy_format *e4m3, float fmax,
                              int emax_elem, exmy_qtensor *q, size_t g0, size_t count) {
+  /* MX always has codes (has_scale_codes) */
   if (r->kind == EXMY_RECIPE_MX) {
-    const float rcp = mx_rcp(fmax);
-    for (size_t g = g0; g < g0 + count; g++) /* MX always has codes (has_scale_codes) */
-      mx_scale(q->amax[g], rcp, &q->scale[g], &q->scale_inv[g], &q->scale_codes[g]);
+    mx_scales(q->amax + g0, mx_rcp(fmax), q->scale + g0, q->scale_inv + g0, q->scale_codes + g0, count);
+    return;
+  }
+  if (r->kind == EXMY_RECIPE_MX_OCP) {
+    ocp_scales(q->amax + g0, emax_elem, q->scale + g0, q->scale_inv + g0, q->scale_codes + g0, count);
     return;
   }
   for (size_t g = g0; g < g0 + count; g++) set_group_scale(r, st, e4m3, fmax, emax_elem, q, g);
@@ -253,28 +294,32 @@ static float nvfp4_s_enc(float amax, float fp4_max) {
  * (mx:ocp, exact products with power-of-two scales).  am: the amax of each
  * of the row's groups, or of the row when its group's amax is not known yet
  * (none and delayed take it in the same pass). */
-static int pow2_row(const exmy_qtensor *q, size_t g0, const float *am) {
-  for (size_t cbk = 0; cbk < q->scols; cbk++) {
-    const float s = q->scale[g0 + cbk];
-    /* positive, normal, finite, mantissa bits zero; a bit test, not frexpf: mx:col checks a group per element */
-    if (!(s >= FLT_MIN && s <= FLT_MAX) || (f2u(s) & 0x7fffffu) != 0 || !isfinite(am[cbk] * s)) return 0;
+EXMY_CLONES static int pow2_row(const float *restrict scale, const float *restrict am, size_t n) {
+  int ok = 1;
+  /* positive, normal, finite, mantissa bits zero; a bit test, not frexpf: mx:col checks a group per element */
+  _Pragma("omp simd reduction(&:ok)") for (size_t c = 0; c < n; c++) {
+    const float s = scale[c];
+    ok &= (s >= FLT_MIN) & (s <= FLT_MAX) & ((f2u(s) & 0x7fffffu) == 0) & (fabsf(am[c] * s) <= FLT_MAX);
   }
-  return 1;
+  return ok;
 }
 
 /* Row i's elements: the vectorized kernel with the multiply fused in
  * (row_sc: the row's scales expanded, when it has several groups), or one
- * exact rounding of x * scale in double. */
+ * exact rounding of x * scale in double.  mnz: the smallest nonzero
+ * magnitude of each of the row's groups (row_amax_min), or NULL. */
 static unsigned quantize_row(exmy_qtensor *q, const exmy__f32q *fq, const exmy_format *f, const exmy_rounding *rnd,
-                             const float *x, size_t i, int one_rounding, float *row_sc, const float *am) {
+                             const float *x, size_t i, int one_rounding, float *row_sc, const float *am,
+                             const uint32_t *mnz) {
   const size_t cols = q->cols, bc = q->block_cols, sc = q->scols, cb = (size_t)exmy_code_bytes(f);
   const size_t k0 = i * cols, g0 = (i / q->block_rows) * sc;
   unsigned fl = 0;
-  if (row_sc && (one_rounding ? pow2_row(q, g0, am) : sc > 1)) {
+  if (row_sc && (one_rounding ? pow2_row(q->scale + g0, am, sc) : sc > 1)) {
     char *codes = (char *)q->codes + k0 * cb;
     if (bc == 32 && sc > 1) { /* groups 32 wide (MX, block:Nx32): the kernels read a scale per 32 */
       unsigned f1 = 0;
-      if (one_rounding ? !exmy__f32q_run_pow2_v(fq, x + k0, cols, q->scale + g0, 1, k0, codes, &f1)
+      const int lost = mnz ? row_lost(mnz, q->scale + g0, sc) : -1;
+      if (one_rounding ? !exmy__f32q_run_pow2_v(fq, x + k0, cols, q->scale + g0, 1, lost, k0, codes, &f1)
                        : !exmy__f32q_run_g32(fq, x + k0, cols, q->scale + g0, k0, codes, &f1))
         return f1;
     }
@@ -284,7 +329,7 @@ static unsigned quantize_row(exmy_qtensor *q, const exmy__f32q *fq, const exmy_f
       for (size_t j = 0; j < len; j++) row_sc[c0 + j] = s1;
     }
     if (!one_rounding) return exmy__f32q_run_v(fq, x + k0, cols, row_sc, k0, codes);
-    if (!exmy__f32q_run_pow2_v(fq, x + k0, cols, row_sc, 0, k0, codes, &fl)) return fl;
+    if (!exmy__f32q_run_pow2_v(fq, x + k0, cols, row_sc, 0, -1, k0, codes, &fl)) return fl;
   }
   for (size_t cbk = 0; cbk < sc; cbk++) {
     const size_t g = g0 + cbk, c0 = cbk * bc, len = c0 + bc < cols ? bc : cols - c0;
@@ -457,12 +502,14 @@ int exmy_recipe_quantize_into(const exmy_recipe *r, const exmy_format *f, const 
     float *row_sc = want_sc ? malloc(cols * sizeof *row_sc) : NULL;
     nomem |= want_sc && !row_sc;
     uint8_t *row_nan = fused ? malloc(sc + 1) : NULL;
-    nomem |= fused && !row_nan;
+    uint32_t *row_mnz = fused && ocp ? malloc(sc * sizeof *row_mnz + 1) : NULL; /* mx:ocp: lost without a rescan */
+    nomem |= (fused && !row_nan) || (fused && ocp && !row_mnz);
 #pragma omp for schedule(static)
     for (size_t i = 0; i < rows; i++) {
-      if (fused && !row_nan) continue; /* out of memory: reported below */
+      if (fused && (!row_nan || (ocp && !row_mnz))) continue; /* out of memory: reported below */
       if (fused) { /* one row group per row: its amax and scales here, while the row is in cache */
-        row_amax(x + i * cols, cols, bc, q->amax + i * sc, row_nan);
+        if (ocp) row_amax_min(x + i * cols, cols, bc, q->amax + i * sc, row_nan, row_mnz);
+        else row_amax(x + i * cols, cols, bc, q->amax + i * sc, row_nan);
         if (ocp)
           for (size_t cbk = 0; cbk < sc; cbk++)
             if (row_nan[cbk]) q->amax[i * sc + cbk] = NAN;
@@ -475,10 +522,11 @@ int exmy_recipe_quantize_into(const exmy_recipe *r, const exmy_format *f, const 
       }
       /* the row's amax (amax_in_pass: one group, its amax not reduced yet) or its groups' */
       const float *am = amax_in_pass ? pam + i : q->amax + (i / q->block_rows) * sc;
-      fl |= quantize_row(q, &fq, f, &rnd, x, i, one_rounding, row_sc, am);
+      fl |= quantize_row(q, &fq, f, &rnd, x, i, one_rounding, row_sc, am, row_mnz);
     }
     free(row_sc);
     free(row_nan);
+    free(row_mnz);
   }
   if (amax_in_pass && !nomem) reduce_amax(q, pam, pnan, ocp);
   free(pam);

@@ -56,10 +56,11 @@ int exmy__f32q_run_g32(const exmy__f32q *q, const float *x, size_t n, const floa
 /* The exact-product cast of the recipes (codes[i] = cast(x[i] * scales[i])
  * rounded once) through the float kernel where it is the same (q->pow2_ok,
  * scales normal powers of two, products finite in float); a scale per
- * element, or per 32 (per32: scales[i / 32]); -1 when q is not pow2_ok:
- * take the exact path. */
-int exmy__f32q_run_pow2_v(const exmy__f32q *q, const float *x, size_t n, const float *scales, int per32, uint64_t index0,
-                          void *codes, unsigned *flags);
+ * element, or per 32 (per32: scales[i / 32]); lost: whether some nonzero
+ * x[i] * scales[i] is 0 in float, when the caller knows it (0 or 1; -1:
+ * scan); -1 when q is not pow2_ok: take the exact path. */
+int exmy__f32q_run_pow2_v(const exmy__f32q *q, const float *x, size_t n, const float *scales, int per32, int lost,
+                          uint64_t index0, void *codes, unsigned *flags);
 /* Largest finite value of a format as a float (FLT_MAX when larger): the
  * fmax of the scaling recipes and statistics (emulate/scaling.c). */
 float exmy__fmax_f32(const exmy_format *fmt);
