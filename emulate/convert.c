@@ -75,6 +75,8 @@ typedef struct fast_params {
   uint32_t v512;               /* rne_ok, one overflow magnitude for both signs, and AVX-512 BW: rne_512 */
   uint32_t sr512;              /* sr, lean, no ftz/daz, codes of at most 16 bits, one overflow magnitude,
                                   AVX-512 BW+DQ: sr_512 (which uses rne_off and low_mask too) */
+  uint32_t gshift;             /* SCALED 3: a scale per 2^gshift elements, 4..11 (a group holds whole
+                                  16-lane vectors, and BLOCK whole groups) */
 } fast_params;
 
 /* Preconditions: float's exponent range maps onto the format with one shift
@@ -295,14 +297,14 @@ static inline __attribute__((always_inline)) uint32_t rne_hot(const fast_params 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 /* The 16-lane kernels' common parts.  load16: elements i.. of x under mask
- * k, times scale (SCALED 1), sc[i] (2) or sc[i / 32] (3; i a multiple of 16). */
+ * k, times scale (SCALED 1), sc[i] (2) or sc[i >> gs] (3; i a multiple of 16). */
 __attribute__((target("avx512f"), always_inline)) static inline __m512 load16(const float *restrict in, float scale,
                                                                               const float *restrict sc, int scaled,
-                                                                              size_t i, __mmask16 k) {
+                                                                              uint32_t gs, size_t i, __mmask16 k) {
   __m512 x = _mm512_maskz_loadu_ps(k, in + i);
   if (scaled == 1) x = _mm512_mul_ps(x, _mm512_set1_ps(scale));
   else if (scaled == 2) x = _mm512_mul_ps(x, _mm512_maskz_loadu_ps(k, sc + i));
-  else if (scaled == 3) x = _mm512_mul_ps(x, _mm512_set1_ps(sc[i >> 5]));
+  else if (scaled == 3) x = _mm512_mul_ps(x, _mm512_set1_ps(sc[i >> gs]));
   return x;
 }
 
@@ -353,7 +355,7 @@ __attribute__((target("avx512f,avx512bw"))) static void rne_512(const fast_param
   __mmask16 ti = 0, ov = 0;
   for (size_t i = 0; i < m; i += 16) {
     const __mmask16 k = m - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (m - i)) - 1);
-    const __m512 x = load16(in, scale, sc, scaled, i, k);
+    const __m512 x = load16(in, scale, sc, scaled, p->gshift, i, k);
     const __m512i u = _mm512_castps_si512(x), a = _mm512_and_si512(u, absm);
     const __m512i lsb = _mm512_and_si512(_mm512_srl_epi32(a, sh0), one);
     const __m512i cn = _mm512_sub_epi32(_mm512_srl_epi32(_mm512_add_epi32(_mm512_add_epi32(a, half), lsb), sh0), off);
@@ -399,7 +401,7 @@ __attribute__((target("avx512f,avx512bw,avx512dq"))) static void sr_512(const fa
   __mmask16 ti = 0, ov = 0, far = 0;
   for (size_t i = 0; i < m; i += 16) {
     const __mmask16 k = m - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (m - i)) - 1);
-    const __m512 x = load16(in, scale, sc, scaled, i, k);
+    const __m512 x = load16(in, scale, sc, scaled, p->gshift, i, k);
     const __m512i u = _mm512_castps_si512(x), a = _mm512_and_si512(u, absm);
     const __m512i rhi = exmy__mix64_hi16(ev, od);
     ev = _mm512_add_epi64(ev, g16);
@@ -437,8 +439,8 @@ __attribute__((target("avx512f,avx512bw,avx512dq"))) static void sr_512(const fa
 /* The element the kernels see: x's bits, or fp32(x * scale)'s for the scaled
  * variants the scaling recipes use (one fp32 multiply, then the cast). */
 static inline __attribute__((always_inline)) uint32_t load_bits(const float *in, size_t i, float scale,
-                                                                const float *sc, int scaled) {
-  float v = scaled == 3 ? in[i] * sc[i >> 5] : scaled == 2 ? in[i] * sc[i] : scaled ? in[i] * scale : in[i];
+                                                                const float *sc, int scaled, uint32_t gs) {
+  float v = scaled == 3 ? in[i] * sc[i >> gs] : scaled == 2 ? in[i] * sc[i] : scaled ? in[i] * scale : in[i];
   uint32_t u;
   memcpy(&u, &v, 4);
   return u;
@@ -457,8 +459,8 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
 /* The random word of element i of a run whose element 0 has counter ctr0
  * (0 outside stochastic rounding: the compiler drops it). */
 #define RND(MODE, ctr0, i) ((MODE) == EXMY_SR ? sr_word((ctr0) + (uint64_t)(i) * EXMY__GOLDEN_GAMMA) : 0)
-/* The block at element b's scales: per element, or per 32 (SCALED 3; b a multiple of 32). */
-#define SC_AT(SCALED, sc, b) ((sc) ? (SCALED) == 3 ? (sc) + (b) / 32 : (sc) + (b) : (sc))
+/* The block at element b's scales: per element, or per group (SCALED 3; b a multiple of 2^p.gshift). */
+#define SC_AT(SCALED, sc, b) ((sc) ? (SCALED) == 3 ? (sc) + ((b) >> p.gshift) : (sc) + (b) : (sc))
 #define CHUNK_FN(NAME, T, MODE, SCALED)                                                      \
   EXMY_CLONES static unsigned NAME(const fast_params *pp, const float *restrict in, float scale, \
                                    const float *restrict sc, T *restrict out, size_t n, uint64_t index0) { \
@@ -468,7 +470,7 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
     if (p.daz | p.ftz | !p.lean) {                                                           \
       for (size_t i = 0; i < n; i++) {                                                       \
         unsigned f1;                                                                         \
-        out[i] = (T)fast_one(&p, load_bits(in, i, scale, sc, SCALED), MODE, RND(MODE, ctr, i), &f1); \
+        out[i] = (T)fast_one(&p, load_bits(in, i, scale, sc, SCALED, p.gshift), MODE, RND(MODE, ctr, i), &f1); \
         fl |= f1;                                                                            \
       }                                                                                      \
       return fl;                                                                             \
@@ -489,15 +491,15 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
         inx = acc[0], tiny = acc[1], ovf = acc[2], max_a = acc[3], far = acc[4];             \
       } else if (MODE == EXMY_RNE && p.rne_ok)                                               \
         for (size_t i = 0; i < m; i++)                                                       \
-          bout[i] = (T)rne_hot(&p, load_bits(bin, i, scale, SC_AT(SCALED, sc, b), SCALED), &inx, &tiny, &ovf, &max_a); \
+          bout[i] = (T)rne_hot(&p, load_bits(bin, i, scale, SC_AT(SCALED, sc, b), SCALED, p.gshift), &inx, &tiny, &ovf, &max_a); \
       else                                                                                   \
         for (size_t i = 0; i < m; i++)                                                       \
-          bout[i] = (T)fast_hot(&p, load_bits(bin, i, scale, SC_AT(SCALED, sc, b), SCALED), MODE, \
+          bout[i] = (T)fast_hot(&p, load_bits(bin, i, scale, SC_AT(SCALED, sc, b), SCALED, p.gshift), MODE, \
                                 (uint32_t)(RND(MODE, bctr, i) >> 32), &far, &inx, &tiny, &ovf, &max_a); \
       if ((max_a >= 0x7f800000u) | far) {                                                    \
         for (size_t i = 0; i < m; i++) {                                                     \
           unsigned f1;                                                                       \
-          bout[i] = (T)fast_one(&p, load_bits(bin, i, scale, SC_AT(SCALED, sc, b), SCALED), MODE, RND(MODE, bctr, i), &f1); \
+          bout[i] = (T)fast_one(&p, load_bits(bin, i, scale, SC_AT(SCALED, sc, b), SCALED, p.gshift), MODE, RND(MODE, bctr, i), &f1); \
           fl |= f1;                                                                          \
         }                                                                                    \
       } else {                                                                               \
@@ -518,7 +520,7 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
   CHUNK_FN(vchunk16_##SUF, uint16_t, MODE, 2)         \
   CHUNK_FN(vchunk32_##SUF, uint32_t, MODE, 2)
 CHUNK_FNS(EXMY_RNE, rne)
-/* a scale per 32 elements (MX's groups), the round-to-nearest and sr kernels */
+/* a scale per 2^p.gshift elements (MX's groups of 32, block:1x128), the round-to-nearest and sr kernels */
 CHUNK_FN(gchunk8_rne, uint8_t, EXMY_RNE, 3)
 CHUNK_FN(gchunk16_rne, uint16_t, EXMY_RNE, 3)
 CHUNK_FN(gchunk32_rne, uint32_t, EXMY_RNE, 3)
@@ -615,9 +617,9 @@ unsigned exmy__f32q_run_v(const exmy__f32q *q, const float *x, size_t n, const f
   return fl;
 }
 
-/* Is some x[i] nonzero while fp32(x[i] * its scale) is zero?  A run of 32
- * at a time with its scale (per32) or the scales beside it, so both loops
- * vectorize.  A run whose scale is a power of two >= 1 is skipped: a
+/* Is some x[i] nonzero while fp32(x[i] * its scale) is zero?  A group of
+ * 2^lg at a time with its scale (lg > 0) or the scales beside it, so both
+ * loops vectorize.  A group whose scale is a power of two >= 1 is skipped: a
  * nonzero float times it is at least 2^-149 (MX groups with amax below
  * 2^(emax_elem + 1), most of them). */
 static inline __attribute__((always_inline)) uint32_t lost_run(const float *restrict x, size_t m,
@@ -632,23 +634,25 @@ static inline __attribute__((always_inline)) uint32_t lost_run(const float *rest
   }
   return lost;
 }
-EXMY_CLONES static uint32_t lost_scan(const float *restrict x, size_t n, const float *restrict scales, int per32) {
+EXMY_CLONES static uint32_t lost_scan(const float *restrict x, size_t n, const float *restrict scales, int lg) {
   uint32_t lost = 0;
-  if (!per32) return lost_run(x, n, scales, 1.0f);
+  if (!lg) return lost_run(x, n, scales, 1.0f);
+  const size_t g = (size_t)1 << lg;
   size_t i0 = 0;
-  for (; i0 + 32 <= n; i0 += 32)
-    if (!(scales[i0 >> 5] >= 1.0f)) lost |= lost_run(x + i0, 32, NULL, scales[i0 >> 5]);
-  return lost | lost_run(x + i0, n - i0, NULL, n > i0 ? scales[i0 >> 5] : 0.0f);
+  for (; i0 + g <= n; i0 += g)
+    if (!(scales[i0 >> lg] >= 1.0f)) lost |= lost_run(x + i0, g, NULL, scales[i0 >> lg]);
+  return lost | lost_run(x + i0, n - i0, NULL, n > i0 ? scales[i0 >> lg] : 0.0f);
 }
 
-/* exmy__f32q_run_v with one scale per 32 elements (gscales[i / 32]; n
- * need not be a multiple of 32), for rne and sr; -1 otherwise (the caller
- * expands the scales). */
-int exmy__f32q_run_g32(const exmy__f32q *q, const float *x, size_t n, const float *gscales, uint64_t index0,
+/* exmy__f32q_run_v with one scale per 2^lg elements (gscales[i >> lg];
+ * 4 <= lg <= 11; n need not be a multiple of 2^lg), for rne and sr; -1
+ * otherwise (the caller expands the scales). */
+int exmy__f32q_run_grp(const exmy__f32q *q, const float *x, size_t n, const float *gscales, int lg, uint64_t index0,
                        void *codes, unsigned *flags) {
-  if (!q->fast || (q->r.mode != EXMY_RNE && q->r.mode != EXMY_SR)) return -1;
+  if (!q->fast || (q->r.mode != EXMY_RNE && q->r.mode != EXMY_SR) || lg < 4 || lg > 11) return -1;
   fast_params p;
   memcpy(&p, q->params, sizeof p);
+  p.gshift = (uint32_t)lg;
   *flags |= gchunk_table[q->r.mode == EXMY_SR][width_index(&q->f)](&p, x, 1.0f, gscales, codes, n, index0);
   return 0;
 }
@@ -664,15 +668,15 @@ int exmy__f32q_run_g32(const exmy__f32q *q, const float *x, size_t n, const floa
  * reads as 0 here, and in the exact path's conversion to double too; the
  * recipes' semantics are the default environment's.)  -1 when q is not
  * pow2_ok: the caller takes the exact path. */
-int exmy__f32q_run_pow2_v(const exmy__f32q *q, const float *x, size_t n, const float *scales, int per32, int lost,
+int exmy__f32q_run_pow2_v(const exmy__f32q *q, const float *x, size_t n, const float *scales, int lg, int lost,
                           uint64_t index0, void *codes, unsigned *flags) {
-  if (!q->pow2_ok) return -1;
+  if (!q->pow2_ok || (lg && (lg < 4 || lg > 11))) return -1;
   unsigned fl = 0;
-  if (!per32) fl = exmy__f32q_run_v(q, x, n, scales, index0, codes);
-  else (void)exmy__f32q_run_g32(q, x, n, scales, index0, codes, &fl); /* pow2_ok: rne */
+  if (!lg) fl = exmy__f32q_run_v(q, x, n, scales, index0, codes);
+  else (void)exmy__f32q_run_grp(q, x, n, scales, lg, index0, codes, &fl); /* pow2_ok: rne */
   const unsigned uf = EXMY_FLAG_UNDERFLOW | EXMY_FLAG_INEXACT;
   if ((fl & uf) != uf) {
-    if (lost < 0 ? lost_scan(x, n, scales, per32) != 0 : lost) fl |= uf;
+    if (lost < 0 ? lost_scan(x, n, scales, lg) != 0 : lost) fl |= uf;
   }
   *flags |= fl;
   return 0;

@@ -316,11 +316,13 @@ static unsigned quantize_row(exmy_qtensor *q, const exmy__f32q *fq, const exmy_f
   unsigned fl = 0;
   if (row_sc && (one_rounding ? pow2_row(q->scale + g0, am, sc) : sc > 1)) {
     char *codes = (char *)q->codes + k0 * cb;
-    if (bc == 32 && sc > 1) { /* groups 32 wide (MX, block:Nx32): the kernels read a scale per 32 */
+    const int lg = __builtin_ctzll((unsigned long long)bc);
+    if (sc > 1 && bc == (size_t)1 << lg && lg >= 4 && lg <= 11) {
+      /* groups 2^lg wide (MX's 32, block:1x128): the kernels read a scale per group */
       unsigned f1 = 0;
       const int lost = mnz ? row_lost(mnz, q->scale + g0, sc) : -1;
-      if (one_rounding ? !exmy__f32q_run_pow2_v(fq, x + k0, cols, q->scale + g0, 1, lost, k0, codes, &f1)
-                       : !exmy__f32q_run_g32(fq, x + k0, cols, q->scale + g0, k0, codes, &f1))
+      if (one_rounding ? !exmy__f32q_run_pow2_v(fq, x + k0, cols, q->scale + g0, lg, lost, k0, codes, &f1)
+                       : !exmy__f32q_run_grp(fq, x + k0, cols, q->scale + g0, lg, k0, codes, &f1))
         return f1;
     }
     for (size_t cbk = 0, c0 = 0; cbk < sc; cbk++, c0 += bc) {
