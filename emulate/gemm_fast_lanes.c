@@ -34,6 +34,7 @@ typedef struct lanes_ctx {
   const exmy_rounding *r;
   uint64_t key; /* sr: the generator's key from (seed, stream) */
   int R;        /* sr: random bits used */
+  uint32_t vmax_bits; /* sr: the bits of the accumulator's largest finite value as a float */
 } lanes_ctx;
 
 static int lanes_apply(const gemm_plan *p) {
@@ -113,12 +114,68 @@ F32_LANES_KERNEL(lanes_bf16, round_bf16)
 #undef F32_LANES_KERNEL
 
 
-/* sr: one row's 32 outputs from +0 over len steps; lane t's index at step
- * l is idx0 + t k + l (the reference's ((i n + j) k + l)). */
-__attribute__((target("avx512f,avx512dq"))) static void sr_row32(const lanes_ctx *x, uint64_t idx0, const float *a,
-                                                                    const float *Bp, size_t len, float *out) {
+/* sr, the general step for 16 lanes (sr_row32 takes it where a lane's sum is
+ * not exact, not a normal of the accumulator or zero, or overflows): D from
+ * s's exponent, then the reference step where it must. idx: lane 0's index. */
+__attribute__((target("avx512f,avx512dq"), noinline)) static __m512 sr_general(const lanes_ctx *x, __m512 cv, __m512 pv,
+                                                                              __m512i ut, uint64_t idx) {
   const gemm_plan *p = x->p;
   const uint64_t k = p->k;
+  const __m512i one = _mm512_set1_epi32(1), x23 = _mm512_set1_epi32(23), dm = _mm512_set1_epi32(23 - x->f->mbits);
+  const __m512i ebmin = _mm512_set1_epi32(x->f->emin + 127), xff = _mm512_set1_epi32(0xff);
+  const __m512i mant = _mm512_set1_epi32(0x7fffff), impl = _mm512_set1_epi32(0x800000), v32 = _mm512_set1_epi32(32);
+  const __m512i Rv = _mm512_set1_epi32(x->R), absm = _mm512_set1_epi32(0x7fffffff);
+  const __m512i vmaxb = _mm512_set1_epi32((int)x->vmax_bits);
+  const __m512 zero = _mm512_setzero_ps();
+  const __m512 s = _mm512_add_ps(cv, pv), bp = _mm512_sub_ps(s, cv);
+  const __m512 e = _mm512_add_ps(_mm512_sub_ps(cv, _mm512_sub_ps(s, bp)), _mm512_sub_ps(pv, bp));
+  const __m512i sb = _mm512_castps_si512(s), ex = _mm512_and_si512(_mm512_srli_epi32(sb, 23), xff);
+  const __m512i D = _mm512_add_epi32(dm, _mm512_sub_epi32(_mm512_max_epi32(ex, ebmin), ex)); /* bits dropped */
+  const __m512i dmask = _mm512_sub_epi32(_mm512_sllv_epi32(one, D), one);
+  const __m512i d = _mm512_and_si512(_mm512_or_si512(_mm512_and_si512(sb, mant), impl), dmask);
+  const __m512i T = _mm512_min_epu32(Rv, D);
+  const __m512i inc = _mm512_srlv_epi32(
+      _mm512_add_epi32(_mm512_srlv_epi32(d, _mm512_sub_epi32(D, T)), _mm512_srlv_epi32(ut, _mm512_sub_epi32(v32, T))), T);
+  const __m512i rb = _mm512_add_epi32(_mm512_andnot_si512(dmask, sb), _mm512_sllv_epi32(inc, D));
+  const __mmask16 exact = _mm512_cmp_ps_mask(e, zero, _CMP_EQ_OQ), zs = _mm512_cmp_ps_mask(s, zero, _CMP_EQ_OQ);
+  const __mmask16 nrm = _mm512_cmpneq_epi32_mask(ex, _mm512_setzero_si512()) & _mm512_cmpneq_epi32_mask(ex, xff) &
+                        _mm512_cmple_epi32_mask(D, x23) & _mm512_cmple_epi32_mask(_mm512_and_si512(rb, absm), vmaxb);
+  /* An infinite accumulator plus a finite product stays infinite, as the
+   * reference's: only the reference step makes one, and only where the
+   * format rounds an infinity to itself (no saturation). */
+  const __mmask16 infs = _mm512_fpclass_ps_mask(cv, 0x18) & _mm512_cmp_ps_mask(s, cv, _CMP_EQ_OQ);
+  const __mmask16 ok = (exact & (nrm | zs)) | infs;
+  __m512 nc = _mm512_mask_blend_ps(zs | infs, _mm512_castsi512_ps(rb), s);
+  if (ok != 0xffff) {
+    float cs[16], ps[16], o[16];
+    _mm512_storeu_ps(cs, cv);
+    _mm512_storeu_ps(ps, pv);
+    _mm512_storeu_ps(o, nc);
+    for (int t = 0; t < 16; t++)
+      if (!(ok >> t & 1)) {
+        const uint64_t code = exmy__round_sum2(x->f, x->r, cs[t], ps[t], idx + (uint64_t)t * k, NULL);
+        o[t] = (float)(p->acc_lut ? p->acc_lut[code] : exmy_decode(x->f, code));
+      }
+    nc = _mm512_loadu_ps(o);
+  }
+  return nc;
+}
+
+/* sr: one row's 32 outputs from +0 over len steps; lane t's index at step
+ * l is idx0 + t k + l (the reference's ((i n + j) k + l)).  A lane whose
+ * sum is exact drops D = 23 - mbits bits of it, so the increment's shifts are
+ * uniform, with T = min(R, D) random bits: s's bits >> (D - T), plus T random
+ * bits, >> T, << D is s cut to the grid plus exmy_round_pack's carry (the
+ * sign bit goes down and back).  Below the accumulator's 2^emin the grid is
+ * 2^(emin - mbits) instead, but every sum is a multiple of it (lanes_apply's
+ * bound on the smallest product), so the D bits dropped there are zeros and
+ * the carry is 0, as the reference's exact step.  The sum is
+ * exact iff s - c = p and s - p = c: the difference with the larger operand
+ * is exact (Sterbenz's lemma) and equals the other operand only when s is
+ * exact.  Any other lane sends its vector to sr_general. */
+__attribute__((target("avx512f,avx512dq"))) static void sr_row32(const lanes_ctx *x, uint64_t idx0, const float *a,
+                                                                    const float *Bp, size_t len, float *out) {
+  const uint64_t k = x->p->k;
   /* SplitMix64 counters key + (index + 1) * gamma, 8 lanes each: z[2h] the
    * even outputs of 16h.., z[2h + 1] the odd ones (exmy__mix64_hi16's order) */
   __m512i z[4];
@@ -128,61 +185,43 @@ __attribute__((target("avx512f,avx512dq"))) static void sr_row32(const lanes_ctx
       zz[t] = x->key + (idx0 + (uint64_t)(16 * (v >> 1) + 2 * t + (v & 1)) * k + 1) * EXMY__GOLDEN_GAMMA;
     z[v] = _mm512_loadu_si512(zz);
   }
+  __m512i z0 = z[0], z1 = z[1], z2 = z[2], z3 = z[3];
   const __m512i gam = _mm512_set1_epi64((long long)EXMY__GOLDEN_GAMMA);
-  const __m512i one = _mm512_set1_epi32(1), x23 = _mm512_set1_epi32(23), dm = _mm512_set1_epi32(23 - x->f->mbits);
-  const __m512i ebmin = _mm512_set1_epi32(x->f->emin + 127), xff = _mm512_set1_epi32(0xff);
-  const __m512i mant = _mm512_set1_epi32(0x7fffff), impl = _mm512_set1_epi32(0x800000), v32 = _mm512_set1_epi32(32);
-  const __m512i Rv = _mm512_set1_epi32(x->R), absm = _mm512_set1_epi32(0x7fffffff);
-  const float vmax = (float)exmy_decode(x->f, x->f->max_mag);
-  uint32_t vmb;
-  memcpy(&vmb, &vmax, 4);
-  const __m512i vmaxb = _mm512_set1_epi32((int)vmb);
-  const __m512 zero = _mm512_setzero_ps();
-  __m512 vc[2] = {zero, zero};
+  const __m512i absm = _mm512_set1_epi32(0x7fffffff), vmaxb = _mm512_set1_epi32((int)x->vmax_bits);
+  const __m512i infb = _mm512_set1_epi32(0x7f800000);
+  const int Dn = 23 - x->f->mbits, Tn = x->R < Dn ? x->R : Dn;
+  const __m128i sh_dt = _mm_cvtsi32_si128(Dn - Tn), sh_rt = _mm_cvtsi32_si128(32 - Tn);
+  const __m128i sh_t = _mm_cvtsi32_si128(Tn), sh_d = _mm_cvtsi32_si128(Dn);
+  const __m512i lowd = _mm512_set1_epi32((int)((1u << Dn) - 1));
+  __m512 c0 = _mm512_setzero_ps(), c1 = c0;
+#define SR_STEP(C, ZE, ZO, H)                                                                                       \
+  do {                                                                                                              \
+    const __m512i ut = exmy__mix64_hi16(ZE, ZO); /* the draws' top 32 bits */                                       \
+    ZE = _mm512_add_epi64(ZE, gam);                                                                                 \
+    ZO = _mm512_add_epi64(ZO, gam);                                                                                 \
+    const __m512 pv = _mm512_mul_ps(va, _mm512_loadu_ps(Bp + l * FC + 16 * (H)));                                   \
+    const __m512 s = _mm512_add_ps(C, pv);                                                                          \
+    const __m512i sb = _mm512_castps_si512(s), sa = _mm512_and_si512(sb, absm);                                     \
+    const __mmask16 ex1 = _mm512_cmp_ps_mask(_mm512_sub_ps(s, C), pv, _CMP_EQ_OQ);                                  \
+    const __mmask16 exact = _mm512_mask_cmp_ps_mask(ex1, _mm512_sub_ps(s, pv), C, _CMP_EQ_OQ);                      \
+    const __m512i rb = Tn == Dn ? _mm512_andnot_si512(lowd, _mm512_add_epi32(sb, _mm512_srl_epi32(ut, sh_rt)))      \
+                                : _mm512_sll_epi32(_mm512_srl_epi32(_mm512_add_epi32(_mm512_srl_epi32(sb, sh_dt),     \
+                                                                                     _mm512_srl_epi32(ut, sh_rt)),    \
+                                                                    sh_t), sh_d);                                   \
+    __mmask16 ok = _mm512_mask_cmple_epu32_mask(exact, _mm512_and_si512(rb, absm), vmaxb);                          \
+    /* an infinite accumulator plus a finite product: inf, as the reference; rb keeps its bits */                   \
+    if (ok != 0xffff)                                                                                               \
+      ok |= _mm512_mask_cmp_ps_mask(_mm512_cmpeq_epi32_mask(sa, infb), s, C, _CMP_EQ_OQ);                           \
+    C = ok == 0xffff ? _mm512_castsi512_ps(rb) : sr_general(x, C, pv, ut, idx0 + (uint64_t)(16 * (H)) * k + l);    \
+  } while (0)
   for (size_t l = 0; l < len; l++) {
     const __m512 va = _mm512_set1_ps(a[l]);
-    for (int h = 0; h < 2; h++) {
-      const __m512i ut = exmy__mix64_hi16(z[2 * h], z[2 * h + 1]); /* the draws' top 32 bits */
-      z[2 * h] = _mm512_add_epi64(z[2 * h], gam);
-      z[2 * h + 1] = _mm512_add_epi64(z[2 * h + 1], gam);
-      const __m512 cv = vc[h], pv = _mm512_mul_ps(va, _mm512_loadu_ps(Bp + l * FC + 16 * h));
-      const __m512 s = _mm512_add_ps(cv, pv), bp = _mm512_sub_ps(s, cv);
-      const __m512 e = _mm512_add_ps(_mm512_sub_ps(cv, _mm512_sub_ps(s, bp)), _mm512_sub_ps(pv, bp));
-      const __m512i sb = _mm512_castps_si512(s), ex = _mm512_and_si512(_mm512_srli_epi32(sb, 23), xff);
-      const __m512i D = _mm512_add_epi32(dm, _mm512_sub_epi32(_mm512_max_epi32(ex, ebmin), ex)); /* bits dropped */
-      const __m512i dmask = _mm512_sub_epi32(_mm512_sllv_epi32(one, D), one);
-      const __m512i d = _mm512_and_si512(_mm512_or_si512(_mm512_and_si512(sb, mant), impl), dmask);
-      const __m512i T = _mm512_min_epu32(Rv, D);
-      const __m512i inc = _mm512_srlv_epi32(
-          _mm512_add_epi32(_mm512_srlv_epi32(d, _mm512_sub_epi32(D, T)), _mm512_srlv_epi32(ut, _mm512_sub_epi32(v32, T))), T);
-      const __m512i rb = _mm512_add_epi32(_mm512_andnot_si512(dmask, sb), _mm512_sllv_epi32(inc, D));
-      const __mmask16 exact = _mm512_cmp_ps_mask(e, zero, _CMP_EQ_OQ), zs = _mm512_cmp_ps_mask(s, zero, _CMP_EQ_OQ);
-      const __mmask16 nrm = _mm512_cmpneq_epi32_mask(ex, _mm512_setzero_si512()) & _mm512_cmpneq_epi32_mask(ex, xff) &
-                            _mm512_cmple_epi32_mask(D, x23) &
-                            _mm512_cmple_epi32_mask(_mm512_and_si512(rb, absm), vmaxb);
-      /* An infinite accumulator plus a finite product stays infinite, as the
-       * reference's: only the reference step makes one, and only where the
-       * format rounds an infinity to itself (no saturation). */
-      const __mmask16 infs = _mm512_fpclass_ps_mask(cv, 0x18) & _mm512_cmp_ps_mask(s, cv, _CMP_EQ_OQ);
-      const __mmask16 ok = (exact & (nrm | zs)) | infs;
-      __m512 nc = _mm512_mask_blend_ps(zs | infs, _mm512_castsi512_ps(rb), s);
-      if (ok != 0xffff) {
-        float cs[16], ps[16], o[16];
-        _mm512_storeu_ps(cs, cv);
-        _mm512_storeu_ps(ps, pv);
-        _mm512_storeu_ps(o, nc);
-        for (int t = 0; t < 16; t++)
-          if (!(ok >> t & 1)) {
-            const uint64_t code = exmy__round_sum2(x->f, x->r, cs[t], ps[t], idx0 + (uint64_t)(16 * h + t) * k + l, NULL);
-            o[t] = (float)(p->acc_lut ? p->acc_lut[code] : exmy_decode(x->f, code));
-          }
-        nc = _mm512_loadu_ps(o);
-      }
-      vc[h] = nc;
-    }
+    SR_STEP(c0, z0, z1, 0);
+    SR_STEP(c1, z2, z3, 1);
   }
-  _mm512_storeu_ps(out, vc[0]);
-  _mm512_storeu_ps(out + 16, vc[1]);
+#undef SR_STEP
+  _mm512_storeu_ps(out, c0);
+  _mm512_storeu_ps(out + 16, c1);
 }
 
 static void lanes_sr(const lanes_ctx *x, size_t i0, size_t j0, size_t l0, const float *A, size_t lda, const float *Bp,
@@ -209,7 +248,9 @@ int exmy__gemm_fast_lanes(const gemm_plan *p, int nt, unsigned *flags, float *am
   const exmy_rounding *rnd = &p->acc.acc_rnd;
   const int sr = rnd->mode == EXMY_SR;
   lanes_ctx x = {p, &p->acc.acc_fmt, rnd, exmy__mix64(rnd->seed ^ exmy__mix64(rnd->stream + EXMY__GOLDEN_GAMMA)),
-                 rnd->sr_bits <= 0 || rnd->sr_bits > 64 ? 64 : rnd->sr_bits};
+                 rnd->sr_bits <= 0 || rnd->sr_bits > 64 ? 64 : rnd->sr_bits, 0};
+  const float vmax = (float)exmy_decode(x.f, x.f->max_mag);
+  memcpy(&x.vmax_bits, &vmax, 4);
   const lanes_fn kern = sr ? lanes_sr : x.f->ebits == 5 ? lanes_f16 : lanes_bf16;
   const double big = ldexp(1.0, x.f->emax + 1);
   const int ovf_inf = sr || (exmy_decode(x.f, exmy_from_double(x.f, rnd, big, 0, NULL)) == INFINITY &&

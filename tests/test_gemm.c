@@ -1235,6 +1235,29 @@ static void part_anchors(void) {
     run_case(&g);
     free_case(&g);
   }
+  /* The other way round: a small c plus a large product.  Steps of three,
+   * q = 0.375 x 0.0625 = 3 2^-7, then P = 448 x 448 = 200704, then -P: c
+   * goes 0, q, P + q rounded, back to 0.  P + q needs bits from 2^17 down to
+   * 2^-7, so float rounds it (1.5 units of 2^-6 to 2 units): s - c is then not
+   * exact (c is the smaller), only s - p shows it.  With 64 random bits the
+   * rounded sum decides otherwise with probability about 2^-17 per P step:
+   * over 4 x 64 x 2730 of them, about 5 outputs. */
+  {
+    gcase g;
+    base_case(&g, 4, 64, 8190, 0, 0);
+    set_model(&g, "acc=bf16,round=sr,seed=5");
+    g.what = "acc=bf16,round=sr: a small c plus a large product, inexact in float";
+    make_operand(&g, 0, "e4m3fn", NULL, "none", P_ONES, 0, 0);
+    make_operand(&g, 1, "e4m3fn", NULL, "none", P_ONES, 0, 0);
+    exmy_rounding rr = exmy_rounding_default();
+    const double av[3] = {0.375, 448.0, -448.0}, bv[3] = {0.0625, 448.0, 448.0};
+    for (size_t l = 0; l < g.k; l++) {
+      for (size_t i = 0; i < g.m; i++) set_op_code(&g.A, &g, 0, i, l, exmy_from_double(&g.A.fmt, &rr, av[l % 3], 0, NULL));
+      for (size_t j = 0; j < g.n; j++) set_op_code(&g.B, &g, 1, j, l, exmy_from_double(&g.B.fmt, &rr, bv[l % 3], 0, NULL));
+    }
+    run_case(&g);
+    free_case(&g);
+  }
   /* Operands outside float's range whose products are inside it (custom
    * biases): 2^130 x 2^-125 = 32 and 2^-150 x 2^110 = 2^-40, through acc=f16,
    * acc=bf16 and acc=bf16 with sr (a float-lanes kernel must decline them) */
