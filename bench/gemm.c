@@ -4,10 +4,14 @@
  * shapes, f32 operands) through exmy_gemm fp32 and through SGEMM.  Goals
  * (issue 12, 2 threads): fp32 >= 0.6 of SGEMM, chunk=128 >= 0.45, tc >= 0.3,
  * exact >= 0.2, acc=f16/bf16 >= 0.1, the step list >= 0.4.  Prints GFLOP/s
- * (2mnk / s) and the ratio to SGEMM.  bench/gemm [threads [n ...]];
+ * (2mnk / s) and the ratio to SGEMM.  With a round=sr model it also prints
+ * that model's ceiling, measured in the same run: SplitMix64 alone (the
+ * AVX-512 lanes the kernel uses), one draw per multiply-add, as GFLOP/s.
+ * bench/gemm [threads [n ...]];
  * BENCH_GEMM_MODELS="fp32;exact" runs those models instead (any model: "tc:ada;tc:blackwell"). */
 #include "bench/bench.h"
 #include "exmy.h"
+#include "emulate/rng_avx512.h"
 
 #include <cblas.h>
 #include <stdio.h>
@@ -29,6 +33,32 @@ static double best_of(int reps, double (*fn)(void *), void *ctx) {
   }
   return best;
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The sr ceiling: seconds for each of `threads` threads to draw 2^26 words'
+ * top halves, 16 at a time, with the counters stepped as the acc=FORMAT sr
+ * kernel steps them (two 8-lane vectors per 16 draws). */
+__attribute__((target("avx512f,avx512dq"))) static double rng_draws(void *v) {
+  const int threads = *(const int *)v;
+  const long reps = 1L << 22; /* x 16 draws */
+  unsigned sink = 0;
+  const double t0 = bench_now();
+#pragma omp parallel num_threads(threads) reduction(^ : sink)
+  {
+    __m512i ev = _mm512_set1_epi64(omp_get_thread_num() + 1), od = _mm512_set1_epi64(7);
+    __m512i acc = _mm512_setzero_si512();
+    const __m512i gam = _mm512_set1_epi64((long long)0x9e3779b97f4a7c15ULL);
+    for (long r = 0; r < reps; r++) {
+      acc = _mm512_xor_si512(acc, exmy__mix64_hi16(ev, od));
+      ev = _mm512_add_epi64(ev, gam);
+      od = _mm512_add_epi64(od, gam);
+    }
+    sink ^= (unsigned)_mm512_reduce_add_epi32(acc);
+  }
+  const double t = bench_now() - t0;
+  return sink == 0x12345678u ? t * 1.0000001 : t; /* keeps the draws */
+}
+#endif
 
 typedef struct sg_ctx {
   int n;
@@ -213,6 +243,15 @@ int main(int argc, char **argv) {
       printf("%6d %-24s %10.2f %10.2f %8.3f\n", n, models[m], flop / t * 1e-9, flop / ts * 1e-9, ts / t);
       fflush(stdout);
     }
+#if defined(__x86_64__) && defined(__GNUC__)
+    int any_sr = 0;
+    for (size_t m = 0; m < nmodels; m++) any_sr |= strstr(models[m], "round=sr") != NULL;
+    if (any_sr && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) {
+      const double tr = best_of(3, rng_draws, (void *)&threads), draws = (double)threads * 16.0 * (double)(1L << 22);
+      printf("%6d %-24s %10.2f %10.2f %8.3f  (the sr models' ceiling: one draw per multiply-add)\n", n,
+             "SplitMix64 draws alone", 2.0 * draws / tr * 1e-9, flop / ts * 1e-9, 2.0 * draws / tr / (flop / ts));
+    }
+#endif
     exmy_qtensor_free(&qa);
     exmy_qtensor_free(&qb);
     free(a), free(b), free(c);
