@@ -3,12 +3,13 @@
  * (truncation, no INNER scales, bounds checked in exmy__gemm_fast_tc), then
  * the row epilogue.  Operands are packed from their 8-bit codes through a
  * table (or from the decoded doubles) into the plan's workspace: values as
- * floats, nominal exponents, sign masks.  Each group's largest exponent
+ * floats and nominal exponents.  Each group's largest exponent
  * emax is a max over exponent sums; then the terms, truncated at 2^(emax - F):
  *  - AVX-512 (tc_tile_512): fused multiply-adds rounded toward zero into two
  *    accumulators that stay in the binade of +-1.5 2^(emax - F + 23), whose
- *    ulp is 2^(emax - F): positive products into +M (floor), the others into
- *    -M (ceiling), so each FMA truncates its term toward zero exactly;
+ *    ulp is 2^(emax - F): products with the sign bit clear into +M (floor),
+ *    the others into -M (ceiling), so each FMA truncates its term toward zero
+ *    exactly;
  *  - elsewhere (tc_tile): exact float products scaled by 2^(F - emax),
  *    converted to int32 (int64 when the sum needs more than 31 bits) by
  *    truncation, summed exactly. */
@@ -35,7 +36,6 @@ typedef struct tc_ctx {
   const gemm_plan *p;
   const float *av; const int32_t *ae;   /* op(A): m x k values and nominal exponents */
   const float *bv; const int32_t *be;   /* op(B) panels: [panel][l][16] */
-  const uint16_t *ak, *bk;              /* sign masks: 0xFFFF where a's sign bit is set (-0 too) (m x k); bit t where b[l][t] > 0 */
   float *out;                           /* m x n: the model's P (promoted F) */
   int wide;                             /* int64 sums */
 } tc_ctx;
@@ -238,8 +238,8 @@ row_has_zero(const int32_t *e, size_t g0, size_t g1) {
 
 /* The tile of tc_tile with the same steps, the terms summed in the binade
  * of M = 1.5 2^(T + 23), T = emax - F (see the file's comment): P = M, N = -M,
- * c split by sign into them, then P += a b where the product is positive and
- * N += a b elsewhere (a zero product adds exactly 0 to either); the sum is
+ * c split by sign into them, then P += a b where the product's sign bit is
+ * clear and N += a b elsewhere (a zero product adds exactly 0 to either); the sum is
  * P + N (exact), cut to `out` fraction bits. */
 __attribute__((target("avx512f,avx512dq,avx512bw"))) static inline __attribute__((always_inline)) void
 tc_tile_512(const tc_ctx *x, size_t ib, size_t jp, const int NRW, const int EZ) {
@@ -249,10 +249,8 @@ tc_tile_512(const tc_ctx *x, size_t ib, size_t jp, const int NRW, const int EZ) 
   const int promoted = p->acc.chunk || p->style == GEMM_PROMOTE;
   const float *bv = x->bv + jp * k * TC_NR;
   const int32_t *be = x->be + jp * k * TC_NR;
-  const uint16_t *bk = x->bk + jp * k;
   const float *av = x->av + ib * k;
   const int32_t *ae = x->ae + ib * k;
-  const uint16_t *ak = x->ak + ib * k;
   const __m512i cut = _mm512_set1_epi32((int32_t)(~0u << (23 - out)));
   /* fs: the promoted sums, in memory (touched once a piece); c is not live while the terms
    * are summed, nor M (P + N is exact without it), so NRW rows fit the registers */
@@ -307,14 +305,15 @@ tc_tile_512(const tc_ctx *x, size_t ib, size_t jp, const int NRW, const int EZ) 
       if (g1 < l1) TC_EXP(g1, (g1 + g < l1 ? g1 + g : l1), em, lo);
       for (size_t l = g0; l < g1; l++) {
         const __m512 b = _mm512_loadu_ps(bv + l * TC_NR);
-        const __mmask16 kb = _load_mask16((__mmask16 *)(bk + l));
         _Pragma("GCC unroll 4")
         for (int r = 0; r < NRW; r++) {
           const __m512 a = _mm512_set1_ps(av[(size_t)r * k + l]);
-          const __mmask16 ka = _load_mask16((__mmask16 *)(ak + (size_t)r * k + l));
-          /* lanes whose product is > 0 (or 0 when a < 0), and the others */
-          P[r] = _mm512_mask3_fmadd_round_ps(a, b, P[r], _kxor_mask16(kb, ka), TC_RZ);
-          N[r] = _mm512_mask3_fmadd_round_ps(a, b, N[r], _kxnor_mask16(kb, ka), TC_RZ);
+          /* lanes whose product's sign bit (a's xor b's) is set into N, the others into P
+           * (a zero product adds exactly 0 to either); a vector xor and a move to a mask
+           * register: cheaper than mask-register operations on masks kept in memory */
+          const __mmask16 kn = _mm512_movepi32_mask(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_castps_si512(b)));
+          P[r] = _mm512_mask3_fmadd_round_ps(a, b, P[r], _knot_mask16(kn), TC_RZ);
+          N[r] = _mm512_mask3_fmadd_round_ps(a, b, N[r], kn, TC_RZ);
         }
       }
       _Pragma("GCC unroll 4")
@@ -371,11 +370,9 @@ __attribute__((target("avx512f,avx512dq,avx512bw"))) static void tc_rows_512(con
 /* 16 codes (the lanes of km; the rest are padding zeros with exponent ze)
  * through the table lv (value, inf/NaN kept), the nominal exponents from the
  * values: values and exponents stored at v and e (km's lanes, or all 16 when
- * pad), and either A's sign masks (ska: 0xFFFF where the sign bit is set) or
- * B's positive-lane mask (*kpos).  Returns whether a value is not finite. */
+ * pad).  Returns whether a value is not finite. */
 TC_512 static inline __attribute__((always_inline)) int pack16_512(__m512i idx, __mmask16 km, int pad, const float *lv,
-                                                                   int32_t emin, int32_t ze, float *v, int32_t *e,
-                                                                   uint16_t *ska, uint16_t *kpos) {
+                                                                   int32_t emin, int32_t ze, float *v, int32_t *e) {
   const __m512 val = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), km, idx, lv, 4);
   /* max(floor(log2 |x|), emin) from the value (exact in float; getexp takes float
    * subnormals too), ze for zeros and padding */
@@ -385,8 +382,6 @@ TC_512 static inline __attribute__((always_inline)) int pack16_512(__m512i idx, 
   const __mmask16 ks = pad ? (__mmask16)0xFFFF : km;
   _mm512_mask_storeu_ps(v, ks, val);
   _mm512_mask_storeu_epi32(e, ks, ex);
-  if (ska) _mm256_mask_storeu_epi16(ska, km, _mm512_cvtepi32_epi16(_mm512_srai_epi32(_mm512_castps_si512(val), 31)));
-  if (kpos) *kpos = (uint16_t)_mm512_cmp_ps_mask(val, _mm512_setzero_ps(), _CMP_GT_OQ);
   return _mm512_fpclass_ps_mask(val, 0x99) != 0; /* QNaN, SNaN, +inf, -inf */
 }
 
@@ -407,8 +402,7 @@ TC_512 static inline __attribute__((always_inline)) __m512i codes16(const uint8_
  * in lv, so a class test finds them).  Returns whether a value is not finite.
  * (A function of its own: clang does not give an OpenMP region's body its
  * function's target.) */
-TC_512 static int tc_pack_blk_512(const gemm_plan *p, int which, const float *lv, float *v, int32_t *e, uint16_t *sk,
-                                  size_t pn) {
+TC_512 static int tc_pack_blk_512(const gemm_plan *p, int which, const float *lv, float *v, int32_t *e, size_t pn) {
   const exmy_qtensor *q = which ? p->B : p->A;
   const size_t k = p->k, rows = which ? p->n : p->m, cols = q->cols;
   const int tr = which ? !p->tb : p->ta; /* 1: element (x, l) stored at l*cols + x, else x*cols + l */
@@ -421,33 +415,32 @@ TC_512 static int tc_pack_blk_512(const gemm_plan *p, int which, const float *lv
     for (size_t l = 0; l < k; l++) {
       const __m512i idx = tr ? codes16(codes + l * cols + x0, 1, nx) : codes16(codes + x0 * cols + l, cols, nx);
       const size_t o = (pn * k + l) * TC_NR;
-      nf |= pack16_512(idx, kx, 1, lv, emin, ze, v + o, e + o, NULL, sk + pn * k + l);
+      nf |= pack16_512(idx, kx, 1, lv, emin, ze, v + o, e + o);
     }
   else /* A: rows, 16 l at a time */
     for (size_t x = x0; x < xe; x++)
       for (size_t l0 = 0; l0 < k; l0 += TC_NR) {
         const size_t nl = k - l0 < TC_NR ? k - l0 : TC_NR;
         const __m512i idx = tr ? codes16(codes + l0 * cols + x, cols, nl) : codes16(codes + x * cols + l0, 1, nl);
-        nf |= pack16_512(idx, (__mmask16)((1u << nl) - 1), 0, lv, emin, ze, v + x * k + l0, e + x * k + l0,
-                         sk + x * k + l0, NULL);
+        nf |= pack16_512(idx, (__mmask16)((1u << nl) - 1), 0, lv, emin, ze, v + x * k + l0, e + x * k + l0);
       }
   return nf;
 }
 
-static int tc_pack_512(const gemm_plan *p, int which, const float *lv, float *v, int32_t *e, uint16_t *sk, int nt) {
+static int tc_pack_512(const gemm_plan *p, int which, const float *lv, float *v, int32_t *e, int nt) {
   const size_t rows = which ? p->n : p->m, nblk = (rows + TC_NR - 1) / TC_NR;
   int nonfinite = 0;
 #pragma omp parallel for num_threads(nt) schedule(static) reduction(| : nonfinite) if (nt > 1 && nblk > 1)
-  for (size_t pn = 0; pn < nblk; pn++) nonfinite |= tc_pack_blk_512(p, which, lv, v, e, sk, pn);
+  for (size_t pn = 0; pn < nblk; pn++) nonfinite |= tc_pack_blk_512(p, which, lv, v, e, pn);
   return !nonfinite;
 }
 
 /* op(A) (which 0: rows = m, row-major m x k) or op(B)^T (which 1: panels
- * [panel][l][16], zero padded) as floats, nominal exponents and sign masks:
+ * [panel][l][16], zero padded) as floats and nominal exponents:
  * from the decoded doubles when the plan has them, else from 8-bit codes
  * through a table.  0 when an element is not finite (the reference runs) or
  * the codes are wider than 8 bits without decoded doubles. */
-static int tc_pack(const gemm_plan *p, int which, float *v, int32_t *e, uint16_t *sk, int nt) {
+static int tc_pack(const gemm_plan *p, int which, float *v, int32_t *e, int nt) {
   const exmy_qtensor *q = which ? p->B : p->A;
   const exmy_format *f = &q->fmt;
   const double *src = which ? p->bd : p->ad;
@@ -456,7 +449,7 @@ static int tc_pack(const gemm_plan *p, int which, float *v, int32_t *e, uint16_t
   const int tr = which ? !p->tb : p->ta; /* 1: element (x, l) stored at l*cols + x, else x*cols + l */
   const int v2 = p->acc.tc_zero != 0;
   if (!src && f->bits > 8) return 0;
-  if (!src && cpu512()) return tc_pack_512(p, which, exmy__gemm_ws_lut8(p->ws, which, f), v, e, sk, nt);
+  if (!src && cpu512()) return tc_pack_512(p, which, exmy__gemm_ws_lut8(p->ws, which, f), v, e, nt);
   float lv[256];
   int32_t le[256];
   uint8_t bad[256]; /* 1: not finite */
@@ -495,7 +488,6 @@ static int tc_pack(const gemm_plan *p, int which, float *v, int32_t *e, uint16_t
   } while (0)
     if (which) {
       for (size_t l = 0; l < k; l++) {
-        unsigned kpos = 0;
         for (size_t x = x0; x < x0 + TC_NR; x++) {
           float fv = 0.0f;
           int32_t fe = v2 ? ZERO_E : -126; /* padding columns: zeros */
@@ -503,9 +495,7 @@ static int tc_pack(const gemm_plan *p, int which, float *v, int32_t *e, uint16_t
           const size_t o = (pn * k + l) * TC_NR + (x - x0);
           v[o] = fv;
           e[o] = fe;
-          kpos |= (unsigned)(fv > 0.0f) << (x - x0);
         }
-        sk[pn * k + l] = (uint16_t)kpos;
       }
     } else {
       for (size_t l0 = 0; l0 < k; l0 += 64)
@@ -516,7 +506,6 @@ static int tc_pack(const gemm_plan *p, int which, float *v, int32_t *e, uint16_t
             TC_ELEM(x, l, fv, fe);
             v[x * k + l] = fv;
             e[x * k + l] = fe;
-            sk[x * k + l] = signbit(fv) ? 0xFFFF : 0;
           }
     }
 #undef TC_ELEM
@@ -548,17 +537,15 @@ int exmy__gemm_fast_tc(const gemm_plan *p, int nt, unsigned *flags, float *amax)
                      fa->emax + fb->emax + lk + 2 - F + 24 <= 127;
   const size_t m = p->m, n = p->n, k = p->k, npan = (n + TC_NR - 1) / TC_NR;
   const size_t na = m * k + 1, nb = npan * k * TC_NR + 1;
-  /* one buffer per operand: values, exponents, sign masks */
-  char *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, na * (sizeof(float) + sizeof(int32_t) + sizeof(uint16_t)));
-  char *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, nb * (sizeof(float) + sizeof(int32_t)) + (npan * k + 1) * sizeof(uint16_t));
+  /* one buffer per operand: values, then exponents */
+  char *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, na * (sizeof(float) + sizeof(int32_t)));
+  char *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, nb * (sizeof(float) + sizeof(int32_t)));
   float *P = exmy__gemm_ws_get(p->ws, GEMM_WS_P, (m * n + 1) * sizeof *P);
   if (!A || !B || !P) return 0;
   float *av = (float *)A, *bv = (float *)B;
   int32_t *ae = (int32_t *)(A + na * sizeof(float)), *be = (int32_t *)(B + nb * sizeof(float));
-  uint16_t *ak = (uint16_t *)(A + na * (sizeof(float) + sizeof(int32_t)));
-  uint16_t *bk = (uint16_t *)(B + nb * (sizeof(float) + sizeof(int32_t)));
-  if (!tc_pack(p, 0, av, ae, ak, nt) || !tc_pack(p, 1, bv, be, bk, nt)) return 0;
-  tc_ctx x = {p, av, ae, bv, be, ak, bk, P, wide};
+  if (!tc_pack(p, 0, av, ae, nt) || !tc_pack(p, 1, bv, be, nt)) return 0;
+  tc_ctx x = {p, av, ae, bv, be, P, wide};
   const size_t blk = 16, nblk = (m + blk - 1) / blk;
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
   for (size_t b = 0; b < nblk; b++) {
