@@ -36,13 +36,45 @@ typedef struct opdec {
   const void *codes;
   int sh;             /* >= 0: binary32 or a truncation of it (bf16, E8My), the code shifted left sh bits is the float */
   const float *lut;   /* else the value of every code (formats of <= 16 bits; the workspace's) */
+  /* ar8: 8-bit codes decoded with integer operations on AVX-512 (ar8_setup): the code's
+   * 7 magnitude bits shifted left ar_s, plus ar_off, and the sign; the codes of the
+   * lowest and highest exponent field (subnormals, and inf/NaN/max) from 16-entry
+   * tables indexed by sign and mantissa */
+  int ar8;
+  uint32_t ar_s, ar_off, ar_emask, ar_mmask, ar_m;
+  float ar_sub[16], ar_top[16];
 } opdec;
+
+/* d->ar8 when every one of the 256 codes decodes to its table value's bits
+ * that way (formats of 8 bits with at most 3 mantissa bits: e4m3fn, e5m2,
+ * ...; not the fnuz ones, whose 0x80 is NaN). */
+static void ar8_setup(opdec *d) {
+  const exmy_format *f = d->f;
+  d->ar8 = 0;
+  if (!d->lut || f->bits != 8 || !f->is_signed || f->mbits > 3 || f->ebits < 1 || f->ebits + f->mbits != 7) return;
+  const uint32_t M = (uint32_t)f->mbits, emask = ((1u << f->ebits) - 1) << M, mmask = (1u << M) - 1;
+  d->ar_s = 23 - M;
+  d->ar_off = (uint32_t)(127 - f->bias) << 23;
+  d->ar_emask = emask;
+  d->ar_mmask = mmask;
+  d->ar_m = M;
+  for (uint32_t c = 0; c < 256; c++) {
+    const uint32_t t = (c & mmask) | ((c >> 7) << M), e = c & emask;
+    uint32_t want;
+    memcpy(&want, &d->lut[c], 4);
+    if (e == 0) d->ar_sub[t] = d->lut[c];
+    else if (e == emask) d->ar_top[t] = d->lut[c];
+    else if (((((c & 0x7F) << d->ar_s) + d->ar_off) | ((c >> 7) << 31)) != want) return;
+  }
+  d->ar8 = 1;
+}
 
 static int opdec_init(opdec *d, gemm_ws *ws, int w, const exmy_qtensor *q) {
   const exmy_format *f = &q->fmt;
   d->f = f;
   d->codes = q->codes;
   d->lut = NULL;
+  d->ar8 = 0;
   d->sh = f->ebits == 8 && f->bias == 127 && f->is_signed && f->has_zero && f->inf == EXMY_INF_IEEE &&
                   f->nan == EXMY_NAN_IEEE && f->mbits <= 23 && f->bits > 8
               ? 23 - f->mbits /* sign, 8 exponent bits, mbits: the top bits of binary32's layout */
@@ -50,6 +82,7 @@ static int opdec_init(opdec *d, gemm_ws *ws, int w, const exmy_qtensor *q) {
   if (d->sh >= 0) return 0;
   if (f->bits <= 8) {
     d->lut = exmy__gemm_ws_lut8(ws, w, f); /* every byte: above the format's bits, NaN */
+    ar8_setup(d);
   } else if (f->bits <= 16) {
     d->lut = exmy__gemm_ws_lut16(ws, w, f);
     if (!d->lut) return -1;
@@ -102,22 +135,41 @@ __attribute__((target("avx512f"))) static inline void tr16x16(__m512 r[16]) {
   }
 }
 
-/* 16 values along l of row x as floats: binary32 itself, or 16-bit codes
- * of a cut binary32 (bf16, E8My up to 16 bits) shifted left sh bits. */
-__attribute__((target("avx512f"))) static inline __m512 load16_512(const opdec *d, size_t idx) {
+/* 16 8-bit codes (the lanes of km) decoded as d->ar8 says: the same bits as d->lut. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static inline __m512 dec16_ar8(const opdec *d, const uint8_t *c8,
+                                                                                   __mmask16 km) {
+  const __m512i c = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(km, c8));
+  const __m512i mag = _mm512_add_epi32(_mm512_sll_epi32(_mm512_and_si512(c, _mm512_set1_epi32(0x7F)),
+                                                        _mm_cvtsi32_si128((int)d->ar_s)),
+                                       _mm512_set1_epi32((int)d->ar_off));
+  __m512 v = _mm512_castsi512_ps(_mm512_or_si512(mag, _mm512_slli_epi32(_mm512_srli_epi32(c, 7), 31)));
+  const __m512i t = _mm512_or_si512(_mm512_and_si512(c, _mm512_set1_epi32((int)d->ar_mmask)),
+                                    _mm512_sll_epi32(_mm512_srli_epi32(c, 7), _mm_cvtsi32_si128((int)d->ar_m)));
+  const __m512i e = _mm512_and_si512(c, _mm512_set1_epi32((int)d->ar_emask));
+  v = _mm512_mask_permutexvar_ps(v, _mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32((int)d->ar_emask)), t,
+                                 _mm512_loadu_ps(d->ar_top));
+  return _mm512_mask_permutexvar_ps(v, _mm512_testn_epi32_mask(e, e), t, _mm512_loadu_ps(d->ar_sub));
+}
+
+/* 16 values along l of row x as floats: binary32 itself, 16-bit codes of a
+ * cut binary32 (bf16, E8My up to 16 bits) shifted left sh bits, or 8-bit
+ * codes (d->ar8). */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static inline __m512 load16_512(const opdec *d, size_t idx) {
+  if (d->ar8) return dec16_ar8(d, (const uint8_t *)d->codes + idx, 0xFFFF);
   if (d->sh == 0) return _mm512_loadu_ps((const float *)d->codes + idx);
   const __m256i c = _mm256_loadu_si256((const __m256i *)((const uint16_t *)d->codes + idx));
   return _mm512_castsi512_ps(_mm512_sll_epi32(_mm512_cvtepu16_epi32(c), _mm_cvtsi32_si128(d->sh)));
 }
 
 /* Rows [x0, x0 + nx) of an x-major operand (row x's k values contiguous
- * from x * sx; binary32, or 16-bit codes of a cut binary32) into the panel
+ * from x * sx; binary32, 16-bit codes of a cut binary32, or 8-bit codes
+ * decoded as d->ar8 says) into the panel
  * Xp ([l][w]) in 16 x 16 blocks: 16 rows loaded along l, transposed in
  * registers, each l's values stored at Xp + l * w.  Returns the k steps
  * done (a multiple of 16); the caller does the rest.  (8-bit codes gathered
  * from their table this way, or per l, were no faster than the scalar
  * loops: the gathers bound them.) */
-__attribute__((target("avx512f"))) static size_t pack_xmajor_512(const opdec *d, size_t x0, size_t nx, size_t sx,
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static size_t pack_xmajor_512(const opdec *d, size_t x0, size_t nx, size_t sx,
                                                                  size_t k, size_t w, float *Xp) {
   const size_t kb = k & ~(size_t)15;
   for (size_t xg = 0; xg < nx; xg += 16) {
@@ -133,6 +185,18 @@ __attribute__((target("avx512f"))) static size_t pack_xmajor_512(const opdec *d,
     }
   }
   return kb;
+}
+
+/* Rows [x0, x0 + nx) of an operand stored l-major (row x's element l at
+ * x + l * sl), 8-bit codes decoded as d->ar8 says, into the panel Xp. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void pack_xrows_ar8(const opdec *d, size_t x0, size_t nx,
+                                                                               size_t sl, size_t k, size_t w, float *Xp) {
+  const uint8_t *c = d->codes;
+  for (size_t l = 0; l < k; l++)
+    for (size_t xg = 0; xg < nx; xg += 16) {
+      const __mmask16 km = nx - xg >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nx - xg)) - 1);
+      _mm512_mask_storeu_ps(Xp + l * w + xg, km, dec16_ar8(d, c + x0 + xg + l * sl, km));
+    }
 }
 
 /* Packed operand: element (x, l) of op(A) (x < rows = m) or op(B)^T (x < n)
@@ -153,10 +217,12 @@ static void pack_panel(const gemm_plan *p, const opdec *d, const float *scales, 
         for (size_t l = 0; l < k; l++)
           Xp[l * w + x - x0] = (float)(exmy_decode(d->f, exmy_code_get(d->f, d->codes, x * sx + l * sl)) *
                                        (double)scales[x * p->nseg + l / p->seg]);
-    } else if (v512 && sl == 1 && (d->sh == 0 || cut16(d))) {
+    } else if (v512 && sl == 1 && (d->sh == 0 || cut16(d) || d->ar8)) {
       const size_t kb = pack_xmajor_512(d, x0, xe - x0, sx, k, w, Xp);
       for (size_t x = x0; x < xe; x++)
         for (size_t l = kb; l < k; l++) Xp[l * w + x - x0] = dec_at(d, x * sx + l);
+    } else if (v512 && d->ar8 && sx == 1) { /* FP8 along rows, 16 a vector */
+      pack_xrows_ar8(d, x0, xe - x0, sl, k, w, Xp);
     } else if (d->lut && d->f->bits <= 8 && sx == 1) { /* FP8 along rows: contiguous codes */
       const uint8_t *c = d->codes;
       for (size_t l = 0; l < k; l++)
