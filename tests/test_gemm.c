@@ -1076,6 +1076,16 @@ static void base_case(gcase *g, size_t m, size_t n, size_t k, int ta, int tb) {
   set_model(g, "fp32");
 }
 
+/* A hand-built case: m x n x k, no transposes, the model, e4m3fn x e4m3fn with unit
+ * scales (codes set by the caller). */
+static void e4m3_case(gcase *g, size_t m, size_t n, size_t k, const char *model, const char *what) {
+  base_case(g, m, n, k, 0, 0);
+  set_model(g, model);
+  g->what = what;
+  make_operand(g, 0, "e4m3fn", NULL, "none", P_ONES, 0, 0);
+  make_operand(g, 1, "e4m3fn", NULL, "none", P_ONES, 0, 0);
+}
+
 /* ======================================================================
  * Part 1: model parsing against the preset table of docs/gemm.md
  * ====================================================================== */
@@ -1222,11 +1232,7 @@ static void part_anchors(void) {
    * step: over 4 x 64 x 8191 steps, about 16 outputs. */
   {
     gcase g;
-    base_case(&g, 4, 64, 8192, 0, 0);
-    set_model(&g, "acc=bf16,round=sr,seed=11");
-    g.what = "acc=bf16,round=sr: sums inexact in float";
-    make_operand(&g, 0, "e4m3fn", NULL, "none", P_ONES, 0, 0);
-    make_operand(&g, 1, "e4m3fn", NULL, "none", P_ONES, 0, 0);
+    e4m3_case(&g, 4, 64, 8192, "acc=bf16,round=sr,seed=11", "acc=bf16,round=sr: sums inexact in float");
     set_all_codes(&g, 0, 0.5625);
     set_all_codes(&g, 1, 0.625);
     exmy_rounding rr = exmy_rounding_default();
@@ -1244,11 +1250,7 @@ static void part_anchors(void) {
    * over 4 x 64 x 2730 of them, about 5 outputs. */
   {
     gcase g;
-    base_case(&g, 4, 64, 8190, 0, 0);
-    set_model(&g, "acc=bf16,round=sr,seed=5");
-    g.what = "acc=bf16,round=sr: a small c plus a large product, inexact in float";
-    make_operand(&g, 0, "e4m3fn", NULL, "none", P_ONES, 0, 0);
-    make_operand(&g, 1, "e4m3fn", NULL, "none", P_ONES, 0, 0);
+    e4m3_case(&g, 4, 64, 8190, "acc=bf16,round=sr,seed=5", "acc=bf16,round=sr: a small c plus a large product, inexact in float");
     exmy_rounding rr = exmy_rounding_default();
     const double av[3] = {0.375, 448.0, -448.0}, bv[3] = {0.0625, 448.0, 448.0};
     for (size_t l = 0; l < g.k; l++) {
@@ -1423,11 +1425,7 @@ static void part_anchors(void) {
     };
     for (size_t t = 0; t < sizeof z / sizeof *z; t++) {
       gcase g;
-      base_case(&g, 1, 1, 4, 0, 0);
-      set_model(&g, "exact");
-      g.what = "exact zero signs";
-      make_operand(&g, 0, "e4m3fn", NULL, "none", P_ONES, 0, 0);
-      make_operand(&g, 1, "e4m3fn", NULL, "none", P_ONES, 0, 0);
+      e4m3_case(&g, 1, 1, 4, "exact", "exact zero signs");
       exmy_rounding rr = exmy_rounding_default();
       /* products 1, -1, 1, -1 (sum 0) or 1, -1, 1, 1 (sum 2) */
       for (size_t l = 0; l < 4; l++)
@@ -1453,11 +1451,7 @@ static void part_anchors(void) {
    * integer sum; row 1's sums -2 and 2 and a zero A scale on row 0 */
   for (int zb = 0; zb < 2; zb++) {
     gcase g;
-    base_case(&g, 2, 3, 4, 0, 0);
-    set_model(&g, "exact");
-    g.what = zb ? "exact, zero B scale, negative sums" : "exact, zero A scale, negative sums";
-    make_operand(&g, 0, "e4m3fn", NULL, "none", P_ONES, 0, 0);
-    make_operand(&g, 1, "e4m3fn", NULL, "none", P_ONES, 0, 0);
+    e4m3_case(&g, 2, 3, 4, "exact", zb ? "exact, zero B scale, negative sums" : "exact, zero A scale, negative sums");
     exmy_rounding rr = exmy_rounding_default();
     for (size_t j = 0; j < 3; j++) /* column j: products 1, -1, -1, (j ? 1 : -1): sums -2, 0, 0 */
       for (size_t l = 0; l < 4; l++)
