@@ -246,7 +246,8 @@ int main(int argc, char **argv) {
 #if defined(__x86_64__) && defined(__GNUC__)
     int any_sr = 0;
     for (size_t m = 0; m < nmodels; m++) any_sr |= strstr(models[m], "round=sr") != NULL;
-    if (any_sr && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) {
+    const char *no512 = getenv("EXMY_NO_AVX512"); /* the sr kernel is then not the AVX-512 one */
+    if (any_sr && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && !(no512 && *no512 && *no512 != '0')) {
       const double tr = best_of(3, rng_draws, (void *)&threads), draws = (double)threads * 16.0 * (double)(1L << 22);
       printf("%6d %-24s %10.2f %10.2f %8.3f  (the sr models' ceiling: one draw per multiply-add)\n", n,
              "SplitMix64 draws alone", 2.0 * draws / tr * 1e-9, flop / ts * 1e-9, 2.0 * draws / tr / (flop / ts));

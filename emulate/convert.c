@@ -75,8 +75,9 @@ typedef struct fast_params {
   uint32_t v512;               /* rne_ok, one overflow magnitude for both signs, and AVX-512 BW: rne_512 */
   uint32_t sr512;              /* sr, lean, no ftz/daz, codes of at most 16 bits, one overflow magnitude,
                                   AVX-512 BW+DQ: sr_512 (which uses rne_off and low_mask too) */
-  uint32_t gshift;             /* SCALED 3: a scale per 2^gshift elements, 4..11 (a group holds whole
-                                  16-lane vectors, and BLOCK whole groups) */
+  uint32_t gshift;             /* SCALED 3: a scale per 2^gshift elements, 4..30 (a group holds whole
+                                  16-lane vectors; BLOCK, a power of two too, whole groups or a
+                                  part of one) */
 } fast_params;
 
 /* Preconditions: float's exponent range maps onto the format with one shift
@@ -459,7 +460,8 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
 /* The random word of element i of a run whose element 0 has counter ctr0
  * (0 outside stochastic rounding: the compiler drops it). */
 #define RND(MODE, ctr0, i) ((MODE) == EXMY_SR ? sr_word((ctr0) + (uint64_t)(i) * EXMY__GOLDEN_GAMMA) : 0)
-/* The block at element b's scales: per element, or per group (SCALED 3; b a multiple of 2^p.gshift). */
+/* The block at element b's scales: per element, or per group (SCALED 3; b a multiple of
+ * BLOCK: the block lies in one group, or holds whole ones). */
 #define SC_AT(SCALED, sc, b) ((sc) ? (SCALED) == 3 ? (sc) + ((b) >> p.gshift) : (sc) + (b) : (sc))
 #define CHUNK_FN(NAME, T, MODE, SCALED)                                                      \
   EXMY_CLONES static unsigned NAME(const fast_params *pp, const float *restrict in, float scale, \
@@ -645,11 +647,11 @@ EXMY_CLONES static uint32_t lost_scan(const float *restrict x, size_t n, const f
 }
 
 /* exmy__f32q_run_v with one scale per 2^lg elements (gscales[i >> lg];
- * 4 <= lg <= 11; n need not be a multiple of 2^lg), for rne and sr; -1
+ * 4 <= lg <= 30; n need not be a multiple of 2^lg), for rne and sr; -1
  * otherwise (the caller expands the scales). */
 int exmy__f32q_run_grp(const exmy__f32q *q, const float *x, size_t n, const float *gscales, int lg, uint64_t index0,
                        void *codes, unsigned *flags) {
-  if (!q->fast || (q->r.mode != EXMY_RNE && q->r.mode != EXMY_SR) || lg < 4 || lg > 11) return -1;
+  if (!q->fast || (q->r.mode != EXMY_RNE && q->r.mode != EXMY_SR) || lg < 4 || lg > 30) return -1;
   fast_params p;
   memcpy(&p, q->params, sizeof p);
   p.gshift = (uint32_t)lg;
@@ -670,7 +672,7 @@ int exmy__f32q_run_grp(const exmy__f32q *q, const float *x, size_t n, const floa
  * pow2_ok: the caller takes the exact path. */
 int exmy__f32q_run_pow2_v(const exmy__f32q *q, const float *x, size_t n, const float *scales, int lg, int lost,
                           uint64_t index0, void *codes, unsigned *flags) {
-  if (!q->pow2_ok || (lg && (lg < 4 || lg > 11))) return -1;
+  if (!q->pow2_ok || (lg && (lg < 4 || lg > 30))) return -1;
   unsigned fl = 0;
   if (!lg) fl = exmy__f32q_run_v(q, x, n, scales, index0, codes);
   else (void)exmy__f32q_run_grp(q, x, n, scales, lg, index0, codes, &fl); /* pow2_ok: rne */

@@ -3,7 +3,7 @@
  * operands whose products carry at most the accumulator's precision q (fp8 x
  * fp8), bit for bit the reference's step c = round(c + p) (exmy__round_sum2):
  *  - every product is exact in float, and so is every sum c + p that the
- *    2Sum below finds exact; no float subnormal arises, since each sum is a
+ *    checks below find exact; no float subnormal arises, since each sum is a
  *    multiple of the smallest product (>= 2^-126);
  *  - rne: c + p rounded once to float and then to the accumulator; since
  *    float's 24 bits >= 2q + 2 (q = 11, 8) that double rounding is
@@ -115,8 +115,9 @@ F32_LANES_KERNEL(lanes_bf16, round_bf16)
 
 
 /* sr, the general step for 16 lanes (sr_row32 takes it where a lane's sum is
- * not exact, not a normal of the accumulator or zero, or overflows): D from
- * s's exponent, then the reference step where it must. idx: lane 0's index. */
+ * not exact, or NaN, or rounds above the accumulator's largest finite value):
+ * D from s's exponent, then the reference step where it must.  idx: lane 0's
+ * index. */
 __attribute__((target("avx512f,avx512dq"), noinline)) static __m512 sr_general(const lanes_ctx *x, __m512 cv, __m512 pv,
                                                                               __m512i ut, uint64_t idx) {
   const gemm_plan *p = x->p;
@@ -170,9 +171,10 @@ __attribute__((target("avx512f,avx512dq"), noinline)) static __m512 sr_general(c
  * 2^(emin - mbits) instead, but every sum is a multiple of it (lanes_apply's
  * bound on the smallest product), so the D bits dropped there are zeros and
  * the carry is 0, as the reference's exact step.  The sum is
- * exact iff s - c = p and s - p = c: the difference with the larger operand
- * is exact (Sterbenz's lemma) and equals the other operand only when s is
- * exact.  Any other lane sends its vector to sr_general. */
+ * exact iff s - c = p and s - p = c: the difference of s and the operand of
+ * larger magnitude is exact (the Fast2Sum lemma), so it equals the other
+ * operand only when s is exact; an exact s makes both hold.  Any other lane
+ * sends its vector to sr_general. */
 __attribute__((target("avx512f,avx512dq"))) static void sr_row32(const lanes_ctx *x, uint64_t idx0, const float *a,
                                                                     const float *Bp, size_t len, float *out) {
   const uint64_t k = x->p->k;

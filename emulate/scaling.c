@@ -119,7 +119,7 @@ EXMY_CLONES static float run_amax(const float *restrict x, size_t n, int *has_na
   if (bc == (BC) && cols % (BC) == 0) {                                                  \
     for (size_t cbk = 0, c0 = 0; c0 < cols; cbk++, c0 += (BC)) {                         \
       int has_nan = 0;                                                                   \
-      am[cbk] = run_amax_body(x + c0, (BC), &has_nan, with_min, mnz + cbk);              \
+      am[cbk] = run_amax_body(x + c0, (BC), &has_nan, with_min, with_min ? mnz + cbk : NULL); \
       nan[cbk] = (uint8_t)has_nan;                                                       \
     }                                                                                    \
     return;                                                                              \
@@ -133,14 +133,13 @@ static inline __attribute__((always_inline)) void row_amax_body(const float *res
   ROW_AMAX_FIXED(128)
   for (size_t cbk = 0, c0 = 0; c0 < cols; cbk++, c0 += bc) {
     int has_nan = 0;
-    am[cbk] = run_amax_body(x + c0, c0 + bc < cols ? bc : cols - c0, &has_nan, with_min, mnz + cbk);
+    am[cbk] = run_amax_body(x + c0, c0 + bc < cols ? bc : cols - c0, &has_nan, with_min, with_min ? mnz + cbk : NULL);
     nan[cbk] = (uint8_t)has_nan;
   }
 }
 EXMY_CLONES static void row_amax(const float *restrict x, size_t cols, size_t bc, float *restrict am,
                                  uint8_t *restrict nan) {
-  uint32_t none[1]; /* not written: with_min is 0 */
-  row_amax_body(x, cols, bc, am, nan, 0, none);
+  row_amax_body(x, cols, bc, am, nan, 0, NULL);
 }
 EXMY_CLONES static void row_amax_min(const float *restrict x, size_t cols, size_t bc, float *restrict am,
                                      uint8_t *restrict nan, uint32_t *restrict mnz) {
@@ -317,7 +316,7 @@ static unsigned quantize_row(exmy_qtensor *q, const exmy__f32q *fq, const exmy_f
   if (row_sc && (one_rounding ? pow2_row(q->scale + g0, am, sc) : sc > 1)) {
     char *codes = (char *)q->codes + k0 * cb;
     const int lg = __builtin_ctzll((unsigned long long)bc);
-    if (sc > 1 && bc == (size_t)1 << lg && lg >= 4 && lg <= 11) {
+    if (sc > 1 && bc == (size_t)1 << lg && lg >= 4 && lg <= 30) {
       /* groups 2^lg wide (MX's 32, block:1x128): the kernels read a scale per group */
       unsigned f1 = 0;
       const int lost = mnz ? row_lost(mnz, q->scale + g0, sc) : -1;

@@ -1035,6 +1035,9 @@ static void test_mx_hand(void) {
   /* amax 2^-120: v = 0x1.24924ap-129, mantissa field 0x124924.a -> 0x124925 <= 0x400000 -> code 0,
    * multiplier 1, scale_inv 2^-127: the element 2^-120 becomes 0. */
   mx_hand("mx", "e4m3fn", 0x1p-120f, 0, 1.0f, 0x1p-127f, 0x1p-120f, 0x00, "subnormal v at most 2^-127");
+  /* amax 0x1.cp-119: v = 0x1.cp-119 * 0x1.24924ap-9 = 2^-127 exactly, mantissa field 0x400000: not
+   * above it, so code 0 (the boundary of TE's rule) */
+  mx_hand("mx", "e4m3fn", 0x1.cp-119f, 0, 1.0f, 0x1p-127f, 0x1.cp-119f, 0x00, "v exactly 2^-127");
   /* amax 2^-117: v = 0x1.24924ap-126 (exponent field 1, m > 0) -> code 2, multiplier 2^125. */
   mx_hand("mx", "e4m3fn", 0x1p-117f, 2, 0x1p125f, 0x1p-125f, 0x1p-117f, 0x78, "smallest normal v");
   /* e5m2: rcp = (float)(1/57344) = 0x1.24924ap-16; 57344 * rcp = 1 + 3*2^-26 -> 1.0 -> code 127. */
@@ -1250,6 +1253,13 @@ static void test_ocp_lost(void) {
         run_one(&cases[ci], &f, &modes[mi], 1, x, 1, 64, 3.0f);
         run_one(&cases[ci], &f, &modes[mi], 1, x, 1, 41, 3.0f); /* the second group a partial one */
       }
+  /* Groups {1024, 0, 2, 2, ...} (scale 2^-2): the zero loses nothing, so no underflow flag (the
+   * smallest nonzero magnitude, not the zero, decides) */
+  float z[64];
+  for (int i = 0; i < 64; i++) z[i] = i % 32 == 0 ? 1024.0f : i % 32 == 1 ? 0.0f : 2.0f;
+  for (size_t ci = 0; ci < NCASES; ci++)
+    if (!strcmp(cases[ci].text, "mx:ocp"))
+      for (int mi = 0; mi < nmodes; mi++) run_one(&cases[ci], &f, &modes[mi], 1, z, 1, 64, 3.0f);
 }
 
 /* A power-of-two delayed scale > 1 with an exact product: fp32(x * s)
