@@ -47,11 +47,15 @@ typedef struct opdec {
 
 /* d->ar8 when every one of the 256 codes decodes to its table value's bits
  * that way (formats of 8 bits with at most 3 mantissa bits: e4m3fn, e5m2,
- * ...; not the fnuz ones, whose 0x80 is NaN). */
+ * e4m3fnuz, e5m2fnuz, ...; fnuz's NaN 0x80 comes from the low table), on a
+ * CPU with AVX-512 BW and VL (dec16_ar8's masked byte loads). */
 static void ar8_setup(opdec *d) {
   const exmy_format *f = d->f;
   d->ar8 = 0;
   if (!d->lut || f->bits != 8 || !f->is_signed || f->mbits > 3 || f->ebits < 1 || f->ebits + f->mbits != 7) return;
+  if (!__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl")) return;
+  memset(d->ar_sub, 0, sizeof d->ar_sub); /* entries past 2^(M + 1) are never picked */
+  memset(d->ar_top, 0, sizeof d->ar_top);
   const uint32_t M = (uint32_t)f->mbits, emask = ((1u << f->ebits) - 1) << M, mmask = (1u << M) - 1;
   d->ar_s = 23 - M;
   d->ar_off = (uint32_t)(127 - f->bias) << 23;
@@ -167,8 +171,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline __m512 load16
  * Xp ([l][w]) in 16 x 16 blocks: 16 rows loaded along l, transposed in
  * registers, each l's values stored at Xp + l * w.  Returns the k steps
  * done (a multiple of 16); the caller does the rest.  (8-bit codes gathered
- * from their table this way, or per l, were no faster than the scalar
- * loops: the gathers bound them.) */
+ * from their table, this way or per l, were no faster than the scalar
+ * loops: the gathers bound them; dec16_ar8 decodes them without a gather.) */
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static size_t pack_xmajor_512(const opdec *d, size_t x0, size_t nx, size_t sx,
                                                                  size_t k, size_t w, float *Xp) {
   const size_t kb = k & ~(size_t)15;
