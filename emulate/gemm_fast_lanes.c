@@ -13,7 +13,7 @@
  *    exmy_round_pack does; inexact sums, overflow and NaN take the reference
  *    step lane by lane.
  * Tiles of FR rows x FC columns in parallel, pieces promoted into fp32 as the
- * reference, then the element epilogue. */
+ * reference, then the row epilogue. */
 #include "emulate/gemm_kernels.h"
 #include "emulate/round_core.h"
 #include "emulate/rng_avx512.h"
@@ -239,7 +239,7 @@ typedef void (*lanes_fn)(const lanes_ctx *x, size_t i0, size_t j0, size_t l0, co
 
 /* The whole GEMM on float lanes: op(A) as float rows (padded to FR), B packed
  * in blocks of FC columns, tiles of (FR rows, FC columns) in parallel; P of
- * each piece promoted as the reference; then the element epilogue.  rne: an
+ * each piece promoted as the reference; then the row epilogue.  rne: an
  * overflow is IEEE's (+-inf, which then stays), so the reference's when the
  * format rounds a finite overflow to +-inf (no saturation); a lane that ends
  * NaN, or infinite under saturation, is redone by the reference.  sr: lanes
@@ -260,7 +260,8 @@ int exmy__gemm_fast_lanes(const gemm_plan *p, int nt, unsigned *flags, float *am
   const size_t m = p->m, n = p->n, k = p->k, nb = (n + FC - 1) / FC, nrb = (m + FR - 1) / FR;
   float *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, (nb * k * FC + 1) * sizeof *B);
   float *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, (nrb * FR * k + 1) * sizeof *A);
-  if (!A || !B) return 0;
+  float *Pm = exmy__gemm_ws_get(p->ws, GEMM_WS_P, (m * n + 1) * sizeof *Pm); /* the model's P, m x n */
+  if (!A || !B || !Pm) return 0;
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
 #pragma omp for schedule(static) nowait
@@ -275,14 +276,11 @@ int exmy__gemm_fast_lanes(const gemm_plan *p, int nt, unsigned *flags, float *am
         }
   }
   const int pieces = p->acc.chunk || p->style == GEMM_PROMOTE;
-  unsigned fl = 0;
-  float am = 0.0f;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) reduction(| : fl) reduction(max : am) if (nt > 1)
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
   for (size_t t = 0; t < nrb * nb; t++) {
     const size_t jb = t % nb, i0 = (t / nb) * FR, j0 = jb * FC, nv = n - j0 < FC ? n - j0 : FC;
     const size_t nr = m - i0 < FR ? m - i0 : FR;
     float P[FR][FC], c[FR][FC];
-    unsigned f1 = 0;
     for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
       l1 = pieces ? exmy__gemm_piece_end(p, l0) : k;
       kern(&x, i0, j0, l0, A + i0 * k + l0, k, B + (jb * k + l0) * FC, l1 - l0, c);
@@ -294,12 +292,9 @@ int exmy__gemm_fast_lanes(const gemm_plan *p, int nt, unsigned *flags, float *am
           else P[r][q] = fmaf(exmy__gemm_promote_w(p, i0 + r, j0 + q, l0), s, l0 ? P[r][q] : 0.0f);
         }
     }
-    for (size_t r = 0; r < nr; r++)
-      for (size_t q = 0; q < nv; q++) am = fmaxf(am, exmy__gemm_epilogue(p, i0 + r, j0 + q, P[r][q], &f1));
-    fl |= f1;
+    for (size_t r = 0; r < nr; r++) memcpy(Pm + (i0 + r) * n + j0, P[r], nv * sizeof(float));
   }
-  *flags |= fl;
-  *amax = fmaxf(*amax, am);
+  *flags |= exmy__gemm_epilogue_all(p, Pm, nt, amax); /* rows at once (vectorized for an f32 D) */
   return 1;
 }
 #endif /* __x86_64__ */
