@@ -12,6 +12,8 @@
 #include "bench/bench.h"
 #include "exmy.h"
 #include "emulate/rng_avx512.h"
+#include "emulate/round_core.h"
+#include "formats/internal.h"
 
 #include <cblas.h>
 #include <stdio.h>
@@ -47,7 +49,7 @@ __attribute__((target("avx512f,avx512dq"))) static double rng_draws(void *v) {
   {
     __m512i ev = _mm512_set1_epi64(omp_get_thread_num() + 1), od = _mm512_set1_epi64(7);
     __m512i acc = _mm512_setzero_si512();
-    const __m512i gam = _mm512_set1_epi64((long long)0x9e3779b97f4a7c15ULL);
+    const __m512i gam = _mm512_set1_epi64((long long)EXMY__GOLDEN_GAMMA);
     for (long r = 0; r < reps; r++) {
       acc = _mm512_xor_si512(acc, exmy__mix64_hi16(ev, od));
       ev = _mm512_add_epi64(ev, gam);
@@ -246,8 +248,8 @@ int main(int argc, char **argv) {
 #if defined(__x86_64__) && defined(__GNUC__)
     int any_sr = 0;
     for (size_t m = 0; m < nmodels; m++) any_sr |= strstr(models[m], "round=sr") != NULL;
-    const char *no512 = getenv("EXMY_NO_AVX512"); /* the sr kernel is then not the AVX-512 one */
-    if (any_sr && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && !(no512 && *no512 && *no512 != '0')) {
+    /* under EXMY_NO_AVX512 the sr kernel is not the AVX-512 one */
+    if (any_sr && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && !exmy__avx512_disabled()) {
       const double tr = best_of(3, rng_draws, (void *)&threads), draws = (double)threads * 16.0 * (double)(1L << 22);
       printf("%6d %-24s %10.2f %10.2f %8.3f  (the sr models' ceiling: one draw per multiply-add)\n", n,
              "SplitMix64 draws alone", 2.0 * draws / tr * 1e-9, flop / ts * 1e-9, 2.0 * draws / tr / (flop / ts));
