@@ -535,6 +535,7 @@ int exmy__gemm_fast_tc(const gemm_plan *p, int nt, unsigned *flags, float *amax)
   const int use512 = cpu512() && F + 2 + lg <= 22 &&
                      a->tc_out_frac <= 23 && (a->tc_zero ? (a->tc_zero < lo_e ? a->tc_zero : lo_e) : lo_e) - F + 23 >= -126 &&
                      fa->emax + fb->emax + lk + 2 - F + 24 <= 127;
+  if (use512 && exmy__gemm_fast_tc16(p, nt, flags, amax)) return 1; /* 8-bit operands in 16-bit lanes */
   const size_t m = p->m, n = p->n, k = p->k, npan = (n + TC_NR - 1) / TC_NR;
   const size_t na = m * k + 1, nb = npan * k * TC_NR + 1;
   /* one buffer per operand: values, then exponents */

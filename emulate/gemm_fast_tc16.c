@@ -1,0 +1,300 @@
+/* gemm_fast_tc16.c: acc=tc (docs/gemm.md, the block FMA) for 8-bit operands
+ * with short significands (E4M3, E5M2 with f <= 13: the Hopper and Ada FP8
+ * presets), in 16-bit integer lanes as the hardware does it.  Each element
+ * is packed from its code as an integer significand s (value s 2^(e - m)),
+ * its nominal exponent e and its sign; a product's term, truncated at
+ * 2^(emax - f), is the integer (sa sb 2^L) >> (emax - ea - eb) with
+ * L = f - ma - mb (a logical shift of the magnitude: truncation toward
+ * zero; 16 or more gives 0), signed and summed exactly by VNNI's
+ * multiply-add of word pairs into int32.  Two terms (l even, l + 1) share a
+ * 32-bit lane, so groups must start at even l (g, chunk and PROMOTE segments
+ * even).  c's term and the final cut are those of the float kernel
+ * (gemm_fast_tc.c): c truncated by an addition rounded toward zero to
+ * M = 1.5 2^(emax - f + 23), the sum S read back as (M + S ulps) - M, exact.
+ * Per term this is five integer operations on 32 lanes against the float
+ * kernel's two masked FMAs and three mask operations on 16; it runs where
+ * exmy__gemm_fast_tc's AVX-512 checks pass and the CPU has VNNI. */
+#include "emulate/gemm_kernels.h"
+#include "formats/internal.h"
+
+#include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define T16_MR 4
+#define T16_NR 16
+#define T16_BAND 64 /* most rows a thread takes at a time (a band) */
+/* v2's zero element: every exponent sum with it is below -4096, under every
+ * real one (a zero's term is 0: s = 0); also the padding term of an odd k */
+#define T16_ZM (-8192)
+#define T16 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512vnni")))
+#define T16_RZ (_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)
+
+/* Every byte as a code: significand (shifted left by shift), nominal
+ * exponent, sign (+-1), and whether it is not finite. */
+typedef struct t16_tab {
+  int16_t sig[256], ex[256], sg[256];
+  uint8_t bad[256];
+} t16_tab;
+
+/* 0 when a value's significand is not an integer below 2^15 (not expected
+ * for the formats admitted; a guard). */
+static int t16_table(const float *lut, const exmy_format *f, int shift, int v1, t16_tab *t) {
+  for (int c = 0; c < 256; c++) {
+    const float v = lut[c];
+    t->bad[c] = !isfinite(v);
+    t->sg[c] = signbit(v) ? -1 : 1;
+    t->sig[c] = 0;
+    t->ex[c] = v1 ? -126 : T16_ZM; /* a zero's exponent (docs/gemm.md, tc step 2) */
+    if (t->bad[c] || v == 0.0f) continue;
+    int fe;
+    (void)frexpf(fabsf(v), &fe);
+    const int e = fe - 1 < f->emin ? f->emin : fe - 1;
+    const float s = ldexpf(fabsf(v), f->mbits - e + shift);
+    if (s != floorf(s) || s > 32767.0f) return 0;
+    t->sig[c] = (int16_t)s;
+    t->ex[c] = (int16_t)e;
+  }
+  return 1;
+}
+
+/* Element (x, l) of op(A) (which 0) or op(B)^T (which 1) as a table index. */
+static inline uint8_t t16_code(const gemm_plan *p, int which, size_t x, size_t l) {
+  const exmy_qtensor *q = which ? p->B : p->A;
+  const int tr = which ? !p->tb : p->ta; /* 1: element (x, l) stored at l*cols + x */
+  return ((const uint8_t *)q->codes)[tr ? l * q->cols + x : x * q->cols + l];
+}
+
+/* op(A): m rows x kp pairs, each three 32-bit words (sig, ex, sg) of two
+ * 16-bit fields (l even low, l + 1 high), side by side: one stream a row.
+ * Returns 0 when an element is not finite. */
+static int t16_pack_a(const gemm_plan *p, const t16_tab *t, int32_t *a, size_t kp, int nt) {
+  const size_t m = p->m, k = p->k;
+  int bad = 0;
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (nt > 1 && m > T16_BAND)
+  for (size_t i = 0; i < m; i++)
+    for (size_t q = 0; q < kp; q++) {
+      uint32_t ws = 0, we = 0, wg = 0;
+      for (int h = 0; h < 2; h++) {
+        const size_t l = 2 * q + (size_t)h;
+        int16_t s = 0, e = T16_ZM, g = 1; /* padding */
+        if (l < k) {
+          const uint8_t c = t16_code(p, 0, i, l);
+          bad |= t->bad[c];
+          s = t->sig[c], e = t->ex[c], g = t->sg[c];
+        }
+        ws |= (uint32_t)(uint16_t)s << (16 * h);
+        we |= (uint32_t)(uint16_t)e << (16 * h);
+        wg |= (uint32_t)(uint16_t)g << (16 * h);
+      }
+      int32_t *o = a + (i * kp + q) * 3;
+      o[0] = (int32_t)ws, o[1] = (int32_t)we, o[2] = (int32_t)wg;
+    }
+  return !bad;
+}
+
+/* op(B)^T: panels of 16 columns, [panel][pair][sig, ex, sg][32]: lane 2t is
+ * column t's term l = 2 pair, lane 2t + 1 its l + 1 (padding columns and
+ * terms: zeros). */
+static int t16_pack_b(const gemm_plan *p, const t16_tab *t, int16_t *b, size_t kp, int nt) {
+  const size_t n = p->n, k = p->k, npan = (n + T16_NR - 1) / T16_NR;
+  int bad = 0;
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (nt > 1 && npan > 1)
+  for (size_t pn = 0; pn < npan; pn++)
+    for (size_t q = 0; q < kp; q++)
+      for (size_t tt = 0; tt < 2 * T16_NR; tt++) {
+        const size_t j = pn * T16_NR + tt / 2, l = 2 * q + (tt & 1), o = (pn * kp + q) * 6 * T16_NR + tt;
+        int16_t s = 0, e = T16_ZM, g = 1;
+        if (j < n && l < k) {
+          const uint8_t c = t16_code(p, 1, j, l);
+          bad |= t->bad[c];
+          s = t->sig[c], e = t->ex[c], g = t->sg[c];
+        }
+        b[o] = s, b[o + 2 * T16_NR] = e, b[o + 4 * T16_NR] = g;
+      }
+  return !bad;
+}
+
+typedef struct t16_ctx {
+  const gemm_plan *p;
+  const int32_t *a; /* op(A) pairs: m x kp x 3 */
+  const int16_t *b; /* op(B) panels */
+  size_t kp, band; /* band: rows a thread takes at a time, <= T16_BAND */
+  float *out; /* m x n: the model's P (promoted F) */
+} t16_ctx;
+
+/* k is walked in blocks of about T16_KB terms (whole groups), each block over
+ * the tiles of a band of rows before the next, so that the block of the B
+ * panel is read from L1 by all but the first tile.  Between blocks a tile
+ * keeps its state in t16_state: c inside a piece, the promoted sums. */
+#define T16_KB 256
+
+typedef struct t16_state {
+  float c[T16_NR], fs[T16_NR]; /* one row's c (mid-piece) and promoted sums */
+} t16_state;
+
+/* The end of the block that starts at group start lb: whole groups (cut at
+ * piece ends) until T16_KB terms or k. */
+static size_t t16_block_end(const gemm_plan *p, size_t lb) {
+  const size_t g = (size_t)p->acc.tc_group, k = p->k;
+  size_t l = lb;
+  while (l < k && l - lb < T16_KB) {
+    const size_t pe = exmy__gemm_piece_end(p, l);
+    l = l + g < pe ? l + g : pe;
+  }
+  return l;
+}
+
+/* One tile of NRW rows x 16 columns over the block [lb, le) of k (the steps of
+ * tc_tile_512); the last block (le = k) writes it. */
+T16 static inline __attribute__((always_inline)) void t16_tile(const t16_ctx *x, size_t ib, size_t jp, const int NRW,
+                                                               size_t lb, size_t le, t16_state *st) {
+  const gemm_plan *p = x->p;
+  const size_t k = p->k, n = p->n, g = (size_t)p->acc.tc_group, kp = x->kp;
+  const int F = p->acc.tc_frac, out = p->acc.tc_out_frac;
+  const int promoted = p->acc.chunk || p->style == GEMM_PROMOTE;
+  const int16_t *b = x->b + jp * kp * 6 * T16_NR;
+  const int32_t *a = x->a + ib * kp * 3;
+  const __m512i cut = _mm512_set1_epi32((int32_t)(~0u << (23 - out)));
+  __m512 c[T16_MR], M[T16_MR];
+  __m512i S[T16_MR], em[T16_MR], D[T16_MR];
+  const int mid = lb > 0 && exmy__gemm_piece_end(p, lb - 1) > lb; /* lb inside a piece */
+  _Pragma("GCC unroll 4")
+  for (int r = 0; r < NRW; r++) {
+    if (lb == 0) _mm512_storeu_ps(st[r].fs, _mm512_setzero_ps());
+    c[r] = mid ? _mm512_loadu_ps(st[r].c) : _mm512_setzero_ps();
+  }
+  for (size_t l0 = lb, l1, pe; l0 < le; l0 = l1) {
+    pe = exmy__gemm_piece_end(p, l0);
+    l1 = pe < le ? pe : le;
+    if (l0 > lb) {
+      _Pragma("GCC unroll 4")
+      for (int r = 0; r < NRW; r++) c[r] = _mm512_setzero_ps();
+    }
+    for (size_t g0 = l0; g0 < l1; g0 += g) {
+      const size_t q0 = g0 / 2, q1 = ((g0 + g < l1 ? g0 + g : l1) + 1) / 2; /* g0 even */
+      /* the products' largest exponent, two terms a lane, then the larger half */
+      _Pragma("GCC unroll 4")
+      for (int r = 0; r < NRW; r++) em[r] = _mm512_set1_epi16(INT16_MIN);
+      for (size_t q = q0; q < q1; q++) {
+        const __m512i e = _mm512_loadu_si512(b + (q * 3 + 1) * 2 * T16_NR);
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < NRW; r++)
+          em[r] = _mm512_max_epi16(em[r], _mm512_add_epi16(e, _mm512_set1_epi32(a[((size_t)r * kp + q) * 3 + 1])));
+      }
+      _Pragma("GCC unroll 4")
+      for (int r = 0; r < NRW; r++) {
+        const __m512i ep = _mm512_max_epi32(_mm512_srai_epi32(em[r], 16), _mm512_srai_epi32(_mm512_slli_epi32(em[r], 16), 16));
+        const __m512i cb = _mm512_castps_si512(c[r]);
+        /* c's nominal exponent; a zero c: -126 (the field's -127 floored), v1's rule; v2's
+         * ez < -126 would not change emax (admitted: every product's exponent >= -126, and a
+         * group whose terms are all zero gives +0 for any emax) */
+        const __m512i ec = _mm512_max_epi32(
+            _mm512_sub_epi32(_mm512_and_si512(_mm512_srli_epi32(cb, 23), _mm512_set1_epi32(255)), _mm512_set1_epi32(127)),
+            _mm512_set1_epi32(-126));
+        const __m512i emax = _mm512_max_epi32(ep, ec);
+        /* M = 1.5 2^(emax - F + 23) (normal: checked at dispatch) */
+        M[r] = _mm512_castsi512_ps(
+            _mm512_or_si512(_mm512_slli_epi32(_mm512_add_epi32(emax, _mm512_set1_epi32(150 - F)), 23), _mm512_set1_epi32(0x400000)));
+        /* c's term: |c| truncated at 2^(emax - F) in M's ulps, signed */
+        const __m512 ca = _mm512_castsi512_ps(_mm512_and_si512(cb, _mm512_set1_epi32(0x7FFFFFFF)));
+        const __m512i tm = _mm512_sub_epi32(_mm512_castps_si512(_mm512_add_round_ps(M[r], ca, T16_RZ)), _mm512_castps_si512(M[r]));
+        S[r] = _mm512_mask_sub_epi32(tm, _mm512_movepi32_mask(cb), _mm512_setzero_si512(), tm);
+        D[r] = _mm512_or_si512(_mm512_and_si512(emax, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(emax, 16));
+      }
+      for (size_t q = q0; q < q1; q++) {
+        const int16_t *bq = b + q * 6 * T16_NR;
+        const __m512i sb = _mm512_loadu_si512(bq), e = _mm512_loadu_si512(bq + 2 * T16_NR),
+                      sg = _mm512_loadu_si512(bq + 4 * T16_NR);
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < NRW; r++) {
+          const int32_t *ao = a + ((size_t)r * kp + q) * 3;
+          const __m512i mag = _mm512_mullo_epi16(_mm512_set1_epi32(ao[0]), sb);
+          const __m512i sh = _mm512_sub_epi16(D[r], _mm512_add_epi16(e, _mm512_set1_epi32(ao[1])));
+          const __m512i w = _mm512_mullo_epi16(_mm512_set1_epi32(ao[2]), sg);
+          S[r] = _mm512_dpwssd_epi32(S[r], _mm512_srlv_epi16(mag, sh), w);
+        }
+      }
+      _Pragma("GCC unroll 4")
+      for (int r = 0; r < NRW; r++) {
+        /* |S| < 2^22 ulps: M + S stays in M's binade, the difference is exact */
+        const __m512 v = _mm512_sub_ps(_mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(M[r]), S[r])), M[r]);
+        c[r] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), cut)); /* truncated to out bits */
+      }
+    }
+    if (l1 < pe) { /* the block ends mid-piece: c waits in st */
+      _Pragma("GCC unroll 4")
+      for (int r = 0; r < NRW; r++) _mm512_storeu_ps(st[r].c, c[r]);
+    } else if (promoted)
+      for (int r = 0; r < NRW; r++) {
+        __m512 w = _mm512_set1_ps(1.0f);
+        if (p->style == GEMM_PROMOTE) {
+          float wr[T16_NR];
+          for (int t = 0; t < T16_NR; t++) {
+            const size_t j = jp * T16_NR + (size_t)t;
+            wr[t] = j < n ? exmy__gemm_promote_w(p, ib + (size_t)r, j, l0) : 1.0f;
+          }
+          w = _mm512_loadu_ps(wr);
+        }
+        _mm512_storeu_ps(st[r].fs, _mm512_fmadd_ps(w, c[r], _mm512_loadu_ps(st[r].fs)));
+      }
+  }
+  if (le < k) return;
+  const size_t nv = n - jp * T16_NR < T16_NR ? n - jp * T16_NR : T16_NR;
+  const __mmask16 kout = (__mmask16)((1u << nv) - 1);
+  _Pragma("GCC unroll 4")
+  for (int r = 0; r < NRW; r++)
+    _mm512_mask_storeu_ps(x->out + (ib + (size_t)r) * n + jp * T16_NR, kout,
+                          promoted ? _mm512_loadu_ps(st[r].fs) : (k ? c[r] : _mm512_setzero_ps()));
+}
+
+T16 static void t16_rows(const t16_ctx *x, size_t i0, size_t i1) {
+  const size_t npan = (x->p->n + T16_NR - 1) / T16_NR, k = x->p->k;
+  t16_state st[T16_BAND]; /* i1 - i0 <= band */
+  for (size_t jp = 0; jp < npan; jp++)
+    for (size_t lb = 0, le; lb < k || (lb == 0 && k == 0); lb = le) {
+      le = t16_block_end(x->p, lb);
+      size_t ib = i0;
+      for (; ib + T16_MR <= i1; ib += T16_MR) t16_tile(x, ib, jp, T16_MR, lb, le, st + (ib - i0));
+      for (; ib < i1; ib++) t16_tile(x, ib, jp, 1, lb, le, st + (ib - i0));
+      if (k == 0) break;
+    }
+}
+
+int exmy__gemm_fast_tc16(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
+  const exmy_accum *a = &p->acc;
+  const exmy_format *fa = &p->A->fmt, *fb = &p->B->fmt;
+  const int F = a->tc_frac, L = F - fa->mbits - fb->mbits;
+  if (!__builtin_cpu_supports("avx512vnni") || fa->bits > 8 || fb->bits > 8 || L < 0) return 0;
+  /* a product's shifted significand fits a signed 16-bit lane */
+  if ((long)((2 << fa->mbits) - 1) * (long)((2 << fb->mbits) - 1) << L > 32767) return 0;
+  /* groups start at even l (the pair lanes) */
+  if (a->tc_group % 2 || (a->chunk && a->chunk % 2) || (p->style == GEMM_PROMOTE && p->seg % 2)) return 0;
+  /* every product's exponent at least c's floor (-126) and, under v2, the zero exponent
+   * below it: a zero term never sets emax (no zero-column test as in the float kernel) */
+  if (fa->emin + fb->emin < -126 || (a->tc_zero && a->tc_zero >= -126)) return 0;
+  const size_t m = p->m, n = p->n, k = p->k, kp = (k + 1) / 2, npan = (n + T16_NR - 1) / T16_NR;
+  t16_tab ta, tb;
+  if (!t16_table(exmy__gemm_ws_lut8(p->ws, 0, fa), fa, 0, !a->tc_zero, &ta) ||
+      !t16_table(exmy__gemm_ws_lut8(p->ws, 1, fb), fb, L, !a->tc_zero, &tb))
+    return 0;
+  const size_t na = m * kp + 1, nb = npan * kp * 2 * T16_NR + 1;
+  char *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, 3 * na * sizeof(int32_t));
+  char *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, 3 * nb * sizeof(int16_t));
+  float *P = exmy__gemm_ws_get(p->ws, GEMM_WS_P, (m * n + 1) * sizeof *P);
+  if (!A || !B || !P) return 0;
+  if (!t16_pack_a(p, &ta, (int32_t *)A, kp, nt) || !t16_pack_b(p, &tb, (int16_t *)B, kp, nt)) return 0;
+  /* bands of up to 64 rows (the more tiles read a block of B from L1, the better), at
+   * least two a thread when m allows (a multiple of the tile's 4 rows) */
+  size_t band = (m + 2 * (size_t)nt - 1) / (2 * (size_t)nt);
+  band = band > T16_BAND ? T16_BAND : (band + T16_MR - 1) / T16_MR * T16_MR;
+  t16_ctx x = {p, (const int32_t *)A, (const int16_t *)B, kp, band, P};
+  const size_t nblk = (m + band - 1) / band;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+  for (size_t b = 0; b < nblk; b++) t16_rows(&x, b * band, (b + 1) * band < m ? (b + 1) * band : m);
+  *flags |= exmy__gemm_epilogue_all(p, P, nt, amax);
+  return 1;
+}
+#endif /* __x86_64__ */
