@@ -29,14 +29,16 @@
 /* v2's zero element: every exponent sum with it is below -4096, under every
  * real one (a zero's term is 0: s = 0); also the padding term of an odd k */
 #define T16_ZM (-8192)
-#define T16 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512vnni")))
+#define T16 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512vnni,bmi2")))
 #define T16_RZ (_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)
 
 /* Every byte as a code: significand (shifted left by shift), nominal
- * exponent, sign (+-1), and whether it is not finite. */
+ * exponent, sign (+-1; 0: not finite): 16-bit tables of 512 bytes, eight
+ * vectors each for the packs' word permutes. */
 typedef struct t16_tab {
-  int16_t sig[256], ex[256], sg[256];
-  uint8_t bad[256];
+  _Alignas(64) int16_t sig[256];
+  _Alignas(64) int16_t ex[256];
+  _Alignas(64) int16_t sg[256];
 } t16_tab;
 
 /* 0 when a value's significand is not an integer below 2^15 (not expected
@@ -44,11 +46,10 @@ typedef struct t16_tab {
 static int t16_table(const float *lut, const exmy_format *f, int shift, int v1, t16_tab *t) {
   for (int c = 0; c < 256; c++) {
     const float v = lut[c];
-    t->bad[c] = !isfinite(v);
-    t->sg[c] = signbit(v) ? -1 : 1;
+    t->sg[c] = !isfinite(v) ? 0 : signbit(v) ? -1 : 1;
     t->sig[c] = 0;
     t->ex[c] = v1 ? -126 : T16_ZM; /* a zero's exponent (docs/gemm.md, tc step 2) */
-    if (t->bad[c] || v == 0.0f) continue;
+    if (!isfinite(v) || v == 0.0f) continue;
     int fe;
     (void)frexpf(fabsf(v), &fe);
     const int e = fe - 1 < f->emin ? f->emin : fe - 1;
@@ -67,61 +68,106 @@ static inline uint8_t t16_code(const gemm_plan *p, int which, size_t x, size_t l
   return ((const uint8_t *)q->codes)[tr ? l * q->cols + x : x * q->cols + l];
 }
 
-/* op(A): m rows x kp pairs, each three 32-bit words (sig, ex, sg) of two
- * 16-bit fields (l even low, l + 1 high), side by side: one stream a row.
- * Returns 0 when an element is not finite. */
-static int t16_pack_a(const gemm_plan *p, const t16_tab *t, int32_t *a, size_t kp, int nt) {
-  const size_t m = p->m, k = p->k;
+/* 32 codes (16-bit lanes) through a 256-entry 16-bit table: four 64-entry
+ * word permutes chosen by the codes' bits 6 and 7. */
+T16 static inline __attribute__((always_inline)) __m512i t16_lut(__m512i idx, __mmask32 b6, __mmask32 b7,
+                                                                 const int16_t *tab) {
+  const __m512i *v = (const __m512i *)tab;
+  const __m512i lo = _mm512_mask_blend_epi16(b6, _mm512_permutex2var_epi16(v[0], idx, v[1]),
+                                             _mm512_permutex2var_epi16(v[2], idx, v[3]));
+  const __m512i hi = _mm512_mask_blend_epi16(b6, _mm512_permutex2var_epi16(v[4], idx, v[5]),
+                                             _mm512_permutex2var_epi16(v[6], idx, v[7]));
+  return _mm512_mask_blend_epi16(b7, lo, hi);
+}
+
+/* 32 codes (the lanes of kv; the others padding: s = 0, e = T16_ZM, sign +1)
+ * stored as three vectors of 32 words at o, o + 32, o + 64.  Returns whether
+ * a code in kv is not finite. */
+T16 static inline __attribute__((always_inline)) int t16_put32(__m256i codes, __mmask32 kv, const t16_tab *t, int16_t *o) {
+  const __m512i idx = _mm512_cvtepu8_epi16(codes);
+  const __mmask32 b6 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(64)),
+                  b7 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(128));
+  const __m512i sg = t16_lut(idx, b6, b7, t->sg);
+  _mm512_storeu_si512(o, _mm512_maskz_mov_epi16(kv, t16_lut(idx, b6, b7, t->sig)));
+  _mm512_storeu_si512(o + 32, _mm512_mask_blend_epi16(kv, _mm512_set1_epi16(T16_ZM), t16_lut(idx, b6, b7, t->ex)));
+  _mm512_storeu_si512(o + 64, _mm512_mask_blend_epi16(kv, _mm512_set1_epi16(1), sg));
+  return _mm512_mask_cmpeq_epi16_mask(kv, sg, _mm512_setzero_si512()) != 0;
+}
+
+/* One element (valid) or padding into a pack's three words: returns whether
+ * it is not finite. */
+static inline int t16_put1(const gemm_plan *p, int which, const t16_tab *t, size_t x, size_t l, int valid, int16_t *sig,
+                           int16_t *ex, int16_t *sg) {
+  if (!valid) {
+    *sig = 0, *ex = T16_ZM, *sg = 1;
+    return 0;
+  }
+  const uint8_t c = t16_code(p, which, x, l);
+  *sig = t->sig[c], *ex = t->ex[c], *sg = t->sg[c];
+  return t->sg[c] == 0;
+}
+
+/* op(A): per row, kp16 / 16 blocks of 16 pairs (32 terms), each three
+ * vectors sig, ex, sg of 16 32-bit words of two 16-bit fields (l even low,
+ * l + 1 high).  Rows along k (A not transposed): 32 codes a load through the
+ * tables; transposed: element by element.  Returns 0 when an element is not
+ * finite. */
+T16 static int t16_pack_a(const gemm_plan *p, const t16_tab *t, int16_t *a, size_t kp16, int nt) {
+  const size_t m = p->m, k = p->k, cols = p->A->cols, nb = kp16 / 16;
+  const uint8_t *codes = p->A->codes;
   int bad = 0;
 #pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (nt > 1 && m > T16_BAND)
   for (size_t i = 0; i < m; i++)
-    for (size_t q = 0; q < kp; q++) {
-      uint32_t ws = 0, we = 0, wg = 0;
-      for (int h = 0; h < 2; h++) {
-        const size_t l = 2 * q + (size_t)h;
-        int16_t s = 0, e = T16_ZM, g = 1; /* padding */
-        if (l < k) {
-          const uint8_t c = t16_code(p, 0, i, l);
-          bad |= t->bad[c];
-          s = t->sig[c], e = t->ex[c], g = t->sg[c];
-        }
-        ws |= (uint32_t)(uint16_t)s << (16 * h);
-        we |= (uint32_t)(uint16_t)e << (16 * h);
-        wg |= (uint32_t)(uint16_t)g << (16 * h);
-      }
-      int32_t *o = a + (i * kp + q) * 3;
-      o[0] = (int32_t)ws, o[1] = (int32_t)we, o[2] = (int32_t)wg;
+    for (size_t qb = 0; qb < nb; qb++) {
+      int16_t *o = a + (i * nb + qb) * 96;
+      const size_t l0 = 32 * qb;
+      if (!p->ta) {
+        const __mmask32 kv = l0 >= k ? 0 : k - l0 >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << (k - l0)) - 1);
+        bad |= t16_put32(_mm256_maskz_loadu_epi8(kv, codes + i * cols + (l0 < k ? l0 : 0)), kv, t, o);
+      } else
+        for (size_t h = 0; h < 32; h++) bad |= t16_put1(p, 0, t, i, l0 + h, l0 + h < k, o + h, o + 32 + h, o + 64 + h);
     }
   return !bad;
 }
 
 /* op(B)^T: panels of 16 columns, [panel][pair][sig, ex, sg][32]: lane 2t is
  * column t's term l = 2 pair, lane 2t + 1 its l + 1 (padding columns and
- * terms: zeros). */
-static int t16_pack_b(const gemm_plan *p, const t16_tab *t, int16_t *b, size_t kp, int nt) {
-  const size_t n = p->n, k = p->k, npan = (n + T16_NR - 1) / T16_NR;
+ * terms: zeros).  B along n (op(B)^T's columns contiguous, B not
+ * transposed): two rows of 16 codes interleaved a pair; otherwise element
+ * by element. */
+T16 static int t16_pack_b(const gemm_plan *p, const t16_tab *t, int16_t *b, size_t kp, int nt) {
+  const size_t n = p->n, k = p->k, npan = (n + T16_NR - 1) / T16_NR, cols = p->B->cols;
+  const uint8_t *codes = p->B->codes;
   int bad = 0;
 #pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (nt > 1 && npan > 1)
-  for (size_t pn = 0; pn < npan; pn++)
-    for (size_t q = 0; q < kp; q++)
-      for (size_t tt = 0; tt < 2 * T16_NR; tt++) {
-        const size_t j = pn * T16_NR + tt / 2, l = 2 * q + (tt & 1), o = (pn * kp + q) * 6 * T16_NR + tt;
-        int16_t s = 0, e = T16_ZM, g = 1;
-        if (j < n && l < k) {
-          const uint8_t c = t16_code(p, 1, j, l);
-          bad |= t->bad[c];
-          s = t->sig[c], e = t->ex[c], g = t->sg[c];
+  for (size_t pn = 0; pn < npan; pn++) {
+    const size_t x0 = pn * T16_NR, nx = n - x0 < T16_NR ? n - x0 : T16_NR;
+    const __mmask16 kx = (__mmask16)((1u << nx) - 1);
+    /* lanes 2t and 2t + 1 of the columns t < nx */
+    const __mmask32 kxx = (__mmask32)(_pdep_u32(kx, 0x55555555u) | _pdep_u32(kx, 0xAAAAAAAAu));
+    for (size_t q = 0; q < kp; q++) {
+      int16_t *o = b + (pn * kp + q) * 6 * T16_NR;
+      const size_t l = 2 * q;
+      if (!p->tb) {
+        const __m128i r0 = _mm_maskz_loadu_epi8(kx, codes + l * cols + x0);
+        const __m128i r1 = l + 1 < k ? _mm_maskz_loadu_epi8(kx, codes + (l + 1) * cols + x0) : _mm_setzero_si128();
+        const __m256i c = _mm256_set_m128i(_mm_unpackhi_epi8(r0, r1), _mm_unpacklo_epi8(r0, r1));
+        bad |= t16_put32(c, l + 1 < k ? kxx : kxx & 0x55555555u, t, o);
+      } else
+        for (size_t tt = 0; tt < 2 * T16_NR; tt++) {
+          const size_t j = x0 + tt / 2, lt = l + (tt & 1);
+          bad |= t16_put1(p, 1, t, j, lt, j < n && lt < k, o + tt, o + 2 * T16_NR + tt, o + 4 * T16_NR + tt);
         }
-        b[o] = s, b[o + 2 * T16_NR] = e, b[o + 4 * T16_NR] = g;
-      }
+    }
+  }
   return !bad;
 }
 
 typedef struct t16_ctx {
   const gemm_plan *p;
-  const int32_t *a; /* op(A) pairs: m x kp x 3 */
+  const int32_t *a; /* op(A): m rows of kp16 / 16 blocks of sig, ex, sg (16 pairs each) */
   const int16_t *b; /* op(B) panels */
-  size_t kp, band; /* band: rows a thread takes at a time, <= T16_BAND */
+  size_t kp, kp16, band; /* band: rows a thread takes at a time, <= T16_BAND */
   float *out; /* m x n: the model's P (promoted F) */
 } t16_ctx;
 
@@ -156,7 +202,8 @@ T16 static inline __attribute__((always_inline)) void t16_tile(const t16_ctx *x,
   const int F = p->acc.tc_frac, out = p->acc.tc_out_frac;
   const int promoted = p->acc.chunk || p->style == GEMM_PROMOTE;
   const int16_t *b = x->b + jp * kp * 6 * T16_NR;
-  const int32_t *a = x->a + ib * kp * 3;
+  const int32_t *a = x->a + ib * x->kp16 * 3;
+  const size_t ra = x->kp16 * 3; /* a row's words */
   const __m512i cut = _mm512_set1_epi32((int32_t)(~0u << (23 - out)));
   __m512 c[T16_MR], M[T16_MR];
   __m512i S[T16_MR], em[T16_MR], D[T16_MR];
@@ -182,7 +229,7 @@ T16 static inline __attribute__((always_inline)) void t16_tile(const t16_ctx *x,
         const __m512i e = _mm512_loadu_si512(b + (q * 3 + 1) * 2 * T16_NR);
         _Pragma("GCC unroll 4")
         for (int r = 0; r < NRW; r++)
-          em[r] = _mm512_max_epi16(em[r], _mm512_add_epi16(e, _mm512_set1_epi32(a[((size_t)r * kp + q) * 3 + 1])));
+          em[r] = _mm512_max_epi16(em[r], _mm512_add_epi16(e, _mm512_set1_epi32(a[(size_t)r * ra + (q >> 4) * 48 + 16 + (q & 15)])));
       }
       _Pragma("GCC unroll 4")
       for (int r = 0; r < NRW; r++) {
@@ -210,10 +257,10 @@ T16 static inline __attribute__((always_inline)) void t16_tile(const t16_ctx *x,
                       sg = _mm512_loadu_si512(bq + 4 * T16_NR);
         _Pragma("GCC unroll 4")
         for (int r = 0; r < NRW; r++) {
-          const int32_t *ao = a + ((size_t)r * kp + q) * 3;
+          const int32_t *ao = a + (size_t)r * ra + (q >> 4) * 48 + (q & 15);
           const __m512i mag = _mm512_mullo_epi16(_mm512_set1_epi32(ao[0]), sb);
-          const __m512i sh = _mm512_sub_epi16(D[r], _mm512_add_epi16(e, _mm512_set1_epi32(ao[1])));
-          const __m512i w = _mm512_mullo_epi16(_mm512_set1_epi32(ao[2]), sg);
+          const __m512i sh = _mm512_sub_epi16(D[r], _mm512_add_epi16(e, _mm512_set1_epi32(ao[16])));
+          const __m512i w = _mm512_mullo_epi16(_mm512_set1_epi32(ao[32]), sg);
           S[r] = _mm512_dpwssd_epi32(S[r], _mm512_srlv_epi16(mag, sh), w);
         }
       }
@@ -267,7 +314,7 @@ int exmy__gemm_fast_tc16(const gemm_plan *p, int nt, unsigned *flags, float *ama
   const exmy_accum *a = &p->acc;
   const exmy_format *fa = &p->A->fmt, *fb = &p->B->fmt;
   const int F = a->tc_frac, L = F - fa->mbits - fb->mbits;
-  if (!__builtin_cpu_supports("avx512vnni") || fa->bits > 8 || fb->bits > 8 || L < 0) return 0;
+  if (!__builtin_cpu_supports("avx512vnni") || !__builtin_cpu_supports("bmi2") || fa->bits > 8 || fb->bits > 8 || L < 0) return 0;
   /* a product's shifted significand fits a signed 16-bit lane */
   if ((long)((2 << fa->mbits) - 1) * (long)((2 << fb->mbits) - 1) << L > 32767) return 0;
   /* groups start at even l (the pair lanes) */
@@ -275,22 +322,23 @@ int exmy__gemm_fast_tc16(const gemm_plan *p, int nt, unsigned *flags, float *ama
   /* every product's exponent at least c's floor (-126) and, under v2, the zero exponent
    * below it: a zero term never sets emax (no zero-column test as in the float kernel) */
   if (fa->emin + fb->emin < -126 || (a->tc_zero && a->tc_zero >= -126)) return 0;
-  const size_t m = p->m, n = p->n, k = p->k, kp = (k + 1) / 2, npan = (n + T16_NR - 1) / T16_NR;
+  const size_t m = p->m, n = p->n, k = p->k, kp = (k + 1) / 2, kp16 = (kp + 15) / 16 * 16,
+               npan = (n + T16_NR - 1) / T16_NR;
   t16_tab ta, tb;
   if (!t16_table(exmy__gemm_ws_lut8(p->ws, 0, fa), fa, 0, !a->tc_zero, &ta) ||
       !t16_table(exmy__gemm_ws_lut8(p->ws, 1, fb), fb, L, !a->tc_zero, &tb))
     return 0;
-  const size_t na = m * kp + 1, nb = npan * kp * 2 * T16_NR + 1;
+  const size_t na = m * kp16 + 1, nb = npan * kp * 2 * T16_NR + 1;
   char *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, 3 * na * sizeof(int32_t));
   char *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, 3 * nb * sizeof(int16_t));
   float *P = exmy__gemm_ws_get(p->ws, GEMM_WS_P, (m * n + 1) * sizeof *P);
   if (!A || !B || !P) return 0;
-  if (!t16_pack_a(p, &ta, (int32_t *)A, kp, nt) || !t16_pack_b(p, &tb, (int16_t *)B, kp, nt)) return 0;
+  if (!t16_pack_a(p, &ta, (int16_t *)A, kp16, nt) || !t16_pack_b(p, &tb, (int16_t *)B, kp, nt)) return 0;
   /* bands of up to 64 rows (the more tiles read a block of B from L1, the better), at
    * least two a thread when m allows (a multiple of the tile's 4 rows) */
   size_t band = (m + 2 * (size_t)nt - 1) / (2 * (size_t)nt);
   band = band > T16_BAND ? T16_BAND : (band + T16_MR - 1) / T16_MR * T16_MR;
-  t16_ctx x = {p, (const int32_t *)A, (const int16_t *)B, kp, band, P};
+  t16_ctx x = {p, (const int32_t *)A, (const int16_t *)B, kp, kp16, band, P};
   const size_t nblk = (m + band - 1) / band;
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
   for (size_t b = 0; b < nblk; b++) t16_rows(&x, b * band, (b + 1) * band < m ? (b + 1) * band : m);
