@@ -94,6 +94,19 @@ T16 static inline __attribute__((always_inline)) int t16_put32(__m256i codes, __
   return _mm512_mask_cmpeq_epi16_mask(kv, sg, _mm512_setzero_si512()) != 0;
 }
 
+/* Terms l (codes r0) and l + 1 (codes r1, NULL past k) of nx <= 16 rows or
+ * columns stored contiguously, interleaved a pair (lane 2t: r0[t], lane
+ * 2t + 1: r1[t]) into three vectors at o (t16_put32).  Returns whether a
+ * code is not finite. */
+T16 static inline __attribute__((always_inline)) int t16_put_pair(const uint8_t *r0, const uint8_t *r1, size_t nx,
+                                                                  const t16_tab *t, int16_t *o) {
+  const __mmask16 kx = (__mmask16)((1u << nx) - 1);
+  const __mmask32 kxx = (__mmask32)(_pdep_u32(kx, 0x55555555u) | _pdep_u32(kx, 0xAAAAAAAAu)); /* lanes 2t, 2t + 1 */
+  const __m128i c0 = _mm_maskz_loadu_epi8(kx, r0), c1 = r1 ? _mm_maskz_loadu_epi8(kx, r1) : _mm_setzero_si128();
+  const __m256i c = _mm256_set_m128i(_mm_unpackhi_epi8(c0, c1), _mm_unpacklo_epi8(c0, c1));
+  return t16_put32(c, r1 ? kxx : kxx & 0x55555555u, t, o);
+}
+
 /* One element (valid) or padding into a pack's three words: returns whether
  * it is not finite. */
 static inline int t16_put1(const gemm_plan *p, int which, const t16_tab *t, size_t x, size_t l, int valid, int16_t *sig,
@@ -107,25 +120,40 @@ static inline int t16_put1(const gemm_plan *p, int which, const t16_tab *t, size
   return t->sg[c] == 0;
 }
 
-/* op(A): per row, kp16 / 16 blocks of 16 pairs (32 terms), each three
- * vectors sig, ex, sg of 16 32-bit words of two 16-bit fields (l even low,
- * l + 1 high).  Rows along k (A not transposed): 32 codes a load through the
- * tables; transposed: element by element.  Returns 0 when an element is not
- * finite. */
+/* Word offset of row i's pair q in op(A)'s pack (its sig word; ex and sg
+ * follow 16 and 32 words on).  A along k (not transposed): per row, kp16 / 16
+ * blocks of 16 pairs, each three vectors sig, ex, sg of 16 32-bit words of
+ * two 16-bit fields (l even low, l + 1 high).  Transposed (at): per 16 rows,
+ * a pair's three vectors of one word a row, as B's panels. */
+static inline size_t t16_aw(int at, size_t kp16, size_t i, size_t q) {
+  return at ? ((i >> 4) * kp16 + q) * 48 + (i & 15) : i * kp16 * 3 + (q >> 4) * 48 + (q & 15);
+}
+
+/* op(A) (t16_aw's layouts: codes contiguous along k, 32 a load, or along m,
+ * two rows of 16 interleaved).  Returns 0 when an element is not finite. */
 T16 static int t16_pack_a(const gemm_plan *p, const t16_tab *t, int16_t *a, size_t kp16, int nt) {
-  const size_t m = p->m, k = p->k, cols = p->A->cols, nb = kp16 / 16;
+  const size_t m = p->m, k = p->k, cols = p->A->cols, nb = kp16 / 16, mb = (m + 15) / 16;
   const uint8_t *codes = p->A->codes;
   int bad = 0;
+  if (p->ta) {
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (nt > 1 && mb > 1)
+    for (size_t ib = 0; ib < mb; ib++) {
+      const size_t i0 = ib * 16, ni = m - i0 < 16 ? m - i0 : 16;
+      for (size_t q = 0; q < kp16; q++) {
+        const size_t l = 2 * q;
+        bad |= t16_put_pair(codes + (l < k ? l : 0) * cols + i0, l + 1 < k ? codes + (l + 1) * cols + i0 : NULL,
+                            l < k ? ni : 0, t, a + 2 * t16_aw(1, kp16, i0, q));
+      }
+    }
+    return !bad;
+  }
 #pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (nt > 1 && m > T16_BAND)
   for (size_t i = 0; i < m; i++)
     for (size_t qb = 0; qb < nb; qb++) {
-      int16_t *o = a + (i * nb + qb) * 96;
       const size_t l0 = 32 * qb;
-      if (!p->ta) {
-        const __mmask32 kv = l0 >= k ? 0 : k - l0 >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << (k - l0)) - 1);
-        bad |= t16_put32(_mm256_maskz_loadu_epi8(kv, codes + i * cols + (l0 < k ? l0 : 0)), kv, t, o);
-      } else
-        for (size_t h = 0; h < 32; h++) bad |= t16_put1(p, 0, t, i, l0 + h, l0 + h < k, o + h, o + 32 + h, o + 64 + h);
+      const __mmask32 kv = l0 >= k ? 0 : k - l0 >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << (k - l0)) - 1);
+      bad |= t16_put32(_mm256_maskz_loadu_epi8(kv, codes + i * cols + (l0 < k ? l0 : 0)), kv, t,
+                       a + 2 * t16_aw(0, kp16, i, 16 * qb));
     }
   return !bad;
 }
@@ -142,18 +170,12 @@ T16 static int t16_pack_b(const gemm_plan *p, const t16_tab *t, int16_t *b, size
 #pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (nt > 1 && npan > 1)
   for (size_t pn = 0; pn < npan; pn++) {
     const size_t x0 = pn * T16_NR, nx = n - x0 < T16_NR ? n - x0 : T16_NR;
-    const __mmask16 kx = (__mmask16)((1u << nx) - 1);
-    /* lanes 2t and 2t + 1 of the columns t < nx */
-    const __mmask32 kxx = (__mmask32)(_pdep_u32(kx, 0x55555555u) | _pdep_u32(kx, 0xAAAAAAAAu));
     for (size_t q = 0; q < kp; q++) {
       int16_t *o = b + (pn * kp + q) * 6 * T16_NR;
       const size_t l = 2 * q;
-      if (!p->tb) {
-        const __m128i r0 = _mm_maskz_loadu_epi8(kx, codes + l * cols + x0);
-        const __m128i r1 = l + 1 < k ? _mm_maskz_loadu_epi8(kx, codes + (l + 1) * cols + x0) : _mm_setzero_si128();
-        const __m256i c = _mm256_set_m128i(_mm_unpackhi_epi8(r0, r1), _mm_unpacklo_epi8(r0, r1));
-        bad |= t16_put32(c, l + 1 < k ? kxx : kxx & 0x55555555u, t, o);
-      } else
+      if (!p->tb)
+        bad |= t16_put_pair(codes + l * cols + x0, l + 1 < k ? codes + (l + 1) * cols + x0 : NULL, nx, t, o);
+      else
         for (size_t tt = 0; tt < 2 * T16_NR; tt++) {
           const size_t j = x0 + tt / 2, lt = l + (tt & 1);
           bad |= t16_put1(p, 1, t, j, lt, j < n && lt < k, o + tt, o + 2 * T16_NR + tt, o + 4 * T16_NR + tt);
@@ -168,6 +190,7 @@ typedef struct t16_ctx {
   const int32_t *a; /* op(A): m rows of kp16 / 16 blocks of sig, ex, sg (16 pairs each) */
   const int16_t *b; /* op(B) panels */
   size_t kp, kp16, band; /* band: rows a thread takes at a time, <= T16_BAND */
+  int at;                /* op(A) packed along m (t16_aw) */
   float *out; /* m x n: the model's P (promoted F) */
 } t16_ctx;
 
@@ -202,8 +225,10 @@ T16 static inline __attribute__((always_inline)) void t16_tile(const t16_ctx *x,
   const int F = p->acc.tc_frac, out = p->acc.tc_out_frac;
   const int promoted = p->acc.chunk || p->style == GEMM_PROMOTE;
   const int16_t *b = x->b + jp * kp * 6 * T16_NR;
-  const int32_t *a = x->a + ib * x->kp16 * 3;
-  const size_t ra = x->kp16 * 3; /* a row's words */
+  const int32_t *a = x->a;
+  size_t ro[T16_MR]; /* the rows' words (t16_aw; a pair's offset from them depends on q only) */
+  _Pragma("GCC unroll 4")
+  for (int r = 0; r < NRW; r++) ro[r] = t16_aw(x->at, x->kp16, ib + (size_t)r, 0);
   const __m512i cut = _mm512_set1_epi32((int32_t)(~0u << (23 - out)));
   __m512 c[T16_MR], M[T16_MR];
   __m512i S[T16_MR], em[T16_MR], D[T16_MR];
@@ -226,10 +251,11 @@ T16 static inline __attribute__((always_inline)) void t16_tile(const t16_ctx *x,
       _Pragma("GCC unroll 4")
       for (int r = 0; r < NRW; r++) em[r] = _mm512_set1_epi16(INT16_MIN);
       for (size_t q = q0; q < q1; q++) {
+        const size_t qo = t16_aw(x->at, x->kp16, 0, q);
         const __m512i e = _mm512_loadu_si512(b + (q * 3 + 1) * 2 * T16_NR);
         _Pragma("GCC unroll 4")
         for (int r = 0; r < NRW; r++)
-          em[r] = _mm512_max_epi16(em[r], _mm512_add_epi16(e, _mm512_set1_epi32(a[(size_t)r * ra + (q >> 4) * 48 + 16 + (q & 15)])));
+          em[r] = _mm512_max_epi16(em[r], _mm512_add_epi16(e, _mm512_set1_epi32(a[ro[r] + qo + 16])));
       }
       _Pragma("GCC unroll 4")
       for (int r = 0; r < NRW; r++) {
@@ -253,11 +279,12 @@ T16 static inline __attribute__((always_inline)) void t16_tile(const t16_ctx *x,
       }
       for (size_t q = q0; q < q1; q++) {
         const int16_t *bq = b + q * 6 * T16_NR;
+        const size_t qo = t16_aw(x->at, x->kp16, 0, q);
         const __m512i sb = _mm512_loadu_si512(bq), e = _mm512_loadu_si512(bq + 2 * T16_NR),
                       sg = _mm512_loadu_si512(bq + 4 * T16_NR);
         _Pragma("GCC unroll 4")
         for (int r = 0; r < NRW; r++) {
-          const int32_t *ao = a + (size_t)r * ra + (q >> 4) * 48 + (q & 15);
+          const int32_t *ao = a + ro[r] + qo;
           const __m512i mag = _mm512_mullo_epi16(_mm512_set1_epi32(ao[0]), sb);
           const __m512i sh = _mm512_sub_epi16(D[r], _mm512_add_epi16(e, _mm512_set1_epi32(ao[16])));
           const __m512i w = _mm512_mullo_epi16(_mm512_set1_epi32(ao[32]), sg);
@@ -328,7 +355,7 @@ int exmy__gemm_fast_tc16(const gemm_plan *p, int nt, unsigned *flags, float *ama
   if (!t16_table(exmy__gemm_ws_lut8(p->ws, 0, fa), fa, 0, !a->tc_zero, &ta) ||
       !t16_table(exmy__gemm_ws_lut8(p->ws, 1, fb), fb, L, !a->tc_zero, &tb))
     return 0;
-  const size_t na = m * kp16 + 1, nb = npan * kp * 2 * T16_NR + 1;
+  const size_t na = (m + 15) / 16 * 16 * kp16 + 1, nb = npan * kp * 2 * T16_NR + 1;
   char *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, 3 * na * sizeof(int32_t));
   char *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, 3 * nb * sizeof(int16_t));
   float *P = exmy__gemm_ws_get(p->ws, GEMM_WS_P, (m * n + 1) * sizeof *P);
@@ -338,7 +365,7 @@ int exmy__gemm_fast_tc16(const gemm_plan *p, int nt, unsigned *flags, float *ama
    * least two a thread when m allows (a multiple of the tile's 4 rows) */
   size_t band = (m + 2 * (size_t)nt - 1) / (2 * (size_t)nt);
   band = band > T16_BAND ? T16_BAND : (band + T16_MR - 1) / T16_MR * T16_MR;
-  t16_ctx x = {p, (const int32_t *)A, (const int16_t *)B, kp, kp16, band, P};
+  t16_ctx x = {p, (const int32_t *)A, (const int16_t *)B, kp, kp16, band, p->ta, P};
   const size_t nblk = (m + band - 1) / band;
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
   for (size_t b = 0; b < nblk; b++) t16_rows(&x, b * band, (b + 1) * band < m ? (b + 1) * band : m);
