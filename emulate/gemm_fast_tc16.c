@@ -61,13 +61,6 @@ static int t16_table(const float *lut, const exmy_format *f, int shift, int v1, 
   return 1;
 }
 
-/* Element (x, l) of op(A) (which 0) or op(B)^T (which 1) as a table index. */
-static inline uint8_t t16_code(const gemm_plan *p, int which, size_t x, size_t l) {
-  const exmy_qtensor *q = which ? p->B : p->A;
-  const int tr = which ? !p->tb : p->ta; /* 1: element (x, l) stored at l*cols + x */
-  return ((const uint8_t *)q->codes)[tr ? l * q->cols + x : x * q->cols + l];
-}
-
 /* 32 codes (16-bit lanes) through a 256-entry 16-bit table: four 64-entry
  * word permutes chosen by the codes' bits 6 and 7. */
 T16 static inline __attribute__((always_inline)) __m512i t16_lut(__m512i idx, __mmask32 b6, __mmask32 b7,
@@ -105,19 +98,6 @@ T16 static inline __attribute__((always_inline)) int t16_put_pair(const uint8_t 
   const __m128i c0 = _mm_maskz_loadu_epi8(kx, r0), c1 = r1 ? _mm_maskz_loadu_epi8(kx, r1) : _mm_setzero_si128();
   const __m256i c = _mm256_set_m128i(_mm_unpackhi_epi8(c0, c1), _mm_unpacklo_epi8(c0, c1));
   return t16_put32(c, r1 ? kxx : kxx & 0x55555555u, t, o);
-}
-
-/* One element (valid) or padding into a pack's three words: returns whether
- * it is not finite. */
-static inline int t16_put1(const gemm_plan *p, int which, const t16_tab *t, size_t x, size_t l, int valid, int16_t *sig,
-                           int16_t *ex, int16_t *sg) {
-  if (!valid) {
-    *sig = 0, *ex = T16_ZM, *sg = 1;
-    return 0;
-  }
-  const uint8_t c = t16_code(p, which, x, l);
-  *sig = t->sig[c], *ex = t->ex[c], *sg = t->sg[c];
-  return t->sg[c] == 0;
 }
 
 /* Word offset of row i's pair q in op(A)'s pack (its sig word; ex and sg
@@ -160,9 +140,10 @@ T16 static int t16_pack_a(const gemm_plan *p, const t16_tab *t, int16_t *a, size
 
 /* op(B)^T: panels of 16 columns, [panel][pair][sig, ex, sg][32]: lane 2t is
  * column t's term l = 2 pair, lane 2t + 1 its l + 1 (padding columns and
- * terms: zeros).  B along n (op(B)^T's columns contiguous, B not
- * transposed): two rows of 16 codes interleaved a pair; otherwise element
- * by element. */
+ * terms: zeros).  B along n (not transposed): two rows of 16 codes
+ * interleaved a pair (t16_put_pair).  Transposed (a column's codes along k):
+ * 32 codes of each of the 16 columns through the tables into tmp, then each
+ * pair's vectors gathered across the columns. */
 T16 static int t16_pack_b(const gemm_plan *p, const t16_tab *t, int16_t *b, size_t kp, int nt) {
   const size_t n = p->n, k = p->k, npan = (n + T16_NR - 1) / T16_NR, cols = p->B->cols;
   const uint8_t *codes = p->B->codes;
@@ -170,16 +151,29 @@ T16 static int t16_pack_b(const gemm_plan *p, const t16_tab *t, int16_t *b, size
 #pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (nt > 1 && npan > 1)
   for (size_t pn = 0; pn < npan; pn++) {
     const size_t x0 = pn * T16_NR, nx = n - x0 < T16_NR ? n - x0 : T16_NR;
-    for (size_t q = 0; q < kp; q++) {
-      int16_t *o = b + (pn * kp + q) * 6 * T16_NR;
-      const size_t l = 2 * q;
-      if (!p->tb)
-        bad |= t16_put_pair(codes + l * cols + x0, l + 1 < k ? codes + (l + 1) * cols + x0 : NULL, nx, t, o);
-      else
-        for (size_t tt = 0; tt < 2 * T16_NR; tt++) {
-          const size_t j = x0 + tt / 2, lt = l + (tt & 1);
-          bad |= t16_put1(p, 1, t, j, lt, j < n && lt < k, o + tt, o + 2 * T16_NR + tt, o + 4 * T16_NR + tt);
-        }
+    if (!p->tb) {
+      for (size_t q = 0; q < kp; q++) {
+        const size_t l = 2 * q;
+        bad |= t16_put_pair(codes + l * cols + x0, l + 1 < k ? codes + (l + 1) * cols + x0 : NULL, nx, t,
+                            b + (pn * kp + q) * 6 * T16_NR);
+      }
+      continue;
+    }
+    _Alignas(64) int16_t tmp[T16_NR][96]; /* column t's 16 pairs as t16_put32 stores them */
+    /* word (t, w, pair) of tmp: t 48 + w 16 + pair */
+    const __m512i gi = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                          _mm512_set1_epi32(48));
+    for (size_t l0 = 0; l0 < k; l0 += 32) {
+      const __mmask32 kv = k - l0 >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << (k - l0)) - 1);
+      for (size_t tt = 0; tt < T16_NR; tt++)
+        bad |= t16_put32(_mm256_maskz_loadu_epi8(tt < nx ? kv : 0, codes + (x0 + (tt < nx ? tt : 0)) * cols + l0),
+                         tt < nx ? kv : 0, t, tmp[tt]);
+      for (size_t qq = 0; qq < 16 && l0 / 2 + qq < kp; qq++) {
+        int16_t *o = b + (pn * kp + l0 / 2 + qq) * 6 * T16_NR;
+        for (int w = 0; w < 3; w++)
+          _mm512_storeu_si512(o + 32 * w, _mm512_i32gather_epi32(_mm512_add_epi32(gi, _mm512_set1_epi32(16 * w + (int)qq)),
+                                                                 (const void *)tmp, 4));
+      }
     }
   }
   return !bad;
