@@ -172,11 +172,26 @@ int main(int argc, char **argv) {
     perror("bench/gemm: re-exec without OPENBLAS_CORETYPE");
     return 1;
   }
-  const int threads = argc > 1 ? atoi(argv[1]) : 2;
-  int sizes[8] = {1024, 2048}, nsizes = 2;
-  if (argc > 2) {
-    nsizes = 0;
-    for (int i = 2; i < argc && nsizes < 8; i++) sizes[nsizes++] = atoi(argv[i]);
+  /* arguments: threads (1..256), then up to 8 sizes (16..16384); anything else exits 2 */
+  int threads = 2, sizes[8] = {1024, 2048}, nsizes = 2;
+  if (argc > 10) {
+    fprintf(stderr, "bench/gemm: at most 8 sizes (given %d)\nusage: bench/gemm [threads [n ...]]\n", argc - 2);
+    return 2;
+  }
+  for (int i = 1; i < argc; i++) {
+    char *end;
+    const long v = strtol(argv[i], &end, 10);
+    const long lo = i == 1 ? 1 : 16, hi = i == 1 ? 256 : 16384;
+    if (!*argv[i] || *end || v < lo || v > hi) {
+      fprintf(stderr, "bench/gemm: %s '%s' out of range (accepted: an integer %ld..%ld)\nusage: bench/gemm [threads [n ...]]\n",
+              i == 1 ? "threads" : "size", argv[i], lo, hi);
+      return 2;
+    }
+    if (i == 1) threads = (int)v;
+    else {
+      if (i == 2) nsizes = 0;
+      sizes[nsizes++] = (int)v;
+    }
   }
   static const char *deflt[] = {"fp32", "chunk=128,inner=fp32", "exact", "tc", "acc=f16", "acc=bf16",
                                 "acc=f16,round=sr,seed=1", "acc=bf16,round=sr,seed=1"};
