@@ -109,73 +109,86 @@ static inline size_t t16_aw(int at, size_t kp16, size_t i, size_t q) {
   return at ? ((i >> 4) * kp16 + q) * 48 + (i & 15) : i * kp16 * 3 + (q >> 4) * 48 + (q & 15);
 }
 
-/* op(A) (t16_aw's layouts: codes contiguous along k, 32 a load, or along m,
- * two rows of 16 interleaved).  Returns 0 when an element is not finite. */
-T16 static int t16_pack_a(const gemm_plan *p, const t16_tab *t, int16_t *a, size_t kp16, int nt) {
-  const size_t m = p->m, k = p->k, cols = p->A->cols, nb = kp16 / 16, mb = (m + 15) / 16;
+/* op(A)'s row i (not transposed: codes along k, 32 a load) or its rows
+ * [16 ib, 16 ib + 16) (transposed: along m, two rows of 16 interleaved a
+ * pair), in t16_aw's layouts.  Returns whether an element is not finite.
+ * (Functions of their own, the OpenMP loops outside: clang does not give an
+ * OpenMP region's body its function's target.) */
+T16 static int t16_pack_a1(const gemm_plan *p, const t16_tab *t, int16_t *a, size_t kp16, size_t i) {
+  const size_t k = p->k, cols = p->A->cols;
   const uint8_t *codes = p->A->codes;
   int bad = 0;
   if (p->ta) {
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (nt > 1 && mb > 1)
-    for (size_t ib = 0; ib < mb; ib++) {
-      const size_t i0 = ib * 16, ni = m - i0 < 16 ? m - i0 : 16;
-      for (size_t q = 0; q < kp16; q++) {
-        const size_t l = 2 * q;
-        bad |= t16_put_pair(codes + (l < k ? l : 0) * cols + i0, l + 1 < k ? codes + (l + 1) * cols + i0 : NULL,
-                            l < k ? ni : 0, t, a + 2 * t16_aw(1, kp16, i0, q));
-      }
+    const size_t i0 = i * 16, ni = p->m - i0 < 16 ? p->m - i0 : 16;
+    for (size_t q = 0; q < kp16; q++) {
+      const size_t l = 2 * q;
+      bad |= t16_put_pair(codes + (l < k ? l : 0) * cols + i0, l + 1 < k ? codes + (l + 1) * cols + i0 : NULL,
+                          l < k ? ni : 0, t, a + 2 * t16_aw(1, kp16, i0, q));
     }
-    return !bad;
+    return bad;
   }
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (nt > 1 && m > T16_BAND)
-  for (size_t i = 0; i < m; i++)
-    for (size_t qb = 0; qb < nb; qb++) {
-      const size_t l0 = 32 * qb;
-      const __mmask32 kv = l0 >= k ? 0 : k - l0 >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << (k - l0)) - 1);
-      bad |= t16_put32(_mm256_maskz_loadu_epi8(kv, codes + i * cols + (l0 < k ? l0 : 0)), kv, t,
-                       a + 2 * t16_aw(0, kp16, i, 16 * qb));
-    }
+  for (size_t l0 = 0; l0 < 2 * kp16; l0 += 32) {
+    const __mmask32 kv = l0 >= k ? 0 : k - l0 >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << (k - l0)) - 1);
+    bad |= t16_put32(_mm256_maskz_loadu_epi8(kv, codes + i * cols + (l0 < k ? l0 : 0)), kv, t,
+                     a + 2 * t16_aw(0, kp16, i, l0 / 2));
+  }
+  return bad;
+}
+
+/* Returns 0 when an element of op(A) is not finite. */
+static int t16_pack_a(const gemm_plan *p, const t16_tab *t, int16_t *a, size_t kp16, int nt) {
+  const size_t nu = p->ta ? (p->m + 15) / 16 : p->m; /* 16-row blocks or rows */
+  int bad = 0;
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (nt > 1 && nu > 16)
+  for (size_t u = 0; u < nu; u++) bad |= t16_pack_a1(p, t, a, kp16, u);
   return !bad;
 }
 
 /* op(B)^T: panels of 16 columns, [panel][pair][sig, ex, sg][32]: lane 2t is
  * column t's term l = 2 pair, lane 2t + 1 its l + 1 (padding columns and
- * terms: zeros).  B along n (not transposed): two rows of 16 codes
- * interleaved a pair (t16_put_pair).  Transposed (a column's codes along k):
- * 32 codes of each of the 16 columns through the tables into tmp, then each
- * pair's vectors gathered across the columns. */
-T16 static int t16_pack_b(const gemm_plan *p, const t16_tab *t, int16_t *b, size_t kp, int nt) {
-  const size_t n = p->n, k = p->k, npan = (n + T16_NR - 1) / T16_NR, cols = p->B->cols;
+ * terms: zeros); panel pn here.  B along n (not transposed): two rows of 16
+ * codes interleaved a pair (t16_put_pair).  Transposed (a column's codes
+ * along k): 32 codes of each of the 16 columns through the tables into tmp,
+ * then each pair's vectors gathered across the columns.  Returns whether an
+ * element is not finite. */
+T16 static int t16_pack_b1(const gemm_plan *p, const t16_tab *t, int16_t *b, size_t kp, size_t pn) {
+  const size_t n = p->n, k = p->k, cols = p->B->cols;
   const uint8_t *codes = p->B->codes;
+  const size_t x0 = pn * T16_NR, nx = n - x0 < T16_NR ? n - x0 : T16_NR;
   int bad = 0;
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (nt > 1 && npan > 1)
-  for (size_t pn = 0; pn < npan; pn++) {
-    const size_t x0 = pn * T16_NR, nx = n - x0 < T16_NR ? n - x0 : T16_NR;
-    if (!p->tb) {
-      for (size_t q = 0; q < kp; q++) {
-        const size_t l = 2 * q;
-        bad |= t16_put_pair(codes + l * cols + x0, l + 1 < k ? codes + (l + 1) * cols + x0 : NULL, nx, t,
-                            b + (pn * kp + q) * 6 * T16_NR);
-      }
-      continue;
+  if (!p->tb) {
+    for (size_t q = 0; q < kp; q++) {
+      const size_t l = 2 * q;
+      bad |= t16_put_pair(codes + l * cols + x0, l + 1 < k ? codes + (l + 1) * cols + x0 : NULL, nx, t,
+                          b + (pn * kp + q) * 6 * T16_NR);
     }
-    _Alignas(64) int16_t tmp[T16_NR][96]; /* column t's 16 pairs as t16_put32 stores them */
-    /* word (t, w, pair) of tmp: t 48 + w 16 + pair */
-    const __m512i gi = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                          _mm512_set1_epi32(48));
-    for (size_t l0 = 0; l0 < k; l0 += 32) {
-      const __mmask32 kv = k - l0 >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << (k - l0)) - 1);
-      for (size_t tt = 0; tt < T16_NR; tt++)
-        bad |= t16_put32(_mm256_maskz_loadu_epi8(tt < nx ? kv : 0, codes + (x0 + (tt < nx ? tt : 0)) * cols + l0),
-                         tt < nx ? kv : 0, t, tmp[tt]);
-      for (size_t qq = 0; qq < 16 && l0 / 2 + qq < kp; qq++) {
-        int16_t *o = b + (pn * kp + l0 / 2 + qq) * 6 * T16_NR;
-        for (int w = 0; w < 3; w++)
-          _mm512_storeu_si512(o + 32 * w, _mm512_i32gather_epi32(_mm512_add_epi32(gi, _mm512_set1_epi32(16 * w + (int)qq)),
-                                                                 (const void *)tmp, 4));
-      }
+    return bad;
+  }
+  _Alignas(64) int16_t tmp[T16_NR][96]; /* column t's 16 pairs as t16_put32 stores them */
+  /* word (t, w, pair) of tmp: t 48 + w 16 + pair */
+  const __m512i gi = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                        _mm512_set1_epi32(48));
+  for (size_t l0 = 0; l0 < k; l0 += 32) {
+    const __mmask32 kv = k - l0 >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << (k - l0)) - 1);
+    for (size_t tt = 0; tt < T16_NR; tt++)
+      bad |= t16_put32(_mm256_maskz_loadu_epi8(tt < nx ? kv : 0, codes + (x0 + (tt < nx ? tt : 0)) * cols + l0),
+                       tt < nx ? kv : 0, t, tmp[tt]);
+    for (size_t qq = 0; qq < 16 && l0 / 2 + qq < kp; qq++) {
+      int16_t *o = b + (pn * kp + l0 / 2 + qq) * 6 * T16_NR;
+      for (int w = 0; w < 3; w++)
+        _mm512_storeu_si512(o + 32 * w, _mm512_i32gather_epi32(_mm512_add_epi32(gi, _mm512_set1_epi32(16 * w + (int)qq)),
+                                                               (const void *)tmp, 4));
     }
   }
+  return bad;
+}
+
+/* Returns 0 when an element of op(B) is not finite. */
+static int t16_pack_b(const gemm_plan *p, const t16_tab *t, int16_t *b, size_t kp, int nt) {
+  const size_t npan = (p->n + T16_NR - 1) / T16_NR;
+  int bad = 0;
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (nt > 1 && npan > 1)
+  for (size_t pn = 0; pn < npan; pn++) bad |= t16_pack_b1(p, t, b, kp, pn);
   return !bad;
 }
 
