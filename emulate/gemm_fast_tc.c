@@ -524,6 +524,9 @@ int exmy__gemm_fast_tc(const gemm_plan *p, int nt, unsigned *flags, float *amax)
   while (((size_t)1 << lk) < p->k + 1) lk++;
   if ((fa->mbits + 1) + (fb->mbits + 1) > 24) return 0;                   /* float products exact */
   if ((fa->emin - fa->mbits) + (fb->emin - fb->mbits) < -149) return 0;
+  /* every operand value a float: the packs read the float decode table (or cast the
+   * decoded doubles), where 2^-152 was 0 and a value above FLT_MAX inf */
+  if (fa->emin - fa->mbits < -149 || fb->emin - fb->mbits < -149 || fa->emax > 127 || fb->emax > 127) return 0;
   if (F + 2 + lg > 52) return 0;                                          /* integer sums exact in double */
   const int wide = F + 2 + lg > 30;                                        /* int64 sums */
   if (fa->emin + fb->emin - 2 * F < -100) return 0;                       /* results stay normal */

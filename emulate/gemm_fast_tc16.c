@@ -353,9 +353,10 @@ int exmy__gemm_fast_tc16(const gemm_plan *p, int nt, unsigned *flags, float *ama
   if ((long)((2 << fa->mbits) - 1) * (long)((2 << fb->mbits) - 1) << L > 32767) return 0;
   /* groups start at even l (the pair lanes) */
   if (a->tc_group % 2 || (a->chunk && a->chunk % 2) || (p->style == GEMM_PROMOTE && p->seg % 2)) return 0;
-  /* every product's exponent at least c's floor (-126) and, under v2, the zero exponent
-   * below it: a zero term never sets emax (no zero-column test as in the float kernel) */
-  if (fa->emin + fb->emin < -126 || (a->tc_zero && a->tc_zero >= -126)) return 0;
+  /* every product's exponent is at least -100 (the caller's check), above c's floor
+   * (-126); under v2 the zero exponent below that floor: a zero term never sets emax
+   * (no zero-column test as in the float kernel) */
+  if (a->tc_zero && a->tc_zero >= -126) return 0;
   const size_t m = p->m, n = p->n, k = p->k, kp = (k + 1) / 2, kp16 = (kp + 15) / 16 * 16,
                npan = (n + T16_NR - 1) / T16_NR;
   t16_tab ta, tb;

@@ -1195,6 +1195,7 @@ static void sum_bits_case(gcase *g, uint64_t sd, const char *what) {
 
 static void part_anchor_zero(void);
 static void part_anchor_oor(void);
+static void part_anchor_tc_edges(void);
 static void part_anchors(void) {
   /* the Hopper signature: A = B = 1/16, k = 32768 */
   static const struct { const char *model; float want; } hop[] = {
@@ -1484,6 +1485,7 @@ static void part_anchors(void) {
   }
   part_anchor_zero();
   part_anchor_oor();
+  part_anchor_tc_edges();
 }
 
 /* tc zero rule (v2): a zero product (from a zero in A's row or in B's column) has
@@ -2008,4 +2010,40 @@ int main(int argc, char **argv) {
     mpz_clear(mz);
   }
   return tu_finish("test_gemm");
+}
+
+/* tc cases at the edges of the fast kernels' conditions (found by a differential review
+ * of the 16-bit kernel), m = n = 1, each code given: operands whose values float cannot
+ * hold (below 2^-149: the 8-bit tables flushed them to zero; above FLT_MAX: inf), an odd
+ * group (two terms a lane need even group starts), a product of significands that needs
+ * 16 bits once shifted (f = 14), and the v1 zero rule with wide-range formats (a zero's
+ * exponent -126 plus the other factor's sets emax). */
+static void part_anchor_tc_edges(void) {
+  static const struct {
+    const char *fa, *fb, *model, *what;
+    size_t k;
+    uint8_t a[4], b[4];
+  } tab[] = {
+      {"e5m2,bias=151", "e5m2,bias=-57", "tc:g=2,f=4,out=4,promote=0", "an operand of 2^-152", 1, {0x01}, {0x3c}},
+      {"e5m2,bias=-100", "e5m2,bias=127", "tc", "an operand above FLT_MAX", 1, {0x7b}, {0x3c}},
+      {"e4m3fn", "e4m3fn", "tc:ada,g=3,promote=0", "an odd group", 4, {0x38, 0x38, 0x38, 0x30}, {0x38, 0x38, 0x38, 0x7e}},
+      {"e4m3fn", "e4m3fn", "tc:g=32,f=14", "f = 14: shifted significand products of 16 bits", 2, {0x7e, 0x7e}, {0x7e, 0x7e}},
+      {"e4m3,bias=66", "e6m1,bias=10,nan=ones,inf=none", "tc:g=2,f=4,out=13,promote=0,zero=v1",
+       "v1 zeros with wide-range formats", 4, {0x0f, 0x8e, 0x00, 0x00}, {0x03, 0x03, 0x7e, 0x7e}},
+  };
+  for (size_t t = 0; t < sizeof tab / sizeof *tab; t++) {
+    gcase g;
+    base_case(&g, 1, 1, tab[t].k, 0, 0);
+    set_model(&g, tab[t].model);
+    g.what = tab[t].what;
+    const exmy_format fa = tu_format(tab[t].fa), fb = tu_format(tab[t].fb);
+    make_operand(&g, 0, NULL, &fa, "none", P_ONES, 0, 0);
+    make_operand(&g, 1, NULL, &fb, "none", P_ONES, 0, 0);
+    for (size_t l = 0; l < tab[t].k; l++) {
+      set_op_code(&g.A, &g, 0, 0, l, tab[t].a[l]);
+      set_op_code(&g.B, &g, 1, 0, l, tab[t].b[l]);
+    }
+    run_case(&g);
+    free_case(&g);
+  }
 }
