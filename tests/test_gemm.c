@@ -2014,7 +2014,8 @@ int main(int argc, char **argv) {
 
 /* tc cases at the edges of the fast kernels' conditions (found by a differential review
  * of the 16-bit kernel), m = n = 1, each code given: operands whose values float cannot
- * hold (below 2^-149: the 8-bit tables flushed them to zero; above FLT_MAX: inf), an odd
+ * hold (below 2^-149: the tc kernels' 8-bit tables flushed them to zero; above FLT_MAX:
+ * inf; also through the exact, fp32 and acc=FORMAT kernels, which did not), an odd
  * group (two terms a lane need even group starts), a product of significands that needs
  * 16 bits once shifted (f = 14), and the v1 zero rule with wide-range formats (a zero's
  * exponent -126 plus the other factor's sets emax). */
@@ -2026,6 +2027,12 @@ static void part_anchor_tc_edges(void) {
   } tab[] = {
       {"e5m2,bias=151", "e5m2,bias=-57", "tc:g=2,f=4,out=4,promote=0", "an operand of 2^-152", 1, {0x01}, {0x3c}},
       {"e5m2,bias=-100", "e5m2,bias=127", "tc", "an operand above FLT_MAX", 1, {0x7b}, {0x3c}},
+      {"e5m2,bias=151", "e5m2,bias=-57", "exact", "an operand of 2^-152", 1, {0x01}, {0x3c}},
+      {"e5m2,bias=-100", "e5m2,bias=127", "exact", "an operand above FLT_MAX", 1, {0x7b}, {0x3c}},
+      {"e5m2,bias=151", "e5m2,bias=-57", "fp32", "an operand of 2^-152", 1, {0x01}, {0x3c}},
+      {"e5m2,bias=-100", "e5m2,bias=127", "fp32", "an operand above FLT_MAX", 1, {0x7b}, {0x3c}},
+      {"e5m2,bias=151", "e5m2,bias=-57", "acc=bf16", "an operand of 2^-152", 1, {0x01}, {0x3c}},
+      {"e5m2,bias=-100", "e5m2,bias=127", "acc=f16", "an operand above FLT_MAX", 1, {0x7b}, {0x3c}},
       {"e4m3fn", "e4m3fn", "tc:ada,g=3,promote=0", "an odd group", 4, {0x38, 0x38, 0x38, 0x30}, {0x38, 0x38, 0x38, 0x7e}},
       {"e4m3fn", "e4m3fn", "tc:g=32,f=14", "f = 14: shifted significand products of 16 bits", 2, {0x7e, 0x7e}, {0x7e, 0x7e}},
       {"e4m3,bias=66", "e6m1,bias=10,nan=ones,inf=none", "tc:g=2,f=4,out=13,promote=0,zero=v1",
