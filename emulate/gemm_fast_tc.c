@@ -326,16 +326,9 @@ tc_tile_512(const tc_ctx *x, size_t ib, size_t jp, const int NRW, const int EZ) 
     if (promoted)
       for (int r = 0; r < NRW; r++) {
         /* fs = fmaf(w, c, fs): w = 1 (a chunk; fmaf(1, c, fs) is c + fs) or PROMOTE's fp32(sa sb) */
-        __m512 w = _mm512_set1_ps(1.0f);
-        if (p->style == GEMM_PROMOTE) {
-          float wr[TC_NR];
-          for (int t = 0; t < TC_NR; t++) {
-            const size_t j = jp * TC_NR + (size_t)t;
-            wr[t] = j < n ? exmy__gemm_promote_w(p, ib + (size_t)r, j, l0) : 1.0f;
-          }
-          w = _mm512_loadu_ps(wr);
-        }
-        _mm512_storeu_ps(fs[r], _mm512_fmadd_ps(w, c[r], _mm512_loadu_ps(fs[r])));
+        float wr[16];
+        exmy__gemm_promote_w16(p, ib + (size_t)r, jp * TC_NR, l0, wr);
+        _mm512_storeu_ps(fs[r], _mm512_fmadd_ps(_mm512_loadu_ps(wr), c[r], _mm512_loadu_ps(fs[r])));
       }
   }
   const size_t nv = n - jp * TC_NR < TC_NR ? n - jp * TC_NR : TC_NR;

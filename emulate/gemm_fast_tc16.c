@@ -310,16 +310,9 @@ T16 static inline __attribute__((always_inline)) void t16_tile(const t16_ctx *x,
       for (int r = 0; r < NRW; r++) _mm512_storeu_ps(st[r].c, c[r]);
     } else if (promoted)
       for (int r = 0; r < NRW; r++) {
-        __m512 w = _mm512_set1_ps(1.0f);
-        if (p->style == GEMM_PROMOTE) {
-          float wr[T16_NR];
-          for (int t = 0; t < T16_NR; t++) {
-            const size_t j = jp * T16_NR + (size_t)t;
-            wr[t] = j < n ? exmy__gemm_promote_w(p, ib + (size_t)r, j, l0) : 1.0f;
-          }
-          w = _mm512_loadu_ps(wr);
-        }
-        _mm512_storeu_ps(st[r].fs, _mm512_fmadd_ps(w, c[r], _mm512_loadu_ps(st[r].fs)));
+        float wr[16];
+        exmy__gemm_promote_w16(p, ib + (size_t)r, jp * T16_NR, l0, wr);
+        _mm512_storeu_ps(st[r].fs, _mm512_fmadd_ps(_mm512_loadu_ps(wr), c[r], _mm512_loadu_ps(st[r].fs)));
       }
   }
   if (le < k) return;

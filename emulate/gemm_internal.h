@@ -90,6 +90,12 @@ static inline float exmy__gemm_promote_w(const gemm_plan *p, size_t i, size_t j,
   return p->as[i * p->nseg + s] * p->bs[j * p->nseg + s];
 }
 
+/* The weights of row i's columns [j0, j0 + 16) for the piece at l0: exmy__gemm_promote_w,
+ * 1 past n (the 16-column vector kernels' promotion). */
+static inline void exmy__gemm_promote_w16(const gemm_plan *p, size_t i, size_t j0, size_t l0, float w[16]) {
+  for (size_t t = 0; t < 16; t++) w[t] = j0 + t < p->n ? exmy__gemm_promote_w(p, i, j0 + t, l0) : 1.0f;
+}
+
 /* The product a_il b_jl in double (exact for M <= 23 operands; INNER scales inside). */
 static inline double exmy__gemm_prod(const gemm_plan *p, size_t i, size_t j, size_t l) {
   const double ab = p->ad[i * p->k + l] * p->bd[j * p->k + l];
