@@ -11,9 +11,10 @@
  * even).  c's term and the final cut are those of the float kernel
  * (gemm_fast_tc.c): c truncated by an addition rounded toward zero to
  * M = 1.5 2^(emax - f + 23), the sum S read back as (M + S ulps) - M, exact.
- * Per term this is five integer operations on 32 lanes against the float
- * kernel's two masked FMAs and three mask operations on 16; it runs where
- * exmy__gemm_fast_tc's AVX-512 checks pass and the CPU has VNNI. */
+ * Two terms of 16 columns take six integer operations (and two in the
+ * exponent pass), where the float kernel spends two masked FMAs and three
+ * mask operations on each term (and two in its exponent pass); it runs
+ * where exmy__gemm_fast_tc's AVX-512 checks pass and the CPU has VNNI. */
 #include "emulate/gemm_kernels.h"
 #include "formats/internal.h"
 

@@ -12,7 +12,7 @@
 int exmy__gemm_fast_fp32(const gemm_plan *p, int nt, unsigned *flags, float *amax);  /* gemm_fast_fp32.c */
 int exmy__gemm_fast_exact(const gemm_plan *p, int nt, unsigned *flags, float *amax); /* gemm_fast_exact.c */
 int exmy__gemm_fast_tc(const gemm_plan *p, int nt, unsigned *flags, float *amax);    /* gemm_fast_tc.c */
-int exmy__gemm_fast_tc16(const gemm_plan *p, int nt, unsigned *flags, float *amax);  /* gemm_fast_tc16.c */
+int exmy__gemm_fast_tc16(const gemm_plan *p, int nt, unsigned *flags, float *amax);  /* gemm_fast_tc16.c: exmy__gemm_fast_tc tries it first */
 int exmy__gemm_fast_pairwise(const gemm_plan *p, int nt, unsigned *flags, float *amax); /* gemm_fast_fp32.c */
 int exmy__gemm_fast_lanes(const gemm_plan *p, int nt, unsigned *flags, float *amax);    /* gemm_fast_lanes.c */
 #endif
