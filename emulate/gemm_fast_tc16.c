@@ -42,22 +42,18 @@ typedef struct t16_tab {
   _Alignas(64) int16_t sg[256];
 } t16_tab;
 
-/* 0 when a value's significand is not an integer below 2^15 (not expected
- * for the formats admitted; a guard). */
+/* From the reference's decomposition (exmy__gemm_nominal); 0 when a shifted
+ * significand exceeds 2^15 - 1 (the caller's bound makes that a guard). */
 static int t16_table(const float *lut, const exmy_format *f, int shift, int v1, t16_tab *t) {
   for (int c = 0; c < 256; c++) {
     const float v = lut[c];
     t->sg[c] = !isfinite(v) ? 0 : signbit(v) ? -1 : 1;
-    t->sig[c] = 0;
-    t->ex[c] = v1 ? -126 : T16_ZM; /* a zero's exponent (docs/gemm.md, tc step 2) */
-    if (!isfinite(v) || v == 0.0f) continue;
-    int fe;
-    (void)frexpf(fabsf(v), &fe);
-    const int e = fe - 1 < f->emin ? f->emin : fe - 1;
-    const float s = ldexpf(fabsf(v), f->mbits - e + shift);
-    if (s != floorf(s) || s > 32767.0f) return 0;
-    t->sig[c] = (int16_t)s;
-    t->ex[c] = (int16_t)e;
+    uint64_t m = 0;
+    int e = -126; /* a zero's exponent under v1 (docs/gemm.md, tc step 2) */
+    if (isfinite(v)) exmy__gemm_nominal(v, f->emin, f->mbits, &m, &e);
+    if (m << shift > 32767) return 0;
+    t->sig[c] = (int16_t)(m << shift);
+    t->ex[c] = (int16_t)(m == 0 && !v1 ? T16_ZM : e);
   }
   return 1;
 }
