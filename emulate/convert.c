@@ -647,11 +647,11 @@ EXMY_CLONES static uint32_t lost_scan(const float *restrict x, size_t n, const f
 }
 
 /* exmy__f32q_run_v with one scale per 2^lg elements (gscales[i >> lg];
- * 4 <= lg <= 30; n need not be a multiple of 2^lg), for rne and sr; -1
+ * exmy__f32q_grp_lg_ok(lg); n need not be a multiple of 2^lg), for rne and sr; -1
  * otherwise (the caller expands the scales). */
 int exmy__f32q_run_grp(const exmy__f32q *q, const float *x, size_t n, const float *gscales, int lg, uint64_t index0,
                        void *codes, unsigned *flags) {
-  if (!q->fast || (q->r.mode != EXMY_RNE && q->r.mode != EXMY_SR) || lg < 4 || lg > 30) return -1;
+  if (!q->fast || (q->r.mode != EXMY_RNE && q->r.mode != EXMY_SR) || !exmy__f32q_grp_lg_ok(lg)) return -1;
   fast_params p;
   memcpy(&p, q->params, sizeof p);
   p.gshift = (uint32_t)lg;
@@ -672,7 +672,7 @@ int exmy__f32q_run_grp(const exmy__f32q *q, const float *x, size_t n, const floa
  * pow2_ok: the caller takes the exact path. */
 int exmy__f32q_run_pow2_v(const exmy__f32q *q, const float *x, size_t n, const float *scales, int lg, int lost,
                           uint64_t index0, void *codes, unsigned *flags) {
-  if (!q->pow2_ok || (lg && (lg < 4 || lg > 30))) return -1;
+  if (!q->pow2_ok || (lg && !exmy__f32q_grp_lg_ok(lg))) return -1;
   unsigned fl = 0;
   if (!lg) fl = exmy__f32q_run_v(q, x, n, scales, index0, codes);
   else (void)exmy__f32q_run_grp(q, x, n, scales, lg, index0, codes, &fl); /* pow2_ok: rne */

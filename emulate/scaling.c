@@ -316,7 +316,7 @@ static unsigned quantize_row(exmy_qtensor *q, const exmy__f32q *fq, const exmy_f
   if (row_sc && (one_rounding ? pow2_row(q->scale + g0, am, sc) : sc > 1)) {
     char *codes = (char *)q->codes + k0 * cb;
     const int lg = __builtin_ctzll((unsigned long long)bc);
-    if (sc > 1 && bc == (size_t)1 << lg && lg >= 4 && lg <= 30) {
+    if (sc > 1 && bc == (size_t)1 << lg && exmy__f32q_grp_lg_ok(lg)) {
       /* groups 2^lg wide (MX's 32, block:1x128): the kernels read a scale per group */
       unsigned f1 = 0;
       const int lost = mnz ? row_lost(mnz, q->scale + g0, sc) : -1;

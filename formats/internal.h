@@ -50,13 +50,16 @@ unsigned exmy__f32q_run(const exmy__f32q *q, const float *x, size_t n, float sca
 /* The same with a scale per element (codes[i] = cast(fp32(x[i] * scales[i]))). */
 unsigned exmy__f32q_run_v(const exmy__f32q *q, const float *x, size_t n, const float *scales, uint64_t index0,
                           void *codes);
-/* exmy__f32q_run_v with a scale per 2^lg elements, gscales[i >> lg] (4 <= lg <= 30): rne and sr, else -1 */
+/* Whether the group kernels take a scale per 2^lg elements: 4 <= lg <= 30 (a group holds whole
+ * 16-lane vectors; a 2048-element block lies inside one). */
+static inline int exmy__f32q_grp_lg_ok(int lg) { return lg >= 4 && lg <= 30; }
+/* exmy__f32q_run_v with a scale per 2^lg elements, gscales[i >> lg] (exmy__f32q_grp_lg_ok): rne and sr, else -1 */
 int exmy__f32q_run_grp(const exmy__f32q *q, const float *x, size_t n, const float *gscales, int lg, uint64_t index0,
                        void *codes, unsigned *flags);
 /* The exact-product cast of the recipes (codes[i] = cast(x[i] * scales[i])
  * rounded once) through the float kernel where it is the same (q->pow2_ok,
  * scales normal powers of two, products finite in float); a scale per
- * element (lg 0), or per 2^lg (4 <= lg <= 30: scales[i >> lg]); lost:
+ * element (lg 0), or per 2^lg (exmy__f32q_grp_lg_ok: scales[i >> lg]); lost:
  * whether some nonzero x[i] * scales[i] is 0 in float, when the caller
  * knows it (0 or 1; -1: scan); -1 when q is not pow2_ok or lg is out of
  * range: take the exact path. */
