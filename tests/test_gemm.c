@@ -1076,14 +1076,20 @@ static void base_case(gcase *g, size_t m, size_t n, size_t k, int ta, int tb) {
   set_model(g, "fp32");
 }
 
-/* A hand-built case: m x n x k, no transposes, the model, e4m3fn x e4m3fn with unit
- * scales (codes set by the caller). */
-static void e4m3_case(gcase *g, size_t m, size_t n, size_t k, const char *model, const char *what) {
+/* A hand-built case: m x n x k, no transposes, the model, A and B in formats fa and fb
+ * with unit scales (codes set by the caller). */
+static void hand_case(gcase *g, size_t m, size_t n, size_t k, const char *fa, const char *fb, const char *model,
+                      const char *what) {
   base_case(g, m, n, k, 0, 0);
   set_model(g, model);
   g->what = what;
-  make_operand(g, 0, "e4m3fn", NULL, "none", P_ONES, 0, 0);
-  make_operand(g, 1, "e4m3fn", NULL, "none", P_ONES, 0, 0);
+  make_operand(g, 0, fa, NULL, "none", P_ONES, 0, 0);
+  make_operand(g, 1, fb, NULL, "none", P_ONES, 0, 0);
+}
+
+/* hand_case with e4m3fn x e4m3fn */
+static void e4m3_case(gcase *g, size_t m, size_t n, size_t k, const char *model, const char *what) {
+  hand_case(g, m, n, k, "e4m3fn", "e4m3fn", model, what);
 }
 
 /* ======================================================================
@@ -1559,6 +1565,43 @@ static void part_anchor_oor(void) {
     free_case(&g);
   }
 }
+/* tc cases at the edges of the fast kernels' conditions (found by a differential review
+ * of the 16-bit kernel), m = n = 1, each code given: operands whose values float cannot
+ * hold (below 2^-149: the tc kernels' 8-bit tables flushed them to zero; above FLT_MAX:
+ * inf; also through the exact, fp32 and acc=FORMAT kernels, which did not), an odd
+ * group (two terms a lane need even group starts), a product of significands that needs
+ * 16 bits once shifted (f = 14), and the v1 zero rule with wide-range formats (a zero's
+ * exponent -126 plus the other factor's sets emax). */
+static void part_anchor_tc_edges(void) {
+  static const struct {
+    const char *fa, *fb, *model, *what;
+    size_t k;
+    uint8_t a[4], b[4];
+  } tab[] = {
+      {"e5m2,bias=151", "e5m2,bias=-57", "tc:g=2,f=4,out=4,promote=0", "an operand of 2^-152", 1, {0x01}, {0x3c}},
+      {"e5m2,bias=-100", "e5m2,bias=127", "tc", "an operand above FLT_MAX", 1, {0x7b}, {0x3c}},
+      {"e5m2,bias=151", "e5m2,bias=-57", "exact", "an operand of 2^-152", 1, {0x01}, {0x3c}},
+      {"e5m2,bias=-100", "e5m2,bias=127", "exact", "an operand above FLT_MAX", 1, {0x7b}, {0x3c}},
+      {"e5m2,bias=151", "e5m2,bias=-57", "fp32", "an operand of 2^-152", 1, {0x01}, {0x3c}},
+      {"e5m2,bias=-100", "e5m2,bias=127", "fp32", "an operand above FLT_MAX", 1, {0x7b}, {0x3c}},
+      {"e5m2,bias=151", "e5m2,bias=-57", "acc=bf16", "an operand of 2^-152", 1, {0x01}, {0x3c}},
+      {"e5m2,bias=-100", "e5m2,bias=127", "acc=f16", "an operand above FLT_MAX", 1, {0x7b}, {0x3c}},
+      {"e4m3fn", "e4m3fn", "tc:ada,g=3,promote=0", "an odd group", 4, {0x38, 0x38, 0x38, 0x30}, {0x38, 0x38, 0x38, 0x7e}},
+      {"e4m3fn", "e4m3fn", "tc:g=32,f=14", "f = 14: shifted significand products of 16 bits", 2, {0x7e, 0x7e}, {0x7e, 0x7e}},
+      {"e4m3,bias=66", "e6m1,bias=10,nan=ones,inf=none", "tc:g=2,f=4,out=13,promote=0,zero=v1",
+       "v1 zeros with wide-range formats", 4, {0x0f, 0x8e, 0x00, 0x00}, {0x03, 0x03, 0x7e, 0x7e}},
+  };
+  for (size_t t = 0; t < sizeof tab / sizeof *tab; t++) {
+    gcase g;
+    hand_case(&g, 1, 1, tab[t].k, tab[t].fa, tab[t].fb, tab[t].model, tab[t].what);
+    for (size_t l = 0; l < tab[t].k; l++) {
+      set_op_code(&g.A, &g, 0, 0, l, tab[t].a[l]);
+      set_op_code(&g.B, &g, 1, 0, l, tab[t].b[l]);
+    }
+    run_case(&g);
+    free_case(&g);
+  }
+}
 
 /* ======================================================================
  * Random cases
@@ -2010,47 +2053,4 @@ int main(int argc, char **argv) {
     mpz_clear(mz);
   }
   return tu_finish("test_gemm");
-}
-
-/* tc cases at the edges of the fast kernels' conditions (found by a differential review
- * of the 16-bit kernel), m = n = 1, each code given: operands whose values float cannot
- * hold (below 2^-149: the tc kernels' 8-bit tables flushed them to zero; above FLT_MAX:
- * inf; also through the exact, fp32 and acc=FORMAT kernels, which did not), an odd
- * group (two terms a lane need even group starts), a product of significands that needs
- * 16 bits once shifted (f = 14), and the v1 zero rule with wide-range formats (a zero's
- * exponent -126 plus the other factor's sets emax). */
-static void part_anchor_tc_edges(void) {
-  static const struct {
-    const char *fa, *fb, *model, *what;
-    size_t k;
-    uint8_t a[4], b[4];
-  } tab[] = {
-      {"e5m2,bias=151", "e5m2,bias=-57", "tc:g=2,f=4,out=4,promote=0", "an operand of 2^-152", 1, {0x01}, {0x3c}},
-      {"e5m2,bias=-100", "e5m2,bias=127", "tc", "an operand above FLT_MAX", 1, {0x7b}, {0x3c}},
-      {"e5m2,bias=151", "e5m2,bias=-57", "exact", "an operand of 2^-152", 1, {0x01}, {0x3c}},
-      {"e5m2,bias=-100", "e5m2,bias=127", "exact", "an operand above FLT_MAX", 1, {0x7b}, {0x3c}},
-      {"e5m2,bias=151", "e5m2,bias=-57", "fp32", "an operand of 2^-152", 1, {0x01}, {0x3c}},
-      {"e5m2,bias=-100", "e5m2,bias=127", "fp32", "an operand above FLT_MAX", 1, {0x7b}, {0x3c}},
-      {"e5m2,bias=151", "e5m2,bias=-57", "acc=bf16", "an operand of 2^-152", 1, {0x01}, {0x3c}},
-      {"e5m2,bias=-100", "e5m2,bias=127", "acc=f16", "an operand above FLT_MAX", 1, {0x7b}, {0x3c}},
-      {"e4m3fn", "e4m3fn", "tc:ada,g=3,promote=0", "an odd group", 4, {0x38, 0x38, 0x38, 0x30}, {0x38, 0x38, 0x38, 0x7e}},
-      {"e4m3fn", "e4m3fn", "tc:g=32,f=14", "f = 14: shifted significand products of 16 bits", 2, {0x7e, 0x7e}, {0x7e, 0x7e}},
-      {"e4m3,bias=66", "e6m1,bias=10,nan=ones,inf=none", "tc:g=2,f=4,out=13,promote=0,zero=v1",
-       "v1 zeros with wide-range formats", 4, {0x0f, 0x8e, 0x00, 0x00}, {0x03, 0x03, 0x7e, 0x7e}},
-  };
-  for (size_t t = 0; t < sizeof tab / sizeof *tab; t++) {
-    gcase g;
-    base_case(&g, 1, 1, tab[t].k, 0, 0);
-    set_model(&g, tab[t].model);
-    g.what = tab[t].what;
-    const exmy_format fa = tu_format(tab[t].fa), fb = tu_format(tab[t].fb);
-    make_operand(&g, 0, NULL, &fa, "none", P_ONES, 0, 0);
-    make_operand(&g, 1, NULL, &fb, "none", P_ONES, 0, 0);
-    for (size_t l = 0; l < tab[t].k; l++) {
-      set_op_code(&g.A, &g, 0, 0, l, tab[t].a[l]);
-      set_op_code(&g.B, &g, 1, 0, l, tab[t].b[l]);
-    }
-    run_case(&g);
-    free_case(&g);
-  }
 }
