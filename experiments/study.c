@@ -25,7 +25,7 @@
  * `exmy study --list` shows the built-in studies (default first). */
 typedef struct st_hook { const char *name; st_report_fn report; } st_hook;
 static const st_hook HOOKS[] = {
-  {"default", st_report_default},         {"mantissa", st_report_mantissa},
+  {"mantissa", st_report_mantissa},
   {"recipes", st_report_recipes},         {"fallback", st_report_fallback},
   {"calibration", st_report_calibration}, {"accumulation", st_report_accumulation},
   {"rounding", st_report_rounding},       {"lrsweep", st_report_lrsweep},
@@ -40,7 +40,10 @@ st_report_fn st_report_hook(const char *name) {
     if (!strcmp(HOOKS[i].name, name)) return HOOKS[i].report;
   return NULL;
 }
-const char *st_report_hooks(void) { return "default, mantissa, recipes, fallback, calibration, accumulation, rounding, lrsweep, rangeshift, delayedlag, failsafe, outliers"; }
+void st_report_hooks(char *buf, size_t n) {
+  buf[0] = 0;
+  for (int i = 0; i < NHOOK; i++) st_cat(buf, n, "%s%s", i ? ", " : "", HOOKS[i].name);
+}
 
 /* Folders that hold the built-in study files, in the order searched: the
  * EXMY_STUDY_DIR environment variable, the source tree (a build tree's
@@ -89,11 +92,12 @@ int study_exists(const char *name) {
   return study_file_path(name, p, sizeof p);
 }
 
-/* The built-in studies: the hooks' order (default first), then the other
+/* The built-in studies: default, then the hooks' order, then the other
  * files in the study folders; each with its file's description line. */
 void study_list(FILE *out, int names_only) {
   char names[128][64];
   int n = 0;
+  snprintf(names[n++], sizeof names[0], "default"); /* the main job first, then the studies with an analysis */
   for (int i = 0; i < NHOOK; i++) snprintf(names[n++], sizeof names[0], "%s", HOOKS[i].name);
   const char *d[3];
   const int nd = study_dirs(d);
@@ -335,7 +339,8 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
   st_rules_eval(st);
   if (nok && st->def->report) st->def->report(st, md);
   else if (st->gemm) st_report_gemm(st, md, "GEMM error against the reference as k grows");
-  if (nok && !st->def->report) { /* a study file without a C analysis: loss curves with seed bands per learning rate */
+  const int blocks = nok ? st_blocks_report(st, md) : 0;
+  if (nok && !st->def->report && !blocks) { /* no analysis and no blocks: loss curves with seed bands per learning rate */
     fprintf(md, "## Loss curves\n\n");
     for (int li = 0; li < st->nlr && li < 4; li++) {
       char stem[32], title[96], lrs[32];

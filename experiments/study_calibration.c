@@ -93,24 +93,21 @@ void st_report_calibration(study *st, FILE *md) {
     }
     free(c);
     if (ev[0])
-      st_finding_add(st, 2, "What the first FP8 step after the resume saw (seed 1, mean over layers).", "%s.", ev);
+      st_observe(st, "What the first FP8 step after the resume saw (seed 1, mean over layers).", "%s.", ev);
   }
   const double ref = st_mean_of(first[0], nfirst[0]), nocal = st_mean_of(first[2], nfirst[2]), cal = st_mean_of(first[3], nfirst[3]),
                cur = st_mean_of(first[1], nfirst[1]);
   if (isfinite(ref) && isfinite(nocal)) {
     const double j0 = nocal / ref - 1, j1 = isfinite(cal) ? cal / ref - 1 : NAN;
-    st_finding_add(st, j0 > 0.05 ? 1 : 0,
-                "Resuming FP8 (delayed scaling) from a BF16 checkpoint without an amax history gives an abnormal "
+    st_observe(st, "Resuming FP8 (delayed scaling) from a BF16 checkpoint without an amax history gives an abnormal "
                 "first-step loss.",
                 "first step after the resume: bf16 %.4f, delayed without calibration %.4f (%+.1f%%); abnormal = more "
                 "than 5%% above bf16.",
                 ref, nocal, 100 * j0);
     if (isfinite(j1))
-      st_finding_add(st, j0 <= 0.05 ? -1 : fabs(j1) <= 0.05 && j1 < j0 ? 1 : 0,
-                  "A calibration step (high precision, fills the histories) fixes it.",
-                  "first FP8 step after one calibration step: %.4f (%+.1f%% vs bf16; fixed = within 5%% and below the "
-                  "uncalibrated jump%s). Current scaling, which needs no history: %.4f (%+.1f%%).",
-                  cal, 100 * j1, j0 <= 0.05 ? "; inconclusive here: the uncalibrated step was not abnormal" : "", cur,
+      st_observe(st, "A calibration step (high precision, fills the histories) fixes it.",
+                  "first FP8 step after one calibration step: %.4f (%+.1f%% vs bf16%s). Current scaling, which needs no history: %.4f (%+.1f%%).",
+                  cal, 100 * j1, j0 <= 0.05 ? "; the uncalibrated step was not abnormal here" : "", cur,
                   isfinite(cur) ? 100 * (cur / ref - 1) : NAN);
   }
 }

@@ -1,16 +1,26 @@
-/* study_claims.c: a study file's claims and the rules applied to every run
- * (study_int.h, docs/studies/README.md "Statistics").
+/* study_claims.c: the one verdict engine.  A study file's claims, evaluated
+ * over the registered metrics (study_metric.c), and the rules applied to
+ * every run (docs/studies/README.md, "Claims and verdicts").
  *
- * A claim names two arms A and B, a metric, a rule and a margin:
- *   metric val_loss, final_loss, min_loss: paired gaps A - B, one per (seed,
- *     learning rate, axis point) that both arms ran; a run that diverged or
- *     failed gives no value (the pair is dropped and counted);
- *   metric diverged, failed: the rates of A and B (failed = diverged or not
- *     converged) with exact binomial intervals.
+ * A claim names two arms A and B, a metric, a rule and optionally a margin,
+ * the smallest effect the published claim implies (effect), a positive
+ * control (another claim that must be reproduced first) and one learning
+ * rate (lr).  Verdicts: reproduced / not reproduced / inconclusive / not
+ * testable here.  Every verdict needs at least ST_MIN_SEEDS paired seeds.
+ *
+ * VALUE metrics (val_loss, ...): paired gaps A - B, one per (seed, learning
+ * rate, axis point) both arms ran.  A run that failed counts at the worst
+ * value (never dropped: st_metric_values).
+ * RATE metrics (diverged, failed): never pooled over learning rates; per
+ * (learning rate, axis point) an exact one-sided McNemar test on the seeds'
+ * discordant pairs, Holm-corrected over the groups tested.
+ *
  * Non-convergence: a run whose final validation loss is more than
- * nonconv_nats above the reference arm's at the same seed, learning rate
- * and axis point (reference = ARM in the file; without it, no run is
- * called non-converged, and the report says so). */
+ * nonconv_nats above the reference arm's at the same seed, learning rate and
+ * axis point.  Under-trained (a flag, not a failure): a run that neither
+ * diverged nor failed to converge but ends more than nonconv_nats above the
+ * best the reference arm reaches at its seed and point over the learning
+ * rates. */
 #include "experiments/study_int.h"
 
 #include <math.h>
@@ -31,14 +41,7 @@ static const srun *partner(const study *st, const srun *r, const char *arm) {
   return NULL;
 }
 
-static int usable(const srun *r) { return !r->failed && !r->missing && r->res.diverged_at < 0; }
-
-static double metric_of(const srun *r, const char *m) {
-  if (!usable(r)) return NAN;
-  if (!strcmp(m, "val_loss")) return r->res.val_loss;
-  if (!strcmp(m, "final_loss")) return r->res.final_loss_avg;
-  return r->res.min_loss;
-}
+static int usable(const srun *r) { return !r->failed && !r->missing && !st_run_diverged(r); }
 
 static void split2(const char *v, char *a, char *b, size_t n) {
   const char *c = strchr(v, ',');
@@ -59,7 +62,9 @@ static const char *field(const study *st, const char *claim, const char *f) {
   return st_file_get(st->file, st->size, k, NULL);
 }
 
-/* The non-convergence rule on every run (before a study's analysis). */
+/* The rules on every run (before any analysis): non-convergence against
+ * the reference at the same seed, lr and point; under-training against the
+ * reference's best over the learning rates. */
 void st_rules_eval(study *st) {
   if (!st->file) return;
   const char *ref = st_file_get(st->file, st->size, "reference", NULL);
@@ -69,17 +74,235 @@ void st_rules_eval(study *st) {
     const srun *q = ref ? partner(st, r, ref) : NULL;
     r->nonconv = q && usable(r) && usable(q) && isfinite(r->res.val_loss) && isfinite(q->res.val_loss) &&
                  r->res.val_loss > q->res.val_loss + nats;
+    r->undertrained = 0;
+    if (!ref || !usable(r) || r->nonconv || !isfinite(r->res.val_loss)) continue;
+    double best = INFINITY;
+    for (int j = 0; j < st->nrun; j++) {
+      const srun *b = &st->run[j];
+      if (!strcmp(b->arm, ref) && b->seedi == r->seedi && !strcmp(b->point, r->point) && usable(b) &&
+          b->res.val_loss < best)
+        best = b->res.val_loss;
+    }
+    r->undertrained = isfinite(best) && r->res.val_loss > best + nats;
   }
+}
+
+/* A claim's values: A's and B's metric per pair; failed runs (INFINITY from
+ * st_metric_run) at the worst value: the larger of the run's first-step
+ * loss (an untrained model's) and the worst finite value of the claim. */
+static void worst_fill(const study *st, const srun *const *ra, const srun *const *rb, double *a, double *b, int n) {
+  (void)st;
+  double worst = -INFINITY;
+  for (int i = 0; i < n; i++) {
+    if (isfinite(a[i]) && a[i] > worst) worst = a[i];
+    if (isfinite(b[i]) && b[i] > worst) worst = b[i];
+  }
+  for (int i = 0; i < n; i++) {
+    if (a[i] == INFINITY) a[i] = fmax(worst, ra[i]->res.first_loss);
+    if (b[i] == INFINITY) b[i] = fmax(worst, rb[i]->res.first_loss);
+  }
+}
+
+static int seed_count(const srun *const *r, int n) {
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    int seen = 0;
+    for (int j = 0; j < i && !seen; j++) seen = r[j]->seedi == r[i]->seedi;
+    k += !seen;
+  }
+  return k;
+}
+
+/* One paired VALUE claim: the verdict from the gaps' CIs (st_claim_paired's
+ * numbers), ST_MIN_SEEDS, the effect and the minimum detectable effect. */
+static void eval_value(const study *st, st_claim_row *c, const srun **ra, const srun **rb, int n) {
+  double *a = malloc((size_t)(n + 1) * sizeof *a), *b = malloc((size_t)(n + 1) * sizeof *b);
+  if (!a || !b) { free(a); free(b); return; }
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    const double va = st_metric_run(c->m, st, ra[i]), vb = st_metric_run(c->m, st, rb[i]);
+    if (isnan(va) || isnan(vb)) continue; /* an error or a metric the run lacks: no pair */
+    c->nfailed += isinf(va) + isinf(vb);
+    a[m] = va, b[m] = vb, ra[m] = ra[i], rb[m] = rb[i];
+    m++;
+  }
+  worst_fill(st, ra, rb, a, b, m);
+  st_claim_paired(a, b, m, c->rule, c->margin, 1, &c->c); /* bootstrap seed 1: a report is a function of its runs */
+  free(a);
+  free(b);
+  c->nseeds = seed_count(ra, m);
+  c->mde = st_mde_paired(c->c.sd, c->c.n);
+}
+
+/* One RATE claim: per (lr, point) group the seeds' discordant pairs. */
+static void eval_rate(const study *st, st_claim_row *c, const srun **ra, const srun **rb, int n) {
+  double p[MAX_LR * 8], q[MAX_LR * 8];
+  int ng = 0, ka = 0, na = 0, kb = 0, nb = 0, minseeds = n ? 1 << 30 : 0;
+  double worst_excl = -INFINITY; /* the largest rate difference a group's CI allows */
+  char done[MAX_LR * 8][ST_NAMELEN + 8];
+  for (int i = 0; i < n && ng < MAX_LR * 8; i++) {
+    char key[ST_NAMELEN + 8];
+    snprintf(key, sizeof key, "%d|%s", ra[i]->lri, ra[i]->point);
+    int seen = 0;
+    for (int g = 0; g < ng && !seen; g++) seen = !strcmp(done[g], key);
+    if (seen) continue;
+    snprintf(done[ng], sizeof done[0], "%s", key);
+    int b10 = 0, b01 = 0, gka = 0, gkb = 0, gn = 0;
+    for (int j = i; j < n; j++) {
+      if (ra[j]->lri != ra[i]->lri || strcmp(ra[j]->point, ra[i]->point)) continue;
+      const double va = st_metric_run(c->m, st, ra[j]), vb = st_metric_run(c->m, st, rb[j]);
+      if (isnan(va) || isnan(vb)) continue;
+      gn++;
+      gka += va > 0, gkb += vb > 0;
+      b10 += va > 0 && !(vb > 0);
+      b01 += vb > 0 && !(va > 0);
+    }
+    if (!gn) continue;
+    ka += gka, kb += gkb, na += gn, nb += gn;
+    if (gn < minseeds) minseeds = gn;
+    const int up = c->rule == ST_RULE_LOWER ? b01 : b10, dn = c->rule == ST_RULE_LOWER ? b10 : b01;
+    p[ng] = st_binom_tail(up, up + dn); /* P(X >= up), X ~ B(up + dn, 1/2) */
+    q[ng] = st_binom_tail(dn, up + dn);
+    double alo, ahi, blo, bhi;
+    st_clopper_pearson(c->rule == ST_RULE_LOWER ? gkb : gka, gn, 0.95, &alo, &ahi);
+    st_clopper_pearson(c->rule == ST_RULE_LOWER ? gka : gkb, gn, 0.95, &blo, &bhi);
+    if (ahi - blo > worst_excl) worst_excl = ahi - blo;
+    ng++;
+  }
+  c->ngroups = ng;
+  c->nseeds = ng ? minseeds : 0;
+  st_claim_rates(ka, na, kb, nb, c->rule, &c->c);
+  c->holm_up = st_holm_any(p, ng, 0.05);
+  c->holm_dn = st_holm_any(q, ng, 0.05);
+  c->max_diff = worst_excl;
+  c->mde = st_mde_rate(c->nseeds, ng, 0.05);
+}
+
+/* The verdict and the sentence that states the rule that produced it. */
+static void decide(const study *st, st_claim_row *c) {
+  const st_claim *s = &c->c;
+  const int rate = c->m->kind == ST_MK_RATE;
+  const double E = c->effect > 0 ? c->effect : c->rule != ST_RULE_TRACKS ? c->margin : 0;
+  c->verdict = ST_V_INCONCLUSIVE;
+  if (c->nseeds < ST_MIN_SEEDS) {
+    snprintf(c->why, sizeof c->why, "inconclusive: %d paired seed%s, fewer than %d", c->nseeds, c->nseeds == 1 ? "" : "s",
+             ST_MIN_SEEDS);
+    return;
+  }
+  if (c->control[0]) {
+    const st_claim_row *k = NULL;
+    for (int i = 0; i < st->nclaim; i++)
+      if (!strcmp(st->claim[i].name, c->control)) k = &st->claim[i];
+    if (!k || k->verdict != ST_V_REPRODUCED) {
+      c->verdict = ST_V_NOT_TESTABLE;
+      snprintf(c->why, sizeof c->why, "not testable here: its positive control `%s` was %s, so this setup has not shown "
+               "it can see such an effect", c->control, k ? st_verdict_name(k->verdict) : "not evaluated");
+      return;
+    }
+  }
+  if (rate) {
+    if (c->rule == ST_RULE_TRACKS) {
+      snprintf(c->why, sizeof c->why, "inconclusive: an equivalence of failure rates needs far more seeds than a "
+               "study here runs");
+      return;
+    }
+    if (c->holm_up) {
+      c->verdict = ST_V_REPRODUCED;
+      snprintf(c->why, sizeof c->why, "reproduced: at some learning rate the exact one-sided McNemar test over the "
+               "seeds rejects equal rates (Holm-corrected over %d group%s, 5%%)", c->ngroups, c->ngroups == 1 ? "" : "s");
+    } else if (c->holm_dn) {
+      c->verdict = ST_V_NOT_REPRODUCED;
+      snprintf(c->why, sizeof c->why, "not reproduced: the opposite direction is significant at some learning rate "
+               "(exact McNemar, Holm over %d)", c->ngroups);
+    } else if (E > 0 && c->max_diff < E) {
+      c->verdict = ST_V_NOT_REPRODUCED;
+      snprintf(c->why, sizeof c->why, "not reproduced: at every learning rate the exact 95%% intervals exclude a "
+               "difference of %.2f (the published effect)", E);
+    } else if (E > 0 && c->mde > E) {
+      c->verdict = ST_V_NOT_TESTABLE;
+      snprintf(c->why, sizeof c->why, "not testable here: with %d seeds per learning rate the smallest detectable "
+               "difference in rate is %.2f (80%% power, 5%%, best case), above the published effect %.2f",
+               c->nseeds, c->mde, E);
+    } else
+      snprintf(c->why, sizeof c->why, "inconclusive: no learning rate significant (exact McNemar, Holm over %d); "
+               "smallest detectable difference %.2f", c->ngroups, c->mde);
+    return;
+  }
+  if (c->rule == ST_RULE_TRACKS) {
+    const double m = c->margin, hw = (s->hi90 - s->lo90) / 2;
+    if (s->lo90 > -m && s->hi90 < m) {
+      c->verdict = ST_V_REPRODUCED;
+      snprintf(c->why, sizeof c->why, "reproduced: the 90%% CI lies inside (-%g, %g) (TOST at 5%%)", m, m);
+    } else if (s->lo > m || s->hi < -m) {
+      c->verdict = ST_V_NOT_REPRODUCED;
+      snprintf(c->why, sizeof c->why, "not reproduced: the 95%% CI lies wholly outside [-%g, %g]", m, m);
+    } else if (hw > m) {
+      c->verdict = ST_V_NOT_TESTABLE;
+      snprintf(c->why, sizeof c->why, "not testable here: the seed noise (90%% CI half-width %.4f) exceeds the "
+               "margin %g", hw, m);
+    } else
+      snprintf(c->why, sizeof c->why, "inconclusive: the 90%% CI straddles the margin %g", m);
+    return;
+  }
+  const double sg = c->rule == ST_RULE_HIGHER ? 1 : -1;
+  const double lo = sg > 0 ? s->lo : -s->hi, hi = sg > 0 ? s->hi : -s->lo;
+  const char *dir = sg > 0 ? "above" : "below";
+  if (lo > 0) {
+    c->verdict = ST_V_REPRODUCED;
+    snprintf(c->why, sizeof c->why, "reproduced: the 95%% CI lies %s 0", dir);
+  } else if (hi < 0) {
+    c->verdict = ST_V_NOT_REPRODUCED;
+    snprintf(c->why, sizeof c->why, "not reproduced: the 95%% CI lies %s 0 (the opposite direction)",
+             sg > 0 ? "below" : "above");
+  } else if (E > 0 && hi < E) {
+    c->verdict = ST_V_NOT_REPRODUCED;
+    snprintf(c->why, sizeof c->why, "not reproduced: the 95%% CI excludes a gap of %g or more (the published "
+             "effect)", E);
+  } else if (E > 0 && c->mde > E) {
+    c->verdict = ST_V_NOT_TESTABLE;
+    snprintf(c->why, sizeof c->why, "not testable here: the smallest detectable gap is %.4f (80%% power, 5%%), "
+             "above the published effect %g", c->mde, E);
+  } else
+    snprintf(c->why, sizeof c->why, "inconclusive: the 95%% CI contains 0; smallest detectable gap %.4f (80%% "
+             "power, 5%%)%s", c->mde, E > 0 ? "" : "; the claim states no effect size to test against");
+}
+
+static void claim_setup(const study *st, const char *name, st_claim_row *c) {
+  const char *v;
+  snprintf(c->name, sizeof c->name, "%.63s", name);
+  split2((v = field(st, name, "arms")) ? v : "", c->a, c->b, sizeof c->a);
+  c->m = st_metric_find((v = field(st, name, "metric")) ? v : "val_loss");
+  if (!c->m) c->m = st_metric_find("val_loss");
+  snprintf(c->text, sizeof c->text, "%.399s", (v = field(st, name, "text")) ? v : name);
+  snprintf(c->published, sizeof c->published, "%.399s", (v = field(st, name, "published")) ? v : "");
+  snprintf(c->control, sizeof c->control, "%.63s", (v = field(st, name, "control")) ? v : "");
+  c->rule = ST_RULE_TRACKS;
+  if ((v = field(st, name, "rule")))
+    for (int j = 0; j < ST_NRULE; j++)
+      if (!strcmp(v, ST_RULES[j])) c->rule = j;
+  c->margin = (v = field(st, name, "margin")) ? strtod(v, NULL) : 0;
+  c->effect = (v = field(st, name, "effect")) ? strtod(v, NULL) : 0;
+  c->lr = (v = field(st, name, "lr")) ? strtod(v, NULL) : NAN;
+}
+
+static void evidence(const st_claim_row *c, char *ev, size_t n) {
+  const st_claim *s = &c->c;
+  if (c->m->kind == ST_MK_RATE)
+    snprintf(ev, n, "%s: %s %d/%d, %s %d/%d over %d learning-rate group%s (never pooled for the test), %d seeds each",
+             c->metric_name, c->a, s->ka, s->na, c->b, s->kb, s->nb, c->ngroups, c->ngroups == 1 ? "" : "s", c->nseeds);
+  else
+    snprintf(ev, n, "%s %s - %s over n = %d pairs (%d seeds%s): mean %+.4f, 95%% CI [%+.4f, %+.4f], 90%% CI "
+             "[%+.4f, %+.4f] (bootstrap, 2000 resamples)", c->metric_name, c->a, c->b, s->n, c->nseeds,
+             c->nfailed ? ", failed runs counted at the worst value" : "", s->mean, s->lo, s->hi, s->lo90, s->hi90);
 }
 
 void st_claims_eval(study *st) {
   if (!st->file) return;
-  /* the claims, in the order their names first appear */
-  char names[MAX_FIND][64];
+  char names[MAX_FIND][64]; /* the claims, in the order their names first appear */
   int nn = 0;
   for (int i = 0; i < st->file->nline && nn < MAX_FIND; i++) {
     const sf_line *L = &st->file->line[i];
-    if (strncmp(L->key, "claim.", 6)) continue;
+    if (strncmp(L->key, "claim.", 6) || !st_file_effective(st->file, st->size, i)) continue;
     const char *dot = strchr(L->key + 6, '.');
     char nm[64];
     snprintf(nm, sizeof nm, "%.*s", (int)(dot - L->key - 6), L->key + 6);
@@ -89,91 +312,61 @@ void st_claims_eval(study *st) {
   }
   if (!nn) return;
   st->claim = calloc((size_t)nn, sizeof *st->claim);
-  if (!st->claim) return;
-  const uint64_t seed = 1; /* the bootstrap's: fixed, so a report is a pure function of its runs */
-  for (int k = 0; k < nn; k++) {
-    st_claim_row *c = &st->claim[st->nclaim++];
-    snprintf(c->name, sizeof c->name, "%.63s", names[k]);
-    const char *v;
-    split2((v = field(st, names[k], "arms")) ? v : "", c->a, c->b, sizeof c->a);
-    snprintf(c->metric, sizeof c->metric, "%s", (v = field(st, names[k], "metric")) ? v : "val_loss");
-    snprintf(c->text, sizeof c->text, "%.399s", (v = field(st, names[k], "text")) ? v : names[k]);
-    snprintf(c->published, sizeof c->published, "%.399s", (v = field(st, names[k], "published")) ? v : "");
-    c->rule = ST_RULE_TRACKS;
-    if ((v = field(st, names[k], "rule")))
-      for (int j = 0; j < ST_NRULE; j++)
-        if (!strcmp(v, ST_RULES[j])) c->rule = j;
-    c->margin = (v = field(st, names[k], "margin")) ? strtod(v, NULL) : 0;
-    if (!strcmp(c->metric, "diverged") || !strcmp(c->metric, "failed")) {
-      const int fl = !strcmp(c->metric, "failed");
-      int ka = 0, na = 0, kb = 0, nb = 0;
-      for (int i = 0; i < st->nrun; i++) {
-        const srun *r = &st->run[i];
-        if (r->missing || (r->failed && r->res.diverged_at < 0)) continue; /* not run, or an error */
-        const int bad = r->res.diverged_at >= 0 || (fl && r->nonconv);
-        if (!strcmp(r->arm, c->a)) { na++; ka += bad; }
-        else if (!strcmp(r->arm, c->b)) { nb++; kb += bad; }
-      }
-      st_claim_rates(ka, na, kb, nb, c->rule, &c->c);
-    } else {
-      double *a = malloc((size_t)(st->nrun + 1) * sizeof *a), *b = malloc((size_t)(st->nrun + 1) * sizeof *b);
+  const srun **ra = malloc((size_t)(st->nrun + 1) * sizeof *ra), **rb = malloc((size_t)(st->nrun + 1) * sizeof *rb);
+  if (!st->claim || !ra || !rb) { free(ra); free(rb); return; }
+  /* controls first: a claim whose control is named is decided after it */
+  for (int pass = 0; pass < 2; pass++)
+    for (int k = 0; k < nn; k++) {
+      const char *ctl = field(st, names[k], "control");
+      if ((pass == 0) != (ctl == NULL)) continue;
+      st_claim_row *c = &st->claim[st->nclaim++];
+      claim_setup(st, names[k], c);
+      snprintf(c->metric_name, sizeof c->metric_name, "%s", c->m->name);
       int n = 0;
-      for (int i = 0; a && b && i < st->nrun; i++) {
+      for (int i = 0; i < st->nrun; i++) {
         const srun *r = &st->run[i];
         const srun *q = strcmp(r->arm, c->a) ? NULL : partner(st, r, c->b);
         if (!q || r->missing || q->missing) continue;
-        a[n] = metric_of(r, c->metric);
-        b[n] = metric_of(q, c->metric);
-        n++;
+        if (isfinite(c->lr) && fabs(r->lr - c->lr) > 1e-9 * fabs(c->lr)) continue;
+        ra[n] = r, rb[n] = q, n++;
       }
-      st_claim_paired(a, b, n, c->rule, c->margin, seed, &c->c);
-      free(a);
-      free(b);
+      if (c->m->kind == ST_MK_RATE) eval_rate(st, c, ra, rb, n);
+      else eval_value(st, c, ra, rb, n);
+      decide(st, c);
     }
-    /* the finding: verdict, then the numbers that decide it */
-    const st_claim *s = &c->c;
-    char ev[1400];
-    if (!strcmp(c->metric, "diverged") || !strcmp(c->metric, "failed"))
-      snprintf(ev, sizeof ev,
-               "%s rate: %s %d/%d [%.2f, %.2f], %s %d/%d [%.2f, %.2f] (exact 95%% intervals); %s = %s", c->metric,
-               c->a, s->ka, s->na, s->lo, s->hi, c->b, s->kb, s->nb, s->lo90, s->hi90, ST_RULES[c->rule],
-               c->rule == ST_RULE_TRACKS ? "inconclusive unless the intervals are disjoint"
-                                         : "the intervals disjoint in that direction");
-    else
-      snprintf(ev, sizeof ev,
-               "%s %s - %s over n = %d paired runs%s: mean %+.4f, 95%% CI [%+.4f, %+.4f] (bootstrap, 2000 resamples); "
-               "%s%s",
-               c->metric, c->a, c->b, s->n, s->dropped ? " (pairs with a diverged or failed run dropped)" : "",
-               s->mean, s->lo, s->hi,
-               c->rule == ST_RULE_TRACKS ? "tracks = the 90% CI inside the margin (TOST)"
-               : c->rule == ST_RULE_HIGHER ? "higher = the 95% CI above 0" : "lower = the 95% CI below 0",
-               c->margin > 0 ? "" : "");
-    if (c->margin > 0 && strcmp(c->metric, "diverged") && strcmp(c->metric, "failed"))
-      snprintf(ev + strlen(ev), sizeof ev - strlen(ev), ", margin %g nats", c->margin);
-    const int rate = !strcmp(c->metric, "diverged") || !strcmp(c->metric, "failed");
-    if (s->n < 3)
-      snprintf(ev + strlen(ev), sizeof ev - strlen(ev), "; inconclusive: fewer than 3 %s%s", rate ? "runs per arm" : "pairs",
-               s->n == 1 ? " (one seed)" : "");
-    char claim[820];
-    snprintf(claim, sizeof claim, "%s%s%s%s.", c->text, c->published[0] ? " (" : "", c->published,
-             c->published[0] ? ")" : "");
-    st_finding_add(st, s->verdict, claim, "%s.", ev);
-  }
+  free(ra);
+  free(rb);
+  /* the findings, in the file's order */
+  for (int k = 0; k < nn; k++)
+    for (int i = 0; i < st->nclaim; i++) {
+      const st_claim_row *c = &st->claim[i];
+      if (strcmp(c->name, names[k])) continue;
+      char ev[1000], claim[820];
+      evidence(c, ev, sizeof ev);
+      snprintf(claim, sizeof claim, "%s%s%s%s.", c->text, c->published[0] ? " (" : "", c->published,
+               c->published[0] ? ")" : "");
+      st_verdict_add(st, c->verdict, claim, "%s; %s.", ev, c->why);
+    }
 }
 
 void st_report_rules(study *st, FILE *md) {
   if (!st->file) return;
   const char *ref = st_file_get(st->file, st->size, "reference", NULL);
-  fprintf(md, "\n## Rules\n\nApplied identically to every run. Divergence: a non-finite loss, or after warmup a "
-              "loss above the first step's (the engine). Spike: a loss above %g x the median of the previous %d "
-              "losses. ", st->nrun ? st->run[0].cfg->spike_factor : 1.5, st->nrun ? st->run[0].cfg->spike_window : 32);
+  fprintf(md, "\n## Rules\n\nApplied identically to every run. Divergence: a non-finite loss, or a final loss (the "
+              "mean of the last 10%% of steps) above the first step's; a transient excursion above it is a spike, "
+              "not a divergence. Spike: a loss above %g x the median of the previous %d losses. ",
+          st->nrun ? st->run[0].cfg->spike_factor : 1.5, st->nrun ? st->run[0].cfg->spike_window : 32);
   if (ref)
     fprintf(md, "Non-convergence: a final validation loss more than %g nats above the `%s` arm's at the same seed, "
-                "learning rate and axis point.\n\n", st_nonconv_nats(st), ref);
+                "learning rate and axis point. Under-trained (reported, not a failure): more than %g nats above the "
+                "best `%s` run of its seed over the learning rates.\n\n",
+            st_nonconv_nats(st), ref, st_nonconv_nats(st), ref);
   else fprintf(md, "Non-convergence: not applied (the study names no `reference` arm).\n\n");
-  fprintf(md, "Plots of the loss show a trailing mean (stated on the axis); tables use the mean of the last 10%% of "
-              "steps; claims on val_loss use the validation loss at the end (the held-out tail of the corpus).\n\n");
-  fprintf(md, "| arm | runs | diverged | not converged | spikes |\n| --- | --- | --- | --- | --- |\n");
+  fprintf(md, "Claims: at least %d paired seeds for any verdict; a failed run is never dropped from a paired claim "
+              "(it counts at the worst value: its first-step loss or the worst of the claim's runs, whichever is "
+              "higher); failure rates are tested per learning rate (exact McNemar over seeds, Holm-corrected), never "
+              "pooled.\n\n", ST_MIN_SEEDS);
+  fprintf(md, "| arm | runs | diverged | not converged | under-trained | spikes |\n| --- | --- | --- | --- | --- | --- |\n");
   char seen[ST_MAXARM][64];
   int ns = 0;
   for (int i = 0; i < st->nrun; i++) {
@@ -181,17 +374,18 @@ void st_report_rules(study *st, FILE *md) {
     while (k < ns && strcmp(seen[k], st->run[i].arm)) k++;
     if (k < ns || ns >= ST_MAXARM) continue;
     snprintf(seen[ns++], sizeof seen[0], "%s", st->run[i].arm);
-    int n = 0, dv = 0, nc = 0;
+    int n = 0, dv = 0, nc = 0, ut = 0;
     long sp = 0;
     for (int j = 0; j < st->nrun; j++) {
       const srun *r = &st->run[j];
       if (strcmp(r->arm, st->run[i].arm) || r->missing) continue;
       n++;
-      dv += r->res.diverged_at >= 0 && !r->failed;
+      dv += st_run_diverged(r);
       nc += r->nonconv;
+      ut += r->undertrained;
       sp += r->res.spikes;
     }
-    fprintf(md, "| %s | %d | %d | %d | %ld |\n", st->run[i].arm[0] ? st->run[i].arm : "(base)", n, dv, nc, sp);
+    fprintf(md, "| %s | %d | %d | %d | %d | %ld |\n", st->run[i].arm[0] ? st->run[i].arm : "(base)", n, dv, nc, ut, sp);
   }
 }
 
@@ -200,19 +394,10 @@ void st_report_conclude(study *st, FILE *md) {
   fprintf(md, "\n## What this study can and cannot conclude\n\n");
   for (int k = 0; k < st->nclaim; k++) {
     const st_claim_row *c = &st->claim[k];
-    const st_claim *s = &c->c;
-    const int rate = !strcmp(c->metric, "diverged") || !strcmp(c->metric, "failed");
-    fprintf(md, "- `%s` (%s, %s vs %s): n = %d; ", c->name, c->metric, c->a, c->b, s->n);
-    if (s->n < 3)
-      fprintf(md, "cannot conclude: fewer than 3 paired %s (run with `--seeds 5` or more).\n", rate ? "runs per arm" : "runs");
-    else if (s->verdict == 1) fprintf(md, "supports the claim at this size and horizon (not beyond them).\n");
-    else if (s->verdict == 0) fprintf(md, "contradicts the claim at this size and horizon.\n");
-    else
-      fprintf(md, "cannot conclude: the interval %s (more seeds narrow it).\n",
-              rate ? "of one arm overlaps the other's" : c->rule == ST_RULE_TRACKS ? "straddles the margin" : "contains 0");
+    fprintf(md, "- `%s` (%s, %s vs %s, %d seeds): %s.\n", c->name, c->metric_name, c->a, c->b, c->nseeds, c->why);
   }
-  fprintf(md, "\nEvery verdict is about this tiny model, its token budget (the runs' steps x batch x seq_len) and "
-              "the learning rates run; none transfers to another scale by itself.\n");
+  fprintf(md, "\nEvery verdict is about this model, its corpus, its token budget (steps x batch x seq_len) and the "
+              "learning rates run (the setup above); none transfers to another scale by itself.\n");
 }
 
 void st_claims_json(const study *st, FILE *f) {
@@ -226,15 +411,21 @@ void st_claims_json(const study *st, FILE *f) {
     st_json_str(f, c->a);
     fputs(", ", f);
     st_json_str(f, c->b);
-    fprintf(f, "], \"metric\": \"%s\", \"rule\": \"%s\", \"margin\": ", c->metric, ST_RULES[c->rule]);
+    fprintf(f, "], \"metric\": \"%s\", \"rule\": \"%s\", \"margin\": ", c->metric_name, ST_RULES[c->rule]);
     st_json_num(f, c->margin);
-    fprintf(f, ", \"n\": %d, \"mean\": ", s->n);
+    fprintf(f, ", \"effect\": ");
+    st_json_num(f, c->effect);
+    fprintf(f, ", \"n\": %d, \"seeds\": %d, \"mean\": ", s->n, c->nseeds);
     st_json_num(f, s->mean);
     fprintf(f, ", \"ci95\": [");
     st_json_num(f, s->lo);
     fputs(", ", f);
     st_json_num(f, s->hi);
-    fprintf(f, "], \"verdict\": \"%s\"}", st_verdict_name(s->verdict));
+    fprintf(f, "], \"mde\": ");
+    st_json_num(f, c->mde);
+    fprintf(f, ", \"verdict\": \"%s\", \"rule_applied\": ", st_verdict_name(c->verdict));
+    st_json_str(f, c->why);
+    fputc('}', f);
   }
   fprintf(f, "%s]", st->nclaim ? "\n  " : "");
 }
@@ -242,9 +433,11 @@ void st_claims_json(const study *st, FILE *f) {
 /* A forest plot of the paired claims: each claim's mean gap with its 95%
  * bootstrap CI as an error bar, 0 dashed, a tracks claim's margin as red
  * ticks; the x range is the data's (0 and the margins included). */
+static int forest_row(const st_claim_row *c) { return c->m->kind == ST_MK_VALUE && isfinite(c->c.mean); }
+
 void st_plot_claims(study *st, FILE *md) {
   int np = 0;
-  for (int k = 0; k < st->nclaim; k++) np += strcmp(st->claim[k].metric, "diverged") && strcmp(st->claim[k].metric, "failed") && isfinite(st->claim[k].c.mean);
+  for (int k = 0; k < st->nclaim; k++) np += forest_row(&st->claim[k]);
   if (!np) return;
   char path[XP_PATH + 32];
   snprintf(path, sizeof path, "%s/claims.dat", st->dir);
@@ -256,12 +449,12 @@ void st_plot_claims(study *st, FILE *md) {
   fprintf(d, "# row mean lo95 hi95 label\n");
   fprintf(g, "# exmy study %s: the claims' paired gaps (gnuplot claims.gp, run in the results folder)\n", st->def->name);
   fprintf(g, "set title 'exmy study %s: paired gaps A - B, mean and 95%% bootstrap CI' noenhanced\n", st->def->name);
-  fprintf(g, "set xlabel 'gap (nats; A - B at the same seed); red ticks: a tracks claim''s margin' noenhanced\n"
-             "set grid x\nset key off\n");
+  fprintf(g, "set xlabel 'gap (A - B at the same seed, in the metric''s unit); red ticks: a tracks claim''s margin' "
+             "noenhanced\nset grid x\nset key off\n");
   double xl = 0, xh = 0; /* the x range: 0, every CI and every margin, 8% padding */
   for (int k = 0; k < st->nclaim; k++) {
     const st_claim_row *c = &st->claim[k];
-    if (!strcmp(c->metric, "diverged") || !strcmp(c->metric, "failed") || !isfinite(c->c.mean)) continue;
+    if (!forest_row(c)) continue;
     if (c->c.lo < xl) xl = c->c.lo;
     if (c->c.hi > xh) xh = c->c.hi;
     if (c->rule == ST_RULE_TRACKS && c->margin > 0) {
@@ -277,9 +470,10 @@ void st_plot_claims(study *st, FILE *md) {
   int row = 0;
   for (int k = 0; k < st->nclaim; k++) {
     const st_claim_row *c = &st->claim[k];
-    if (!strcmp(c->metric, "diverged") || !strcmp(c->metric, "failed") || !isfinite(c->c.mean)) continue;
+    if (!forest_row(c)) continue;
     row++;
-    fprintf(d, "%d %.9g %.9g %.9g \"%s: %s - %s (n=%d)\"\n", row, c->c.mean, c->c.lo, c->c.hi, c->name, c->a, c->b, c->c.n);
+    fprintf(d, "%d %.9g %.9g %.9g \"%s: %s - %s (n=%d, %s)\"\n", row, c->c.mean, c->c.lo, c->c.hi, c->name, c->a, c->b,
+            c->c.n, st_verdict_name(c->verdict));
     if (c->rule == ST_RULE_TRACKS && c->margin > 0)
       for (int s = -1; s <= 1; s += 2)
         fprintf(g, "set arrow from %g, %g to %g, %g nohead lw 2 lc rgb '#D55E00'\n", s * c->margin, row - 0.3, s * c->margin,
@@ -290,12 +484,7 @@ void st_plot_claims(study *st, FILE *md) {
   fprintf(g, "plot 'claims.dat' using 2:1:3:4:ytic(5) with xerrorbars pt 7 ps 1.2 lw 1.6 lc 1 notitle\n");
   st_gp_terminal(g, "claims", 1);
   fclose(g);
-  if (st->nplot < MAX_PLOTS) snprintf(st->plot[st->nplot++], sizeof st->plot[0], "claims");
-  if (st->gnuplot && !strchr(st->dir, '\'')) {
-    char cmd[XP_PATH + 64];
-    snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot claims.gp >/dev/null 2>&1", st->dir);
-    if (system(cmd) != 0) fprintf(st->log, "exmy: study: gnuplot failed on %s/claims.gp\n", st->dir);
-  }
+  st_gnuplot_run(st, "claims");
   fprintf(md, "\n");
   st_md_plot(st, md, "claims", "The claims' paired gaps: mean and 95% bootstrap CI per claim");
 }

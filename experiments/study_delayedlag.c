@@ -14,7 +14,6 @@
 #define DL_PRE 10     /* statistics steps before the shift that give the level it returns to */
 #define DL_TOL 0.5    /* back: within half a binade (a factor 1.41) of that level */
 #define DL_LONG 16    /* "lags": at least this many steps in every seed */
-#define DL_MINSEED 3
 #define DL_MAXEV 8
 
 /* The FP8 arms (tag) in report order, and the tensor kinds measured. */
@@ -202,18 +201,11 @@ void st_report_delayedlag(study *st, FILE *md) {
   char which[256] = "";
   for (int q = 0; q < nev; q++)
     if (long_ev[q]) st_cat(which, sizeof which, "%s%s", which[0] ? ", " : "", evl[q]);
-  st_finding_add(st,
-                 nseed_min < DL_MINSEED                  ? -1
-                 : long_all[d] && short_all[0]           ? 1
-                 : short_all[d]                          ? 0
-                                                         : -1,
-                 "Delayed scaling (amax history) lags a moving distribution: after a shift its scales stay off for "
+  st_observe(st, "Delayed scaling (amax history) lags a moving distribution: after a shift its scales stay off for "
                  "many steps, where current scaling recovers at once.",
                  "%s: every seed lagged %d steps or more for some shift and tensor: %s%s%s%s; current scaling back "
-                 "within %g binade in 0-1 steps everywhere: %s; history 16: %s. Rule: reproduced when both hold in "
-                 "every seed (at least %d); not reproduced when the TE default also recovers in 0-1 steps; "
-                 "inconclusive otherwise.",
+                 "within %g binade in 0-1 steps everywhere: %s; history 16: %s (over %d seeds).",
                  dl_arms[d].title, DL_LONG, long_all[d] ? "yes" : "no", which[0] ? " (after: " : "", which,
                  which[0] ? ")" : "", DL_TOL, short_all[0] ? "yes" : "no", long_all[1] ? "lags too" : "recovers sooner",
-                 DL_MINSEED);
+                 nseed_min);
 }

@@ -56,20 +56,15 @@ void st_report_fallback(study *st, FILE *md) {
         a.ndiv, a.n, vc, c.ndiv, c.n, gain, rec,
         isfinite(noise) ? (gain > noise ? " (beyond seed noise)" : " (within seed noise)") : " (one seed: no noise estimate)");
   }
-  /* "noticeably": the direction for both formats, and beyond the seed spread for both;
-   * the right direction inside the noise is inconclusive */
-  st_finding_add(st, helped < 2 ? 0 : beyond == 2 ? 1 : 3,
-              "Keeping the first and last layers in BF16 lowers the loss (published: helps noticeably).",
-              "%sreproduced when it lowers the final loss (or prevents a divergence) for both formats by more than the "
-              "seed-to-seed spread (sd of the difference); inconclusive when the direction holds but not beyond the "
-              "spread. Beyond the spread: %d of 2.",
+  st_observe(st, "Keeping the first and last layers in BF16 lowers the loss (published: helps noticeably).",
+              "%sbeyond the seed-to-seed spread (sd of the difference) for %d of 2 formats.",
               ev, beyond);
   agg k = st_aggregate(st, "e5m2 all + check", 0), a = st_aggregate(st, "e5m2 all", 0);
   long fb = 0, ch = 0;
   for (int j = 0; j < st->nrun; j++)
     if (!strcmp(st->run[j].name, "e5m2 all + check")) { fb += st->run[j].res.fallbacks; ch += st->run[j].res.checks; }
   if (k.n)
-    st_finding_add(st, 2, "Check-and-fallback (periodic bf16 check, fall back on disagreement).",
+    st_observe(st, "Check-and-fallback (periodic bf16 check, fall back on disagreement).",
                 "e5m2 all + check: %ld checks, %ld fallbacks over %d runs; final %.4f vs %.4f without the check.", ch, fb,
                 k.n, k.final_mean, a.final_mean);
 }

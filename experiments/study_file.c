@@ -36,8 +36,10 @@
 #include <string.h>
 
 static const char *const ARM_META[] = {"group", "tag", "x", "phase", "name", "from", "more_steps"};
-static const char *const CLAIM_FIELDS[] = {"text", "published", "arms", "metric", "rule", "margin"};
-const char *const ST_METRICS[ST_NMETRIC] = {"val_loss", "final_loss", "min_loss", "diverged", "failed"};
+static const char *const CLAIM_FIELDS[] = {"text", "published", "arms", "metric", "rule", "margin", "effect", "control", "lr"};
+static const char *const TABLE_FIELDS[] = {"metrics", "title"};
+static const char *const PLOT_FIELDS[] = {"kind", "title", "ref", "metric", "x"};
+static const char *const PLOT_KINDS[] = {"loss", "gap", "metric"};
 static const char *const RULES[] = {"tracks", "higher", "lower"};
 
 static int in_list(const char *s, const char *const *l, int n) {
@@ -57,6 +59,12 @@ static int ferr(char *err, size_t errlen, const study_file *f, int ln, const cha
   va_end(ap);
   snprintf(err, errlen, "study: %s:%d: %s", f->path, ln, m);
   return 2;
+}
+
+static int bad_metric(const study_file *f, int ln, const char *m, char *err, size_t errlen) {
+  char names[400];
+  st_metric_names(names, sizeof names);
+  return ferr(err, errlen, f, ln, "unknown metric '%s' (accepted: %s)", m, names);
 }
 
 static char *trim(char *s) {
@@ -140,7 +148,11 @@ static int check_line(const study_file *f, const xp_config *base, int ln, const 
   static const char *const TEXT[] = {"name", "description", "published", "note", "zip", "reference"};
   if (IN(key, TEXT) >= 0) return 0;
   if (!strcmp(key, "report")) {
-    if (!st_report_hook(val)) return ferr(err, errlen, f, ln, "report = %s: no such analysis (accepted: %s)", val, st_report_hooks());
+    if (!st_report_hook(val)) {
+      char hooks[400];
+      st_report_hooks(hooks, sizeof hooks);
+      return ferr(err, errlen, f, ln, "report = %s: no such analysis (accepted: %s)", val, hooks);
+    }
     return 0;
   }
   if (!strcmp(key, "seeds")) {
@@ -183,19 +195,42 @@ static int check_line(const study_file *f, const xp_config *base, int ln, const 
   if (!strncmp(key, "claim.", 6)) {
     const char *dot = strchr(key + 6, '.');
     if (!dot || dot == key + 6 || IN(dot + 1, CLAIM_FIELDS) < 0)
-      return ferr(err, errlen, f, ln, "'%s': expected claim.NAME.FIELD with FIELD one of text, published, arms, metric, rule, margin", key);
+      return ferr(err, errlen, f, ln, "'%s': expected claim.NAME.FIELD with FIELD one of text, published, arms, metric, "
+                  "rule, margin, effect, control, lr", key);
     const char *fl = dot + 1;
-    if (!strcmp(fl, "metric") && IN(val, ST_METRICS) < 0)
-      return ferr(err, errlen, f, ln, "unknown metric '%s' (accepted: val_loss, final_loss, min_loss, diverged, failed)", val);
+    if (!strcmp(fl, "metric") && !st_metric_find(val)) return bad_metric(f, ln, val, err, errlen);
     if (!strcmp(fl, "rule") && IN(val, RULES) < 0)
       return ferr(err, errlen, f, ln, "unknown rule '%s' (accepted: tracks, higher, lower)", val);
     double v;
-    if (!strcmp(fl, "margin") && (!parse_num(val, &v) || !(v > 0)))
-      return ferr(err, errlen, f, ln, "margin = %s: expected a positive number", val);
+    if ((!strcmp(fl, "margin") || !strcmp(fl, "effect") || !strcmp(fl, "lr")) && (!parse_num(val, &v) || !(v > 0)))
+      return ferr(err, errlen, f, ln, "%s = %s: expected a positive number", fl, val);
     if (!strcmp(fl, "arms")) {
       const char *c = strchr(val, ',');
       if (!c || strchr(c + 1, ',')) return ferr(err, errlen, f, ln, "arms = %s: expected two arms, A, B (A minus B)", val);
     }
+    return 0;
+  }
+  if (!strncmp(key, "table.", 6) || !strncmp(key, "plot.", 5)) {
+    const int tb = key[0] == 't';
+    const char *dot = strchr(key + (tb ? 6 : 5), '.');
+    if (!dot || dot == key + (tb ? 6 : 5) || (tb ? IN(dot + 1, TABLE_FIELDS) : IN(dot + 1, PLOT_FIELDS)) < 0)
+      return ferr(err, errlen, f, ln, "'%s': expected %s", key,
+                  tb ? "table.NAME.FIELD with FIELD one of metrics, title"
+                     : "plot.NAME.FIELD with FIELD one of kind, title, ref, metric, x");
+    const char *fl = dot + 1;
+    if (!strcmp(fl, "metrics")) {
+      char buf[ST_VALLEN];
+      snprintf(buf, sizeof buf, "%s", val);
+      int n = 0;
+      for (char *sv = NULL, *t = strtok_r(buf, ", ", &sv); t; t = strtok_r(NULL, ", ", &sv), n++)
+        if (!st_metric_find(t)) return bad_metric(f, ln, t, err, errlen);
+      if (!n) return ferr(err, errlen, f, ln, "%s: expected one or more metrics", key);
+    }
+    if (!strcmp(fl, "metric") && !st_metric_find(val)) return bad_metric(f, ln, val, err, errlen);
+    if (!strcmp(fl, "kind") && IN(val, PLOT_KINDS) < 0)
+      return ferr(err, errlen, f, ln, "unknown plot kind '%s' (accepted: loss, gap, metric)", val);
+    if (!strcmp(fl, "x") && strcmp(val, "lr") && strcmp(val, "x"))
+      return ferr(err, errlen, f, ln, "plot x = %s: expected lr or x", val);
     return 0;
   }
   if (!strncmp(key, "tiny.", 5) || !strncmp(key, "full.", 5) || !strncmp(key, "default.", 8))
@@ -327,7 +362,8 @@ int st_file_setup(study *st, char *err, size_t errlen) {
   for (int i = 0; i < f->nline; i++) {
     const sf_line *L = &f->line[i];
     if (!st_file_effective(f, sz, i) || !strncmp(L->key, "axis.", 5) || !strncmp(L->key, "arm.", 4) ||
-        !strncmp(L->key, "claim.", 6) || !strncmp(L->key, "gemm.", 5))
+        !strncmp(L->key, "claim.", 6) || !strncmp(L->key, "gemm.", 5) || !strncmp(L->key, "table.", 6) ||
+        !strncmp(L->key, "plot.", 5))
       continue;
     static const char *const SWEEP[] = {"name", "description", "published", "note", "report", "seeds", "zip",
                                         "reference", "nonconv_nats", "lr_delta", "steps", "lr"};

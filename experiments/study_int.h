@@ -47,14 +47,18 @@ typedef struct srun {
   char id[24];                  /* hash of the resolved config (study_state.c) */
   char arm[64], point[ST_NAMELEN]; /* study files: the arm and the axis values (" k=v ...") */
   int nonconv;                  /* the non-convergence rule (study_claims.c) */
+  int undertrained;             /* far above the reference's best over the learning rates (study_claims.c) */
   int parent;                   /* from = ARM: the run whose final checkpoint it starts from (-1: none) */
   long more_steps;              /* with a parent: train this many steps past its checkpoint (0: the config's steps) */
   int keep_ckpt;                /* a later run starts from this run's checkpoint: keep it */
   char err[EXMY_ERRLEN];
 } srun;
 
+/* Verdict words (study_claims.c decides them; nothing else does). */
+enum { ST_V_INCONCLUSIVE = -1, ST_V_NOT_REPRODUCED = 0, ST_V_REPRODUCED = 1, ST_V_OBSERVATION = 2, ST_V_NOT_TESTABLE = 3 };
+#define ST_MIN_SEEDS 5          /* paired seeds below which every verdict is inconclusive */
 typedef struct finding {
-  int verdict;                  /* 1 reproduced, 0 not reproduced, -1 inconclusive, 2 observation */
+  int verdict;                  /* ST_V_*: observations come from analyses, the rest from claims */
   char claim[400];
   char evidence[1600];
 } finding;
@@ -65,7 +69,6 @@ typedef struct finding {
 #define ST_MAXVAL 64
 #define ST_MAXAXIS 8
 #define ST_MAXARM 64
-#define ST_NMETRIC 5
 /* A study's runs at most: each run's record is about 45 KB, so 20,000 runs
  * hold about 1 GB before any training. */
 #define ST_MAXRUNS 20000
@@ -76,9 +79,23 @@ typedef struct study_file {
   sf_line *line;
   unsigned char *eff; /* eff[size * nline + i]: line i is in effect at size (made once by st_file_read) */
 } study_file;
-extern const char *const ST_METRICS[ST_NMETRIC];
+
 
 typedef struct study study;
+
+/* The metric registry (study_metric.c): what claims, tables and plots name. */
+enum { ST_MK_VALUE, ST_MK_RATE };
+typedef struct st_metric {
+  const char *name, *what;
+  int kind;                     /* ST_MK_VALUE: a number per run; ST_MK_RATE: 0 or 1 per run */
+  int fail_worst;               /* VALUE: a failed run ranks worst (st_metric_run gives +inf), never dropped */
+  double (*run)(const study *st, const srun *r);
+} st_metric;
+const st_metric *st_metric_find(const char *name);
+const st_metric *st_metric_at(int i);
+void st_metric_names(char *buf, size_t n);
+/* A run's value: NAN when it has none (not run, an error), +inf for a failed run of a fail_worst metric. */
+double st_metric_run(const st_metric *m, const study *st, const srun *r);
 typedef struct study_def {
   const char *name, *desc;
   const char *published;        /* the published result (docs/studies.md), for the report */
@@ -152,16 +169,15 @@ void st_fmt_time(double s, char *buf, size_t n);
 void st_json_str(FILE *f, const char *s);
 void st_json_num(FILE *f, double v);
 const char *st_verdict_name(int v);
-void st_finding_add(study *st, int verdict, const char *claim, const char *fmt, ...)
+/* A claim's verdict (study_claims.c only). */
+void st_verdict_add(study *st, int verdict, const char *claim, const char *fmt, ...)
   __attribute__((format(printf, 4, 5)));
+/* An analysis's observation: numbers, never a verdict. */
+void st_observe(study *st, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void st_cat(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 double st_mean_of(const double *v, int n);
 double st_sd_of(const double *v, int n);
 double st_spearman(const double *x, const double *y, int n);
-/* a predicted rank correlation (the outliers analysis): 1 when rho >= thr,
- * 0 when rho <= 0 (no or the opposite trend), -1 inconclusive (between, NaN,
- * or fewer than min_n points) */
-int st_rho_verdict(int n, double rho, int min_n, double thr);
 void st_base_kv(study *st, const char *k, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A config ("key=value" strings) crossed with every learning rate and seed. */
 void st_add_cfgv(study *st, const char *name, const char *group, double x, const char *tag, int phase,
@@ -189,6 +205,7 @@ void st_series_free(series *s, int n);
 void st_series_alloc(series *s, int n, const char *title);
 void st_series_bars(series *s, int n);
 int st_smooth_for(const study *st);
+void st_gnuplot_run(study *st, const char *stem);
 void st_plot_draw(study *st, const char *stem, const char *title, const char *xl, const char *yl, int logx, int logy,
                       int ns, series *s, double ycap);
 void st_gp_palette(FILE *g);
@@ -205,8 +222,6 @@ void st_report_setup(study *st, FILE *md);
 void st_report_runs_table(study *st, FILE *md);
 void st_report_findings(study *st, FILE *md);
 void st_report_console_findings(study *st);
-void st_finding_fp8_vs_bf16(study *st, const char *hyb, const char *bf);
-void st_report_default(study *st, FILE *md);
 void st_report_mantissa(study *st, FILE *md);
 void st_report_recipes(study *st, FILE *md);
 void st_report_fallback(study *st, FILE *md);
@@ -228,9 +243,6 @@ void st_outliers_row(char **name, const double *v, int n, st_outl *o);
  * ascending order, +inf for a failed run */
 int st_lr_max_index(const double *loss, int nlr, double best, double delta);
 double st_lr_sensitivity(const double *loss, int nlr, double l0);
-/* a predicted lower LR_max: 1 the shift's 95% CI [lo, hi] (log2) lies below 0,
- * 0 it excludes a drop of one grid step, -1 inconclusive (and when n < 3) */
-int st_lr_shift_verdict(int n, double lo, double hi, double step);
 
 /* paired claims (study_stats.c) */
 #define ST_NRULE 3
@@ -238,21 +250,36 @@ enum { ST_RULE_TRACKS = 0, ST_RULE_HIGHER, ST_RULE_LOWER };
 extern const char *const ST_RULES[ST_NRULE];
 typedef struct st_claim {
   int n, dropped;               /* pairs used; pairs dropped (a value not finite) */
-  double mean, lo, hi;          /* mean gap, its 95% CI (rates: A's rate interval) */
+  double mean, sd, lo, hi;      /* mean gap, the gaps' sd, the 95% CI (rates: A's rate interval) */
   double lo90, hi90;            /* the 90% CI for TOST (rates: B's interval) */
   int ka, na, kb, nb;           /* rates: A's and B's counts */
-  int verdict;                  /* 1 reproduced, 0 not reproduced, -1 inconclusive */
 } st_claim;
 void st_bootstrap(const double *x, int n, uint64_t seed, double conf, double *lo, double *hi);
 void st_clopper_pearson(int k, int n, double conf, double *lo, double *hi);
 void st_claim_paired(const double *a, const double *b, int n, int rule, double margin, uint64_t seed, st_claim *c);
 void st_claim_rates(int ka, int na, int kb, int nb, int rule, st_claim *c);
+/* P(X >= k) for X ~ B(n, 1/2): the exact one-sided McNemar p-value of k of n discordant pairs */
+double st_binom_tail(int k, int n);
+/* Holm's step-down over n p-values at level alpha: 1 when at least one is rejected */
+int st_holm_any(const double *p, int n, double alpha);
+/* The smallest mean gap a paired test of n gaps with this sd detects (80% power, 5% two-sided, normal) */
+double st_mde_paired(double sd, int n);
+/* The smallest failure-rate difference that n paired seeds per group detect with 80% power by the exact
+ * McNemar test at alpha / ngroups (Holm's first step), in the best case (B never fails); +inf: none */
+double st_mde_rate(int n, int ngroups, double alpha);
 typedef struct st_claim_row {
-  char name[64], a[64], b[64], metric[16], text[400], published[400];
+  char name[64], a[64], b[64], metric_name[32], text[400], published[400], control[64];
+  const st_metric *m;
   int rule;
-  double margin;
+  double margin, effect, lr;    /* lr: NAN for every learning rate */
   st_claim c;
+  int nseeds, nfailed, ngroups, holm_up, holm_dn;
+  double mde, max_diff;
+  int verdict;                  /* ST_V_* */
+  char why[400];                /* the rule that produced the verdict, with its numbers */
 } st_claim_row;
+/* study_blocks.c: the file's table.* and plot.* blocks (1: it has some) */
+int st_blocks_report(study *st, FILE *md);
 /* study_claims.c: the rules on every run, the claims, their report sections */
 double st_nonconv_nats(const study *st);
 void st_rules_eval(study *st);
@@ -280,7 +307,7 @@ int st_axis_values(const char *text, char vals[][ST_VALLEN], int max, char *why,
 /* the C analyses a study file may name (report = NAME, study.c) */
 typedef void (*st_report_fn)(study *st, FILE *md);
 st_report_fn st_report_hook(const char *name);
-const char *st_report_hooks(void);
+void st_report_hooks(char *buf, size_t n);
 
 /* a study file's direct GEMM experiment (study_gemm.c) */
 #define ST_GEMM_MAXMODEL 12

@@ -44,13 +44,6 @@ double st_lr_sensitivity(const double *loss, int nlr, double l0) {
   return sum / nlr - lo;
 }
 
-int st_lr_shift_verdict(int n, double lo, double hi, double step) {
-  if (n < 3 || !isfinite(lo) || !isfinite(hi)) return -1;
-  if (hi < 0) return 1;         /* the CI lies below 0: a lower LR_max */
-  if (lo > -step) return 0;     /* the CI excludes a one-step drop */
-  return -1;
-}
-
 /* One curve: an arm at one axis point, every seed and learning rate (in
  * ascending lr order). */
 typedef struct curve {
@@ -238,20 +231,18 @@ void st_report_lrsweep(study *st, FILE *md) {
     st_tbl_end_row(t);
     if (!rf || a == rf || st->nfind >= MAX_FIND) continue;
     /* the finding: a lower LR_max than the reference, paired by seed */
-    int verdict = 2;
     char claim[400];
     if (a->unstable)
       snprintf(claim, sizeof claim, "%s: LR_max below %s's (paired by seed), as the published claim predicts (Lee et al. "
                "2024: E8M3-E8M5 unstable).", name, refarm);
     else snprintf(claim, sizeof claim, "%s: LR_max against %s's (paired by seed).", name, refarm);
-    if (a->unstable) verdict = st_lr_shift_verdict(ng, lo, hi, step);
-    st_finding_add(st, verdict, claim,
+    st_observe(st, claim,
                    "shift log2 LR_max = %s over n = %d seeds (%d censored); %s. Against the arm's own best loss "
                    "(its stability edge apart from a loss offset): %s over n = %d", shift, ng, ncens,
-                   ng < 3 ? "inconclusive: fewer than 3 seeds"
-                   : hi < 0 ? "the 95% CI lies below 0: a lower LR_max"
-                   : lo > -step ? "the 95% CI excludes a drop of one grid step: no lower LR_max at this grid's resolution"
-                                : "the 95% CI reaches a one-step drop but also 0: inconclusive",
+                   ng < 3 ? "fewer than 3 seeds"
+                   : hi < 0 ? "the 95% CI lies below 0"
+                   : lo > -step ? "the 95% CI excludes a drop of one grid step"
+                                : "the 95% CI reaches a one-step drop but also 0",
                    oshift, nown);
   }
   fprintf(md, "## Results per arm\n\n");

@@ -10,10 +10,9 @@
  *   FP8 failure        the mean forward-input underflow and overflow % over
  *                      stats.csv's steps, and the validation-loss gap to the
  *                      fp32 run of the same group, weight decay and seed.
- * Rules (docs/studies/outliers.md): paired claims by st_claim_paired (95%
- * bootstrap CI of the mean paired difference, n < 3 inconclusive); trends by
- * Spearman's rho with st_rho_verdict (rho >= 0.5 reproduced, rho <= 0 not
- * reproduced, else or with fewer than RHO_MIN_N points inconclusive). */
+ * Numbers only (observations): paired differences by st_claim_paired (95%
+ * bootstrap CI of the mean), trends by Spearman's rho; verdicts are the
+ * study file's claims. */
 #include "experiments/study_int.h"
 
 #include <math.h>
@@ -21,7 +20,6 @@
 #include <string.h>
 
 #define RHO_MIN_N 8
-#define RHO_THR 0.5
 
 void st_outliers_row(char **name, const double *v, int n, st_outl *o) {
   o->logit = o->kurt = o->ratio = o->lse = o->cos = NAN;
@@ -107,12 +105,9 @@ static void trend(study *st, double *x, double *y, int n, const char *claim, con
   for (int i = 0; i < n; i++)
     if (isfinite(x[i]) && isfinite(y[i])) x[k] = x[i], y[k] = y[i], k++;
   const double rho = st_spearman(x, y, k);
-  const int v = st_rho_verdict(k, rho, RHO_MIN_N, RHO_THR);
-  st_finding_add(st, observation ? 2 : v, claim,
-                 "Spearman rho(%s) = %.2f over n = %d runs; %s rho >= %.1f, not reproduced when rho <= 0, "
-                 "inconclusive between or with n < %d%s.",
-                 what, rho, k, observation ? "a trend would be" : "reproduced when", RHO_THR, RHO_MIN_N,
-                 k < RHO_MIN_N ? " (here: too few runs)" : "");
+  (void)observation;
+  st_observe(st, claim, "Spearman rho(%s) = %.2f over n = %d runs%s.", what, rho, k,
+             k < RHO_MIN_N ? " (too few runs for a trend)" : "");
 }
 
 /* control (group "G ctl") minus base (group G), fp32 runs, paired by weight
@@ -133,10 +128,10 @@ static void control_claim(study *st, const orun *o, int n, int field, const char
   }
   st_claim c;
   st_claim_paired(a, b, k, ST_RULE_LOWER, 0, 0x0c71 + (uint64_t)field, &c); /* a fixed bootstrap seed per claim */
-  st_finding_add(st, c.verdict, claim,
+  st_observe(st, claim,
                  "%s, controls minus base (fp32 runs, paired by architecture, weight decay and seed) over n = %d "
-                 "pairs: mean %+.3f, 95%% CI [%+.3f, %+.3f] (bootstrap); lower = the CI below 0%s.",
-                 metric, c.n, c.mean, c.lo, c.hi, c.n < 3 ? "; inconclusive: fewer than 3 pairs" : "");
+                 "pairs: mean %+.3f, 95%% CI [%+.3f, %+.3f] (bootstrap).",
+                 metric, c.n, c.mean, c.lo, c.hi);
   free(a);
   free(b);
 }

@@ -133,15 +133,12 @@ void st_report_recipes(study *st, FILE *md) {
       if (strstr(names[i], "len=1 margin=0")) dlen1 = dev[i];
       if (strstr(names[i], "len=1024 margin=0")) dlen1024 = dev[i];
     }
-    const int lag = isfinite(dlen1) && dlen1 > 0.05;
-    st_finding_add(st, lag ? 1 : 0,
-                "Delayed scales lag a moving distribution: the delayed/current scale ratio departs from 1 (TE delayed "
+    st_observe(st, "Delayed scales lag a moving distribution: the delayed/current scale ratio departs from 1 (TE delayed "
                 "scaling).",
-                "%scurrent scaling: overflow %.4f%%, underflow %.3f%%. Reproduced when history 1 (the pure one-step "
-                "lag) departs from 1 by more than 0.05 binades on average.",
+                "%scurrent scaling: overflow %.4f%%, underflow %.3f%%.",
                 ev, ovf_cur, unf_cur);
     if (isfinite(dlen1) && isfinite(dlen1024))
-      st_finding_add(st, 2, "A longer amax history (max over it) keeps the scale further below the current one.",
+      st_observe(st, "A longer amax history (max over it) keeps the scale further below the current one.",
                   "mean |log2 ratio|: history 1 %.3f, history 1024 %.3f binades (margin 0).", dlen1, dlen1024);
     {
       double u = 0;
@@ -153,7 +150,7 @@ void st_report_recipes(study *st, FILE *md) {
         if (ca->n) { u += st_mean_of(ca->under, ca->n); nu++; }
       }
       if (nu)
-        st_finding_add(st, 2, "Underflow under delayed scaling (scales at or below the current one) and current scaling.",
+        st_observe(st, "Underflow under delayed scaling (scales at or below the current one) and current scaling.",
                     "mean underflow over the delayed runs %.4f%% vs current scaling %.4f%% of elements (step 0 left "
                     "out).",
                     u / nu, unf_cur);
@@ -164,13 +161,10 @@ void st_report_recipes(study *st, FILE *md) {
       if (strstr(names[i], "len=1 margin=1")) o1 = ovf[i];
     }
     if (isfinite(o0))
-      st_finding_add(st, o0 > (isfinite(ovf_cur) ? ovf_cur : 0) ? 1 : 0,
-                  "The lag makes delayed scaling overflow where current scaling does not; a margin reduces it.",
-                  "overflow (history 1): margin 0 %.4f%%, margin 1 %.4f%%; current scaling %.4f%%. Reproduced when "
-                  "margin 0's overflow exceeds current scaling's.",
+      st_observe(st, "The lag makes delayed scaling overflow where current scaling does not; a margin reduces it.",
+                  "overflow (history 1): margin 0 %.4f%%, margin 1 %.4f%%; current scaling %.4f%%.",
                   o0, o1, ovf_cur);
   }
-  st_finding_fp8_vs_bf16(st, "hybrid current", "bf16");
   free(cg);
   free(ci);
   free(ca);

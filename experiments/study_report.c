@@ -205,12 +205,24 @@ void st_report_runs_table(study *st, FILE *md) {
 }
 
 void st_report_findings(study *st, FILE *md) {
-  fprintf(md, "## Reproduced / not reproduced\n\n");
-  fprintf(md, "Computed from the numbers above by the study's code (experiments/study.c); thresholds are fixed in "
-              "the code and the docs, not tuned to the outcome.\n\n");
+  int nv = 0, no = 0;
+  for (int i = 0; i < st->nfind; i++) {
+    if (st->find[i].verdict == ST_V_OBSERVATION) no++;
+    else nv++;
+  }
+  fprintf(md, "## Claims and verdicts\n\n");
+  fprintf(md, "Each verdict comes from the study file's claim and the one rule system of the claims engine "
+              "(experiments/study_claims.c, docs/studies/README.md): reproduced / not reproduced / inconclusive / "
+              "not testable here, with at least %d paired seeds for any verdict.\n\n", ST_MIN_SEEDS);
   for (int i = 0; i < st->nfind; i++)
-    fprintf(md, "- **%s**: %s %s\n", st_verdict_name(st->find[i].verdict), st->find[i].claim, st->find[i].evidence);
-  if (!st->nfind) fprintf(md, "- (no finding: the study produced no usable runs)\n");
+    if (st->find[i].verdict != ST_V_OBSERVATION)
+      fprintf(md, "- **%s**: %s %s\n", st_verdict_name(st->find[i].verdict), st->find[i].claim, st->find[i].evidence);
+  if (!nv) fprintf(md, "- (no claim: the study file states none, or no run was usable)\n");
+  if (no) {
+    fprintf(md, "\n## Observations\n\nNumbers from the study's analysis, not verdicts.\n\n");
+    for (int i = 0; i < st->nfind; i++)
+      if (st->find[i].verdict == ST_V_OBSERVATION) fprintf(md, "- %s %s\n", st->find[i].claim, st->find[i].evidence);
+  }
   if (st->file) return; /* a study file's rules: st_report_rules */
   fprintf(md, "\n## Rules\n\nSpike: a loss above %g x the median of the previous %d losses (the engine's detector, "
               "applied identically to every run). Divergence: a non-finite loss, or after warmup a loss above the "
@@ -220,7 +232,11 @@ void st_report_findings(study *st, FILE *md) {
 }
 
 void st_report_console_findings(study *st) {
-  fprintf(st->log, "\nfindings:\n");
+  fprintf(st->log, "\nverdicts (the study file's claims):\n");
   for (int i = 0; i < st->nfind; i++)
-    fprintf(st->log, "  [%s] %s %s\n", st_verdict_name(st->find[i].verdict), st->find[i].claim, st->find[i].evidence);
+    if (st->find[i].verdict != ST_V_OBSERVATION)
+      fprintf(st->log, "  [%s] %s %s\n", st_verdict_name(st->find[i].verdict), st->find[i].claim, st->find[i].evidence);
+  int no = 0;
+  for (int i = 0; i < st->nfind; i++) no += st->find[i].verdict == ST_V_OBSERVATION;
+  if (no) fprintf(st->log, "(%d observation%s of the analysis in the report)\n", no, no == 1 ? "" : "s");
 }

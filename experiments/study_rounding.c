@@ -69,19 +69,15 @@ void st_report_rounding(study *st, FILE *md) {
         m, vx, x.ndiv, x.n, vy, y.ndiv, y.n, vy - vx, x.final_sd, y.final_sd);
   }
   if (n)
-    st_finding_add(st, sr_better == n ? 1 : 0,
-                "Stochastic rounding of low-mantissa gradients trains at least as well as round-to-nearest.",
-                "%sbf16 gradients: %.4f. Reproduced when sr's final loss is lower (or it diverges less) at every "
-                "width; here at %d of %d.",
+    st_observe(st, "Stochastic rounding of low-mantissa gradients trains at least as well as round-to-nearest.",
+                "%sbf16 gradients: %.4f. sr's final loss is lower (or it diverges less) at %d of %d widths.",
                 ev, ref.final_mean, sr_better, n);
   agg r = st_aggregate(st, "bf16 weights rne", 0), s = st_aggregate(st, "bf16 weights sr", 0);
   if (r.n && s.n && isfinite(ref.final_mean)) {
     const double gr = r.final_mean - ref.final_mean, gs = s.final_mean - ref.final_mean;
-    st_finding_add(st, gr > 0 && gr > gs ? 1 : 0,
-                "With bf16 weights, round-to-nearest updates vanish as the learning rate decays; stochastic rounding "
+    st_observe(st, "With bf16 weights, round-to-nearest updates vanish as the learning rate decays; stochastic rounding "
                 "removes the bias.",
-                "final loss above fp32 master weights: rne %+.4f, sr %+.4f (fp32 master %.4f). Reproduced when rne's "
-                "gap is positive and larger than sr's.",
+                "final loss above fp32 master weights: rne %+.4f, sr %+.4f (fp32 master %.4f).",
                 gr, gs, ref.final_mean);
   }
 }

@@ -415,7 +415,15 @@ void st_run_all(study *st) {
 /* per-run data                                                            */
 /* ====================================================================== */
 
-int st_run_diverged(const srun *r) { return !r->failed && r->res.diverged_at >= 0; }
+/* Divergence, judged on the end of the run: a non-finite loss (the engine
+ * stops there), or a final loss (the mean of the last 10% of steps) above
+ * the first step's.  A transient excursion above the first loss that the
+ * run recovers from is a spike, not a divergence (the engine's diverged_at
+ * still records the first such step). */
+int st_run_diverged(const srun *r) {
+  if (r->failed || r->missing || r->res.steps_done <= 0) return 0;
+  return !isfinite(r->res.final_loss) || !isfinite(r->res.final_loss_avg) || r->res.final_loss_avg > r->res.first_loss;
+}
 
 
 agg st_aggregate(const study *st, const char *name, int lri) {

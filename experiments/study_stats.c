@@ -52,13 +52,6 @@ double st_spearman(const double *x, const double *y, int n) {
   return sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : NAN;
 }
 
-int st_rho_verdict(int n, double rho, int min_n, double thr) {
-  if (n < min_n || !isfinite(rho)) return -1;
-  if (rho >= thr) return 1;
-  if (rho <= 0) return 0;
-  return -1;
-}
-
 /* ---- paired claims (docs/studies/README.md, "Statistics") ------------- */
 
 /* Percentile bootstrap of the mean: reps resamples of the n values drawn
@@ -128,15 +121,11 @@ void st_clopper_pearson(int k, int n, double conf, double *lo, double *hi) {
 const char *const ST_RULES[ST_NRULE] = {"tracks", "higher", "lower"};
 
 /* A claim on paired values: gaps a[i] - b[i] over the pairs where both are
- * finite; the mean with its 95% bootstrap CI (and the 90% one, for TOST).
- * Verdicts (1 reproduced, 0 not reproduced, -1 inconclusive):
- *   n < 3 pairs                       inconclusive, whatever the numbers
- *   tracks (margin m): TOST at 5%, i.e. the 90% CI inside (-m, m): reproduced;
- *     the 95% CI wholly outside [-m, m]: not reproduced; else inconclusive
- *   higher: the 95% CI above 0: reproduced; below 0, or (with a margin) the
- *     90% CI inside (-m, m), an equivalence: not reproduced; else inconclusive
- *   lower: the mirror of higher */
+ * finite (the claims engine has already put failed runs at the worst value);
+ * the mean, the gaps' sd, the 95% bootstrap CI and the 90% one (for TOST).
+ * Numbers only: study_claims.c decides the verdict. */
 void st_claim_paired(const double *a, const double *b, int n, int rule, double margin, uint64_t seed, st_claim *c) {
+  (void)rule, (void)margin;
   memset(c, 0, sizeof *c);
   double *g = malloc((size_t)(n > 0 ? n : 1) * sizeof *g);
   int k = 0;
@@ -145,40 +134,52 @@ void st_claim_paired(const double *a, const double *b, int n, int rule, double m
   c->n = k;
   c->dropped = n - k;
   c->mean = k ? st_mean_of(g, k) : NAN;
+  c->sd = st_sd_of(g, k);
   st_bootstrap(g, k, seed, 0.95, &c->lo, &c->hi);
   st_bootstrap(g, k, seed, 0.90, &c->lo90, &c->hi90);
   free(g);
-  c->verdict = -1;
-  if (k < 3) return;
-  const int eq = margin > 0 && c->lo90 > -margin && c->hi90 < margin;
-  if (rule == ST_RULE_TRACKS) {
-    if (eq) c->verdict = 1;
-    else if (c->lo > margin || c->hi < -margin) c->verdict = 0;
-  } else {
-    const double s = rule == ST_RULE_HIGHER ? 1 : -1;
-    const double lo = s > 0 ? c->lo : -c->hi, hi = s > 0 ? c->hi : -c->lo;
-    if (lo > 0) c->verdict = 1;
-    else if (hi < 0 || eq) c->verdict = 0;
-  }
 }
 
 /* A claim on rates (divergence, failure): ka of na runs of A against kb of
- * nb of B with exact 95% intervals.  higher: A's interval wholly above B's:
- * reproduced; wholly below: not reproduced; overlapping: inconclusive (also
- * when either arm has fewer than 3 runs).  tracks: inconclusive unless the
- * intervals are disjoint (not reproduced): an exact equivalence of rates
- * needs more runs than a study here has. */
+ * nb of B, each with its exact 95% interval (lo, hi: A's; lo90, hi90: B's). */
 void st_claim_rates(int ka, int na, int kb, int nb, int rule, st_claim *c) {
+  (void)rule;
   memset(c, 0, sizeof *c);
   c->n = na < nb ? na : nb;
   c->ka = ka, c->na = na, c->kb = kb, c->nb = nb;
   st_clopper_pearson(ka, na, 0.95, &c->lo, &c->hi);
   st_clopper_pearson(kb, nb, 0.95, &c->lo90, &c->hi90); /* B's interval */
   c->mean = (na ? (double)ka / na : NAN) - (nb ? (double)kb / nb : NAN);
-  c->verdict = -1;
-  if (na < 3 || nb < 3) return;
-  const int above = c->lo > c->hi90, below = c->hi < c->lo90;
-  if (rule == ST_RULE_HIGHER) c->verdict = above ? 1 : below ? 0 : -1;
-  else if (rule == ST_RULE_LOWER) c->verdict = below ? 1 : above ? 0 : -1;
-  else c->verdict = above || below ? 0 : -1;
+}
+
+double st_binom_tail(int k, int n) {
+  if (k <= 0) return 1;
+  if (k > n) return 0;
+  return 1 - binom_cdf(k - 1, n, 0.5);
+}
+
+int st_holm_any(const double *p, int n, double alpha) {
+  /* Holm rejects anything only if the smallest p is below alpha / n */
+  double pmin = 1;
+  for (int i = 0; i < n; i++)
+    if (p[i] < pmin) pmin = p[i];
+  return n > 0 && pmin <= alpha / n;
+}
+
+double st_mde_paired(double sd, int n) {
+  if (n < 2 || !isfinite(sd)) return NAN;
+  return (1.959964 + 0.841621) * sd / sqrt((double)n);
+}
+
+double st_mde_rate(int n, int ngroups, double alpha) {
+  if (n < 1 || ngroups < 1) return INFINITY;
+  int k = 1; /* the fewest discordant pairs, all one way, that reject */
+  while (k <= n && st_binom_tail(k, k) > alpha / ngroups) k++;
+  if (k > n) return INFINITY;
+  double lo = 0, hi = 1; /* power P(Binom(n, d) >= k) rises with d: bisect for 0.8 */
+  for (int it = 0; it < 60; it++) {
+    const double d = (lo + hi) / 2;
+    if (1 - binom_cdf(k - 1, n, d) >= 0.8) hi = d; else lo = d;
+  }
+  return hi;
 }

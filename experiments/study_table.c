@@ -215,9 +215,17 @@ void st_plot_draw(study *st, const char *stem, const char *title, const char *xl
   fputc('\n', g);
   st_gp_terminal(g, stem, 1);
   fclose(g);
+  if (!ns) {
+    if (st->nplot < MAX_PLOTS) snprintf(st->plot[st->nplot++], sizeof st->plot[0], "%s", stem);
+    return;
+  }
+  st_gnuplot_run(st, stem);
+}
+
+/* Record the plot STEM and draw it: gnuplot STEM.gp in the results folder. */
+void st_gnuplot_run(study *st, const char *stem) {
   if (st->nplot < MAX_PLOTS) snprintf(st->plot[st->nplot++], sizeof st->plot[0], "%s", stem);
-  if (!st->gnuplot || !ns) return;
-  if (strchr(st->dir, '\'')) return;
+  if (!st->gnuplot || strchr(st->dir, '\'')) return;
   char cmd[XP_PATH + 200];
   snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot '%s.gp' >/dev/null 2>&1", st->dir, stem);
   if (system(cmd) != 0) fprintf(st->log, "exmy: study: gnuplot failed on %s/%s.gp\n", st->dir, stem);
@@ -356,11 +364,6 @@ void st_plot_seed_bands(study *st, FILE *md, const char *stem, const char *title
   fputc('\n', g);
   st_gp_terminal(g, stem, 1);
   fclose(g);
-  if (st->nplot < MAX_PLOTS) snprintf(st->plot[st->nplot++], sizeof st->plot[0], "%s", stem);
-  if (st->gnuplot && !strchr(st->dir, '\'')) {
-    char cmd[XP_PATH + 200];
-    snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot '%s.gp' >/dev/null 2>&1", st->dir, stem);
-    if (system(cmd) != 0) fprintf(st->log, "exmy: study: gnuplot failed on %s/%s.gp\n", st->dir, stem);
-  }
+  st_gnuplot_run(st, stem);
   st_md_plot(st, md, stem, title);
 }

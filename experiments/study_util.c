@@ -76,21 +76,33 @@ void st_json_num(FILE *f, double v) {
 
 const char *st_verdict_name(int v) {
   switch (v) {
-  case 1: return "reproduced";
-  case 0: return "not reproduced";
-  case 2: return "observation";
+  case ST_V_REPRODUCED: return "reproduced";
+  case ST_V_NOT_REPRODUCED: return "not reproduced";
+  case ST_V_OBSERVATION: return "observation";
+  case ST_V_NOT_TESTABLE: return "not testable here";
   default: return "inconclusive";
   }
 }
 
-void st_finding_add(study *st, int verdict, const char *claim, const char *fmt, ...) {
+static void finding_vadd(study *st, int verdict, const char *claim, const char *fmt, va_list ap) {
   if (st->nfind >= MAX_FIND) return;
   finding *f = &st->find[st->nfind++];
   f->verdict = verdict;
   snprintf(f->claim, sizeof f->claim, "%s", claim);
+  vsnprintf(f->evidence, sizeof f->evidence, fmt, ap);
+}
+
+void st_verdict_add(study *st, int verdict, const char *claim, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(f->evidence, sizeof f->evidence, fmt, ap);
+  finding_vadd(st, verdict, claim, fmt, ap);
+  va_end(ap);
+}
+
+void st_observe(study *st, const char *what, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  finding_vadd(st, ST_V_OBSERVATION, what, fmt, ap);
   va_end(ap);
 }
 

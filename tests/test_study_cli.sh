@@ -390,18 +390,19 @@ for s in $studies; do
   nl=0
   for f in "$d"/runs/*/loss.csv; do [ -s "$f" ] && nl=$((nl + 1)); done
   if [ "$nl" -eq "$rows" ]; then pass "$s: runs/LABEL/loss.csv per run"; else fail "$s: runs/LABEL/loss.csv per run" "$nl of $rows"; fi
-  if grep -q '^## Setup' "$d/report.md" && grep -q '^## Reproduced / not reproduced' "$d/report.md" &&
-     grep -Eq '^- \*\*(reproduced|not reproduced|inconclusive|observation)\*\*' "$d/report.md" && grep -q '^| ' "$d/report.md"; then
+  if grep -q '^## Setup' "$d/report.md" && grep -q '^## Claims and verdicts' "$d/report.md" &&
+     grep -Eq '^- \*\*(reproduced|not reproduced|inconclusive|not testable here)\*\*' "$d/report.md" && grep -q '^| ' "$d/report.md"; then
     pass "$s: report.md has the setup, a table and verdicts"
   else fail "$s: report.md has the setup, a table and verdicts" "$(grep '^#' "$d/report.md" | tr '\n' '|')"; fi
-  awk '/^## Reproduced \/ not reproduced/ {f = 1; next} /^## / {f = 0} f && /^- \*\*/' "$d/report.md" |
+  awk '/^## Claims and verdicts/ {f = 1; next} /^## / {f = 0} f && /^- \*\*/' "$d/report.md" |
     sed "s/^/$s: /" >"$T/$s.got"
   expected_verdicts | grep "^$s: " >"$T/$s.want"
   if [ -s "$T/$s.want" ] && cmp -s "$T/$s.want" "$T/$s.got"; then
     pass "$s: the $(awk 'END{print NR}' "$T/$s.want") verdicts and their numbers are the recorded ones"
   else fail "$s: the verdicts and their numbers are the recorded ones" "$(diff "$T/$s.want" "$T/$s.got" | head -n 6 | cut -c 1-400 | tr '\n' '|')"; fi
-  if grep -q 'findings:' "$T/out" && grep -q 'report: ' "$T/out"; then pass "$s: console ends with the findings and the report's path"
-  else fail "$s: console ends with the findings and the report's path" "$(tail -n 3 "$T/out" | tr '\n' '|')"; fi
+  if grep -q "^verdicts (the study file's claims):" "$T/out" && grep -q 'report: ' "$T/out"; then
+    pass "$s: console ends with the verdicts and the report's path"
+  else fail "$s: console ends with the verdicts and the report's path" "$(tail -n 3 "$T/out" | tr '\n' '|')"; fi
   if [ $have_py -eq 1 ]; then
     if "$PY" -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['study']=='$s' and len(j['runs'])==$rows and len(j['findings'])>=1" "$d/summary.json" 2>"$T/pyerr"; then
       pass "$s: summary.json is valid JSON with every run and the findings"

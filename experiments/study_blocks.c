@@ -1,0 +1,199 @@
+/* study_blocks.c: a study file's table.* and plot.* blocks over the
+ * registered metrics (study_metric.c; docs/studies/README.md, "Tables and
+ * plots").  Numbers and figures only: verdicts are the claims' alone.
+ *
+ *   table.NAME.metrics = M, M, ...   a row per arm (and learning rate and
+ *                                    axis point where the study has several):
+ *                                    VALUE metrics as mean +- sd over seeds
+ *                                    (failed runs counted apart), RATE ones
+ *                                    as k/n
+ *   table.NAME.title = TEXT
+ *   plot.NAME.kind = loss | gap | metric
+ *   plot.NAME.title = TEXT
+ *   plot.NAME.ref = ARM              gap: the arm subtracted
+ *   plot.NAME.metric = M             metric: the y value, mean over seeds with
+ *   plot.NAME.x = lr | x             min-max bars, against the learning rate
+ *                                    (log axis) or the arms' x numbers */
+#include "experiments/study_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *bget(const study *st, const char *kind, const char *name, const char *f) {
+  char k[200];
+  snprintf(k, sizeof k, "%s.%.63s.%.16s", kind, name, f);
+  return st_file_get(st->file, st->size, k, NULL);
+}
+
+/* The block names of one kind (table or plot) in the file's order. */
+static int block_names(const study *st, const char *kind, char names[][64], int max) {
+  const size_t kl = strlen(kind);
+  int n = 0;
+  for (int i = 0; i < st->file->nline && n < max; i++) {
+    const sf_line *L = &st->file->line[i];
+    if (strncmp(L->key, kind, kl) || L->key[kl] != '.' || !st_file_effective(st->file, st->size, i)) continue;
+    const char *nm = L->key + kl + 1, *dot = strchr(nm, '.');
+    if (!dot) continue;
+    int k = 0;
+    while (k < n && (strncmp(names[k], nm, (size_t)(dot - nm)) || names[k][dot - nm])) k++;
+    if (k == n) snprintf(names[n++], sizeof names[0], "%.*s", (int)(dot - nm), nm);
+  }
+  return n;
+}
+
+/* The row groups: distinct (arm, lr index, point) in run order. */
+typedef struct grp { const srun *first; } grp;
+static int groups(const study *st, grp *g, int max) {
+  int n = 0;
+  for (int i = 0; i < st->nrun && n < max; i++) {
+    const srun *r = &st->run[i];
+    int k = 0;
+    while (k < n && (strcmp(g[k].first->arm, r->arm) || g[k].first->lri != r->lri || strcmp(g[k].first->point, r->point)))
+      k++;
+    if (k == n) g[n++].first = r;
+  }
+  return n;
+}
+
+static int same_group(const srun *a, const srun *b) {
+  return !strcmp(a->arm, b->arm) && a->lri == b->lri && !strcmp(a->point, b->point);
+}
+
+static void metric_cell(const study *st, tbl *t, int col, const st_metric *m, const srun *g0) {
+  double v[256];
+  int n = 0, nf = 0, k = 0, nr = 0;
+  for (int i = 0; i < st->nrun; i++) {
+    const srun *r = &st->run[i];
+    if (!same_group(r, g0)) continue;
+    const double x = st_metric_run(m, st, r);
+    if (isnan(x)) continue;
+    nr++;
+    if (m->kind == ST_MK_RATE) k += x > 0;
+    else if (isinf(x)) nf++;
+    else if (n < 256) v[n++] = x;
+  }
+  if (m->kind == ST_MK_RATE) { st_tbl_cell(t, col, "%d/%d", k, nr); return; }
+  if (!n) { st_tbl_cell(t, col, nf ? "(%d failed)" : "-", nf); return; }
+  const double mean = st_mean_of(v, n), sd = st_sd_of(v, n);
+  char f[96];
+  if (n > 1) snprintf(f, sizeof f, "%.4f +- %.4f", mean, sd);
+  else snprintf(f, sizeof f, "%.4f", mean);
+  if (nf) st_cat(f, sizeof f, " (%d failed)", nf);
+  st_tbl_cell(t, col, "%s", f);
+}
+
+static void one_table(study *st, FILE *md, const char *name) {
+  const char *ms = bget(st, "table", name, "metrics"), *title = bget(st, "table", name, "title");
+  if (!ms) return;
+  grp g[TBL_ROWS];
+  const int ng = groups(st, g, TBL_ROWS);
+  int haslr = st->nlr > 1, haspt = 0;
+  for (int i = 0; i < ng; i++) haspt |= g[i].first->point[0] != 0;
+  tbl *t = st_tbl_new(1, "arm");
+  if (haslr) snprintf(t->h[t->ncol++], sizeof t->h[0], "lr");
+  if (haspt) snprintf(t->h[t->ncol++], sizeof t->h[0], "point");
+  const int first = t->ncol;
+  const st_metric *m[TBL_COLS];
+  char buf[ST_VALLEN];
+  snprintf(buf, sizeof buf, "%s", ms);
+  for (char *sv = NULL, *tok = strtok_r(buf, ", ", &sv); tok && t->ncol < TBL_COLS; tok = strtok_r(NULL, ", ", &sv))
+    if ((m[t->ncol] = st_metric_find(tok))) snprintf(t->h[t->ncol++], sizeof t->h[0], "%s", tok);
+  for (int i = 0; i < ng; i++) {
+    const srun *r = g[i].first;
+    int c = 0;
+    st_tbl_cell(t, c++, "%s", r->arm[0] ? r->arm : "(base)");
+    if (haslr) {
+      char lr[32];
+      st_fmt_lr(r->lr, lr, sizeof lr);
+      st_tbl_cell(t, c++, "%s", lr);
+    }
+    if (haspt) st_tbl_cell(t, c++, "%s", r->point[0] ? r->point + (r->point[0] == ' ') : "-");
+    for (int j = first; j < t->ncol; j++) metric_cell(st, t, j, m[j], r);
+    st_tbl_end_row(t);
+  }
+  fprintf(md, "## %s\n\n", title ? title : name);
+  fprintf(md, "Per arm over seeds: values as mean +- sd (failed runs counted apart, never averaged in), rates as "
+              "k/n.\n\n");
+  char ct[160];
+  snprintf(ct, sizeof ct, "%.150s:", title ? title : name);
+  st_tbl_emit(st, t, md, ct); /* frees t */
+}
+
+/* A metric against the learning rate or the arms' x: per arm, the mean over
+ * seeds with min-max bars; failed runs are left out of the mean and said. */
+static void metric_plot(study *st, FILE *md, const char *name, const char *title) {
+  const st_metric *m = st_metric_find(bget(st, "plot", name, "metric") ? bget(st, "plot", name, "metric") : "val_loss");
+  const char *xs = bget(st, "plot", name, "x");
+  const int bylr = !xs || !strcmp(xs, "lr");
+  if (!m) return;
+  grp g[TBL_ROWS];
+  const int ng = groups(st, g, TBL_ROWS);
+  series s[64];
+  int ns = 0;
+  char seen[64][64];
+  for (int i = 0; i < ng && ns < 64; i++) { /* one series per arm (per group for x = x) */
+    const char *key = bylr ? g[i].first->arm : "all";
+    int k = 0;
+    while (k < ns && strcmp(seen[k], key)) k++;
+    if (k < ns) continue;
+    snprintf(seen[ns], sizeof seen[0], "%s", key);
+    st_series_alloc(&s[ns], ng, bylr ? key : m->name);
+    st_series_bars(&s[ns], ng);
+    s[ns].points = 1;
+    for (int j = 0; j < ng; j++) {
+      const srun *f = g[j].first;
+      if (bylr && strcmp(f->arm, key)) continue;
+      double lo = INFINITY, hi = -INFINITY, sum = 0;
+      int n = 0;
+      for (int q = 0; q < st->nrun; q++) {
+        const double x = same_group(&st->run[q], f) ? st_metric_run(m, st, &st->run[q]) : NAN;
+        if (!isfinite(x)) continue;
+        sum += x, n++;
+        lo = fmin(lo, x), hi = fmax(hi, x);
+      }
+      const int at = s[ns].n++;
+      s[ns].x[at] = bylr ? f->lr : f->x;
+      s[ns].y[at] = n ? sum / n : NAN;
+      s[ns].lo[at] = n ? lo : NAN;
+      s[ns].hi[at] = n ? hi : NAN;
+    }
+    ns++;
+  }
+  char yl[160];
+  snprintf(yl, sizeof yl, "%s: mean over seeds, bars min-max (failed runs left out)", m->name);
+  st_plot_draw(st, name, title, bylr ? "learning rate" : "x", yl, bylr ? 10 : 0, 0, ns, s, NAN);
+  st_series_free(s, ns);
+  st_md_plot(st, md, name, title);
+}
+
+static void one_plot(study *st, FILE *md, const char *name) {
+  const char *kind = bget(st, "plot", name, "kind"), *t = bget(st, "plot", name, "title");
+  char title[200];
+  snprintf(title, sizeof title, "%.190s", t ? t : name);
+  if (!kind || !strcmp(kind, "loss")) {
+    for (int li = 0; li < st->nlr && li < 4; li++) {
+      char stem[96], tt[260], lrs[32];
+      st_fmt_lr(st->lr[li], lrs, sizeof lrs);
+      snprintf(stem, sizeof stem, st->nlr > 1 ? "%s-lr%d" : "%s", name, li + 1);
+      snprintf(tt, sizeof tt, st->nlr > 1 ? "%s (lr %s)" : "%s", title, lrs);
+      st_plot_seed_bands(st, md, stem, tt, li, st_smooth_for(st));
+    }
+  } else if (!strcmp(kind, "gap")) {
+    const char *ref = bget(st, "plot", name, "ref");
+    if (ref) st_plot_gap(st, md, name, title, ref, 0, 0, NULL, st_smooth_for(st));
+  } else metric_plot(st, md, name, title);
+}
+
+/* 1 when the file declares any table or plot block (they replace the
+ * default loss curves). */
+int st_blocks_report(study *st, FILE *md) {
+  if (!st->file) return 0;
+  char names[32][64];
+  int nt = block_names(st, "table", names, 32);
+  for (int i = 0; i < nt; i++) one_table(st, md, names[i]);
+  int np = block_names(st, "plot", names, 32);
+  if (np) fprintf(md, "## Figures\n\n");
+  for (int i = 0; i < np; i++) one_plot(st, md, names[i]);
+  return nt + np > 0;
+}

@@ -1,0 +1,247 @@
+/* test_study_verdict.c: the one verdict engine (experiments/study_claims.c)
+ * on synthetic runs tables: a study file's claims over hand-made runs, every
+ * verdict word and its edges: one seed, four seeds (below ST_MIN_SEEDS),
+ * every run of an arm failed (ranked worst, never dropped), an errored run
+ * (dropped), ties, NaN, a null with too little power (not testable here), a
+ * failed positive control, rates never pooled over learning rates (exact
+ * McNemar per lr, Holm), divergence judged on the final loss (a transient
+ * spike is not one), under-training flagged apart.  Noise from
+ * EXMY_TEST_SEED's generator; the verdicts do not depend on it. */
+#include "experiments/study_int.h"
+#include "tests/testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static uint64_t rs;
+static double noise(double sd) { return sd * (2.0 * (double)(tu_next(&rs) >> 11) / 9007199254740992.0 - 1.0); }
+
+static study_file sf;
+static study st;
+static srun runs[256];
+
+/* A study of the claims in TEXT (the arms A and B are implied by the runs). */
+static void setup(const char *text) {
+  char path[] = "/tmp/exmy-verdict-XXXXXX";
+  const int fd = mkstemp(path);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!f) { fprintf(stderr, "cannot write %s\n", path); exit(99); }
+  fprintf(f, "description = synthetic\n%s", text);
+  fclose(f);
+  char err[EXMY_ERRLEN];
+  st_file_free(&sf);
+  if (st_file_read(&sf, path, err, sizeof err)) { fprintf(stderr, "%s\n", err); exit(99); }
+  unlink(path);
+  free(st.claim);
+  memset(&st, 0, sizeof st);
+  memset(runs, 0, sizeof runs);
+  st.file = &sf;
+  st.size = STUDY_DEFAULT;
+  st.run = runs;
+  st.log = stderr;
+}
+
+/* A run of ARM at learning-rate index LRI and seed S that trained to VAL. */
+static srun *add(const char *arm, int lri, int s, double val) {
+  srun *r = &runs[st.nrun++];
+  snprintf(r->arm, sizeof r->arm, "%s", arm);
+  snprintf(r->name, sizeof r->name, "%s", arm);
+  r->lri = lri, r->seedi = s, r->lr = 0.001 * (1 << lri);
+  r->res.first_loss = 4.17;
+  r->res.val_loss = val;
+  r->res.final_loss = r->res.final_loss_avg = r->res.min_loss = val;
+  r->res.diverged_at = -1;
+  r->res.steps_done = 100;
+  return r;
+}
+
+/* A run that diverged: the loss went non-finite (the engine stopped). */
+static srun *add_div(const char *arm, int lri, int s) {
+  srun *r = add(arm, lri, s, NAN);
+  r->res.final_loss = r->res.final_loss_avg = NAN;
+  r->res.diverged_at = 40;
+  return r;
+}
+
+static int verdict_of(const char *claim) {
+  st_rules_eval(&st);
+  st_claims_eval(&st);
+  for (int i = 0; i < st.nclaim; i++)
+    if (!strcmp(st.claim[i].name, claim)) return st.claim[i].verdict;
+  return 99;
+}
+
+#define EXPECT(cname, want)                                                                                                   \
+  do {                                                                                                                   \
+    const int v_ = verdict_of(cname);                                                                                    \
+    const st_claim_row *c_ = st.nclaim ? &st.claim[0] : NULL;                                                          \
+    CHECK(v_ == (want), "%s: verdict '%s', want '%s' (seeds %d, mean %a, ci [%a, %a], mde %a: %s)", what,              \
+          st_verdict_name(v_), st_verdict_name(want), c_ ? c_->nseeds : -1, c_ ? c_->c.mean : NAN,                      \
+          c_ ? c_->c.lo : NAN, c_ ? c_->c.hi : NAN, c_ ? c_->mde : NAN, c_ ? c_->why : "");                              \
+  } while (0)
+
+static const char *HIGHER = "claim.c.arms = a, b\nclaim.c.metric = val_loss\nclaim.c.rule = higher\n";
+
+int main(void) {
+  rs = tu_seed(20261129);
+  const char *what;
+  char buf[1024];
+
+  /* paired values, rule higher: the seeds' count */
+  what = "one seed, a large gap";
+  setup(HIGHER);
+  add("a", 0, 0, 2.5), add("b", 0, 0, 2.0);
+  EXPECT("c", ST_V_INCONCLUSIVE);
+  what = "four seeds, a clear gap (below the minimum of 5)";
+  setup(HIGHER);
+  for (int s = 0; s < 4; s++) { const double b = 2 + noise(0.05); add("a", 0, s, b + 0.1 + noise(0.01)), add("b", 0, s, b); }
+  EXPECT("c", ST_V_INCONCLUSIVE);
+  what = "five seeds, a clear gap";
+  setup(HIGHER);
+  for (int s = 0; s < 5; s++) { const double b = 2 + noise(0.05); add("a", 0, s, b + 0.1 + noise(0.01)), add("b", 0, s, b); }
+  EXPECT("c", ST_V_REPRODUCED);
+  what = "five seeds, a clear gap the other way";
+  setup(HIGHER);
+  for (int s = 0; s < 5; s++) { const double b = 2 + noise(0.05); add("a", 0, s, b - 0.1 + noise(0.01)), add("b", 0, s, b); }
+  EXPECT("c", ST_V_NOT_REPRODUCED);
+
+  /* ties: identical arms */
+  what = "ties, no effect stated";
+  setup(HIGHER);
+  for (int s = 0; s < 5; s++) add("a", 0, s, 2 + 0.1 * s), add("b", 0, s, 2 + 0.1 * s);
+  EXPECT("c", ST_V_INCONCLUSIVE);
+  what = "ties, the published effect 0.01 excluded";
+  snprintf(buf, sizeof buf, "%sclaim.c.effect = 0.01\n", HIGHER);
+  setup(buf);
+  for (int s = 0; s < 5; s++) add("a", 0, s, 2 + 0.1 * s), add("b", 0, s, 2 + 0.1 * s);
+  EXPECT("c", ST_V_NOT_REPRODUCED);
+  what = "ties, tracks within 0.02";
+  setup("claim.c.arms = a, b\nclaim.c.metric = val_loss\nclaim.c.rule = tracks\nclaim.c.margin = 0.02\n");
+  for (int s = 0; s < 5; s++) add("a", 0, s, 2 + 0.1 * s), add("b", 0, s, 2 + 0.1 * s);
+  EXPECT("c", ST_V_REPRODUCED);
+  what = "tracks: a gap of 0.1 against a margin of 0.02";
+  setup("claim.c.arms = a, b\nclaim.c.metric = val_loss\nclaim.c.rule = tracks\nclaim.c.margin = 0.02\n");
+  for (int s = 0; s < 5; s++) add("a", 0, s, 2.1 + 0.1 * s + noise(0.002)), add("b", 0, s, 2 + 0.1 * s);
+  EXPECT("c", ST_V_NOT_REPRODUCED);
+  what = "tracks: seed noise wider than the margin";
+  setup("claim.c.arms = a, b\nclaim.c.metric = val_loss\nclaim.c.rule = tracks\nclaim.c.margin = 0.02\n");
+  {
+    const double g[5] = {0.2, -0.2, 0.15, -0.1, 0.0};
+    for (int s = 0; s < 5; s++) add("a", 0, s, 2 + g[s]), add("b", 0, s, 2);
+  }
+  EXPECT("c", ST_V_NOT_TESTABLE);
+
+  /* power: a null whose minimum detectable effect exceeds the published one */
+  what = "a noisy null against a small published effect";
+  snprintf(buf, sizeof buf, "%sclaim.c.effect = 0.05\n", HIGHER);
+  setup(buf);
+  {
+    const double g[5] = {0.2, -0.2, 0.1, -0.15, 0.05}; /* sd ~0.16: MDE ~0.2 > 0.05 */
+    for (int s = 0; s < 5; s++) add("a", 0, s, 2 + g[s]), add("b", 0, s, 2);
+  }
+  EXPECT("c", ST_V_NOT_TESTABLE);
+  what = "the same null against a large published effect (excluded)";
+  snprintf(buf, sizeof buf, "%sclaim.c.effect = 0.5\n", HIGHER);
+  setup(buf);
+  {
+    const double g[5] = {0.2, -0.2, 0.1, -0.15, 0.05};
+    for (int s = 0; s < 5; s++) add("a", 0, s, 2 + g[s]), add("b", 0, s, 2);
+  }
+  EXPECT("c", ST_V_NOT_REPRODUCED);
+
+  /* failed runs are ranked worst, never dropped */
+  what = "every run of A diverged";
+  setup(HIGHER);
+  for (int s = 0; s < 5; s++) add_div("a", 0, s), add("b", 0, s, 2 + noise(0.05));
+  EXPECT("c", ST_V_REPRODUCED);
+  CHECK(st.claim[0].c.n == 5 && st.claim[0].nfailed == 5 && st.claim[0].c.mean > 2,
+        "%s: n %d failed %d mean %a (failed runs must count at the worst value)", what, st.claim[0].c.n,
+        st.claim[0].nfailed, st.claim[0].c.mean);
+  what = "every run of both arms diverged: ties at the first-step loss";
+  snprintf(buf, sizeof buf, "%sclaim.c.effect = 0.01\n", HIGHER);
+  setup(buf);
+  for (int s = 0; s < 5; s++) add_div("a", 0, s), add_div("b", 0, s);
+  EXPECT("c", ST_V_NOT_REPRODUCED);
+  what = "an errored run (no value) drops its pair: four seeds left";
+  setup(HIGHER);
+  for (int s = 0; s < 5; s++) { const double b = 2 + noise(0.05); add("a", 0, s, b + 0.1), add("b", 0, s, b); }
+  runs[1].failed = 1;
+  EXPECT("c", ST_V_INCONCLUSIVE);
+  what = "a NaN validation loss of a trained run drops its pair";
+  setup(HIGHER);
+  for (int s = 0; s < 5; s++) { const double b = 2 + noise(0.05); add("a", 0, s, b + 0.1), add("b", 0, s, b); }
+  runs[0].res.val_loss = NAN;
+  EXPECT("c", ST_V_INCONCLUSIVE);
+
+  /* divergence is judged on the final loss: a transient spike is not one */
+  what = "a transient excursion above the first loss";
+  setup("claim.c.arms = a, b\nclaim.c.metric = diverged\nclaim.c.rule = higher\n");
+  for (int s = 0; s < 6; s++) add("a", 0, s, 2)->res.diverged_at = 30, add("b", 0, s, 2);
+  EXPECT("c", ST_V_INCONCLUSIVE);
+  CHECK(!st_run_diverged(&runs[0]), "%s: counted as diverged", what);
+  what = "a final loss above the first step's";
+  setup("claim.c.arms = a, b\nclaim.c.metric = diverged\nclaim.c.rule = higher\n");
+  for (int s = 0; s < 6; s++) add("a", 0, s, 5)->res.final_loss_avg = 4.5, add("b", 0, s, 2);
+  EXPECT("c", ST_V_REPRODUCED);
+
+  /* rates: per learning rate, never pooled; Holm over the learning rates */
+  what = "5 of 5 failures at one of two learning rates (1/32 > 0.05 / 2)";
+  setup("claim.c.arms = a, b\nclaim.c.metric = failed\nclaim.c.rule = higher\n");
+  for (int s = 0; s < 5; s++) add_div("a", 0, s), add("b", 0, s, 2), add("a", 1, s, 2), add("b", 1, s, 2);
+  EXPECT("c", ST_V_INCONCLUSIVE);
+  what = "6 of 6 failures at one of two learning rates (1/64 <= 0.05 / 2)";
+  setup("claim.c.arms = a, b\nclaim.c.metric = failed\nclaim.c.rule = higher\n");
+  for (int s = 0; s < 6; s++) add_div("a", 0, s), add("b", 0, s, 2), add("a", 1, s, 2), add("b", 1, s, 2);
+  EXPECT("c", ST_V_REPRODUCED);
+  what = "failures spread over learning rates (pooled they would be 5 of 10)";
+  setup("claim.c.arms = a, b\nclaim.c.metric = failed\nclaim.c.rule = higher\n");
+  for (int s = 0; s < 10; s++) {
+    const int l = s % 2;
+    (s < 5 ? add_div("a", l, s / 2 + 5 * l) : add("a", l, s / 2 + 5 * l, 2)), add("b", l, s / 2 + 5 * l, 2);
+  }
+  EXPECT("c", ST_V_INCONCLUSIVE);
+  what = "the other arm fails";
+  setup("claim.c.arms = a, b\nclaim.c.metric = failed\nclaim.c.rule = higher\n");
+  for (int s = 0; s < 6; s++) add("a", 0, s, 2), add_div("b", 0, s);
+  EXPECT("c", ST_V_NOT_REPRODUCED);
+  what = "no failures, 5 seeds, a published effect of 0.5";
+  setup("claim.c.arms = a, b\nclaim.c.metric = failed\nclaim.c.rule = higher\nclaim.c.effect = 0.5\n");
+  for (int s = 0; s < 5; s++) add("a", 0, s, 2), add("b", 0, s, 2);
+  EXPECT("c", ST_V_NOT_TESTABLE);
+  what = "no failures, 40 seeds, a published effect of 0.5";
+  setup("claim.c.arms = a, b\nclaim.c.metric = failed\nclaim.c.rule = higher\nclaim.c.effect = 0.5\n");
+  for (int s = 0; s < 40; s++) add("a", 0, s, 2), add("b", 0, s, 2);
+  EXPECT("c", ST_V_NOT_REPRODUCED);
+
+  /* a positive control that fails makes the claim not testable */
+  what = "a claim whose positive control was not reproduced";
+  setup("claim.ctl.arms = a, b\nclaim.ctl.metric = val_loss\nclaim.ctl.rule = lower\n"
+        "claim.c.arms = a, b\nclaim.c.metric = val_loss\nclaim.c.rule = higher\nclaim.c.control = ctl\n");
+  for (int s = 0; s < 5; s++) { const double b = 2 + noise(0.05); add("a", 0, s, b + 0.1 + noise(0.01)), add("b", 0, s, b); }
+  EXPECT("c", ST_V_NOT_TESTABLE);
+  what = "the same claim with its control reproduced";
+  setup("claim.ctl.arms = a, b\nclaim.ctl.metric = val_loss\nclaim.ctl.rule = higher\n"
+        "claim.c.arms = a, b\nclaim.c.metric = val_loss\nclaim.c.rule = higher\nclaim.c.control = ctl\n");
+  for (int s = 0; s < 5; s++) { const double b = 2 + noise(0.05); add("a", 0, s, b + 0.1 + noise(0.01)), add("b", 0, s, b); }
+  EXPECT("c", ST_V_REPRODUCED);
+
+  /* one learning rate picked by claim.lr */
+  what = "claim.lr keeps one learning rate's pairs";
+  setup("claim.c.arms = a, b\nclaim.c.metric = val_loss\nclaim.c.rule = higher\nclaim.c.lr = 0.002\n");
+  for (int s = 0; s < 5; s++) add("a", 0, s, 2 - 0.5), add("b", 0, s, 2), add("a", 1, s, 2.2 + noise(0.01)), add("b", 1, s, 2);
+  EXPECT("c", ST_V_REPRODUCED);
+
+  /* under-training: a flag apart from failure */
+  what = "under-trained";
+  setup("reference = b\nclaim.c.arms = a, b\nclaim.c.metric = failed\nclaim.c.rule = higher\n");
+  for (int s = 0; s < 5; s++) add("a", 0, s, 3.0), add("b", 0, s, 2.9), add("a", 1, s, 2.0), add("b", 1, s, 2.0);
+  EXPECT("c", ST_V_INCONCLUSIVE);
+  CHECK(runs[0].undertrained && !runs[0].nonconv && !runs[2].undertrained, "%s: flags %d %d %d", what,
+        runs[0].undertrained, runs[0].nonconv, runs[2].undertrained);
+
+  st_file_free(&sf);
+  free(st.claim);
+  return tu_finish("test_study_verdict");
+}
