@@ -115,6 +115,31 @@ void st_write_summary_json(study *st) {
 }
 
 /* The setup section: keys common to every run, then each config's own. */
+/* What a referee checks first: the model, its size, the corpus, the tokens
+ * each run sees, the seeds and the learning rates (from run 0's config; the
+ * arms may differ in precision only, which the table below lists). */
+static void report_testbed(const study *st, FILE *md) {
+  const srun *r0 = NULL;
+  for (int i = 0; i < st->nrun && !r0; i++)
+    if (!st->run[i].failed && !st->run[i].missing && st->run[i].res.nparams) r0 = &st->run[i];
+  if (!st->nrun) return;
+  const xp_config *c = (r0 ? r0 : &st->run[0])->cfg;
+  const xp_model_config *m = &c->model;
+  fprintf(md, "**Testbed.** ");
+  if (m->kind == XP_MODEL_GPT)
+    fprintf(md, "GPT, %d layer%s, d_model %d, %d heads, context %d, %s, %s MLP", m->n_layer, m->n_layer == 1 ? "" : "s",
+            m->d_model, m->n_head, m->seq_len, m->rmsnorm ? "RMSNorm" : "LayerNorm", m->swiglu ? "SwiGLU" : "GELU");
+  else fprintf(md, "teacher-student MLP, width %d, depth %d", m->hidden, m->depth);
+  if (r0) fprintf(md, ", %zu parameters", r0->res.nparams);
+  if (m->kind == XP_MODEL_GPT)
+    fprintf(md, "; corpus `%s` (%s tokens; the last tenth held out for validation)", c->data,
+            c->vocab_words ? "word" : "character");
+  const double tokens = (double)st->steps * m->batch * (m->kind == XP_MODEL_GPT ? m->seq_len : 1);
+  fprintf(md, "; %ld steps x batch %d%s = %.3g %s per run; %d paired seed%s; %d learning rate%s.\n\n", st->steps,
+          m->batch, m->kind == XP_MODEL_GPT ? " x context" : "", tokens, m->kind == XP_MODEL_GPT ? "tokens" : "examples",
+          st->nseeds, st->nseeds == 1 ? "" : "s", st->nlr, st->nlr == 1 ? "" : "s");
+}
+
 void st_report_setup(study *st, FILE *md) {
   xp_config def;
   xp_config_default(&def);
@@ -129,6 +154,7 @@ void st_report_setup(study *st, FILE *md) {
   int nr = st->nrun < 4096 ? st->nrun : 4096;
   for (int i = 0; i < nr; i++) lines[i] = st_config_lines(st->run[i].cfg, &nl[i]);
   fprintf(md, "## Setup\n\n");
+  report_testbed(st, md);
   fprintf(md, "Engine defaults (`xp_config_default`) except, in every run:\n\n```\n");
   for (int j = 0; j < n0; j++) {
     if (st_has_line(dl, nd, l0[j]) || st_skip_line(l0[j])) continue;
