@@ -220,9 +220,16 @@ static void decide(const study *st, st_claim_row *c) {
                "difference of %.2f (the published effect)", E);
     } else if (E > 0 && c->mde > E) {
       c->verdict = ST_V_NOT_TESTABLE;
-      snprintf(c->why, sizeof c->why, "not testable here: with %d seeds per learning rate the smallest detectable "
-               "difference in rate is %.2f (80%% power, 5%%, best case), above the published effect %.2f",
-               c->nseeds, c->mde, E);
+      int need = 1; /* the fewest seeds whose all-discordant outcome rejects at 5% / groups */
+      while (st_binom_tail(need, need) > 0.05 / c->ngroups) need++;
+      if (isinf(c->mde))
+        snprintf(c->why, sizeof c->why, "not testable here: %d seeds per learning rate can never reach significance "
+                 "over %d learning rate%s (Holm at 5%% needs at least %d), against a published effect of %.2f",
+                 c->nseeds, c->ngroups, c->ngroups == 1 ? "" : "s", need, E);
+      else
+        snprintf(c->why, sizeof c->why, "not testable here: with %d seeds per learning rate the smallest detectable "
+                 "difference in rate is %.2f (80%% power, 5%%, best case), above the published effect %.2f",
+                 c->nseeds, c->mde, E);
     } else
       snprintf(c->why, sizeof c->why, "inconclusive: no learning rate significant (exact McNemar, Holm over %d); "
                "smallest detectable difference %.2f", c->ngroups, c->mde);

@@ -143,6 +143,51 @@ if [ "$rc" -eq 0 ] && [ "$(grep -c '^\[[0-9]*/8\] ' "$T/out")" -eq 8 ] &&
   pass "study FILE: arms x zipped axes x seeds, tiny. lines applied (8 runs)"
 else fail "study FILE: arms x zipped axes x seeds" "status $rc" "$(txt "$T/err")" "$(head -n 3 "$T/out" | tr '\n' '|')"; fi
 
+# a study with a new analysis added as a file only: table.*, plot.* and
+# claim.* blocks over registered metrics, no C; 5 seeds so the claims decide
+cat >"$T/blocks.study" <<'EOF_STUDY'
+description = a file-only analysis: a table, a metric plot and claims
+steps = 4
+n_layer = 1
+d_model = 16
+n_head = 2
+seq_len = 16
+batch = 2
+eval_batches = 1
+seeds = 5
+axis.lr = 0.001, 0.01
+arm.fp32.prec = fp32
+arm.cut.prec = e8m1;round=rtz
+reference = fp32
+table.t.title = Per arm and learning rate
+table.t.metrics = val_loss, first_loss, diverged, undertrained
+plot.vl.kind = metric
+plot.vl.metric = val_loss
+plot.vl.x = lr
+plot.vl.title = validation loss against the learning rate
+claim.same.text = the first-step loss does not depend on the format within 0.5 nats
+claim.same.arms = cut, fp32
+claim.same.metric = first_loss
+claim.same.rule = tracks
+claim.same.margin = 0.5
+claim.rate.text = the cut format fails more often
+claim.rate.arms = cut, fp32
+claim.rate.metric = failed
+claim.rate.rule = higher
+claim.rate.effect = 0.5
+EOF_STUDY
+run study "$T/blocks.study" --out "$T/blocks" --no-plots
+if [ "$rc" -eq 0 ] && grep -q '^## Per arm and learning rate' "$T/blocks/report.md" &&
+   grep -Eq '^\| cut +\| 0\.01 +\| [0-9.]+ \+- [0-9.]+ +\| [0-9.]+ \+- [0-9.]+ +\| [0-5]/5 +\| [0-5]/5 ' "$T/blocks/report.md" &&
+   [ -f "$T/blocks/vl.gp" ] && grep -q "^  \[reproduced\] the first-step loss" "$T/out" &&
+   grep -q "^  \[not testable here\] the cut format fails more often.*over 2 learning-rate groups" "$T/out"; then
+  pass "a new analysis as a file only: its table, its plot and its claims' verdicts"
+else fail "a new analysis as a file only" "status $rc" "$(txt "$T/err")" "$(grep -E '^\| cut|\[' "$T/out" "$T/blocks/report.md" | head -n 5 | tr '\n' '|')"; fi
+sf_err "a table of an unknown metric" 'description = d\ntable.t.metrics = val_loss, lr_edgy\n' 2 "unknown metric 'lr_edgy'"
+sf_err "an unknown plot kind" 'description = d\nplot.p.kind = pie\n' 2 "unknown plot kind 'pie'"
+sf_err "an unknown claim field" 'description = d\nclaim.c.power = 3\n' 2 "claim.c.power"
+sf_err "a claim effect of 0" 'description = d\nclaim.c.effect = 0\n' 2 'effect = 0'
+
 # from and more_steps: each continuation resumes its own parent (same axis
 # point and seed) a phase later and trains more_steps past it; the parents
 # keep their checkpoints; a gemm.* experiment writes gemm.csv and its section
