@@ -447,6 +447,10 @@ static void losses(void) {
         "sensitivity CI [%a, %a] sign %d, want [0.05, 0.65] +1", s.lo, s.hi, s.sign);
   st_edge_sensitivity(&b, &a, 3, 0.95, &s);
   CHECK(s.sign == -1 && fabs(s.d + 0.35) < 1e-12, "sensitivity B - A: sign %d d %a", s.sign, s.d);
+  l2[7] = 3.8; /* B seed 1 now more sensitive (0.525): gaps +0.65, -0.325, a CI holding 0 */
+  st_edge_sensitivity(&a, &b, 3, 0.95, &s);
+  CHECK(s.sign == 0 && s.lo < 0 && s.hi > 0, "sensitivity CI [%a, %a] holding 0: sign %d, want 0", s.lo, s.hi, s.sign);
+  l2[7] = 2.3;
   st_edge_sensitivity(&a, NULL, 3, 0.95, &s);
   CHECK(s.n == 2 && fabs(s.a - 0.725) < 1e-12 && isnan(s.d), "sensitivity of one arm: %a %a", s.a, s.d);
   /* a missing run leaves its seed out */
