@@ -9,6 +9,7 @@
 #include "exmy.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -592,4 +593,62 @@ double st_edge_mde(int n, double p0, double alpha, double power) {
   }
   free(rej), free(pa);
   return r;
+}
+
+/* ---- the estimates as text ------------------------------------------------ */
+
+static void fmt_lr_or(double lr, char *buf, size_t n) {
+  if (lr == 0) snprintf(buf, n, "0");
+  else if (isinf(lr)) snprintf(buf, n, "inf");
+  else st_fmt_lr(lr, buf, n);
+}
+
+void st_edge_fmt_fit(const st_edge_fit *f, char *buf, size_t n) {
+  char e[32], lo[32], hi[32];
+  fmt_lr_or(f->edge, e, sizeof e);
+  fmt_lr_or(f->lo, lo, sizeof lo);
+  fmt_lr_or(f->hi, hi, sizeof hi);
+  switch (f->status) {
+  case ST_EDGE_POINT:
+    snprintf(buf, n, "%s [%s, %s]%s%s", e, lo, hi, f->lo == 0 && isinf(f->hi) ? ", slope not significant" : "",
+             f->outside ? ", outside the grid" : "");
+    break;
+  case ST_EDGE_BRACKET:
+    if (f->lo == 0) snprintf(buf, n, "< %s, separated", hi);
+    else if (isinf(f->hi)) snprintf(buf, n, "> %s, separated", lo);
+    else snprintf(buf, n, "in (%s, %s), separated", lo, hi);
+    break;
+  case ST_EDGE_BELOW: snprintf(buf, n, "< %s, all failed", hi); break;
+  case ST_EDGE_ABOVE: snprintf(buf, n, "> %s, none failed", lo); break;
+  case ST_EDGE_NOSLOPE: snprintf(buf, n, "none: failure does not rise with lr"); break;
+  default: snprintf(buf, n, "no runs");
+  }
+}
+
+void st_edge_fmt_np(const st_edge_np *e, char *buf, size_t n) {
+  char l[32];
+  fmt_lr_or(e->lr, l, sizeof l);
+  switch (e->status) {
+  case ST_EDGE_POINT: snprintf(buf, n, "%s", l); break;
+  case ST_EDGE_BELOW: snprintf(buf, n, "< %s", l); break;
+  case ST_EDGE_ABOVE: snprintf(buf, n, "> %s", l); break;
+  default: snprintf(buf, n, "no runs");
+  }
+}
+
+static void fmt_log2(double v, char *buf, size_t n) {
+  if (isinf(v)) snprintf(buf, n, v < 0 ? "-inf" : "+inf");
+  else snprintf(buf, n, "%+.2f", v);
+}
+
+void st_edge_fmt_shift(const st_edge_shift *s, char *buf, size_t n) {
+  char d[32], lo[32], hi[32];
+  if (s->a.status == ST_EDGE_NODATA || s->b.status == ST_EDGE_NODATA) { snprintf(buf, n, "no runs"); return; }
+  if (s->cens == 2) { snprintf(buf, n, "undefined: both edges censored on the same side"); return; }
+  fmt_log2(s->d, d, sizeof d);
+  if (s->cens) { snprintf(buf, n, "%s %s", s->cens < 0 ? "<" : ">", d); return; }
+  if (isnan(s->lo)) { snprintf(buf, n, "%s, one seed: no interval", d); return; }
+  fmt_log2(s->grid_limited ? s->lo_g : s->lo, lo, sizeof lo);
+  fmt_log2(s->grid_limited ? s->hi_g : s->hi, hi, sizeof hi);
+  snprintf(buf, n, "%s [%s, %s]%s", d, lo, hi, s->grid_limited ? " grid step" : "");
 }

@@ -465,6 +465,14 @@ int st_edge_refine(const st_edge_arm *a, int k, double *lr_out);
  * arm, rejects with probability >= power (exact: the rejection region summed
  * under the two binomials).  +inf when no p1 <= 1 reaches the power. */
 double st_edge_mde(int n, double p0, double alpha, double power);
+/* The estimates as text for tables (censoring shown, never a grid value in
+ * its place): "0.041 [0.03, 0.058]", "in (0.026, 0.059), separated",
+ * "< 0.0026, all failed", "> 0.78, none failed"; shifts in log2 as
+ * "+0.50 [-0.20, +1.10]", "+0.00 [-1.18, +1.18] grid step", "< -2.30",
+ * "undefined". */
+void st_edge_fmt_fit(const st_edge_fit *f, char *buf, size_t n);
+void st_edge_fmt_np(const st_edge_np *e, char *buf, size_t n);
+void st_edge_fmt_shift(const st_edge_shift *s, char *buf, size_t n);
 /* ==== end of the stability edge ======================================== */
 
 #endif

@@ -26,6 +26,13 @@ static st_edge_arm arm(signed char *out, double *loss, double *init, int nseed) 
   st_edge_arm a = {NLR, nseed, grid, out, loss, init, 0};
   return a;
 }
+static char txt[200];
+#define FMT_IS(fn, obj, want)                                                                     \
+  do {                                                                                            \
+    fn(obj, txt, sizeof txt);                                                                     \
+    CHECK(strcmp(txt, want) == 0, "%s: '%s', want '%s'", #fn, txt, want);                        \
+  } while (0)
+
 /* outcomes from a string per seed: '.' trained, 'x' diverged, 'u' under-trained, '-' missing */
 static void set_out(signed char *out, int seed, const char *s) {
   for (int k = 0; k < NLR; k++)
@@ -171,6 +178,8 @@ static void symmetric(void) {
   /* a 90% interval sits inside the 95% one */
   st_edge_fit f9;
   st_edge_logistic(&a, 0.90, &f9);
+  st_edge_fmt_fit(&f, txt, sizeof txt);
+  CHECK(strncmp(txt, "1 [0.", 5) == 0 && strstr(txt, "significant") == NULL, "symmetric: '%s'", txt);
   CHECK(f9.lo > f.lo && f9.hi < f.hi, "symmetric: 90%% [%a, %a] not inside 95%% [%a, %a]", f9.lo, f9.hi, f.lo, f.hi);
 }
 
@@ -185,6 +194,7 @@ static void hand_grids(void) {
   st_edge_logistic(&a, 0.95, &f);
   CHECK(f.status == ST_EDGE_BRACKET && f.lo == grid[3] && f.hi == grid[4] && isnan(f.edge),
         "separation: status %d (%a, %a) edge %a, want bracket (%a, %a)", f.status, f.lo, f.hi, f.edge, grid[3], grid[4]);
+  FMT_IS(st_edge_fmt_fit, &f, "in (0.03, 0.0678), separated");
   st_edge_nonparam(&a, &e);
   CHECK(e.status == ST_EDGE_POINT && fabs(e.x - (log2(grid[3]) + log2(grid[4])) / 2) < 1e-12 && e.lo_i == 3 && e.hi_i == 4,
         "separation: nonparametric %d x %a [%d, %d], want the midpoint", e.status, e.x, e.lo_i, e.hi_i);
@@ -203,6 +213,7 @@ static void hand_grids(void) {
   st_edge_logistic(&a, 0.95, &f);
   CHECK(f.status == ST_EDGE_BRACKET && f.lo == grid[6] && isinf(f.hi), "quasi at the top: %d (%a, %a)", f.status, f.lo,
         f.hi);
+  FMT_IS(st_edge_fmt_fit, &f, "> 0.346, separated");
   st_edge_nonparam(&a, &e);
   CHECK(e.status == ST_EDGE_ABOVE && e.lr == grid[7] && isinf(e.x) && e.x > 0,
         "1 of 5 failing at the top: nonparametric %d lr %a, want above the grid", e.status, e.lr);
@@ -213,6 +224,8 @@ static void hand_grids(void) {
   CHECK(f.status == ST_EDGE_BELOW && f.hi == grid[0] && f.lo == 0, "all failed: logistic %d (%a, %a)", f.status, f.lo, f.hi);
   CHECK(e.status == ST_EDGE_BELOW && e.lr == grid[0] && isinf(e.x) && e.x < 0 && e.hi_i == 0,
         "all failed: nonparametric %d lr %a x %a", e.status, e.lr, e.x);
+  FMT_IS(st_edge_fmt_fit, &f, "< 0.0026, all failed");
+  FMT_IS(st_edge_fmt_np, &e, "< 0.0026");
   /* none failed: above */
   for (int s = 0; s < 5; s++) set_out(oa, s, "........");
   st_edge_logistic(&a, 0.95, &f);
@@ -220,6 +233,8 @@ static void hand_grids(void) {
   CHECK(f.status == ST_EDGE_ABOVE && f.lo == grid[7] && isinf(f.hi), "none failed: logistic %d (%a, %a)", f.status, f.lo,
         f.hi);
   CHECK(e.status == ST_EDGE_ABOVE && e.lr == grid[7] && e.lo_i == 7, "none failed: nonparametric %d lr %a", e.status, e.lr);
+  FMT_IS(st_edge_fmt_fit, &f, "> 0.783, none failed");
+  FMT_IS(st_edge_fmt_np, &e, "> 0.783");
   /* under-trained is not a failure unless the caller says so */
   for (int s = 0; s < 5; s++) set_out(oa, s, ".....uuu");
   st_edge_nonparam(&a, &e);
@@ -277,6 +292,7 @@ static void hand_grids(void) {
   const double dx = (log2(grid[5]) + log2(grid[6])) / 2 - (log2(grid[3]) + log2(grid[4])) / 2;
   CHECK(sh.n == 1 && sh.cens == 0 && fabs(sh.d - dx) < 1e-12 && isnan(sh.lo) && isnan(sh.hi),
         "one seed: n %d cens %d d %a [%a, %a]", sh.n, sh.cens, sh.d, sh.lo, sh.hi);
+  FMT_IS(st_edge_fmt_shift, &sh, "+2.35, one seed: no interval");
   /* the checks on a grid */
   double bad[NLR];
   memcpy(bad, grid, sizeof bad);
@@ -316,6 +332,7 @@ static void shifts(void) {
   CHECK(s.cens == 0 && s.d == 0 && s.lo == 0 && s.hi == 0 && s.grid_limited && fabs(s.res - step) < 1e-12 &&
             fabs(s.lo_g + step) < 1e-12 && fabs(s.hi_g - step) < 1e-12,
         "ties: d %a [%a, %a] limited %d res %a [%a, %a]", s.d, s.lo, s.hi, s.grid_limited, s.res, s.lo_g, s.hi_g);
+  FMT_IS(st_edge_fmt_shift, &s, "+0.00 [-1.18, +1.18] grid step");
   /* deterministic */
   draw(6);
   simulate(oa, 6, -5, 1);
@@ -329,6 +346,7 @@ static void shifts(void) {
   const double xb = (log2(grid[3]) + log2(grid[4])) / 2;
   CHECK(s.cens == -1 && fabs(s.d - (log2(grid[0]) - xb)) < 1e-12 && isinf(s.lo) && s.lo < 0 && !s.grid_limited,
         "A below the grid: cens %d d %a lo %a", s.cens, s.d, s.lo);
+  FMT_IS(st_edge_fmt_shift, &s, "< -4.12");
   /* A never fails: above */
   for (int i = 0; i < 6; i++) set_out(oa, i, "........");
   st_edge_shift_paired(&a, &b, 9, 0.95, &s, err, sizeof err);
@@ -339,6 +357,7 @@ static void shifts(void) {
   st_edge_shift_paired(&a, &b, 9, 0.95, &s, err, sizeof err);
   CHECK(s.cens == 2 && isnan(s.d) && s.undefined == ST_EDGE_REPS && isinf(s.lo) && isinf(s.hi),
         "both above: cens %d d %a undefined %d [%a, %a]", s.cens, s.d, s.undefined, s.lo, s.hi);
+  FMT_IS(st_edge_fmt_shift, &s, "undefined: both edges censored on the same side");
   /* A below, B above */
   for (int i = 0; i < 6; i++) set_out(oa, i, "xxxxxxxx");
   st_edge_shift_paired(&a, &b, 9, 0.95, &s, err, sizeof err);
