@@ -254,6 +254,7 @@ void st_edge_logistic(const st_edge_arm *a, double conf, st_edge_fit *f) {
   if (!d.m) { f->status = ST_EDGE_NODATA; return; }
   if (f->k == 0) { f->status = ST_EDGE_ABOVE; f->lo = a->lr[idx[d.m - 1]]; f->hi = INFINITY; return; }
   if (f->k == f->n) { f->status = ST_EDGE_BELOW; f->lo = 0; f->hi = a->lr[idx[0]]; return; }
+  if (d.m < 2) { f->status = ST_EDGE_NOSLOPE; return; } /* one lr with both outcomes: no slope to fit */
   if (min_fail >= max_train) { /* (quasi-)complete separation: the MLE is at infinity */
     f->status = ST_EDGE_BRACKET;
     f->lo = 0, f->hi = INFINITY;
@@ -263,7 +264,7 @@ void st_edge_logistic(const st_edge_arm *a, double conf, st_edge_fit *f) {
     }
     return;
   }
-  if (d.m < 2 || max_fail <= min_train) { f->status = ST_EDGE_NOSLOPE; return; } /* one lr; failures only below */
+  if (max_fail <= min_train) { f->status = ST_EDGE_NOSLOPE; return; } /* failures only below the successes */
   double xc = 0;
   for (int i = 0; i < d.m; i++) xc += d.n[i] * d.x[i];
   xc /= f->n;
@@ -620,7 +621,7 @@ void st_edge_fmt_fit(const st_edge_fit *f, char *buf, size_t n) {
     break;
   case ST_EDGE_BELOW: snprintf(buf, n, "< %s, all failed", hi); break;
   case ST_EDGE_ABOVE: snprintf(buf, n, "> %s, none failed", lo); break;
-  case ST_EDGE_NOSLOPE: snprintf(buf, n, "none: failure does not rise with lr"); break;
+  case ST_EDGE_NOSLOPE: snprintf(buf, n, "none: failure does not rise with lr (or one lr)"); break;
   default: snprintf(buf, n, "no runs");
   }
 }

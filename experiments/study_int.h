@@ -371,7 +371,7 @@ int st_edge_failed(const st_edge_arm *a, int seed, int k);
 typedef struct st_edge_fit {
   int status;                /* ST_EDGE_*: POINT, BRACKET, BELOW, ABOVE, NOSLOPE, NODATA */
   int n, k;                  /* runs used, failures among them */
-  double b0, b1;             /* the MLE (POINT, NOSLOPE with >= 2 LRs); NaN otherwise */
+  double b0, b1;             /* the MLE (POINT; NOSLOPE when the fit gave b1 <= 0); NaN otherwise */
   double edge;               /* POINT: the lr with p = 0.5, 2^(-b0/b1) */
   double lo, hi;             /* POINT: the profile-likelihood interval (lr; 0 / +inf: open);
                                 BRACKET: (last all-trained lr, first all-failed lr; +inf: none);

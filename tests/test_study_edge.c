@@ -256,6 +256,12 @@ static void hand_grids(void) {
   st_edge_logistic(&a, 0.95, &f);
   CHECK(f.status == ST_EDGE_NOSLOPE || (f.status == ST_EDGE_POINT && f.lo == 0 && isinf(f.hi)),
         "no trend: status %d [%a, %a] lrt %a", f.status, f.lo, f.hi, f.lrt);
+  /* one lr run, both outcomes there: no slope, no bracket */
+  for (int s = 0; s < 5; s++) set_out(oa, s, s < 2 ? "---x----" : "---.----");
+  st_edge_logistic(&a, 0.95, &f);
+  CHECK(f.status == ST_EDGE_NOSLOPE && f.n == 5 && f.k == 2, "one lr, mixed: status %d n %d k %d", f.status, f.n, f.k);
+  st_edge_nonparam(&a, &e);
+  CHECK(e.status == ST_EDGE_ABOVE && e.lr == grid[3], "one lr, 3 of 5 trained: nonparametric %d lr %a", e.status, e.lr);
   /* ties at 1/2: the edge is the largest lr with half the seeds trained */
   for (int s = 0; s < 4; s++) set_out(oa, s, s < 2 ? "..xxxxxx" : ".....xxx");
   a.nseed = 4;
