@@ -332,4 +332,147 @@ double st_gemm_err(const study *st, const char *data, size_t k, const char *mode
 void st_report_gemm(study *st, FILE *md, const char *title);
 void st_gemm_json(const study *st, FILE *f);
 
+/* ==== the stability edge (study_edge.c; docs/studies/edge.md) ==========
+ * Pure statistics over one arm's (learning rate x seed) outcomes, or two
+ * arms paired by seed on the same grid: no I/O, no globals; the bootstraps
+ * draw exmy_random64(seed, ., .), so every result is a function of its
+ * inputs.  Learning rates enter as log2(lr); shifts are in log2 units. */
+#define ST_EDGE_MAXLR 64
+#define ST_EDGE_REPS 2000 /* bootstrap resamples */
+/* a run's outcome (st_edge_classify) */
+enum { ST_RUN_MISSING = -1, ST_RUN_TRAINED = 0, ST_RUN_DIVERGED = 1, ST_RUN_UNDERTRAINED = 2 };
+/* an edge's status */
+enum {
+  ST_EDGE_NODATA = 0, /* no run */
+  ST_EDGE_POINT,      /* a point estimate (the logistic fit: with a profile interval) */
+  ST_EDGE_BELOW,      /* censored: below the lowest learning rate (every run failed there) */
+  ST_EDGE_ABOVE,      /* censored: above the highest (nothing failed / >= 50% trained at the top) */
+  ST_EDGE_BRACKET,    /* logistic fit, separated data: the MLE is at infinity; the edge lies in (lo, hi) */
+  ST_EDGE_NOSLOPE     /* logistic fit: failure does not rise with the learning rate (slope <= 0, or one LR) */
+};
+/* One arm: a view of the caller's arrays (borrowed, never freed here). */
+typedef struct st_edge_arm {
+  int nlr, nseed;
+  const double *lr;          /* [nlr] strictly ascending, > 0 */
+  const signed char *out;    /* [seed * nlr + k]: ST_RUN_* */
+  const double *loss;        /* [seed * nlr + k] final/validation loss (NULL: only the edge functions work) */
+  const double *init;        /* [seed] the initial loss: the divergence threshold and the cap (NULL with loss) */
+  int undertrained_fails;    /* 1: an under-trained run counts as a failure (default 0: it trained) */
+} st_edge_arm;
+/* diverged: final_loss not finite, or above init_loss (when that is finite);
+ * else under-trained when the caller's flag says so; else trained */
+int st_edge_classify(double final_loss, double init_loss, int undertrained);
+/* 0, or -1 with the bad value named in err (grid size, order, a bad outcome) */
+int st_edge_check(const st_edge_arm *a, char *err, size_t errlen);
+/* 1 when run (seed, k) counts as failed, 0 trained, -1 missing */
+int st_edge_failed(const st_edge_arm *a, int seed, int k);
+
+/* (a) the logistic fit: logit p(fail) = b0 + b1 * log2(lr), by maximum likelihood */
+typedef struct st_edge_fit {
+  int status;                /* ST_EDGE_*: POINT, BRACKET, BELOW, ABOVE, NOSLOPE, NODATA */
+  int n, k;                  /* runs used, failures among them */
+  double b0, b1;             /* the MLE (POINT; NOSLOPE when the fit gave b1 <= 0); NaN otherwise */
+  double edge;               /* POINT: the lr with p = 0.5, 2^(-b0/b1) */
+  double lo, hi;             /* POINT: the profile-likelihood interval (lr; 0 / +inf: open);
+                                BRACKET: (last all-trained lr, first all-failed lr; +inf: none);
+                                BELOW: (0, lowest lr); ABOVE: (highest lr, +inf) */
+  double lrt;                /* POINT, NOSLOPE: likelihood-ratio statistic of b1 = 0 (chi2, 1 df) */
+  int outside;               /* POINT: the edge lies outside the grid (an extrapolation) */
+  int iters;                 /* Newton iterations of the fit */
+} st_edge_fit;
+void st_edge_logistic(const st_edge_arm *a, double conf, st_edge_fit *f);
+
+/* (b) the nonparametric edge: the largest lr where >= 50% of the runs train,
+ * interpolated linearly in log2 lr to where the trained fraction crosses 1/2 */
+typedef struct st_edge_np {
+  int status;                /* ST_EDGE_POINT, BELOW, ABOVE, NODATA */
+  double lr;                 /* POINT: the edge; BELOW: the lowest lr; ABOVE: the highest (bounds) */
+  double x;                  /* log2 of the edge; -inf BELOW, +inf ABOVE, NaN NODATA */
+  int lo_i, hi_i;            /* the grid interval holding the crossing (-1: none on that side) */
+} st_edge_np;
+void st_edge_nonparam(const st_edge_arm *a, st_edge_np *e);
+
+/* Paired shift of the nonparametric edge, A against B (same seeds, same grid;
+ * a (seed, lr) cell counts only when both arms ran it) */
+typedef struct st_edge_shift {
+  int n;                     /* paired seeds */
+  st_edge_np a, b;           /* each arm's edge on the paired cells */
+  double d;                  /* x_A - x_B (log2) when cens == 0; else the bound */
+  int cens;                  /* 0 a point; -1 the shift is < d; +1 it is > d; 2 undefined (both censored alike) */
+  double lo, hi;             /* percentile bootstrap CI over seeds (log2); -inf/+inf: open; NaN: n < 2 */
+  double a_lo, a_hi, b_lo, b_hi; /* each arm's edge, the same bootstrap (log2) */
+  double res;                /* the grid's resolution at the two edges: half of each bracket's width, summed */
+  int grid_limited;          /* hi - lo < res: the interval shows the grid, not the seeds */
+  double lo_g, hi_g;         /* [lo, hi] widened to hold [d - res, d + res] (report this when grid_limited) */
+  int undefined;             /* resamples whose shift was undefined (counted -inf for lo, +inf for hi) */
+} st_edge_shift;
+/* 0, or -1 (grids differ, nseed differ: err says which) */
+int st_edge_shift_paired(const st_edge_arm *a, const st_edge_arm *b, uint64_t seed, double conf, st_edge_shift *s,
+                         char *err, size_t errlen);
+
+/* Per learning rate: failures of A and B with exact intervals, McNemar's
+ * exact test on the seed pairs, Holm's correction over the LRs compared */
+typedef struct st_edge_lrcmp {
+  double lr;
+  int n;                     /* seeds with both runs at this lr */
+  int ka, kb;                /* failures of A, of B among them */
+  int a_only, b_only;        /* discordant pairs: A failed and B trained; the reverse */
+  double a_lo, a_hi, b_lo, b_hi; /* Clopper-Pearson at conf */
+  double p;                  /* McNemar exact, two-sided (1 when no discordant pair; NaN when n == 0) */
+  double p_holm;             /* Holm-adjusted over the rows with n > 0 (NaN when n == 0) */
+} st_edge_lrcmp;
+/* rows[nlr] (one per lr, in grid order); the number of rows compared (n > 0); -1 on a grid mismatch */
+int st_edge_compare_lr(const st_edge_arm *a, const st_edge_arm *b, double conf, st_edge_lrcmp *rows, char *err,
+                       size_t errlen);
+double st_edge_mcnemar_exact(int a_only, int b_only);
+/* two-sided Fisher exact test of k1 of n1 against k2 of n2 (tables no more probable than the observed) */
+double st_edge_fisher_exact(int k1, int n1, int k2, int n2);
+/* adj[i]: Holm's step-down adjusted p[i] over the m values (NaN entries skipped and left NaN) */
+void st_edge_holm(const double *p, int m, double *adj);
+
+/* Wortsman et al.'s LR sensitivity: per seed, the mean over the grid of
+ * min(loss, init) minus its minimum, a diverged run counting as init (the
+ * cap); a seed needs every lr of the grid (in both arms when paired) */
+typedef struct st_edge_sens {
+  int n;                     /* seeds used */
+  double a, b;               /* mean sensitivity of A, of B (nats; b NaN without B) */
+  double d, lo, hi;          /* paired mean A - B, percentile bootstrap CI (NaN without B or n < 2) */
+  int sign;                  /* +1 A more sensitive (CI above 0), -1 less (below 0), 0 the CI holds 0 */
+} st_edge_sens;
+void st_edge_sensitivity(const st_edge_arm *a, const st_edge_arm *b, uint64_t seed, double conf, st_edge_sens *s);
+
+/* The loss offset, kept apart from the edge: per seed, each arm's own best
+ * loss over the grid (a diverged run counts as init, so an arm that never
+ * trained ranks worst, kept), A - B; and the old "largest lr within delta
+ * of the best" taken against each arm's own best, paired in log2 */
+typedef struct st_edge_offset {
+  int n;                     /* seeds paired (every lr present in both arms) */
+  double d, lo, hi;          /* mean own-best loss A - B (nats), bootstrap CI */
+  int nlr_max;               /* seeds where both arms have an own LR_max (some run not diverged) */
+  double lr_d, lr_lo, lr_hi; /* mean log2 LR_max(A) - log2 LR_max(B) over them, bootstrap CI */
+} st_edge_offset;
+void st_edge_loss_offset(const st_edge_arm *a, const st_edge_arm *b, double delta, uint64_t seed, double conf,
+                         st_edge_offset *o);
+
+/* An adaptive second pass: up to k new learning rates, evenly spaced in
+ * log lr inside the grid interval that brackets the nonparametric edge (k = 1:
+ * its geometric midpoint); a censored edge extends the grid by its end step
+ * (x2 with one lr).  Written to lr_out ascending; their count. */
+int st_edge_refine(const st_edge_arm *a, int k, double *lr_out);
+
+/* The minimum detectable effect of a failure-rate comparison: the smallest
+ * p1 - p0 (p1 > p0) that Fisher's exact two-sided test at alpha, n runs per
+ * arm, rejects with probability >= power (exact: the rejection region summed
+ * under the two binomials).  +inf when no p1 <= 1 reaches the power. */
+double st_edge_mde(int n, double p0, double alpha, double power);
+/* The estimates as text for tables (censoring shown, never a grid value in
+ * its place): "0.041 [0.03, 0.058]", "in (0.026, 0.059), separated",
+ * "< 0.0026, all failed", "> 0.78, none failed"; shifts in log2 as
+ * "+0.50 [-0.20, +1.10]", "+0.00 [-1.18, +1.18] grid step", "< -2.30",
+ * "undefined". */
+void st_edge_fmt_fit(const st_edge_fit *f, char *buf, size_t n);
+void st_edge_fmt_np(const st_edge_np *e, char *buf, size_t n);
+void st_edge_fmt_shift(const st_edge_shift *s, char *buf, size_t n);
+/* ==== end of the stability edge ======================================== */
+
 #endif
