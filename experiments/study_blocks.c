@@ -83,9 +83,70 @@ static void metric_cell(const study *st, tbl *t, int col, const st_metric *m, co
   st_tbl_cell(t, col, "%s", f);
 }
 
+/* A table of edge metrics: a row per arm (and axis point), each cell the
+ * arm's statistic over the learning-rate axis. */
+static void edge_table(study *st, FILE *md, const char *name, const char *ms, const char *title) {
+  grp g[TBL_ROWS];
+  const int ng = groups(st, g, TBL_ROWS);
+  tbl *t = st_tbl_new(1, "arm");
+  int haspt = 0;
+  for (int i = 0; i < ng; i++) haspt |= g[i].first->point[0] != 0;
+  if (haspt) snprintf(t->h[t->ncol++], sizeof t->h[0], "point");
+  const int first = t->ncol;
+  const st_metric *m[TBL_COLS];
+  char buf[ST_VALLEN];
+  snprintf(buf, sizeof buf, "%s", ms);
+  for (char *sv = NULL, *tok = strtok_r(buf, ", ", &sv); tok && t->ncol < TBL_COLS; tok = strtok_r(NULL, ", ", &sv))
+    if ((m[t->ncol] = st_metric_find(tok))) snprintf(t->h[t->ncol++], sizeof t->h[0], "%s", tok);
+  st_edge_buf *eb = malloc(sizeof *eb);
+  for (int i = 0; eb && i < ng; i++) {
+    const srun *r = g[i].first;
+    int seen = 0; /* one row per (arm, point) */
+    for (int j = 0; j < i && !seen; j++) seen = !strcmp(g[j].first->arm, r->arm) && !strcmp(g[j].first->point, r->point);
+    st_edge_arm a;
+    if (seen || !st_edge_arm_of(st, r->arm, r->point, eb, &a)) continue;
+    int c = 0;
+    st_tbl_cell(t, c++, "%s", r->arm[0] ? r->arm : "(base)");
+    if (haspt) st_tbl_cell(t, c++, "%s", r->point[0] ? r->point + (r->point[0] == ' ') : "-");
+    for (int j = first; j < t->ncol; j++) {
+      char cell[96];
+      if (!strcmp(m[j]->name, "lr_edge")) {
+        st_edge_np e;
+        st_edge_nonparam(&a, &e);
+        st_edge_fmt_np(&e, cell, sizeof cell);
+      } else if (!strcmp(m[j]->name, "lr_edge_fit")) {
+        st_edge_fit f;
+        st_edge_logistic(&a, 0.95, &f);
+        st_edge_fmt_fit(&f, cell, sizeof cell);
+      } else {
+        st_edge_sens s;
+        st_edge_sensitivity(&a, NULL, 1, 0.95, &s);
+        snprintf(cell, sizeof cell, "%.4f (%d seed%s)", s.a, s.n, s.n == 1 ? "" : "s");
+      }
+      st_tbl_cell(t, j, "%s", cell);
+    }
+    st_tbl_end_row(t);
+  }
+  free(eb);
+  fprintf(md, "## %s\n\n", title ? title : name);
+  fprintf(md, "Per arm over the learning-rate grid (docs/studies/edge.md): lr_edge is the largest learning rate where "
+              "half the seeds train, interpolated in log2 (censored at the grid's ends, never a grid value in its "
+              "place); lr_edge_fit the logistic fit's edge with its profile-likelihood 95%% interval; lr_sens Wortsman "
+              "et al.'s LR sensitivity (nats).\n\n");
+  char ct[160];
+  snprintf(ct, sizeof ct, "%.150s:", title ? title : name);
+  st_tbl_emit(st, t, md, ct); /* frees t */
+}
+
 static void one_table(study *st, FILE *md, const char *name) {
   const char *ms = bget(st, "table", name, "metrics"), *title = bget(st, "table", name, "title");
   if (!ms) return;
+  {
+    char first[48] = "";
+    sscanf(ms, " %47[^, ]", first);
+    const st_metric *m0 = st_metric_find(first);
+    if (m0 && m0->kind == ST_MK_EDGE) { edge_table(st, md, name, ms, title); return; }
+  }
   grp g[TBL_ROWS];
   const int ng = groups(st, g, TBL_ROWS);
   int haslr = st->nlr > 1, haspt = 0;

@@ -178,6 +178,36 @@ static void eval_rate(const study *st, st_claim_row *c, const srun **ra, const s
   c->mde = st_mde_rate(c->nseeds, ng, 0.05);
 }
 
+/* One EDGE claim (lr_edge, lr_sens): the arms' statistics over the
+ * learning-rate axis at A's first axis point, paired by seed
+ * (study_edge.c). */
+static void eval_edge(const study *st, st_claim_row *c) {
+  const char *point = "";
+  for (int i = 0; i < st->nrun; i++)
+    if (!strcmp(st->run[i].arm, c->a)) { point = st->run[i].point; break; }
+  st_edge_buf *ba = malloc(sizeof *ba), *bb = malloc(sizeof *bb);
+  st_edge_arm a, b;
+  char err[200];
+  if (!ba || !bb || !st_edge_arm_of(st, c->a, point, ba, &a) || !st_edge_arm_of(st, c->b, point, bb, &b)) {
+    free(ba), free(bb);
+    return;
+  }
+  if (!strcmp(c->m->name, "lr_sens")) {
+    st_edge_sens s;
+    st_edge_sensitivity(&a, &b, 1, 0.95, &s);
+    c->nseeds = s.n;
+    c->c.n = s.n, c->c.mean = s.d, c->c.lo = s.lo, c->c.hi = s.hi;
+    c->edge_a = s.a, c->edge_b = s.b;
+  } else if (!st_edge_shift_paired(&a, &b, 1, 0.95, &c->shift, err, sizeof err)) {
+    c->nseeds = c->shift.n;
+    c->c.n = c->shift.n, c->c.mean = c->shift.d;
+    c->c.lo = c->shift.grid_limited ? c->shift.lo_g : c->shift.lo;
+    c->c.hi = c->shift.grid_limited ? c->shift.hi_g : c->shift.hi;
+    c->has_shift = 1;
+  }
+  free(ba), free(bb);
+}
+
 /* The verdict and the sentence that states the rule that produced it. */
 static void decide(const study *st, st_claim_row *c) {
   const st_claim *s = &c->c;
@@ -199,6 +229,26 @@ static void decide(const study *st, st_claim_row *c) {
                "it can see such an effect", c->control, k ? st_verdict_name(k->verdict) : "not evaluated");
       return;
     }
+  }
+  if (c->m->kind == ST_MK_EDGE && c->has_shift && c->shift.cens) {
+    const double d = c->shift.d; /* a censored shift: a bound, or undefined */
+    const int lower = c->rule == ST_RULE_LOWER;
+    if (c->shift.cens == 2) {
+      c->verdict = ST_V_NOT_TESTABLE;
+      snprintf(c->why, sizeof c->why, "not testable here: both arms' edges lie beyond the same end of the "
+               "learning-rate grid, so the grid cannot place either");
+    } else if ((c->shift.cens < 0 && d <= 0 && lower) || (c->shift.cens > 0 && d >= 0 && !lower)) {
+      c->verdict = ST_V_REPRODUCED;
+      snprintf(c->why, sizeof c->why, "reproduced: the shift is %s %+.2f octaves (one edge censored by the grid)",
+               c->shift.cens < 0 ? "below" : "above", d);
+    } else if ((c->shift.cens > 0 && d >= 0 && lower) || (c->shift.cens < 0 && d <= 0 && !lower)) {
+      c->verdict = ST_V_NOT_REPRODUCED;
+      snprintf(c->why, sizeof c->why, "not reproduced: the shift is %s %+.2f octaves, the other direction (one edge "
+               "censored by the grid)", c->shift.cens < 0 ? "below" : "above", d);
+    } else
+      snprintf(c->why, sizeof c->why, "inconclusive: one edge censored by the grid; the shift's bound %+.2f octaves "
+               "does not decide the direction", d);
+    return;
   }
   if (rate) {
     if (c->rule == ST_RULE_TRACKS) {
@@ -254,6 +304,11 @@ static void decide(const study *st, st_claim_row *c) {
   const double sg = c->rule == ST_RULE_HIGHER ? 1 : -1;
   const double lo = sg > 0 ? s->lo : -s->hi, hi = sg > 0 ? s->hi : -s->lo;
   const char *dir = sg > 0 ? "above" : "below";
+  if (c->m->kind == ST_MK_EDGE && !isfinite(s->lo + s->hi) && !(lo > 0) && !(hi < 0)) {
+    snprintf(c->why, sizeof c->why, "inconclusive: the bootstrap interval is open (edges at the grid's end in some "
+             "resamples)");
+    return;
+  }
   if (lo > 0) {
     c->verdict = ST_V_REPRODUCED;
     snprintf(c->why, sizeof c->why, "reproduced: the 95%% CI lies %s 0", dir);
@@ -294,13 +349,26 @@ static void claim_setup(const study *st, const char *name, st_claim_row *c) {
 
 static void evidence(const st_claim_row *c, char *ev, size_t n) {
   const st_claim *s = &c->c;
-  if (c->m->kind == ST_MK_RATE)
-    snprintf(ev, n, "%s: %s %d/%d, %s %d/%d over %d learning-rate group%s (never pooled for the test), %d seeds each",
-             c->metric_name, c->a, s->ka, s->na, c->b, s->kb, s->nb, c->ngroups, c->ngroups == 1 ? "" : "s", c->nseeds);
+  if (c->has_shift) {
+    char ea[64], eb[64], sh[96];
+    st_edge_fmt_np(&c->shift.a, ea, sizeof ea);
+    st_edge_fmt_np(&c->shift.b, eb, sizeof eb);
+    st_edge_fmt_shift(&c->shift, sh, sizeof sh);
+    snprintf(ev, n, "stability edge (largest lr where half the seeds train): %s %s, %s %s; paired shift %s - %s: %s%s "
+             "(bootstrap over %d seeds)", c->a, ea, c->b, eb, c->a, c->b, sh, c->shift.cens == 2 ? "" : " octaves",
+             c->nseeds);
+  } else if (c->m->kind == ST_MK_EDGE)
+    snprintf(ev, n, "LR sensitivity (Wortsman et al.): %s %.4f, %s %.4f nats; paired %s - %s = %+.4f, 95%% CI "
+             "[%+.4f, %+.4f] over %d seeds", c->a, c->edge_a, c->b, c->edge_b, c->a, c->b, s->mean, s->lo, s->hi,
+             c->nseeds);
+  else if (c->m->kind == ST_MK_RATE)
+    snprintf(ev, n, "%s: %s %d/%d, %s %d/%d over %d learning-rate group%s (never pooled for the test), %d seed%s each",
+             c->metric_name, c->a, s->ka, s->na, c->b, s->kb, s->nb, c->ngroups, c->ngroups == 1 ? "" : "s", c->nseeds,
+             c->nseeds == 1 ? "" : "s");
   else
-    snprintf(ev, n, "%s %s - %s over n = %d pairs (%d seeds%s): mean %+.4f, 95%% CI [%+.4f, %+.4f], 90%% CI "
+    snprintf(ev, n, "%s %s - %s over n = %d pairs (%d seed%s%s): mean %+.4f, 95%% CI [%+.4f, %+.4f], 90%% CI "
              "[%+.4f, %+.4f] (bootstrap, 2000 resamples)", c->metric_name, c->a, c->b, s->n, c->nseeds,
-             c->nfailed ? ", failed runs counted at the worst value" : "", s->mean, s->lo, s->hi, s->lo90, s->hi90);
+             c->nseeds == 1 ? "" : "s", c->nfailed ? ", failed runs counted at the worst value" : "", s->mean, s->lo, s->hi, s->lo90, s->hi90);
 }
 
 void st_claims_eval(study *st) {
@@ -338,6 +406,7 @@ void st_claims_eval(study *st) {
         ra[n] = r, rb[n] = q, n++;
       }
       if (c->m->kind == ST_MK_RATE) eval_rate(st, c, ra, rb, n);
+      else if (c->m->kind == ST_MK_EDGE) eval_edge(st, c);
       else eval_value(st, c, ra, rb, n);
       decide(st, c);
     }

@@ -199,6 +199,9 @@ static int check_line(const study_file *f, const xp_config *base, int ln, const 
                   "rule, margin, effect, control, lr", key);
     const char *fl = dot + 1;
     if (!strcmp(fl, "metric") && !st_metric_find(val)) return bad_metric(f, ln, val, err, errlen);
+    if (!strcmp(fl, "metric") && !strcmp(val, "lr_edge_fit"))
+      return ferr(err, errlen, f, ln, "metric lr_edge_fit is for tables; a claim on the edge uses lr_edge (its paired "
+                  "shift)");
     if (!strcmp(fl, "rule") && IN(val, RULES) < 0)
       return ferr(err, errlen, f, ln, "unknown rule '%s' (accepted: tracks, higher, lower)", val);
     double v;
@@ -221,12 +224,20 @@ static int check_line(const study_file *f, const xp_config *base, int ln, const 
     if (!strcmp(fl, "metrics")) {
       char buf[ST_VALLEN];
       snprintf(buf, sizeof buf, "%s", val);
-      int n = 0;
-      for (char *sv = NULL, *t = strtok_r(buf, ", ", &sv); t; t = strtok_r(NULL, ", ", &sv), n++)
-        if (!st_metric_find(t)) return bad_metric(f, ln, t, err, errlen);
+      int n = 0, nedge = 0;
+      for (char *sv = NULL, *t = strtok_r(buf, ", ", &sv); t; t = strtok_r(NULL, ", ", &sv), n++) {
+        const st_metric *m = st_metric_find(t);
+        if (!m) return bad_metric(f, ln, t, err, errlen);
+        nedge += m->kind == ST_MK_EDGE;
+      }
       if (!n) return ferr(err, errlen, f, ln, "%s: expected one or more metrics", key);
+      if (nedge && nedge < n)
+        return ferr(err, errlen, f, ln, "%s: the edge metrics (a row per arm) and the per-run ones (a row per arm and "
+                    "learning rate) go in separate tables", key);
     }
     if (!strcmp(fl, "metric") && !st_metric_find(val)) return bad_metric(f, ln, val, err, errlen);
+    if (!strcmp(fl, "metric") && st_metric_find(val)->kind == ST_MK_EDGE)
+      return ferr(err, errlen, f, ln, "plot metric %s: an arm's statistic over the learning rates goes in a table", val);
     if (!strcmp(fl, "kind") && IN(val, PLOT_KINDS) < 0)
       return ferr(err, errlen, f, ln, "unknown plot kind '%s' (accepted: loss, gap, metric)", val);
     if (!strcmp(fl, "x") && strcmp(val, "lr") && strcmp(val, "x"))

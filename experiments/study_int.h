@@ -84,10 +84,11 @@ typedef struct study_file {
 typedef struct study study;
 
 /* The metric registry (study_metric.c): what claims, tables and plots name. */
-enum { ST_MK_VALUE, ST_MK_RATE };
+enum { ST_MK_VALUE, ST_MK_RATE, ST_MK_EDGE };
 typedef struct st_metric {
   const char *name, *what;
-  int kind;                     /* ST_MK_VALUE: a number per run; ST_MK_RATE: 0 or 1 per run */
+  int kind;                     /* ST_MK_VALUE: a number per run; ST_MK_RATE: 0 or 1 per run; ST_MK_EDGE: an arm's
+                                   number over the learning-rate axis (study_edge.c), run is NULL */
   int fail_worst;               /* VALUE: a failed run ranks worst (st_metric_run gives +inf), never dropped */
   double (*run)(const study *st, const srun *r);
 } st_metric;
@@ -267,17 +268,6 @@ double st_mde_paired(double sd, int n);
 /* The smallest failure-rate difference that n paired seeds per group detect with 80% power by the exact
  * McNemar test at alpha / ngroups (Holm's first step), in the best case (B never fails); +inf: none */
 double st_mde_rate(int n, int ngroups, double alpha);
-typedef struct st_claim_row {
-  char name[64], a[64], b[64], metric_name[32], text[400], published[400], control[64];
-  const st_metric *m;
-  int rule;
-  double margin, effect, lr;    /* lr: NAN for every learning rate */
-  st_claim c;
-  int nseeds, nfailed, ngroups, holm_up, holm_dn;
-  double mde, max_diff;
-  int verdict;                  /* ST_V_* */
-  char why[400];                /* the rule that produced the verdict, with its numbers */
-} st_claim_row;
 /* study_blocks.c: the file's table.* and plot.* blocks (1: it has some) */
 int st_blocks_report(study *st, FILE *md);
 /* study_claims.c: the rules on every run, the claims, their report sections */
@@ -474,5 +464,29 @@ void st_edge_fmt_fit(const st_edge_fit *f, char *buf, size_t n);
 void st_edge_fmt_np(const st_edge_np *e, char *buf, size_t n);
 void st_edge_fmt_shift(const st_edge_shift *s, char *buf, size_t n);
 /* ==== end of the stability edge ======================================== */
+/* A claim as the engine evaluates it (study_claims.c). */
+typedef struct st_claim_row {
+  char name[64], a[64], b[64], metric_name[32], text[400], published[400], control[64];
+  const st_metric *m;
+  int rule;
+  double margin, effect, lr;    /* lr: NAN for every learning rate */
+  st_claim c;
+  int nseeds, nfailed, ngroups, holm_up, holm_dn;
+  double mde, max_diff;
+  int verdict;                  /* ST_V_* */
+  char why[400];                /* the rule that produced the verdict, with its numbers */
+  st_edge_shift shift;          /* lr_edge claims: the paired shift (has_shift) */
+  int has_shift;
+  double edge_a, edge_b;        /* lr_sens claims: each arm's sensitivity */
+} st_claim_row;
+/* An arm's (learning rate x seed) outcomes at one axis point, for
+ * study_edge.c: buffers the caller owns (lr[MAX_LR], out and loss
+ * [nseeds * MAX_LR], init[nseeds]); 0 when the study has no such runs. */
+typedef struct st_edge_buf {
+  double lr[MAX_LR];
+  signed char out[64 * MAX_LR];
+  double loss[64 * MAX_LR], init[64];
+} st_edge_buf;
+int st_edge_arm_of(const study *st, const char *arm, const char *point, st_edge_buf *b, st_edge_arm *a);
 
 #endif

@@ -36,6 +36,12 @@ static const st_metric METRICS[] = {
     {"failed", "failed: diverged, or did not converge (the reference arm's rule)", ST_MK_RATE, 0, m_failed},
     {"undertrained", "under-trained: not failed, but far above the reference's best over the learning rates",
      ST_MK_RATE, 0, m_under},
+    {"lr_edge", "stability edge: the largest learning rate where half the seeds train (interpolated in log2; "
+     "paired shifts in octaves)", ST_MK_EDGE, 0, NULL},
+    {"lr_edge_fit", "stability edge of a logistic fit of p(fail) against log2 lr, with its profile interval",
+     ST_MK_EDGE, 0, NULL},
+    {"lr_sens", "Wortsman et al.'s LR sensitivity: mean over the grid of min(val_loss, first loss) minus its minimum",
+     ST_MK_EDGE, 0, NULL},
 };
 #define NMETRIC ((int)(sizeof METRICS / sizeof METRICS[0]))
 
@@ -53,8 +59,37 @@ void st_metric_names(char *buf, size_t n) {
 }
 
 double st_metric_run(const st_metric *m, const study *st, const srun *r) {
-  if (r->missing) return NAN;
+  if (r->missing || m->kind == ST_MK_EDGE) return NAN;
   if (m->kind == ST_MK_RATE) return r->failed && !st_run_diverged(r) ? NAN : m->run(st, r);
   if (m->fail_worst && (r->failed || st_run_diverged(r))) return INFINITY; /* ranked worst by the caller */
   return r->failed ? NAN : m->run(st, r);
+}
+
+/* The edge statistics' view of an arm: the study's learning rates in
+ * ascending order, per (seed, lr) the outcome (failed = diverged or not
+ * converged; under-trained apart, not a failure), the validation loss and
+ * each seed's first-step loss. */
+int st_edge_arm_of(const study *st, const char *arm, const char *point, st_edge_buf *b, st_edge_arm *a) {
+  int ord[MAX_LR], nlr = st->nlr < MAX_LR ? st->nlr : MAX_LR, ns = st->nseeds < 64 ? st->nseeds : 64, any = 0;
+  for (int i = 0; i < nlr; i++) ord[i] = i;
+  for (int i = 1; i < nlr; i++) /* insertion sort of the lr indices by value */
+    for (int j = i; j > 0 && st->lr[ord[j]] < st->lr[ord[j - 1]]; j--) { const int t = ord[j]; ord[j] = ord[j - 1], ord[j - 1] = t; }
+  for (int k = 0; k < nlr; k++) b->lr[k] = st->lr[ord[k]];
+  for (int i = 0; i < ns * nlr; i++) b->out[i] = ST_RUN_MISSING, b->loss[i] = NAN;
+  for (int s = 0; s < ns; s++) b->init[s] = NAN;
+  for (int i = 0; i < st->nrun; i++) {
+    const srun *r = &st->run[i];
+    if (strcmp(r->arm, arm) || strcmp(r->point, point) || r->missing || r->failed || r->seedi >= ns) continue;
+    int k = 0;
+    while (k < nlr && ord[k] != r->lri) k++;
+    if (k == nlr) continue;
+    const int at = r->seedi * nlr + k;
+    b->out[at] = st_run_diverged(r) || r->nonconv ? ST_RUN_DIVERGED : r->undertrained ? ST_RUN_UNDERTRAINED : ST_RUN_TRAINED;
+    b->loss[at] = b->out[at] == ST_RUN_DIVERGED ? NAN : r->res.val_loss;
+    if (isnan(b->init[r->seedi])) b->init[r->seedi] = r->res.first_loss;
+    any = 1;
+  }
+  memset(a, 0, sizeof *a);
+  a->nlr = nlr, a->nseed = ns, a->lr = b->lr, a->out = b->out, a->loss = b->loss, a->init = b->init;
+  return any;
 }

@@ -175,17 +175,27 @@ claim.rate.arms = cut, fp32
 claim.rate.metric = failed
 claim.rate.rule = higher
 claim.rate.effect = 0.5
+table.e.title = Stability edges
+table.e.metrics = lr_edge, lr_edge_fit, lr_sens
+claim.edge.text = the cut format's stability edge lies below fp32's
+claim.edge.arms = cut, fp32
+claim.edge.metric = lr_edge
+claim.edge.rule = lower
 EOF_STUDY
 run study "$T/blocks.study" --out "$T/blocks" --no-plots
 if [ "$rc" -eq 0 ] && grep -q '^## Per arm and learning rate' "$T/blocks/report.md" &&
    grep -Eq '^\| cut +\| 0\.01 +\| [0-9.]+ \+- [0-9.]+ +\| [0-9.]+ \+- [0-9.]+ +\| [0-5]/5 +\| [0-5]/5 ' "$T/blocks/report.md" &&
    [ -f "$T/blocks/vl.gp" ] && grep -q "^  \[reproduced\] the first-step loss" "$T/out" &&
-   grep -q "^  \[not testable here\] the cut format fails more often.*over 2 learning-rate groups" "$T/out"; then
+   grep -q "^  \[not testable here\] the cut format fails more often.*over 2 learning-rate groups" "$T/out" &&
+   grep -Eq '^\| fp32 +\| > 0\.01 +\| > 0\.01, none failed +\| [0-9.]+ \(5 seeds\)' "$T/blocks/report.md" &&
+   grep -q "^  \[not testable here\] the cut format's stability edge.*beyond the same end" "$T/out"; then
   pass "a new analysis as a file only: its table, its plot and its claims' verdicts"
 else fail "a new analysis as a file only" "status $rc" "$(txt "$T/err")" "$(grep -E '^\| cut|\[' "$T/out" "$T/blocks/report.md" | head -n 5 | tr '\n' '|')"; fi
 sf_err "a table of an unknown metric" 'description = d\ntable.t.metrics = val_loss, lr_edgy\n' 2 "unknown metric 'lr_edgy'"
 sf_err "an unknown plot kind" 'description = d\nplot.p.kind = pie\n' 2 "unknown plot kind 'pie'"
 sf_err "an unknown claim field" 'description = d\nclaim.c.power = 3\n' 2 "claim.c.power"
+sf_err "a table mixing edge and run metrics" 'description = d\ntable.t.metrics = lr_edge, val_loss\n' 2 'separate tables'
+sf_err "a claim on the fitted edge" 'description = d\nclaim.c.metric = lr_edge_fit\n' 2 'lr_edge_fit is for tables'
 sf_err "a claim effect of 0" 'description = d\nclaim.c.effect = 0\n' 2 'effect = 0'
 
 # from and more_steps: each continuation resumes its own parent (same axis

@@ -233,6 +233,46 @@ int main(void) {
   for (int s = 0; s < 5; s++) add("a", 0, s, 2 - 0.5), add("b", 0, s, 2), add("a", 1, s, 2.2 + noise(0.01)), add("b", 1, s, 2);
   EXPECT("c", ST_V_REPRODUCED);
 
+  /* the stability edge (lr_edge): a paired shift over the learning-rate grid */
+  what = "an edge two grid steps lower";
+  setup("claim.c.arms = a, b\nclaim.c.metric = lr_edge\nclaim.c.rule = lower\n");
+  st.nlr = 4;
+  for (int k = 0; k < 4; k++) st.lr[k] = 0.001 * (1 << k);
+  st.nseeds = 5;
+  for (int s = 0; s < 5; s++)
+    for (int k = 0; k < 4; k++) {
+      (k >= 1 ? add_div("a", k, s) : add("a", k, s, 2)), (k >= 3 ? add_div("b", k, s) : add("b", k, s, 2));
+    }
+  EXPECT("c", ST_V_REPRODUCED);
+  what = "an edge one grid step lower: inside the grid's resolution";
+  setup("claim.c.arms = a, b\nclaim.c.metric = lr_edge\nclaim.c.rule = lower\n");
+  st.nlr = 4;
+  for (int k = 0; k < 4; k++) st.lr[k] = 0.001 * (1 << k);
+  st.nseeds = 5;
+  for (int s = 0; s < 5; s++)
+    for (int k = 0; k < 4; k++) {
+      (k >= 2 ? add_div("a", k, s) : add("a", k, s, 2)), (k >= 3 ? add_div("b", k, s) : add("b", k, s, 2));
+    }
+  EXPECT("c", ST_V_INCONCLUSIVE);
+  what = "no arm fails anywhere on the grid";
+  setup("claim.c.arms = a, b\nclaim.c.metric = lr_edge\nclaim.c.rule = lower\n");
+  st.nlr = 4;
+  for (int k = 0; k < 4; k++) st.lr[k] = 0.001 * (1 << k);
+  st.nseeds = 5;
+  for (int s = 0; s < 5; s++)
+    for (int k = 0; k < 4; k++) add("a", k, s, 2), add("b", k, s, 2);
+  EXPECT("c", ST_V_NOT_TESTABLE);
+  what = "the edge claim with four seeds";
+  setup("claim.c.arms = a, b\nclaim.c.metric = lr_edge\nclaim.c.rule = lower\n");
+  st.nlr = 4;
+  for (int k = 0; k < 4; k++) st.lr[k] = 0.001 * (1 << k);
+  st.nseeds = 4;
+  for (int s = 0; s < 4; s++)
+    for (int k = 0; k < 4; k++) {
+      (k >= 1 ? add_div("a", k, s) : add("a", k, s, 2)), (k >= 3 ? add_div("b", k, s) : add("b", k, s, 2));
+    }
+  EXPECT("c", ST_V_INCONCLUSIVE);
+
   /* under-training: a flag apart from failure */
   what = "under-trained";
   setup("reference = b\nclaim.c.arms = a, b\nclaim.c.metric = failed\nclaim.c.rule = higher\n");
