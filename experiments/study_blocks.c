@@ -83,6 +83,14 @@ static void metric_cell(const study *st, tbl *t, int col, const st_metric *m, co
   st_tbl_cell(t, col, "%s", f);
 }
 
+/* The columns of a metrics list, after the table's first ones (m[col]). */
+static void metric_columns(tbl *t, const char *ms, const st_metric **m) {
+  char buf[ST_VALLEN];
+  snprintf(buf, sizeof buf, "%s", ms);
+  for (char *sv = NULL, *tok = strtok_r(buf, ", ", &sv); tok && t->ncol < TBL_COLS; tok = strtok_r(NULL, ", ", &sv))
+    if ((m[t->ncol] = st_metric_find(tok))) snprintf(t->h[t->ncol++], sizeof t->h[0], "%s", tok);
+}
+
 /* A table of edge metrics: a row per arm (and axis point), each cell the
  * arm's statistic over the learning-rate axis. */
 static void edge_table(study *st, FILE *md, const char *name, const char *ms, const char *title) {
@@ -94,10 +102,7 @@ static void edge_table(study *st, FILE *md, const char *name, const char *ms, co
   if (haspt) snprintf(t->h[t->ncol++], sizeof t->h[0], "point");
   const int first = t->ncol;
   const st_metric *m[TBL_COLS];
-  char buf[ST_VALLEN];
-  snprintf(buf, sizeof buf, "%s", ms);
-  for (char *sv = NULL, *tok = strtok_r(buf, ", ", &sv); tok && t->ncol < TBL_COLS; tok = strtok_r(NULL, ", ", &sv))
-    if ((m[t->ncol] = st_metric_find(tok))) snprintf(t->h[t->ncol++], sizeof t->h[0], "%s", tok);
+  metric_columns(t, ms, m);
   st_edge_buf *eb = malloc(sizeof *eb);
   for (int i = 0; eb && i < ng; i++) {
     const srun *r = g[i].first;
@@ -156,10 +161,7 @@ static void one_table(study *st, FILE *md, const char *name) {
   if (haspt) snprintf(t->h[t->ncol++], sizeof t->h[0], "point");
   const int first = t->ncol;
   const st_metric *m[TBL_COLS];
-  char buf[ST_VALLEN];
-  snprintf(buf, sizeof buf, "%s", ms);
-  for (char *sv = NULL, *tok = strtok_r(buf, ", ", &sv); tok && t->ncol < TBL_COLS; tok = strtok_r(NULL, ", ", &sv))
-    if ((m[t->ncol] = st_metric_find(tok))) snprintf(t->h[t->ncol++], sizeof t->h[0], "%s", tok);
+  metric_columns(t, ms, m);
   for (int i = 0; i < ng; i++) {
     const srun *r = g[i].first;
     int c = 0;

@@ -82,6 +82,20 @@ static int verdict_of(const char *claim) {
           c_ ? c_->c.lo : NAN, c_ ? c_->c.hi : NAN, c_ ? c_->mde : NAN, c_ ? c_->why : "");                              \
   } while (0)
 
+/* An lr_edge claim "a lower than b" over 4 learning rates an octave apart:
+ * every seed of a diverges from grid index fa up, of b from fb up (4: never). */
+static void edge_grid(int nseeds, int fa, int fb) {
+  setup("claim.c.arms = a, b\nclaim.c.metric = lr_edge\nclaim.c.rule = lower\n");
+  st.nlr = 4;
+  for (int k = 0; k < 4; k++) st.lr[k] = 0.001 * (1 << k);
+  st.nseeds = nseeds;
+  for (int s = 0; s < nseeds; s++)
+    for (int k = 0; k < 4; k++) {
+      if (k >= fa) add_div("a", k, s); else add("a", k, s, 2);
+      if (k >= fb) add_div("b", k, s); else add("b", k, s, 2);
+    }
+}
+
 static const char *HIGHER = "claim.c.arms = a, b\nclaim.c.metric = val_loss\nclaim.c.rule = higher\n";
 
 int main(void) {
@@ -235,42 +249,16 @@ int main(void) {
 
   /* the stability edge (lr_edge): a paired shift over the learning-rate grid */
   what = "an edge two grid steps lower";
-  setup("claim.c.arms = a, b\nclaim.c.metric = lr_edge\nclaim.c.rule = lower\n");
-  st.nlr = 4;
-  for (int k = 0; k < 4; k++) st.lr[k] = 0.001 * (1 << k);
-  st.nseeds = 5;
-  for (int s = 0; s < 5; s++)
-    for (int k = 0; k < 4; k++) {
-      (k >= 1 ? add_div("a", k, s) : add("a", k, s, 2)), (k >= 3 ? add_div("b", k, s) : add("b", k, s, 2));
-    }
+  edge_grid(5, 1, 3);
   EXPECT("c", ST_V_REPRODUCED);
   what = "an edge one grid step lower: inside the grid's resolution";
-  setup("claim.c.arms = a, b\nclaim.c.metric = lr_edge\nclaim.c.rule = lower\n");
-  st.nlr = 4;
-  for (int k = 0; k < 4; k++) st.lr[k] = 0.001 * (1 << k);
-  st.nseeds = 5;
-  for (int s = 0; s < 5; s++)
-    for (int k = 0; k < 4; k++) {
-      (k >= 2 ? add_div("a", k, s) : add("a", k, s, 2)), (k >= 3 ? add_div("b", k, s) : add("b", k, s, 2));
-    }
+  edge_grid(5, 2, 3);
   EXPECT("c", ST_V_INCONCLUSIVE);
   what = "no arm fails anywhere on the grid";
-  setup("claim.c.arms = a, b\nclaim.c.metric = lr_edge\nclaim.c.rule = lower\n");
-  st.nlr = 4;
-  for (int k = 0; k < 4; k++) st.lr[k] = 0.001 * (1 << k);
-  st.nseeds = 5;
-  for (int s = 0; s < 5; s++)
-    for (int k = 0; k < 4; k++) add("a", k, s, 2), add("b", k, s, 2);
+  edge_grid(5, 4, 4);
   EXPECT("c", ST_V_NOT_TESTABLE);
   what = "the edge claim with four seeds";
-  setup("claim.c.arms = a, b\nclaim.c.metric = lr_edge\nclaim.c.rule = lower\n");
-  st.nlr = 4;
-  for (int k = 0; k < 4; k++) st.lr[k] = 0.001 * (1 << k);
-  st.nseeds = 4;
-  for (int s = 0; s < 4; s++)
-    for (int k = 0; k < 4; k++) {
-      (k >= 1 ? add_div("a", k, s) : add("a", k, s, 2)), (k >= 3 ? add_div("b", k, s) : add("b", k, s, 2));
-    }
+  edge_grid(4, 1, 3);
   EXPECT("c", ST_V_INCONCLUSIVE);
 
   /* under-training: a flag apart from failure */
