@@ -27,20 +27,53 @@ def _codes_tensor(c):
     return torch.from_numpy(c.view({2: np.int16, 4: np.int32, 8: np.int64}[c.dtype.itemsize]))
 
 
-def quantize(t, fmt, **kw):
-    """Codes of fmt for a CPU float tensor (exmy.quantize's keywords): uint8
-    for formats of up to 8 bits, else the signed torch type of the code width
-    holding the same bits.  flags=True returns (codes, Flags)."""
-    kw.pop("dtype", None)
-    r = _arrays.quantize(_to_numpy(t), fmt, **kw)
+def _codes_as(c, f, dtype):
+    """The codes tensor as dtype: PyTorch's float8 type of f (the same bits),
+    or an integer type of the codes' width; None: _codes_tensor's."""
+    t = _codes_tensor(c)
+    if dtype is None:
+        return t
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError("exmy.torch: dtype=%r: a torch.dtype" % (dtype,))
+    if dtype.is_floating_point:
+        name = str(dtype).partition(".")[2]
+        if _arrays.DTYPE_FORMATS.get(name) is None or Format(dtype) != f:
+            raise TypeError("exmy.torch: dtype %s does not hold %s values (its format: %s)" %
+                            (dtype, f.name, _arrays.DTYPE_FORMATS.get(name, "none")))
+    elif dtype.is_complex or dtype == torch.bool or dtype.itemsize != f.code_bytes:
+        raise TypeError("exmy.torch: dtype %s cannot hold %s codes (%d bytes)" % (dtype, f.name, f.code_bytes))
+    return t.view(dtype)
+
+
+def quantize(t, fmt, dtype=None, **kw):
+    """Codes of fmt for a CPU float tensor (float32, float64, float16,
+    bfloat16, or float8: values in their own format, requantized), with
+    exmy.quantize's keywords: uint8 for formats of up to 8 bits, else the
+    signed torch type of the code width holding the same bits; dtype= a
+    PyTorch float8 type of fmt (torch.float8_e4m3fn: a float8 tensor whose
+    bits are the codes) or an integer type of the codes' width.  flags=True
+    returns (codes, Flags)."""
+    f = _arrays.as_format(fmt)
+    r = _arrays.quantize(_to_numpy(t), f, **kw)
     if kw.get("flags"):
-        return _codes_tensor(r[0]), r[1]
-    return _codes_tensor(r)
+        return _codes_as(r[0], f, dtype), r[1]
+    return _codes_as(r, f, dtype)
 
 
-def cast(t, fmt, **kw):
-    """decode(quantize(t)): float64 for float64 tensors, else float32 (exact for formats that fit)."""
-    r = _arrays.cast(_to_numpy(t), fmt, **kw)
+_CAST_DTYPES = {torch.float32: np.float32, torch.float64: np.float64}
+
+
+def cast(t, fmt, dtype=None, **kw):
+    """decode(quantize(t)): float64 for float64 tensors, else float32 (exact
+    for formats that fit); dtype= torch.float32 or torch.float64, or
+    PyTorch's float8 type of fmt (the same values in that type)."""
+    f = _arrays.as_format(fmt)
+    if dtype is not None and dtype not in _CAST_DTYPES:
+        if isinstance(dtype, torch.dtype) and dtype.is_floating_point and dtype.itemsize == 1:
+            return quantize(t, f, dtype=dtype, **kw)
+        raise TypeError("exmy.torch: cast to %s: accepted torch.float32, torch.float64, or PyTorch's float8 type "
+                        "of the format" % (dtype,))
+    r = _arrays.cast(_to_numpy(t), f, dtype=_CAST_DTYPES.get(dtype), **kw)
     if kw.get("flags"):
         return torch.from_numpy(r[0]), r[1]
     return torch.from_numpy(r)
