@@ -21,7 +21,8 @@ from ._torchio import _cpu, _to_numpy
 from . import _attention
 from ._attention import matmul
 
-__all__ = ["quantize", "cast", "fake_quant", "FakeQuant", "matmul", "patch", "unpatch", "ExmyLinear", "Patched"]
+__all__ = ["quantize", "cast", "fake_quant", "FakeQuant", "Quantizer", "matmul", "patch", "unpatch", "ExmyLinear",
+           "Patched"]
 
 
 def _codes_tensor(c):
@@ -83,21 +84,112 @@ def cast(t, fmt, dtype=None, **kw):
     return torch.from_numpy(r)
 
 
+_CAST_KEYS = ("round", "saturate", "ftz", "daz", "seed", "stream", "sr_bits", "index0")
+
+
+def _cast_spec(spec, what, kw=None):
+    """(Format, exmy.cast keywords) of a fake-quant direction: a format (a
+    name, an exmy.Format, a dtype) or a dict of "fmt" and exmy.cast's
+    rounding keywords; kw adds keywords."""
+    if isinstance(spec, dict):
+        kw = dict(spec, **(kw or {}))
+        if "fmt" not in kw:
+            raise TypeError("exmy.torch: %s=%r: a dict needs 'fmt'" % (what, spec))
+        spec = kw.pop("fmt")
+    else:
+        kw = dict(kw or {})
+    bad = sorted(set(kw) - set(_CAST_KEYS))
+    if bad:
+        raise TypeError("exmy.torch: %s: unknown keyword%s %s (accepted: %s)" %
+                        (what, "s" if len(bad) > 1 else "", ", ".join(bad), ", ".join(_CAST_KEYS)))
+    _arrays.rounding(**{k: v for k, v in kw.items() if k != "index0"})  # bad values raise here, not in backward
+    return _arrays.as_format(spec), kw
+
+
+def _stochastic(kw):
+    return _arrays.rounding(kw.get("round", "rne")).mode == _arrays.rounding("sr").mode
+
+
+def _fresh_seed(kw):
+    """Stochastic rounding without a seed: one drawn from PyTorch's default
+    generator, so calls do not repeat a rounding and torch.manual_seed makes
+    a run repeatable; an explicit seed is kept (the same rounding each call)."""
+    if "seed" not in kw and _stochastic(kw):
+        kw = dict(kw, seed=int(torch.randint(0, 2 ** 62, (1,)).item()))
+    return kw
+
+
 class FakeQuant(torch.autograd.Function):
-    """Straight-through fake quantization: forward cast, backward the gradient unchanged."""
+    """Fake quantization: forward cast to fmt with kw (exmy.cast's keywords);
+    backward the gradient unchanged (straight through), or, with bwd =
+    (Format, kw), cast to its own format and rounding."""
 
     @staticmethod
-    def forward(ctx, x, fmt, kw):
+    def forward(ctx, x, fmt, kw, bwd=None):
+        ctx.bwd = bwd
         return cast(x, fmt, **kw).to(x.dtype)
 
     @staticmethod
     def backward(ctx, g):
-        return g, None, None
+        if ctx.bwd is not None:
+            f, kw = ctx.bwd
+            g = cast(g, f, **kw).to(g.dtype)
+        return (g,) + (None,) * (len(ctx.needs_input_grad) - 1)
 
 
-def fake_quant(x, fmt, **kw):
-    """FakeQuant.apply(x, fmt, kw): differentiable with the straight-through estimator."""
-    return FakeQuant.apply(x, fmt, kw)
+def fake_quant(x, fmt=None, bwd=None, *, fwd=None, **kw):
+    """Differentiable fake quantization (QPyTorch's quantizer): the forward
+    is exmy.cast(x, fwd) (fwd, or fmt, with the keywords kw: round=,
+    saturate=, seed=, ...), the backward passes the gradient straight
+    through (bwd=None) or casts it with bwd, its own format and rounding.
+    fwd and bwd: a format, or a dict {"fmt": ..., "round": ..., ...} of
+    exmy.cast's keywords.  Stochastic rounding without a seed draws one
+    from PyTorch's default generator on every call (and for every
+    backward), so repeated calls do not repeat the rounding; an explicit
+    seed repeats it.  The result has x's dtype."""
+    if (fmt is None) == (fwd is None):
+        raise TypeError("exmy.torch.fake_quant: give the forward format once: fmt (positional) or fwd=")
+    f, fkw = _cast_spec(fwd if fwd is not None else fmt, "fwd", kw)
+    b = None
+    if bwd is not None:
+        bf, bkw = _cast_spec(bwd, "bwd")
+        b = (bf, _fresh_seed(bkw))
+    return FakeQuant.apply(x, f, _fresh_seed(fkw), b)
+
+
+class Quantizer(torch.nn.Module):
+    """fake_quant as a module with a counter: call number c rounds the
+    forward with stochastic-rounding stream 2c and the backward with 2c + 1
+    under one seed, so no two calls (nor the two directions) share a
+    rounding, and a run is repeatable.  The counter is a buffer: it is in
+    the module's state_dict (a resumed run continues the streams).  fwd and
+    bwd as fake_quant's (their "stream" is set here)."""
+
+    def __init__(self, fwd, bwd=None, seed=0):
+        super().__init__()
+        self.fwd = _cast_spec(fwd, "fwd")
+        self.bwd = None if bwd is None else _cast_spec(bwd, "bwd")
+        for f, kw in filter(None, (self.fwd, self.bwd)):
+            if "stream" in kw or "seed" in kw:
+                raise TypeError("exmy.torch.Quantizer: the seed is Quantizer's and the stream its counter's")
+        self.seed = _arrays.rounding(seed=seed).seed
+        self.register_buffer("calls", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x):
+        c = int(self.calls)
+        self.calls += 1
+        f, kw = self.fwd
+        fkw = dict(kw, seed=self.seed, stream=2 * c)
+        b = None
+        if self.bwd is not None:
+            b = (self.bwd[0], dict(self.bwd[1], seed=self.seed, stream=2 * c + 1))
+        return FakeQuant.apply(x, f, fkw, b)
+
+    def extra_repr(self):
+        out = "fwd=%s" % self.fwd[0].name
+        if self.bwd is not None:
+            out += ", bwd=%s" % self.bwd[0].name
+        return out + ", seed=%d" % self.seed
 
 
 # ---- patch: nn.Linear through the engine's GEMMs -------------------------------
