@@ -521,7 +521,8 @@ def patch(model, prec="hybrid", layer=None, accum=None, seed=0, threads=0, stats
           msamp=0, filter_fn=None):
     """Swap every nn.Linear of model (in place) for an ExmyLinear whose fprop,
     dgrad and wgrad run through the engine with `exmy train`'s grammar:
-    prec="PRESET[;key=value...]" (fp32 bf16 fp16 hybrid or a format;
+    prec="PRESET[;key=value...]" (fp32 bf16 fp16 hybrid mxfp8 mxfp6 mxfp4
+    nvfp4 or a format;
     fmt|round|sat|recipe[.input|.weight|.grad], accum[.fprop|.dgrad|.wgrad]),
     layer={NAME: prec} (NAME: first, last, an index, a module name or a
     glob), accum="MODEL" or {role: MODEL} (appended to prec), seed (keys

@@ -219,3 +219,27 @@ def test_delayed_without_step_warns():
                     p.step()
         got = [x for x in w if issubclass(x.category, RuntimeWarning) and "Patched.step()" in str(x.message)]
         assert len(got) == want, (prec, call_step, [str(x.message) for x in w])
+
+
+def test_block_scaled_presets():
+    """mxfp8, mxfp6, mxfp4 and nvfp4 are the element formats with their
+    block scales (Transformer Engine's MXFP8BlockScaling/NVFP4BlockScaling
+    defaults, OCP's FP6 E2M3): each resolves as its long form and computes
+    the same bits; `hybrid;recipe=nvfp4` keeps hybrid's FP8 elements."""
+    x = torch.randn(32, 64, generator=torch.Generator().manual_seed(12))
+    for preset, long_form in (("mxfp8", "e4m3fn;recipe=mx"), ("mxfp6", "e2m3fn;recipe=mx"),
+                              ("mxfp4", "e2m1fn;recipe=mx"), ("nvfp4", "e2m1fn;recipe=nvfp4")):
+        outs, precs = [], []
+        for prec in (preset, long_form):
+            torch.manual_seed(13)
+            m = torch.nn.Sequential(torch.nn.Linear(64, 32))
+            p = et.patch(m, prec=prec)
+            precs.append(p.layer_prec(0))
+            outs.append(m(x).detach().numpy())
+        assert precs[0] == precs[1], (preset, precs)
+        fmt, recipe = long_form.split(";recipe=")
+        for kind in ("input", "weight", "grad"):
+            assert "%s=%s/rne/%s " % (kind, fmt, recipe) in precs[0] + " ", (preset, precs[0])
+        same_bits(outs[0], outs[1], None, preset)
+    p = et.patch(torch.nn.Sequential(torch.nn.Linear(64, 32)), prec="hybrid;recipe=nvfp4")
+    assert p.layer_prec(0).startswith("input=e4m3fn/rne/nvfp4 weight=e4m3fn/rne/nvfp4 grad=e5m2/rne/nvfp4")
