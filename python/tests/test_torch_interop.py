@@ -107,3 +107,17 @@ def test_dtype_keyword_and_unknown_keywords():
         assert exmy.Format(td) == exmy.Format(fmt) and exmy.Format(td).name == fmt
     assert exmy.Format(torch.bfloat16).name == "bf16"
     same_bits(et.cast(x, torch.float8_e5m2).numpy(), et.cast(x, "e5m2").numpy(), x.numpy(), "fmt=torch dtype")
+
+
+def test_matmul_takes_float8_tensors():
+    """et.matmul of float8 tensors (mixed types, a transposed view) is the
+    matmul of their float32 values, in float32."""
+    if not TORCH8:
+        raise SkipTest("this torch has no float8 types")
+    g = torch.Generator().manual_seed(8)
+    a = torch.randn(2, 3, 8, 16, generator=g).to(torch.float8_e4m3fn)
+    b = torch.randn(2, 3, 5, 16, generator=g).to(torch.float8_e5m2).mT
+    for prec in ("hybrid", "bf16"):
+        c = et.matmul(a, b, prec=prec)
+        assert c.dtype == torch.float32
+        same_bits(c.numpy(), et.matmul(a.float(), b.float(), prec=prec).numpy(), None, "float8 matmul " + prec)
