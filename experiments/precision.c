@@ -6,7 +6,8 @@
  *                                    block.first, block.last, an index, a
  *                                    layer name or a glob)
  *
- * PRESET: fp32, bf16, fp16, hybrid, or a format name.  Keys:
+ * PRESET: fp32, bf16, fp16, hybrid, mxfp8, mxfp6, mxfp4, nvfp4, or a format
+ * name.  Keys:
  * fmt|round|sat|recipe[.input|.weight|.grad] and accum[.fprop|.dgrad|.wgrad]
  * (e.g. `hybrid;recipe=delayed:len=16;accum.fprop=tc:hopper-fastacc`).
  * This file only parses and resolves; matmul.c runs the GEMMs. */
@@ -37,30 +38,43 @@ static int tprec_format(xp_tprec *t, const char *text, char *err, size_t errlen)
 /* A narrow-range element format wants a scale; e8mY covers fp32's range. */
 static int wants_scaling(const exmy_format *f) { return f->emax < 64; }
 
-/* The named presets: the format of each tensor kind (others: a format name
- * for all three). */
+/* The named presets: the format of each tensor kind and, for the
+ * block-scaled ones, their recipe (others: a format name for all three,
+ * the recipe by the format).  mxfp8/mxfp4 and nvfp4 are Transformer
+ * Engine's MXFP8BlockScaling and NVFP4BlockScaling defaults (one element
+ * format for all three; `fmt.grad=e5m2` is its HYBRID); mxfp6 is OCP MX's
+ * FP6 E2M3 element under the same E8M0 block scales. */
 static const struct {
   const char *name;
   const char *fmt[XP_NKIND];    /* input, weight, grad */
+  const char *recipe;           /* NULL: by the format */
 } presets[] = {
-  {"fp32", {"f32", "f32", "f32"}},
-  {"fp16", {"f16", "f16", "f16"}},
-  {"hybrid", {"e4m3fn", "e4m3fn", "e5m2"}},
+  {"fp32", {"f32", "f32", "f32"}, NULL},
+  {"fp16", {"f16", "f16", "f16"}, NULL},
+  {"hybrid", {"e4m3fn", "e4m3fn", "e5m2"}, NULL},
+  {"mxfp8", {"e4m3fn", "e4m3fn", "e4m3fn"}, "mx"},
+  {"mxfp6", {"e2m3fn", "e2m3fn", "e2m3fn"}, "mx"},
+  {"mxfp4", {"e2m1fn", "e2m1fn", "e2m1fn"}, "mx"},
+  {"nvfp4", {"e2m1fn", "e2m1fn", "e2m1fn"}, "nvfp4"},
 };
 
 int xp_prec_preset(xp_prec *p, const char *name, char *err, size_t errlen) {
   memset(p, 0, sizeof *p);
   snprintf(p->name, sizeof p->name, "%s", name);
-  const char *fmts[XP_NKIND] = {name, name, name};
+  const char *fmts[XP_NKIND] = {name, name, name}, *recipe = NULL;
   for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
-    if (!strcmp(name, presets[i].name)) memcpy(fmts, presets[i].fmt, sizeof fmts);
+    if (!strcmp(name, presets[i].name)) {
+      memcpy(fmts, presets[i].fmt, sizeof fmts);
+      recipe = presets[i].recipe;
+    }
   for (int t = 0; t < XP_NKIND; t++) {
     if (tprec_format(&p->t[t], fmts[t], err, errlen)) return -1;
     p->t[t].rnd = exmy_rounding_default();
     /* cuda_fp8.h's casts saturate; the 16-bit formats behave as IEEE */
     if (p->t[t].fmt.bits <= 8) p->t[t].rnd.sat = EXMY_SAT_FINITE;
     snprintf(p->t[t].recipe, sizeof p->t[t].recipe, "%s",
-             !p->t[t].is_f32 && p->t[t].fmt.bits <= 8 && wants_scaling(&p->t[t].fmt) ? "current" : "none");
+             recipe ? recipe
+                    : !p->t[t].is_f32 && p->t[t].fmt.bits <= 8 && wants_scaling(&p->t[t].fmt) ? "current" : "none");
   }
   for (int r = 0; r < XP_NROLE; r++) exmy_accum_parse("fp32", &p->accum[r], NULL, 0);
   return 0;
@@ -167,7 +181,8 @@ static int parse_prec(const char *what, const char *text, xp_prec *p, char *err,
   char *end = tok + strlen(tok);
   while (end > tok && isspace((unsigned char)end[-1])) *--end = 0;
   if (xp_prec_preset(p, tok, e, sizeof e))
-    return xp_errf(err, errlen, "%s: %s (presets: fp32, bf16, fp16, hybrid, or a format name)", what, e);
+    return xp_errf(err, errlen,
+                   "%s: %s (presets: fp32, bf16, fp16, hybrid, mxfp8, mxfp6, mxfp4, nvfp4, or a format name)", what, e);
   while ((tok = strtok_r(NULL, ";", &save))) {
     while (isspace((unsigned char)*tok)) tok++;
     end = tok + strlen(tok);
@@ -254,8 +269,9 @@ void xp_config_write_prec(const xp_config *c, FILE *out) {
 }
 
 void xp_prec_help(FILE *out) {
-  fprintf(out, "  %-16s %s\n", "prec", "GEMM precision: PRESET[;key=value...] (fp32 bf16 fp16 hybrid FORMAT;");
-  fprintf(out, "  %-16s %s\n", "", "fmt|round|sat|recipe[.input|.weight|.grad], accum[.fprop|.dgrad|.wgrad])");
+  fprintf(out, "  %-16s %s\n", "prec", "GEMM precision: PRESET[;key=value...] (fp32 bf16 fp16 hybrid mxfp8 mxfp6");
+  fprintf(out, "  %-16s %s\n", "", "mxfp4 nvfp4 FORMAT; fmt|round|sat|recipe[.input|.weight|.grad],");
+  fprintf(out, "  %-16s %s\n", "", "accum[.fprop|.dgrad|.wgrad])");
   fprintf(out, "  %-16s %s\n", "attn", "precision of attention's GEMMs (default fp32)");
   fprintf(out, "  %-16s %s\n", "layer.NAME", "per-layer precision (NAME: first, last, block.first, block.last, index, name, glob)");
 }

@@ -158,21 +158,48 @@ EXMY_XP_API int exmy_xp_stats_write(exmy_xp *h, long step, const char *csv_path,
   return bad ? xp_errf(err, errlen, "write error in the statistics files") : 0;
 }
 
-/* Delayed-scaling state of layer lin, tensor kind (0 input, 1 weight, 2
- * grad): scale, scale_inv, steps, and up to hmax history entries into hist.
- * Returns the history length, or -1 with err. */
-EXMY_XP_API int exmy_xp_recipe_state(exmy_xp *h, int lin, int kind, float *scale, float *scale_inv, long *steps,
-                                     float *hist, int hmax, char *err, size_t errlen) {
+static exmy_recipe_state *recipe_state(exmy_xp *h, int lin, int kind, char *err, size_t errlen) {
   const exmy_recipe *rec[XP_NKIND];
   exmy_recipe_state *st[XP_NKIND];
-  if (kind < 0 || kind >= XP_NKIND || xp_ctx_recipes(&h->ctx, lin, rec, st) != XP_NKIND)
-    return xp_errf(err, errlen, "no layer %d / tensor kind %d", lin, kind);
-  *scale = st[kind]->scale;
-  *scale_inv = st[kind]->scale_inv;
-  *steps = st[kind]->steps;
-  const int n = st[kind]->history_len;
-  for (int i = 0; i < n && i < hmax; i++) hist[i] = st[kind]->history[i];
+  if (kind < 0 || kind >= XP_NKIND || xp_ctx_recipes(&h->ctx, lin, rec, st) != XP_NKIND) {
+    xp_errf(err, errlen, "no layer %d / tensor kind %d", lin, kind);
+    return NULL;
+  }
+  return st[kind];
+}
+
+/* Delayed-scaling state of layer lin, tensor kind (0 input, 1 weight, 2
+ * grad): scale, scale_inv, fmax, steps, and up to hmax history entries into
+ * hist (what experiments/ckpt.c saves).  Returns the history length, or -1
+ * with err. */
+EXMY_XP_API int exmy_xp_recipe_state(exmy_xp *h, int lin, int kind, float *scale, float *scale_inv, float *fmax,
+                                     long *steps, float *hist, int hmax, char *err, size_t errlen) {
+  const exmy_recipe_state *s = recipe_state(h, lin, kind, err, errlen);
+  if (!s) return -1;
+  *scale = s->scale;
+  *scale_inv = s->scale_inv;
+  *fmax = s->fmax;
+  *steps = s->steps;
+  const int n = s->history ? s->history_len : 0;
+  for (int i = 0; i < n && i < hmax; i++) hist[i] = s->history[i];
   return n;
+}
+
+/* The same state put back (a checkpoint resumed, as experiments/ckpt.c's
+ * load): hlen must be this state's history length. */
+EXMY_XP_API int exmy_xp_recipe_state_set(exmy_xp *h, int lin, int kind, float scale, float scale_inv, float fmax,
+                                         long steps, const float *hist, int hlen, char *err, size_t errlen) {
+  exmy_recipe_state *s = recipe_state(h, lin, kind, err, errlen);
+  if (!s) return -1;
+  const int n = s->history ? s->history_len : 0;
+  if (hlen != n)
+    return xp_errf(err, errlen, "layer %d / tensor kind %d keeps %d history entries, not %d", lin, kind, n, hlen);
+  s->scale = scale;
+  s->scale_inv = scale_inv;
+  s->fmax = fmax;
+  s->steps = steps;
+  if (n) memcpy(s->history, hist, (size_t)n * sizeof *hist);
+  return 0;
 }
 
 /* The resolved precision of layer lin as text: "input=FMT/ROUND/RECIPE ..." (docs, logs). */

@@ -16,6 +16,16 @@ except ImportError:  # ml_dtypes is optional: bfloat16 inputs and float8 code vi
 _DT_F32, _DT_F64, _DT_BF16, _DT_F16 = 0, 1, 2, 3
 _CODE_DTYPES = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _SAT = {"none": 0, "finite": 1, "propagate": 2}
+# exmy_quantize reads these dtypes directly (numpy's name -> exmy_dtype)
+_NATIVE = {"float32": _DT_F32, "float64": _DT_F64, "float16": _DT_F16, "bfloat16": _DT_BF16}
+# The float types ml_dtypes, numpy and PyTorch name (without "torch."): the
+# exmy format of their values.  Format() takes these names and the dtypes.
+DTYPE_FORMATS = {
+    "float8_e4m3fn": "e4m3fn", "float8_e4m3": "e4m3", "float8_e4m3fnuz": "e4m3fnuz",
+    "float8_e4m3b11fnuz": "e4m3b11fnuz", "float8_e5m2": "e5m2", "float8_e5m2fnuz": "e5m2fnuz",
+    "float8_e3m4": "e3m4", "float8_e8m0fnu": "e8m0fnu", "float6_e2m3fn": "e2m3fn", "float6_e3m2fn": "e3m2fn",
+    "float4_e2m1fn": "e2m1fn", "bfloat16": "bf16", "float16": "f16", "float32": "f32", "float64": "f64",
+}
 
 
 class Flags(enum.IntFlag):
@@ -27,18 +37,43 @@ class Flags(enum.IntFlag):
     INVALID = 8
 
 
+def dtype_name(obj):
+    """The name of a dtype object (numpy dtype or scalar type, ml_dtypes type,
+    torch.dtype) without "torch.", else None."""
+    if isinstance(obj, np.dtype):
+        return obj.name
+    if isinstance(obj, type) and issubclass(obj, np.generic):
+        return np.dtype(obj).name
+    if type(obj).__name__ == "dtype" and type(obj).__module__ == "torch":
+        return str(obj).partition(".")[2]
+    return None
+
+
 class Format:
-    """An ExMy format: a name (e4m3fn, e5m2, bf16, binary8p4se, ...) or a long
-    form ("e4m3,bias=11,inf=none,nan=ones").  Bad text raises ValueError with
-    the library's message."""
+    """An ExMy format: a name (e4m3fn, e5m2, bf16, binary8p4se, ...), a long
+    form ("e4m3,bias=11,inf=none,nan=ones"), an ml_dtypes/PyTorch name
+    ("float8_e4m3fn") or a dtype object (ml_dtypes.float8_e5m2,
+    np.dtype(ml_dtypes.float4_e2m1fn), torch.float8_e4m3fn, np.float16).  Bad
+    text raises ValueError with the library's message, a dtype exmy has no
+    format for TypeError."""
 
     def __init__(self, spec):
         if isinstance(spec, Format):
             self._f = spec._f
             return
+        if not isinstance(spec, str):
+            name = dtype_name(spec)
+            if name is None:
+                raise TypeError("exmy: format must be a str, an exmy.Format or a dtype, not %s" %
+                                type(spec).__name__)
+            if name not in DTYPE_FORMATS:
+                raise TypeError("exmy: dtype %s has no exmy format (float types: %s)" %
+                                (name, ", ".join(DTYPE_FORMATS)))
+            spec = DTYPE_FORMATS[name]
         f = _lib.Format()
         err = _lib.errbuf()
-        _lib.check(lib.exmy_format_parse(_lib.text(spec, "format"), ctypes.byref(f), err, _lib.ERRLEN), err)
+        text = DTYPE_FORMATS.get(spec, spec)
+        _lib.check(lib.exmy_format_parse(_lib.text(text, "format"), ctypes.byref(f), err, _lib.ERRLEN), err)
         self._f = f
 
     # --- what the format is
@@ -158,18 +193,42 @@ def _u64(v, what):
     return int(v)
 
 
-def src_type(x):
-    """The exmy_dtype of a float array (TypeError for anything else)."""
-    dt = x.dtype
-    if dt == np.float32:
-        return _DT_F32
-    if dt == np.float64:
-        return _DT_F64
-    if dt == np.float16:
-        return _DT_F16
-    if ml_dtypes is not None and dt == ml_dtypes.bfloat16:
-        return _DT_BF16
-    raise TypeError("exmy: dtype %s is not a float input (accepted: float32, float64, float16, bfloat16)" % dt)
+def value_format(dt):
+    """The exmy format of the values a float dtype holds (float32, bfloat16,
+    ml_dtypes' float8/6/4 types), else None."""
+    if dt.kind not in "fV":
+        return None
+    name = DTYPE_FORMATS.get(dt.name)
+    return None if name is None else Format(name)
+
+
+def source(x, daz=False):
+    """(C-contiguous array, exmy_dtype) that exmy_quantize reads for the
+    values of x: float32/float64/float16/bfloat16 as they are; a narrower
+    float type (ml_dtypes float8/6/4) is a value in its own format, decoded
+    exactly to float64 (daz: its subnormals as zeros) so the one rounding
+    is the target format's.  TypeError for anything else."""
+    st = _NATIVE.get(x.dtype.name) if x.dtype.kind in "fV" else None
+    if st == _DT_BF16 and ml_dtypes is None:
+        st = None
+    if st is not None:
+        return contiguous(x), st
+    f = value_format(x.dtype)
+    if f is None:
+        raise TypeError("exmy: dtype %s is not a float input (accepted: float32, float64, float16, bfloat16 and "
+                        "ml_dtypes' float8/float6/float4 types)" % x.dtype)
+    return values(x, f, np.float64, daz), _DT_F64
+
+
+def values(x, f, dtype=np.float64, daz=False):
+    """The exact values of an array of f's codes (or f-typed floats), as dtype (float32 or float64)."""
+    codes = contiguous(x).view(f.code_dtype)
+    out = np.empty(codes.shape, dtype)
+    (lib.exmy_decode_f64 if out.dtype == np.float64 else lib.exmy_decode_f32)(ctypes.byref(f._f), ptr(codes),
+                                                                            codes.size, ptr(out))
+    if daz:  # denormals of the source format are zeros
+        out[np.abs(out) < f.min_normal] *= 0
+    return out
 
 
 def as_array(x):
@@ -181,10 +240,9 @@ def as_array(x):
     return x
 
 
-def contiguous(x, what="input"):
-    if not x.flags.c_contiguous:
-        raise ValueError("exmy: the %s is not C-contiguous (np.ascontiguousarray(x) makes a copy that is)" % what)
-    return x
+def contiguous(x):
+    """x in C order: a strided view or a Fortran-order array is copied."""
+    return x if x.flags.c_contiguous else np.ascontiguousarray(x)
 
 
 def ptr(a):
@@ -193,18 +251,19 @@ def ptr(a):
 
 def quantize(x, fmt, round="rne", saturate=False, ftz=False, daz=False, seed=0, stream=0, sr_bits=0,
              index0=0, flags=False, dtype=None, out=None):
-    """Codes of fmt for every element of x (float32, float64, float16 or
-    ml_dtypes.bfloat16, any shape, C-contiguous), as exmy_quantize: element i
-    (C order) uses counter index0 + i for stochastic rounding.  Codes come as
-    the smallest unsigned dtype holding them; dtype="ml_dtypes" (or an ml_dtypes
-    type) views them as ml_dtypes' type of the format.  flags=True returns
-    (codes, Flags).  out: a C-contiguous array of x's shape and the codes'
-    width to write into (no allocation), returned."""
+    """Codes of fmt for every element of x (float32, float64, float16,
+    ml_dtypes.bfloat16, or ml_dtypes' float8/float6/float4 types, whose
+    elements are values in their own format: e4m3fn -> e5m2 requantizes; any
+    shape and layout, copied to C order when needed), as exmy_quantize:
+    element i (C order) uses counter index0 + i for stochastic rounding.
+    Codes come as the smallest unsigned dtype holding them; dtype="ml_dtypes"
+    (or ml_dtypes' type of fmt) views them as ml_dtypes' type of the format.
+    flags=True returns (codes, Flags).  out: a C-contiguous array of x's shape
+    and the codes' width to write into (no allocation), returned."""
     f = as_format(fmt)
     x = as_array(x)
-    st = src_type(x)
-    contiguous(x)
     r = rounding(round, saturate, ftz, daz, seed, stream, sr_bits)
+    x, st = source(x, daz)
     out_view = _code_view(f, dtype)
     if out is None:
         codes = np.empty(x.shape, dtype=f.code_dtype)
@@ -234,8 +293,12 @@ def _code_view(f, dtype):
             raise TypeError("exmy: ml_dtypes has no type for format %s%s" %
                             (f.name, "" if ml_dtypes is not None else " (ml_dtypes is not installed)"))
         return t
+    if dtype_name(dtype) is None:
+        raise TypeError("exmy: dtype=%r: a numpy dtype (an unsigned type of the codes' width, or ml_dtypes' type "
+                        "of the format), or 'ml_dtypes'" % (dtype,))
     t = np.dtype(dtype)
-    if t.itemsize != f.code_bytes or t.kind not in "uV" and t != f.ml_dtype:
+    vf = value_format(t)
+    if vf is not None and vf != f or vf is None and t.kind != "u" or t.itemsize != f.code_bytes:
         raise TypeError("exmy: dtype %s cannot hold %s codes (%d bytes)" % (t, f.name, f.code_bytes))
     return t
 
@@ -243,30 +306,31 @@ def _code_view(f, dtype):
 def _codes_in(codes, f):
     if not isinstance(codes, np.ndarray):
         raise TypeError("exmy: expected a numpy array of codes, not %s" % type(codes).__name__)
-    if codes.dtype.itemsize != f.code_bytes or codes.dtype.kind == "f" and codes.dtype != f.ml_dtype:
+    if codes.dtype.itemsize != f.code_bytes or codes.dtype.kind not in "uVf":
         raise TypeError("exmy: codes of dtype %s are not %s codes (%s, or ml_dtypes' type of it)" %
                         (codes.dtype, f.name, f.code_dtype))
-    if codes.dtype.kind not in "uVf":
+    if codes.dtype.kind == "V" and value_format(codes.dtype) is None:
         raise TypeError("exmy: codes of dtype %s: expected an unsigned integer type" % codes.dtype)
-    contiguous(codes, "codes array")
-    return codes
+    return contiguous(codes)
 
 
 def decode(codes, fmt, dtype=np.float32):
-    """Values of codes (unsigned ints of the format's width, or ml_dtypes' type):
+    """Values of codes (unsigned ints of the format's width, any layout):
     float64 exactly, or float32 rounded to nearest even (exact whenever the
-    format fits binary32)."""
+    format fits binary32).  A float array (float32, ml_dtypes.float8_e4m3fn,
+    ...) holds values, not codes: those of fmt's own type are its codes;
+    any other's are requantized to fmt (round to nearest even, no
+    saturation: exmy.cast)."""
     f = as_format(fmt)
-    codes = _codes_in(codes, f)
+    codes = as_array(codes)
     dt = np.dtype(dtype)
-    out = np.empty(codes.shape, dtype=dt)
-    if dt == np.float64:
-        lib.exmy_decode_f64(ctypes.byref(f._f), ptr(codes), codes.size, ptr(out))
-    elif dt == np.float32:
-        lib.exmy_decode_f32(ctypes.byref(f._f), ptr(codes), codes.size, ptr(out))
-    else:
+    if dt not in (np.float32, np.float64):
         raise TypeError("exmy: decode to %s: accepted float32, float64" % dt)
-    return out
+    vf = value_format(codes.dtype)
+    if vf is not None and vf != f:
+        return cast(codes, f, dtype=dt)
+    codes = _codes_in(codes, f)
+    return values(codes, f, dt)
 
 
 def cast(x, fmt, round="rne", saturate=False, ftz=False, daz=False, seed=0, stream=0, sr_bits=0, index0=0,
@@ -274,6 +338,9 @@ def cast(x, fmt, round="rne", saturate=False, ftz=False, daz=False, seed=0, stre
     """Fake-quant: decode(quantize(x, fmt, ...)).  The result is float64 for
     float64 input, else float32 (dtype= picks one of the two)."""
     x = as_array(x)
+    if dtype is not None and np.dtype(dtype) not in (np.float32, np.float64):
+        raise TypeError("exmy: cast to %s: accepted float32, float64 (quantize's dtype= gives a format's own type)"
+                        % np.dtype(dtype))
     q = quantize(x, fmt, round, saturate, ftz, daz, seed, stream, sr_bits, index0, flags)
     codes, fl = q if flags else (q, None)
     if dtype is None:

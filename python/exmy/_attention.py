@@ -90,7 +90,7 @@ class _MatmulFn(torch.autograd.Function):
         ctx.run, ctx.sub, ctx.trans = run, sub, (ta, tb)
         ctx.dtypes = (a.dtype, b.dtype)
         ctx.save_for_backward(torch.from_numpy(an), torch.from_numpy(bn))
-        return c.to(torch.promote_types(a.dtype, b.dtype))
+        return c.to(_result_dtype(a, b))
 
     @staticmethod
     @torch.autograd.function.once_differentiable  # the emulated products have no second derivative here
@@ -111,11 +111,26 @@ class _MatmulFn(torch.autograd.Function):
         return ga, gb, None
 
 
+_WIDE = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+def _float_ok(dt):
+    """float32/64/16, bfloat16, or a float8 type (its values widen to float32 exactly)."""
+    return dt in _WIDE or dt.is_floating_point and dt.itemsize == 1 and str(dt).startswith("torch.float8_")
+
+
+def _result_dtype(a, b):
+    """torch.matmul's result type; float8 operands give float32 (a float8 result would round again)."""
+    if a.dtype not in _WIDE or b.dtype not in _WIDE:
+        return torch.float32
+    return torch.promote_types(a.dtype, b.dtype)
+
+
 def _check(a, b, what):
     for t, name in ((a, "first operand"), (b, "second operand")):
         _cpu(t, "%s of %s" % (name, what))
-        if t.dtype not in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
-            raise TypeError("%s: the %s is %s, not a float tensor (float32, float64, float16, bfloat16)" %
+        if not _float_ok(t.dtype):
+            raise TypeError("%s: the %s is %s, not a float tensor (float32, float64, float16, bfloat16, float8)" %
                             (what, name, t.dtype))
         if t.dim() < 2:
             raise ValueError("%s: the %s is %d-D; matrices (..., rows, cols) are needed" % (what, name, t.dim()))
@@ -136,7 +151,7 @@ def _matmul(a, b, run, what="exmy.torch.matmul"):
     count = math.prod(batch)
     a3, b3 = _batch3(a, batch, count), _batch3(b, batch, count)
     if count == 0 or m == 0 or n == 0 or k == 0:  # empty, or empty sums (+0): no GEMM to run
-        return torch.matmul(a3.float(), b3.float()).to(torch.promote_types(a.dtype, b.dtype)).reshape(*batch, m, n)
+        return torch.matmul(a3.float(), b3.float()).to(_result_dtype(a, b)).reshape(*batch, m, n)
     return _MatmulFn.apply(a3, b3, run).reshape(*batch, m, n)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from . import _lib
 from ._lib import lib
-from ._arrays import Format, src_type
+from ._arrays import Format, source
 
 _DBL = ctypes.POINTER(ctypes.c_double)
 # D's codes viewed as numpy's own float type of d_fmt (the view is the value, no rounding)
@@ -50,16 +50,17 @@ def mma_info(instr):
 
 def _values(x, what, shape_1d):
     """x as a C-contiguous float64 matrix of its exact values (float32, float64,
-    float16, ml_dtypes.bfloat16: every one widens to float64 exactly)."""
+    float16, ml_dtypes.bfloat16 and float8/6/4 types: every one widens to
+    float64 exactly)."""
     if isinstance(x, np.generic):
         x = np.asarray(x)
     if not isinstance(x, np.ndarray):
         raise TypeError("exmy: mma: %s: expected a numpy array, not %s" % (what, type(x).__name__))
     try:
-        src_type(x)
+        x = source(x)[0]
     except TypeError:
         raise TypeError("exmy: mma: %s: dtype %s is not a float array (accepted: float32, float64, float16, "
-                        "bfloat16)" % (what, x.dtype)) from None
+                        "bfloat16, ml_dtypes' float8/6/4 types)" % (what, x.dtype)) from None
     if x.ndim == 1:
         x = x.reshape(shape_1d(x.size))
     if x.ndim != 2:

@@ -7,7 +7,7 @@ import numpy as np
 
 from . import _lib
 from ._lib import lib
-from ._arrays import as_format, rounding, ptr, contiguous, _code_view, _codes_in, Flags
+from ._arrays import as_format, rounding, ptr, source, Flags
 
 _KINDS = ["none", "current", "delayed", "block", "mx", "mx:ocp", "nvfp4"]
 
@@ -78,13 +78,16 @@ class RecipeState:
 
 def _matrix(x, what="x"):
     """x as a float32 rows x cols matrix as quantize-tensor reads it (1-D: 1 x n;
-    N-D: the last axis is columns; float64 rounded to float32)."""
+    N-D: the last axis is columns; float64 rounded to float32; float16,
+    bfloat16 and ml_dtypes' float8/6/4 types widened exactly; any layout)."""
     if not isinstance(x, np.ndarray):
         raise TypeError("exmy: %s: expected a numpy array, not %s" % (what, type(x).__name__))
-    if x.dtype not in (np.float32, np.float64):
-        raise TypeError("exmy: %s: dtype %s is not a float tensor (accepted: float32, float64)" % (what, x.dtype))
-    contiguous(x, what)
-    if x.dtype == np.float64:
+    try:
+        x = source(x)[0]
+    except TypeError:
+        raise TypeError("exmy: %s: dtype %s is not a float tensor (accepted: float32, float64, float16, bfloat16, "
+                        "ml_dtypes' float8/6/4 types)" % (what, x.dtype)) from None
+    if x.dtype != np.float32:  # float64 rounds (as quantize-tensor reads it); the narrower types widen exactly
         x = x.astype(np.float32)
     cols = x.shape[-1] if x.ndim else 1
     rows = x.size // cols if cols else 0

@@ -53,8 +53,11 @@ _SIGS = {
     "exmy_xp_end_step": (None, [ctypes.c_void_p]),
     "exmy_xp_stats_write": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_long, ctypes.c_char_p, ctypes.c_char_p,
                                            ctypes.c_char_p, _sz]),
-    "exmy_xp_recipe_state": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, _fp, _fp,
+    "exmy_xp_recipe_state": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, _fp, _fp, _fp,
                                             P(ctypes.c_long), _fp, ctypes.c_int, ctypes.c_char_p, _sz]),
+    "exmy_xp_recipe_state_set": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_float,
+                                                ctypes.c_float, ctypes.c_float, ctypes.c_long, _fp, ctypes.c_int,
+                                                ctypes.c_char_p, _sz]),
     "exmy_xp_layer_prec": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, _sz]),
 }
 for _n, (_r, _a) in _SIGS.items():
@@ -128,16 +131,30 @@ class Engine:
                    err, OSError)
 
     def recipe_state(self, lin, kind):
-        """Delayed-scaling state of layer lin's tensor kind: dict(scale, scale_inv, steps, history)."""
+        """Delayed-scaling state of layer lin's tensor kind: dict(scale, scale_inv, fmax, steps, history)."""
         k = KINDS.index(kind) if isinstance(kind, str) else int(kind)
-        s, si, st = ctypes.c_float(), ctypes.c_float(), ctypes.c_long()
+        s, si, fm, st = ctypes.c_float(), ctypes.c_float(), ctypes.c_float(), ctypes.c_long()
         hist = np.zeros(4096, np.float32)
         err = _lib.errbuf()
-        n = xlib.exmy_xp_recipe_state(self._h, lin, k, ctypes.byref(s), ctypes.byref(si), ctypes.byref(st),
-                                      hist.ctypes.data_as(_fp), hist.size, err, _lib.ERRLEN)
+        n = xlib.exmy_xp_recipe_state(self._h, lin, k, ctypes.byref(s), ctypes.byref(si), ctypes.byref(fm),
+                                      ctypes.byref(st), hist.ctypes.data_as(_fp), hist.size, err, _lib.ERRLEN)
         if n < 0:
             raise ValueError(err.value.decode())
-        return {"scale": s.value, "scale_inv": si.value, "steps": st.value, "history": hist[:min(n, hist.size)].copy()}
+        if n > hist.size:
+            hist = np.zeros(n, np.float32)
+            xlib.exmy_xp_recipe_state(self._h, lin, k, ctypes.byref(s), ctypes.byref(si), ctypes.byref(fm),
+                                      ctypes.byref(st), hist.ctypes.data_as(_fp), hist.size, err, _lib.ERRLEN)
+        return {"scale": s.value, "scale_inv": si.value, "fmax": fm.value, "steps": st.value,
+                "history": hist[:n].copy()}
+
+    def set_recipe_state(self, lin, kind, state):
+        """Put back what recipe_state returned (the same layer's precision: the history length must agree)."""
+        k = KINDS.index(kind) if isinstance(kind, str) else int(kind)
+        hist = np.ascontiguousarray(state["history"], np.float32)
+        err = _lib.errbuf()
+        _lib.check(xlib.exmy_xp_recipe_state_set(self._h, lin, k, float(state["scale"]), float(state["scale_inv"]),
+                                                 float(state["fmax"]), int(state["steps"]), hist.ctypes.data_as(_fp),
+                                                 hist.size, err, _lib.ERRLEN), err)
 
     def layer_prec(self, lin):
         buf = ctypes.create_string_buffer(2048)

@@ -5,10 +5,14 @@ engine's xp_matmul with `exmy train`'s precision grammar.
 GPU tensors are refused with a ValueError (exmy emulates on the CPU; move
 them with .cpu()): nothing is moved behind the caller's back.
 """
+import fnmatch
 import os
+import warnings
+import weakref
 
 import numpy as np
 import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from . import _arrays, _tensor
 from ._arrays import Format, Flags
@@ -17,7 +21,8 @@ from ._torchio import _cpu, _to_numpy
 from . import _attention
 from ._attention import matmul
 
-__all__ = ["quantize", "cast", "fake_quant", "FakeQuant", "matmul", "patch", "ExmyLinear", "Patched"]
+__all__ = ["quantize", "cast", "fake_quant", "FakeQuant", "Quantizer", "matmul", "patch", "unpatch", "ExmyLinear",
+           "Patched"]
 
 
 def _codes_tensor(c):
@@ -27,40 +32,164 @@ def _codes_tensor(c):
     return torch.from_numpy(c.view({2: np.int16, 4: np.int32, 8: np.int64}[c.dtype.itemsize]))
 
 
-def quantize(t, fmt, **kw):
-    """Codes of fmt for a CPU float tensor (exmy.quantize's keywords): uint8
-    for formats of up to 8 bits, else the signed torch type of the code width
-    holding the same bits.  flags=True returns (codes, Flags)."""
-    kw.pop("dtype", None)
-    r = _arrays.quantize(_to_numpy(t), fmt, **kw)
+def _codes_as(c, f, dtype):
+    """The codes tensor as dtype: PyTorch's float8 type of f (the same bits),
+    or an integer type of the codes' width; None: _codes_tensor's."""
+    t = _codes_tensor(c)
+    if dtype is None:
+        return t
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError("exmy.torch: dtype=%r: a torch.dtype" % (dtype,))
+    if dtype.is_floating_point:
+        name = str(dtype).partition(".")[2]
+        if _arrays.DTYPE_FORMATS.get(name) is None or Format(dtype) != f:
+            raise TypeError("exmy.torch: dtype %s does not hold %s values (its format: %s)" %
+                            (dtype, f.name, _arrays.DTYPE_FORMATS.get(name, "none")))
+    elif dtype.is_complex or dtype == torch.bool or dtype.itemsize != f.code_bytes:
+        raise TypeError("exmy.torch: dtype %s cannot hold %s codes (%d bytes)" % (dtype, f.name, f.code_bytes))
+    return t.view(dtype)
+
+
+def quantize(t, fmt, dtype=None, **kw):
+    """Codes of fmt for a CPU float tensor (float32, float64, float16,
+    bfloat16, or float8: values in their own format, requantized), with
+    exmy.quantize's keywords: uint8 for formats of up to 8 bits, else the
+    signed torch type of the code width holding the same bits; dtype= a
+    PyTorch float8 type of fmt (torch.float8_e4m3fn: a float8 tensor whose
+    bits are the codes) or an integer type of the codes' width.  flags=True
+    returns (codes, Flags)."""
+    f = _arrays.as_format(fmt)
+    r = _arrays.quantize(_to_numpy(t), f, **kw)
     if kw.get("flags"):
-        return _codes_tensor(r[0]), r[1]
-    return _codes_tensor(r)
+        return _codes_as(r[0], f, dtype), r[1]
+    return _codes_as(r, f, dtype)
 
 
-def cast(t, fmt, **kw):
-    """decode(quantize(t)): float64 for float64 tensors, else float32 (exact for formats that fit)."""
-    r = _arrays.cast(_to_numpy(t), fmt, **kw)
+_CAST_DTYPES = {torch.float32: np.float32, torch.float64: np.float64}
+
+
+def cast(t, fmt, dtype=None, **kw):
+    """decode(quantize(t)): float64 for float64 tensors, else float32 (exact
+    for formats that fit); dtype= torch.float32 or torch.float64, or
+    PyTorch's float8 type of fmt (the same values in that type)."""
+    f = _arrays.as_format(fmt)
+    if dtype is not None and dtype not in _CAST_DTYPES:
+        if isinstance(dtype, torch.dtype) and dtype.is_floating_point and dtype.itemsize == 1:
+            return quantize(t, f, dtype=dtype, **kw)
+        raise TypeError("exmy.torch: cast to %s: accepted torch.float32, torch.float64, or PyTorch's float8 type "
+                        "of the format" % (dtype,))
+    r = _arrays.cast(_to_numpy(t), f, dtype=_CAST_DTYPES.get(dtype), **kw)
     if kw.get("flags"):
         return torch.from_numpy(r[0]), r[1]
     return torch.from_numpy(r)
 
 
+_CAST_KEYS = ("round", "saturate", "ftz", "daz", "seed", "stream", "sr_bits", "index0")
+
+
+def _cast_spec(spec, what, kw=None):
+    """(Format, exmy.cast keywords) of a fake-quant direction: a format (a
+    name, an exmy.Format, a dtype) or a dict of "fmt" and exmy.cast's
+    rounding keywords; kw adds keywords."""
+    if isinstance(spec, dict):
+        kw = dict(spec, **(kw or {}))
+        if "fmt" not in kw:
+            raise TypeError("exmy.torch: %s=%r: a dict needs 'fmt'" % (what, spec))
+        spec = kw.pop("fmt")
+    else:
+        kw = dict(kw or {})
+    bad = sorted(set(kw) - set(_CAST_KEYS))
+    if bad:
+        raise TypeError("exmy.torch: %s: unknown keyword%s %s (accepted: %s)" %
+                        (what, "s" if len(bad) > 1 else "", ", ".join(bad), ", ".join(_CAST_KEYS)))
+    _arrays.rounding(**{k: v for k, v in kw.items() if k != "index0"})  # bad values raise here, not in backward
+    return _arrays.as_format(spec), kw
+
+
+def _stochastic(kw):
+    return _arrays.rounding(kw.get("round", "rne")).mode == _arrays.rounding("sr").mode
+
+
+def _fresh_seed(kw):
+    """Stochastic rounding without a seed: one drawn from PyTorch's default
+    generator, so calls do not repeat a rounding and torch.manual_seed makes
+    a run repeatable; an explicit seed is kept (the same rounding each call)."""
+    if "seed" not in kw and _stochastic(kw):
+        kw = dict(kw, seed=int(torch.randint(0, 2 ** 62, (1,)).item()))
+    return kw
+
+
 class FakeQuant(torch.autograd.Function):
-    """Straight-through fake quantization: forward cast, backward the gradient unchanged."""
+    """Fake quantization: forward cast to fmt with kw (exmy.cast's keywords);
+    backward the gradient unchanged (straight through), or, with bwd =
+    (Format, kw), cast to its own format and rounding."""
 
     @staticmethod
-    def forward(ctx, x, fmt, kw):
+    def forward(ctx, x, fmt, kw, bwd=None):
+        ctx.bwd = bwd
         return cast(x, fmt, **kw).to(x.dtype)
 
     @staticmethod
     def backward(ctx, g):
-        return g, None, None
+        if ctx.bwd is not None:
+            f, kw = ctx.bwd
+            g = cast(g, f, **kw).to(g.dtype)
+        return (g,) + (None,) * (len(ctx.needs_input_grad) - 1)
 
 
-def fake_quant(x, fmt, **kw):
-    """FakeQuant.apply(x, fmt, kw): differentiable with the straight-through estimator."""
-    return FakeQuant.apply(x, fmt, kw)
+def fake_quant(x, fmt=None, bwd=None, *, fwd=None, **kw):
+    """Differentiable fake quantization (QPyTorch's quantizer): the forward
+    is exmy.cast(x, fwd) (fwd, or fmt, with the keywords kw: round=,
+    saturate=, seed=, ...), the backward passes the gradient straight
+    through (bwd=None) or casts it with bwd, its own format and rounding.
+    fwd and bwd: a format, or a dict {"fmt": ..., "round": ..., ...} of
+    exmy.cast's keywords.  Stochastic rounding without a seed draws one
+    from PyTorch's default generator on every call (and for every
+    backward), so repeated calls do not repeat the rounding; an explicit
+    seed repeats it.  The result has x's dtype."""
+    if (fmt is None) == (fwd is None):
+        raise TypeError("exmy.torch.fake_quant: give the forward format once: fmt (positional) or fwd=")
+    f, fkw = _cast_spec(fwd if fwd is not None else fmt, "fwd", kw)
+    b = None
+    if bwd is not None:
+        bf, bkw = _cast_spec(bwd, "bwd")
+        b = (bf, _fresh_seed(bkw))
+    return FakeQuant.apply(x, f, _fresh_seed(fkw), b)
+
+
+class Quantizer(torch.nn.Module):
+    """fake_quant as a module with a counter: call number c rounds the
+    forward with stochastic-rounding stream 2c and the backward with 2c + 1
+    under one seed, so no two calls (nor the two directions) share a
+    rounding, and a run is repeatable.  The counter is a buffer: it is in
+    the module's state_dict (a resumed run continues the streams).  fwd and
+    bwd as fake_quant's (their "stream" is set here)."""
+
+    def __init__(self, fwd, bwd=None, seed=0):
+        super().__init__()
+        self.fwd = _cast_spec(fwd, "fwd")
+        self.bwd = None if bwd is None else _cast_spec(bwd, "bwd")
+        for f, kw in filter(None, (self.fwd, self.bwd)):
+            if "stream" in kw or "seed" in kw:
+                raise TypeError("exmy.torch.Quantizer: the seed is Quantizer's and the stream its counter's")
+        self.seed = _arrays.rounding(seed=seed).seed
+        self.register_buffer("calls", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x):
+        c = int(self.calls)
+        self.calls += 1
+        f, kw = self.fwd
+        fkw = dict(kw, seed=self.seed, stream=2 * c)
+        b = None
+        if self.bwd is not None:
+            b = (self.bwd[0], dict(self.bwd[1], seed=self.seed, stream=2 * c + 1))
+        return FakeQuant.apply(x, f, fkw, b)
+
+    def extra_repr(self):
+        out = "fwd=%s" % self.fwd[0].name
+        if self.bwd is not None:
+            out += ", bwd=%s" % self.bwd[0].name
+        return out + ", seed=%d" % self.seed
 
 
 # ---- patch: nn.Linear through the engine's GEMMs -------------------------------
@@ -95,7 +224,8 @@ class _LinearFn(torch.autograd.Function):
 
 class ExmyLinear(torch.nn.Module):
     """nn.Linear whose three GEMMs run through exmy (the engine's xp_matmul):
-    the original layer's weight and bias Parameters, unchanged."""
+    the original layer's weight and bias Parameters, unchanged.  The
+    original module is kept (not as a submodule) for unpatch()."""
 
     def __init__(self, linear, patched, lin, name):
         super().__init__()
@@ -103,11 +233,17 @@ class ExmyLinear(torch.nn.Module):
         self.weight = linear.weight
         self.bias = linear.bias
         self.lin, self.name = lin, name
+        self.train(linear.training)
         object.__setattr__(self, "_patched", patched)  # not a submodule
+        object.__setattr__(self, "_original", linear)  # nor this: unpatch() puts it back
 
     def forward(self, x):
         _cpu(x, "input of layer '%s'" % self.name)
         _cpu(self.weight, "weight of layer '%s'" % self.name)
+        p = self._patched
+        p._ran = True
+        if p.msamp and self.weight.requires_grad:
+            _hook_fp8_grad(self.weight)
         shape = x.shape
         x2 = x.reshape(-1, self.in_features)
         y = _LinearFn.apply(x2, self.weight, self).to(x.dtype)
@@ -115,25 +251,61 @@ class ExmyLinear(torch.nn.Module):
             y = y + self.bias
         return y.reshape(*shape[:-1], self.out_features)
 
+    def unpatched(self):
+        """The original nn.Linear (or subclass) with this layer's current weight and bias."""
+        m = self._original
+        m.weight, m.bias = self.weight, self.bias
+        m.train(self.training)
+        return m
+
     def extra_repr(self):
         return "in_features=%d, out_features=%d, lin=%d (%s)" % (self.in_features, self.out_features, self.lin,
                                                                  self.name)
+
+
+_KINDS = ("input", "weight", "grad")
 
 
 class Patched:
     """What patch() returns: the engine context of the patched layers.  Call
     step() after each optimizer step (delayed scaling rolls its histories,
     statistics are written, the step counter that keys stochastic rounding
-    advances)."""
+    advances).  state_dict()/load_state_dict() hold that state (the step
+    counter, each layer's amax histories and scales) for checkpoints; a
+    pickled or deep-copied patched model carries it too, with an engine of
+    its own (the engine's native handle is never pickled)."""
 
-    def __init__(self, engine, names, stats_every, out_dir):
-        self.engine, self.names = engine, names
-        self.stats_every, self.out_dir = stats_every, out_dir
+    def __init__(self, model, names, keys, stats_every, out_dir, attn, msamp):
+        self._model, self.names, self.keys = model, names, keys
+        self.stats_every, self.out_dir, self.attn, self.msamp = stats_every, out_dir, attn, msamp
         self.step_index = 0
-        self.attn_run = None  # patch(attn=...): where the forward's attention matmuls run
         if out_dir and stats_every:
             os.makedirs(out_dir, exist_ok=True)
+        self._start(0)
+
+    def _start(self, attn_sub):
+        """A new engine over names and keys (patch, unpickling), at step_index."""
+        from ._xp import Engine
+        self.engine = Engine(self.names, self.keys)
+        self.attn_run = _attention._Run(self.engine) if self.attn is not None else None  # patch(attn=...)
+        self._ran, self._opt_steps, self._warned = False, 0, False  # for _after_optimizer_step
+        self.delayed = any("/delayed" in self.layer_prec(i) for i in range(len(self.names)))
+        if self.delayed:
+            _watch(self)
         self._begin()
+        if self.attn_run:
+            self.attn_run.sub = attn_sub
+
+    def __getstate__(self):
+        d = {k: v for k, v in self.__dict__.items() if k not in ("engine", "attn_run")}
+        d["_state"] = self.state_dict()
+        return d
+
+    def __setstate__(self, d):
+        state = d.pop("_state")
+        self.__dict__.update(d)
+        self._start(0)
+        self.load_state_dict(state)
 
     def _collect(self):
         return bool(self.stats_every) and self.step_index % self.stats_every == 0
@@ -149,41 +321,155 @@ class Patched:
             self.engine.stats_write(self.step_index, os.path.join(self.out_dir, "stats.csv"),
                                     os.path.join(self.out_dir, "stats.jsonl"))
         self.step_index += 1
+        self._ran, self._opt_steps = False, 0
         self._begin()
+
+    def _index(self, layer):
+        return self.names.index(layer) if isinstance(layer, str) else int(layer)
 
     def recipe_state(self, layer, kind):
         """Delayed-scaling state of a layer (name or index) and tensor kind (input, weight, grad)."""
-        lin = self.names.index(layer) if isinstance(layer, str) else int(layer)
-        return self.engine.recipe_state(lin, kind)
+        return self.engine.recipe_state(self._index(layer), kind)
 
     def layer_prec(self, layer):
-        lin = self.names.index(layer) if isinstance(layer, str) else int(layer)
-        return self.engine.layer_prec(lin)
+        return self.engine.layer_prec(self._index(layer))
+
+    def state_dict(self):
+        """The scaling state a resumed run needs, in types torch.save and
+        torch.load(weights_only=True) take: the step counter (it keys
+        stochastic rounding and the statistics), the attention problem
+        counter within the step, and per layer and tensor kind the delayed
+        recipe's scale, scale_inv, fmax, steps and amax history."""
+        layers = {}
+        for i, name in enumerate(self.names):
+            layers[name] = {}
+            for kind in _KINDS:
+                st = self.engine.recipe_state(i, kind)
+                layers[name][kind] = {"scale": float(st["scale"]), "scale_inv": float(st["scale_inv"]),
+                                      "fmax": float(st["fmax"]), "steps": int(st["steps"]),
+                                      "history": torch.from_numpy(st["history"])}
+        return {"step": self.step_index, "attn_sub": self.attn_run.sub if self.attn_run else 0,
+                "prec": [self.layer_prec(i) for i in range(len(self.names))], "layers": layers}
+
+    def load_state_dict(self, state):
+        """Put back what state_dict() returned, into a patch of the same
+        layers with the same precisions (ValueError otherwise)."""
+        if not isinstance(state, dict) or not {"step", "layers", "prec"} <= set(state):
+            raise TypeError("exmy.torch: load_state_dict: expected a dict from Patched.state_dict()")
+        if list(state["layers"]) != list(self.names):
+            raise ValueError("exmy.torch: load_state_dict: the state is of layers %s, this patch's are %s" %
+                             (list(state["layers"]), self.names))
+        mine = [self.layer_prec(i) for i in range(len(self.names))]
+        for name, a, b in zip(self.names, state["prec"], mine):
+            if a != b:
+                raise ValueError("exmy.torch: load_state_dict: layer '%s' was %s, here it is %s" % (name, a, b))
+        for i, name in enumerate(self.names):
+            for kind in _KINDS:
+                st = dict(state["layers"][name][kind])
+                h = st["history"]
+                st["history"] = h.numpy() if isinstance(h, torch.Tensor) else np.asarray(h, np.float32)
+                self.engine.set_recipe_state(i, kind, st)
+        self.step_index = int(state["step"])
+        self._ran, self._opt_steps = False, 0
+        self._begin()
+        if self.attn_run:
+            self.attn_run.sub = int(state.get("attn_sub", 0))
+
+    def unpatch(self):
+        """exmy.torch.unpatch(the model this patch was applied to)."""
+        unpatch(self._model)
+
+    def _optimizer_stepped(self):
+        """After any optimizer's step: two steps of an optimizer while this
+        patch's layers ran and step() was not called means a delayed recipe
+        that never advances (its scale stays 1): warned once."""
+        if not self._ran or self._warned:
+            return
+        self._opt_steps += 1
+        if self._opt_steps >= 2:
+            self._warned = True
+            warnings.warn("exmy.torch: a patched model with delayed scaling ran through %d optimizer steps without "
+                          "Patched.step(): its amax histories never roll and every scale stays %g; call p.step() "
+                          "after each optimizer step" % (self._opt_steps, self.recipe_state(0, "input")["scale"]),
+                          RuntimeWarning, stacklevel=3)
 
 
-def _linears(model):
-    """(name, module, parent, attr) of every nn.Linear called as a module, in
-    registration order (depth first: the order `first`, `last` and indices
-    refer to).  nn.MultiheadAttention's out_proj is read, not called: left
-    as it is."""
+_watched = weakref.WeakSet()  # live patches with delayed recipes (the step() warning)
+_opt_hook = []
+
+
+def _after_optimizer_step(optimizer, args, kwargs):
+    for p in list(_watched):
+        p._optimizer_stepped()
+
+
+def _watch(p):
+    _watched.add(p)
+    if not _opt_hook:
+        _opt_hook.append(register_optimizer_step_post_hook(_after_optimizer_step))
+
+
+def _fqn_filter(filter_fn):
+    """filter_fn as a callable (module, fqn) -> bool: a callable as it is
+    (torchao's module_filter_fn), a glob or a list of globs on the name."""
+    if filter_fn is None or callable(filter_fn):
+        return filter_fn
+    globs = [filter_fn] if isinstance(filter_fn, str) else list(filter_fn)
+    if not globs or not all(isinstance(g, str) for g in globs):
+        raise TypeError("exmy.torch.patch: filter_fn must be a callable (module, fqn) -> bool, a glob or a list of "
+                        "globs")
+    return lambda mod, fqn: any(fnmatch.fnmatchcase(fqn, g) for g in globs)
+
+
+def _linears(model, keep):
+    """(name, module, parent, attr) of every nn.Linear called as a module
+    that keep(module, name) accepts, in registration order (depth first:
+    the order `first`, `last` and indices refer to).  nn.MultiheadAttention's
+    out_proj is read, not called: left as it is.  A subclass that overrides
+    forward is refused (its forward would be lost); one that does not is
+    patched."""
     out, skip = [], []
     for name, mod in model.named_modules():
         if any(name.startswith(s + ".") for s in skip):
             continue
         if isinstance(mod, torch.nn.MultiheadAttention):
             skip.append(name)
-        elif type(mod) is torch.nn.Linear:
+        elif isinstance(mod, ExmyLinear):
+            raise ValueError("exmy.torch.patch: layer '%s' is already patched (by a patch of another module): "
+                             "unpatch that first" % name)
+        elif isinstance(mod, torch.nn.Linear):
+            if keep is not None and not keep(mod, name):
+                continue
+            if type(mod).forward is not torch.nn.Linear.forward:
+                raise ValueError("exmy.torch.patch: layer '%s' is a %s, an nn.Linear subclass with its own "
+                                 "forward, which patching would drop: leave it out with filter_fn" %
+                                 (name, type(mod).__name__))
             parent_name, _, attr = name.rpartition(".")
             out.append((name, mod, model.get_submodule(parent_name) if parent_name else model, attr))
     return out
 
 
-def _hook_attention(model, run):
+class _AttnEnter:
+    """The patched model's forward pre-hook (patch(attn=...)): picklable."""
+
+    def __init__(self, patched):
+        self.patched = patched
+
+    def __call__(self, mod, args):
+        _attention.enter(self.patched.attn_run)
+
+
+class _AttnLeave(_AttnEnter):
+    def __call__(self, mod, args, out):
+        _attention.leave(self.patched.attn_run)
+
+
+def _hook_attention(model, p):
     """While model's forward runs on a thread, the SDPA calls made on that
-    thread go through run (a forward pre-hook installs, a post-hook that
-    runs even when the forward raises restores)."""
-    model.register_forward_pre_hook(lambda mod, args: _attention.enter(run))
-    model.register_forward_hook(lambda mod, args, out: _attention.leave(run), always_call=True)
+    thread go through p's attention run (a forward pre-hook installs, a
+    post-hook that runs even when the forward raises restores)."""
+    model.register_forward_pre_hook(_AttnEnter(p))
+    model.register_forward_hook(_AttnLeave(p), always_call=True)
 
 
 def _fp8_weight_grad(w):
@@ -196,11 +482,47 @@ def _fp8_weight_grad(w):
     g.copy_(torch.from_numpy(q.dequant().reshape(g.shape)))
 
 
+def _hook_fp8_grad(w):
+    """_fp8_weight_grad on w once (weights shared by layers too): registered
+    at the forward, so a copied or unpickled model (PyTorch does not keep
+    tensor hooks there) has it as well."""
+    hooks = getattr(w, "_post_accumulate_grad_hooks", None) or {}
+    if not any(h is _fp8_weight_grad for h in hooks.values()):
+        w.register_post_accumulate_grad_hook(_fp8_weight_grad)
+
+
+def unpatch(model):
+    """Undo patch(model): every ExmyLinear goes back to the nn.Linear (or
+    subclass) it replaced, with the same weight and bias Parameters; the
+    attention hooks and MS-AMP's gradient hooks are removed.  Returns the
+    model.  ValueError when model is not patched."""
+    p = getattr(model, "_exmy", None)
+    if not isinstance(p, Patched):
+        raise ValueError("exmy.torch.unpatch: the model is not patched (no exmy.torch.patch(model) on it)")
+    for name, mod in list(model.named_modules()):
+        if isinstance(mod, ExmyLinear) and mod._patched is p:
+            parent_name, _, attr = name.rpartition(".")
+            parent = model.get_submodule(parent_name) if parent_name else model
+            if p.msamp:
+                hooks = getattr(mod.weight, "_post_accumulate_grad_hooks", None) or {}
+                for k in [k for k, h in hooks.items() if h is _fp8_weight_grad]:
+                    del hooks[k]
+            setattr(parent, attr, mod.unpatched())
+    for hooks in (model._forward_pre_hooks, model._forward_hooks):
+        for k in [k for k, h in hooks.items() if isinstance(h, _AttnEnter) and h.patched is p]:
+            del hooks[k]
+            getattr(model, "_forward_hooks_always_called", {}).pop(k, None)
+    _watched.discard(p)
+    del model._exmy
+    return model
+
+
 def patch(model, prec="hybrid", layer=None, accum=None, seed=0, threads=0, stats_every=0, out_dir=None, attn=None,
-          msamp=0):
+          msamp=0, filter_fn=None):
     """Swap every nn.Linear of model (in place) for an ExmyLinear whose fprop,
     dgrad and wgrad run through the engine with `exmy train`'s grammar:
-    prec="PRESET[;key=value...]" (fp32 bf16 fp16 hybrid or a format;
+    prec="PRESET[;key=value...]" (fp32 bf16 fp16 hybrid mxfp8 mxfp6 mxfp4
+    nvfp4 or a format;
     fmt|round|sat|recipe[.input|.weight|.grad], accum[.fprop|.dgrad|.wgrad]),
     layer={NAME: prec} (NAME: first, last, an index, a module name or a
     glob), accum="MODEL" or {role: MODEL} (appended to prec), seed (keys
@@ -210,10 +532,14 @@ def patch(model, prec="hybrid", layer=None, accum=None, seed=0, threads=0, stats
     model's forward run their Q K^T and P V through exmy.torch.matmul's
     GEMMs; None: left to PyTorch), msamp=1 (`exmy train`'s msamp = 1, MS-AMP
     O1: the patched layers' weight gradients quantized to e4m3fn with a
-    power-of-two per-tensor scale once backward has accumulated them).
-    Returns a Patched; call .step() after
-    each optimizer step.  Bad keys raise ValueError with the engine's
-    message."""
+    power-of-two per-tensor scale once backward has accumulated them),
+    filter_fn (which layers: a callable (module, fqn) -> bool as torchao's
+    module_filter_fn, a glob on the module name or a list of globs; None:
+    all).  nn.Linear subclasses are patched unless they override forward
+    (ValueError: leave them out with filter_fn).  A model already patched
+    is unpatched first (a fresh engine; its scaling state is dropped).
+    Returns a Patched; call .step() after each optimizer step.  Bad keys
+    raise ValueError with the engine's message."""
     if not isinstance(model, torch.nn.Module):
         raise TypeError("exmy.torch.patch: expected a torch.nn.Module, not %s" % type(model).__name__)
     if not isinstance(prec, str):
@@ -223,9 +549,7 @@ def patch(model, prec="hybrid", layer=None, accum=None, seed=0, threads=0, stats
     if msamp not in (0, 1) or isinstance(msamp, bool):
         raise ValueError("exmy.torch.patch: msamp=%r: 0 or 1 (O1, FP8 weight gradients; O2's FP8 optimizer state "
                          "belongs to the optimizer, which is PyTorch's here)" % (msamp,))
-    found = _linears(model)
-    if not found and attn is None:
-        raise ValueError("exmy.torch.patch: the model has no nn.Linear layers")
+    keep = _fqn_filter(filter_fn)
     if isinstance(accum, str):
         prec += ";accum=" + accum
     elif isinstance(accum, dict):
@@ -240,17 +564,17 @@ def patch(model, prec="hybrid", layer=None, accum=None, seed=0, threads=0, stats
         if not isinstance(layer, dict):
             raise TypeError("exmy.torch.patch: layer must be a dict {NAME: prec}")
         keys += [("layer." + str(k), v) for k, v in layer.items()]
-    from ._xp import Engine
+    if isinstance(getattr(model, "_exmy", None), Patched):
+        unpatch(model)
+    found = _linears(model, keep)
+    if not found and attn is None:
+        raise ValueError("exmy.torch.patch: the model has no nn.Linear layers%s" %
+                         (" that filter_fn selects" if keep is not None else ""))
     names = [n for n, _, _, _ in found]
-    eng = Engine(names, keys)
-    p = Patched(eng, names, int(stats_every), out_dir)
+    p = Patched(model, names, keys, int(stats_every), out_dir, attn, msamp)
     for i, (name, mod, parent, attr) in enumerate(found):
         setattr(parent, attr, ExmyLinear(mod, p, i, name))
-    if msamp:
-        for w in {id(m.weight): m.weight for _, m, _, _ in found}.values():
-            w.register_post_accumulate_grad_hook(_fp8_weight_grad)
     if attn is not None:
-        p.attn_run = _attention._Run(eng)
-        _hook_attention(model, p.attn_run)
+        _hook_attention(model, p)
     model._exmy = p
     return p
