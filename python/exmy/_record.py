@@ -117,6 +117,10 @@ def environment(torch=None, device=0):
 
 
 def env_line(env):
+    if "device" not in env:
+        return "no GPU (CPU engines only), torch %s%s, exmy %s" % (
+            env.get("torch", "not installed"), " (CUDA %s build)" % env["cuda"] if env.get("cuda") else "",
+            env.get("exmy"))
     return "%s, sm/arch %s, driver %s, %s, %s, torch %s, exmy %s" % (
         env.get("device", "no device"), env.get("gcn_arch") or env.get("capability", "?"), env.get("driver", "?"),
         "ROCm %s" % env["rocm"] if env.get("rocm") else "CUDA %s" % env.get("cuda"), env.get("blaslt", "?"),
