@@ -99,6 +99,16 @@ class TorchEngine:
                 D = D * 2.0 ** _F16_PRESCALE
         return D.diagonal()[:count].cpu().numpy().astype(np.float32)
 
+    def unavailable(self, fa, fb):
+        """None when this engine runs here (one small GEMM of zeros tried),
+        else why not (this torch has no mm out_dtype, no FP8 on this device)."""
+        z = np.zeros((16, 32), np.uint8)
+        try:
+            self._block(z, z, fa, fb)
+        except Exception as e:  # the library or the device said no
+            return "%s: %s" % (type(e).__name__, (str(e).splitlines() or [""])[0])
+        return None
+
     def __call__(self, a, b, fa, fb):
         out = np.empty(a.shape[0], np.float32)
         for s in range(0, a.shape[0], BLOCK):

@@ -41,12 +41,21 @@ def gpu_or_skip(tool, torch_mod=None, device=0):
     return torch
 
 
+def _loaded(name):
+    """Paths of the shared libraries this process has loaded whose name has name."""
+    try:
+        with open("/proc/self/maps") as fh:
+            return sorted({l.split()[-1] for l in fh if name in l and l.rstrip().endswith(tuple("0123456789o"))})
+    except OSError:
+        return []
+
+
 def _lib_version(patterns, symbol):
-    """Version of a BLAS library that torch loaded, read through ctypes from
-    its own copy (torch's wheel bundles it) or the system's."""
+    """Version of a BLAS library torch uses: the copy this process loaded
+    (after one GEMM on the device), else torch's bundled or the system's."""
     import torch
     dirs = [os.path.dirname(torch.__file__)] + [os.path.dirname(p) for p in sys.path if p]
-    cands = []
+    cands = _loaded(patterns[0].split(".")[0])
     for d in dirs:
         for pat in patterns:
             cands += glob.glob(os.path.join(d, "**", pat), recursive=False)
@@ -107,6 +116,11 @@ def environment(torch=None, device=0):
         env["capability"] = "%d.%d" % torch.cuda.get_device_capability(device)
         env["gcn_arch"] = getattr(p, "gcnArchName", None)
         env["driver"] = _driver()
+        try:  # one small GEMM loads the BLAS libraries the probes will use
+            x = torch.ones(16, 16, dtype=torch.float16, device="cuda:%d" % device)
+            (x @ x).sum().item()
+        except Exception:  # the version is then looked for on disk
+            pass
         if env["rocm"]:
             v, where = _lib_version(["libhipblaslt.so*"], "hipblasLtGetVersion")
             env["blaslt"] = "hipBLASLt %s" % v if v else "hipBLASLt unknown"

@@ -71,7 +71,8 @@ def operand(fmt, pattern, rows, cols, k_axis, rng):
         c[bad] = quantize(np.ones(int(bad.sum()), np.float32), f)
         return c
     if pattern == "tiny":  # subnormals and the smallest normals, either sign
-        return ((rng.integers(0, 2, (rows, cols)) << 7) | rng.integers(0, 2 << f.mbits, (rows, cols))).astype(np.uint8)
+        c = (rng.integers(0, 2, (rows, cols)) << 7) | rng.integers(0, 2 << f.mbits, (rows, cols))
+        return _no_fnuz_nan(c.astype(np.uint8), f)
     e = rng.integers(-3, 4, (rows, cols))
     x = (1 + rng.integers(0, 1024, (rows, cols)) / 1024) * 2.0 ** e * np.where(rng.integers(0, 2, (rows, cols)), -1, 1)
     c = quantize(x.astype(np.float32), f)
@@ -83,6 +84,13 @@ def operand(fmt, pattern, rows, cols, k_axis, rng):
             c[:, 0] = 0
     if pattern == "nan":
         c[rng.integers(0, 997, (rows, cols)) == 0] = f._f.nan_code
+    return _no_fnuz_nan(c, f) if pattern != "nan" else c
+
+
+def _no_fnuz_nan(c, f):
+    """-0's code is NaN in the fnuz formats: make it +0."""
+    if f._f.nan_code == f._f.sign_mask:
+        c[c == f._f.sign_mask] = 0
     return c
 
 
@@ -91,7 +99,7 @@ def make_case(case, rng):
     A = operand(fa, pat, m, k, 1, rng)
     B = operand(fb, "normal" if pat == "cancel" else pat, k, n, 0, rng)
     if pat == "cancel":  # A's odd k negates the even one, B repeats it: the pairs of products cancel
-        A[:, 1::2] = A[:, 0::2] ^ Format(fa)._f.sign_mask
+        A[:, 1::2] = _no_fnuz_nan(A[:, 0::2] ^ np.uint8(Format(fa)._f.sign_mask), Format(fa))
         B[1::2, :] = B[0::2, :]
     sa, sb = (2.0 ** int(rng.integers(-2, 3)) for _ in range(2))
     scale_d = 0.5 if out == "e4m3fn" else 1.0

@@ -206,6 +206,11 @@ def main(argv=None):
         except ValueError as e:
             _record.die(TOOL, "--engine: %s" % e)
         print()
+        why = eng.unavailable(Format(a), Format(b)) if not specs and hasattr(eng, "unavailable") else None
+        if why:  # not on this device or in this torch: said, recorded, not counted
+            print("engine %s, %s x %s: not available here: %s" % (eng.name, a, b, why))
+            results.append(dict(engine=eng.name, a=a, b=b, error="not available here: " + why))
+            continue
         try:
             r = run(eng, a, b)
         except Exception as e:  # one engine failing (not supported here) does not stop the others

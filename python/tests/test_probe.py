@@ -217,6 +217,12 @@ def test_the_16bit_engines_through_a_fake_mm():
     from exmy._probe_torch import TorchEngine
     r = probe.run(TorchEngine("mm-bf16", device="cpu", torch=torch, mm=make_mm("tc:hopper-bf16")))
     assert r["match"] == ["tc:hopper-bf16"], (r["match"], r["nearest"], r["differences"])
+    # a torch without mm's out_dtype: the engine says so before the probe starts
+    e4 = exmy.Format("e4m3fn")
+    old_mm = make_mm("tc:hopper-bf16")
+    why = TorchEngine("mm-bf16", device="cpu", torch=torch, mm=lambda a, b: old_mm(a, b)).unavailable(e4, e4)
+    assert why and "out_dtype" in why, why
+    assert TorchEngine("mm-bf16", device="cpu", torch=torch, mm=old_mm).unavailable(e4, e4) is None
     # fp16 out: A is scaled into fp16's range and back, the 10-bit output shows
     r = probe.run(TorchEngine("mm-fp16-out16", device="cpu", torch=torch, mm=make_mm("tc:hopper-bf16")))
     assert r["complete"] and r["out"] == 10 and r["norm_rne"] == 1 and r["match"] == [], \
@@ -259,6 +265,12 @@ def test_crosscheck_operands_are_what_their_patterns_say():
     A, B, sa, sb, _ = crosscheck.make_case((16, 16, 64, "e4m3fn", "e4m3fn", "f32", "cancel", 1), g)
     P = exmy.decode(A, "e4m3fn")[:, :, None] * exmy.decode(B, "e4m3fn")[None, :, :]
     assert np.all(P[:, 0::2, :] + P[:, 1::2, :] == 0) and sa in (0.25, 0.5, 1, 2, 4)
+    # fnuz formats (MI300): -0's code is NaN there, and no pattern but nan may make one
+    for pat in crosscheck.PATTERNS:
+        if pat == "nan":
+            continue
+        A, B, *_ = crosscheck.make_case((16, 16, 64, "e4m3fnuz", "e5m2fnuz", "f32", pat, 1), g)
+        assert not np.isnan(exmy.decode(A, "e4m3fnuz")).any() and not np.isnan(exmy.decode(B, "e5m2fnuz")).any(), pat
 
 
 # ---- the commands ---------------------------------------------------------
