@@ -27,7 +27,7 @@ import numpy as np
 
 from . import _lib, _probe_c, _record
 from ._lib import lib
-from ._arrays import Format, as_format, decode
+from ._arrays import Format, as_format
 
 K_MAX = 16384
 TOOL = "probe"
