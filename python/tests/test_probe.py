@@ -244,6 +244,15 @@ def test_crosscheck_through_a_fake_scaled_mm():
     assert all(re.search(r"\d+ of \d+ outputs equal", l) for l in log.getvalue().splitlines()), log.getvalue()
     pats = {r["pattern"] for r in rows}
     assert pats == set(crosscheck.PATTERNS), pats
+    # the record a user sends back
+    from exmy import _record
+    t = TempDir()
+    env = _record.environment()
+    j, m = _record.write(dict(tool="exmy.crosscheck", command="python -m exmy.crosscheck", environment=env,
+                              crosscheck=rows), t("rec"), _record.stem("crosscheck", env))
+    assert json.load(open(j))["crosscheck"][0]["equal"] == 256, j
+    md = open(m).read()
+    assert "| 16 x 16 x 16 e4m3fn x e4m3fn -> f32 normal | `tc:hopper` | 256 of 256 |  |" in md, md
     # a device that is not the preset: the differences are counted and the first shown in hex
     rows = crosscheck.check(cases[:8], torch, "cpu", scaled_mm=make_scaled_mm("tc:ada", "tc:ada-fastacc"),
                             sm=90, seed=SEED, file=io.StringIO())
