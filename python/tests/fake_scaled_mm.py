@@ -69,12 +69,15 @@ def make_scaled_mm(model, model_fast):
 
 def make_mm(model):
     """A fake torch.mm for bf16 / fp16 operands (out_dtype float32, or the
-    operands' type as torch.mm gives)."""
-    names = {torch.bfloat16: "bf16", torch.float16: "f16"}
+    operands' type as torch.mm gives), and float32 ones as tf32 (only while
+    torch.backends.cuda.matmul.allow_tf32 is set, as cuBLAS)."""
+    names = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "tf32"}
 
     def mm(a, b, out_dtype=None):
         if a.dtype != b.dtype or a.dtype not in names:
-            raise RuntimeError("mm: bf16 or fp16 operands of one type, not %s, %s" % (a.dtype, b.dtype))
+            raise RuntimeError("mm: bf16, fp16 or float32 operands of one type, not %s, %s" % (a.dtype, b.dtype))
+        if a.dtype == torch.float32 and not torch.backends.cuda.matmul.allow_tf32:
+            raise RuntimeError("mm: the fake does float32 only as tf32 (allow_tf32 is off)")
         out = out_dtype or a.dtype
         A = a.to(torch.float32).numpy()
         B = b.to(torch.float32).contiguous().numpy()

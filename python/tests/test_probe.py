@@ -223,6 +223,11 @@ def test_the_16bit_engines_through_a_fake_mm():
     why = TorchEngine("mm-bf16", device="cpu", torch=torch, mm=lambda a, b: old_mm(a, b)).unavailable(e4, e4)
     assert why and "out_dtype" in why, why
     assert TorchEngine("mm-bf16", device="cpu", torch=torch, mm=old_mm).unavailable(e4, e4) is None
+    # tf32: float32 operands with TF32 allowed for the call only
+    before = torch.backends.cuda.matmul.allow_tf32
+    r = probe.run(TorchEngine("mm-tf32", device="cpu", torch=torch, mm=make_mm("tc:ampere-bf16")))
+    assert r["match"] == ["tc:ampere-bf16"] and torch.backends.cuda.matmul.allow_tf32 == before, \
+        (r["match"], r["nearest"], r["differences"])
     # fp16 out: A is scaled into fp16's range and back, the 10-bit output shows
     r = probe.run(TorchEngine("mm-fp16-out16", device="cpu", torch=torch, mm=make_mm("tc:hopper-bf16")))
     assert r["complete"] and r["out"] == 10 and r["norm_rne"] == 1 and r["match"] == [], \
