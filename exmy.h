@@ -489,6 +489,9 @@ typedef struct exmy_accum {
  * norm=trunc|rne, promote=N (= chunk), zero=N|v1 (tc_zero).  Returns 0, or -1
  * with a one-line error naming the bad text. */
 EXMY_API int exmy_accum_parse(const char *text, exmy_accum *acc, char *err, size_t errlen);
+/* Name i of the tensor-core presets above ("hopper", ...: "tc:" + name
+ * parses), in table order; NULL past the end. */
+EXMY_API const char *exmy_accum_tc_preset_name(size_t i);
 /* The model's canonical text (presets expanded), which exmy_accum_parse reads back. */
 EXMY_API int exmy_accum_to_string(const exmy_accum *acc, char *buf, size_t buflen);
 
@@ -699,6 +702,16 @@ typedef struct exmy_probe_result {
  * gets one line per step.  0, or -1 with err when the engine fails. */
 EXMY_API int exmy_probe_run(const exmy_probe_engine *eng, const exmy_format *fa, const exmy_format *fb, FILE *log,
                    exmy_probe_result *res, char *err, size_t errlen);
+/* Which tensor-core presets (exmy_accum_tc_preset_name) the result is, bit
+ * for bit: g, f, align, out and norm equal, the promotion interval too when
+ * the probe could see it, every product exact, and no confirming dot
+ * product different.  match gets their model texts ("tc:hopper";
+ * space-separated when several give the same answers; "" when none);
+ * nearest the preset with the fewest differences, and diff where the result
+ * differs from it ("f 25, preset 13; promote 0, preset 128"; "" when it
+ * matches).  Returns the number of matching presets. */
+EXMY_API int exmy_probe_match(const exmy_probe_result *res, char *match, size_t matchlen, char *nearest,
+                              size_t nearestlen, char *diff, size_t difflen);
 /* The CPU engine: ctx is a const exmy_accum *, each dot product is a 1 x k x 1
  * exmy_gemm with f32 D. */
 EXMY_API int exmy_probe_model_dot(void *ctx, const exmy_format *fa, const exmy_format *fb, size_t k, size_t count,

@@ -75,6 +75,11 @@ static void print_probe(const exmy_probe_result *r) {
          r->confirm_mismatches);
   if (r->notes[0]) printf("notes:            %s\n", r->notes);
   printf("model:            %s\n", r->complete ? r->accum : "(incomplete)");
+  char match[256], nearest[64], diff[256];
+  if (exmy_probe_match(r, match, sizeof match, nearest, sizeof nearest, diff, sizeof diff))
+    printf("preset:           %s (bit for bit)\n", match);
+  else
+    printf("preset:           no preset matches; nearest %s, differs in: %s\n", nearest, diff);
 }
 
 int cmd_gpu_probe(int argc, char **argv) {

@@ -31,6 +31,8 @@ static const tc_preset tc_presets[] = {
 };
 #define N_PRESETS (sizeof tc_presets / sizeof tc_presets[0])
 
+const char *exmy_accum_tc_preset_name(size_t i) { return i < N_PRESETS ? tc_presets[i].name : NULL; }
+
 static int parse_size(const char *key, const char *v, size_t lo, size_t hi, size_t *out, char *err,
                       size_t errlen) {
   char *end;

@@ -492,3 +492,63 @@ int exmy_probe_model_dot(void *ctx, const exmy_format *fa, const exmy_format *fb
   }
   return 0;
 }
+
+/* ---- which preset the result is ---------------------------------------- */
+
+/* Where res differs from the model acc, as "f 25, preset 13; ..." appended to
+ * buf; returns the number of differences. */
+static int differences(const exmy_probe_result *res, const exmy_accum *acc, char *buf, size_t buflen) {
+  /* what the probe reports for this model (tests/test_gpu_probe.c): a
+   * promotion interval below g cuts every group short and shows as g */
+  const long want_g = acc->chunk && acc->chunk < (size_t)acc->tc_group ? (long)acc->chunk : acc->tc_group;
+  const struct { const char *name; long got, want; int skip; } rows[] = {
+    {"g", res->g, want_g, 0},
+    {"f", res->f, acc->tc_frac, 0},
+    {"align (1 rne)", res->align_rne, acc->tc_align_rne, 0},
+    {"out", res->out, acc->tc_out_frac, 0},
+    {"norm (1 rne)", res->norm_rne, acc->tc_norm_rne, 0},
+    {"promote", (long)res->promote, (long)acc->chunk, res->promote_seen < 0},
+    {"products exact", res->products_exact, 1, 0},
+    {"confirm mismatches", res->confirm_mismatches, 0, 0},
+  };
+  int n = 0;
+  size_t len = buf && buflen ? strlen(buf) : 0;
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    if (rows[i].skip || rows[i].got == rows[i].want) continue;
+    n++;
+    if (buf && len + 1 < buflen)
+      len += (size_t)snprintf(buf + len, buflen - len, "%s%s %ld, preset %ld", n > 1 ? "; " : "", rows[i].name,
+                              rows[i].got, rows[i].want);
+    if (len >= buflen) len = buflen ? buflen - 1 : 0;
+  }
+  return n;
+}
+
+int exmy_probe_match(const exmy_probe_result *res, char *match, size_t matchlen, char *nearest, size_t nearestlen,
+                     char *diff, size_t difflen) {
+  int found = 0, best = -1;
+  size_t best_i = 0, mlen = 0;
+  if (match && matchlen) match[0] = 0;
+  for (size_t i = 0; exmy_accum_tc_preset_name(i); i++) {
+    char text[64];
+    exmy_accum acc;
+    snprintf(text, sizeof text, "tc:%s", exmy_accum_tc_preset_name(i));
+    if (exmy_accum_parse(text, &acc, NULL, 0)) continue;
+    int n = differences(res, &acc, NULL, 0);
+    if (!n) {
+      if (match && mlen + 1 < matchlen) mlen += (size_t)snprintf(match + mlen, matchlen - mlen, "%s%s", found ? " " : "", text);
+      if (mlen >= matchlen) mlen = matchlen ? matchlen - 1 : 0;
+      found++;
+    }
+    if (best < 0 || n < best) { best = n; best_i = i; }
+  }
+  char text[64];
+  exmy_accum acc;
+  snprintf(text, sizeof text, "tc:%s", exmy_accum_tc_preset_name(best_i));
+  if (nearest && nearestlen) snprintf(nearest, nearestlen, "%s", text);
+  if (diff && difflen) {
+    diff[0] = 0;
+    if (!exmy_accum_parse(text, &acc, NULL, 0)) differences(res, &acc, diff, difflen);
+  }
+  return found;
+}

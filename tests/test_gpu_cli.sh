@@ -54,6 +54,11 @@ for p in hopper hopper-fastacc ada ada-fastacc blackwell; do
   check "gpu-probe recovers tc:$p" test "$(cat "$T/p")" = "$want"
 done
 check "gpu-probe on fp32 is incomplete (status 1)" status 1 "$EXMY" gpu-probe --engine model:fp32 --quiet
+# the preset the result is (exmy_probe_match), or the nearest and where it differs
+"$EXMY" gpu-probe --engine model:tc:ada >"$T/p" 2>"$T/err"
+check "gpu-probe names the preset" grep -qx "preset: *tc:ada (bit for bit)" "$T/p"
+"$EXMY" gpu-probe --engine model:tc:ada,f=12 >"$T/p" 2>"$T/err"
+check "gpu-probe names the nearest preset" grep -qx "preset: *no preset matches; nearest tc:ada, differs in: f 12, preset 13" "$T/p"
 
 check "bad engine named" err_names "warp" "$EXMY" gpu-probe --engine warp
 check "bad model named" err_names "nosuch" "$EXMY" gpu-probe --engine model:tc:nosuch

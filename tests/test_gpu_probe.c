@@ -12,7 +12,9 @@
 
 static int lg(int g) { int r = 0; while ((2 << r) <= g - 1) r++; return r; } /* floor(log2(g-1)) */
 
-static void run_one(const char *text, const exmy_format *fa, const exmy_format *fb) {
+/* want_match: the presets exmy_probe_match must name ("" for none). */
+static void run_one(const char *text, const exmy_format *fa, const exmy_format *fb, const char *want_match,
+                    char *nearest_out, char *diff_out) {
   exmy_accum acc;
   char err[EXMY_ERRLEN];
   if (exmy_accum_parse(text, &acc, err, sizeof err)) {
@@ -50,6 +52,19 @@ static void run_one(const char *text, const exmy_format *fa, const exmy_format *
   CHECK(r.complete && exmy_accum_parse(r.accum, &back, err, sizeof err) == 0 && back.tc_group == want_g &&
             back.tc_frac == acc.tc_frac && back.chunk == want_promote,
         "%s: printed '%s'", text, r.accum);
+  char match[256], nearest[64], diff[256];
+  int n = exmy_probe_match(&r, match, sizeof match, nearest, sizeof nearest, diff, sizeof diff);
+  CHECK(!strcmp(match, want_match) && n == (want_match[0] != 0) && (n ? !diff[0] : diff[0] != 0),
+        "%s (%s x %s): matched %d '%s' (nearest %s: %s), want '%s'", text, fa->name, fb->name, n, match, nearest,
+        diff, want_match);
+  if (nearest_out) snprintf(nearest_out, 64, "%s", nearest);
+  if (diff_out) snprintf(diff_out, 256, "%s", diff);
+  /* the same result with one confirming dot product different is no preset */
+  exmy_probe_result bad = r;
+  bad.confirm_mismatches = 1;
+  CHECK(exmy_probe_match(&bad, match, sizeof match, nearest, sizeof nearest, diff, sizeof diff) == 0 && !match[0] &&
+            (!want_match[0] || strstr(diff, "confirm mismatches 1, preset 0")),
+        "%s: a confirmation mismatch still matched '%s' (%s)", text, match, diff);
 }
 
 int main(void) {
@@ -57,10 +72,19 @@ int main(void) {
   exmy_format e4 = tu_format("e4m3fn"), e5 = tu_format("e5m2");
   const char *presets[] = {"tc:hopper", "tc:hopper-fastacc", "tc:ada", "tc:ada-fastacc", "tc:blackwell",
                            "tc:hopper-bf16", "tc:ampere-bf16"};
-  for (int i = 0; i < 7; i++) run_one(presets[i], &e4, &e4);
-  run_one("tc:hopper", &e4, &e5);
-  run_one("tc:ada-fastacc", &e5, &e4);
-  run_one("tc:hopper", &e5, &e5);
+  for (int i = 0; i < 7; i++) run_one(presets[i], &e4, &e4, presets[i], NULL, NULL);
+  run_one("tc:hopper", &e4, &e5, "tc:hopper", NULL, NULL);
+  run_one("tc:ada-fastacc", &e5, &e4, "tc:ada-fastacc", NULL, NULL);
+  run_one("tc:hopper", &e5, &e5, "tc:hopper", NULL, NULL);
+  /* every preset is in the list above, and the list has no other names */
+  size_t np = 0;
+  while (exmy_accum_tc_preset_name(np)) np++;
+  CHECK(np == 7 && !exmy_accum_tc_preset_name(7), "%zu tensor-core presets, the test knows 7", np);
+  /* one parameter off a preset: no preset, the nearest named with the difference */
+  char nearest[64], diff[256];
+  run_one("tc:hopper,f=14", &e4, &e4, "", nearest, diff);
+  CHECK(!strcmp(nearest, "tc:hopper") && !strcmp(diff, "f 14, preset 13"), "tc:hopper,f=14: nearest %s: %s", nearest,
+        diff);
   for (int i = 0; i < 24; i++) {
     int gs[] = {4, 8, 16, 32, 64};
     int g = gs[tu_next(&st) % 5];
@@ -76,7 +100,7 @@ int main(void) {
     char text[160];
     snprintf(text, sizeof text, "tc:g=%d,f=%d,align=%s,out=%d,norm=%s,promote=%zu", g, f,
              tu_next(&st) % 2 ? "rne" : "trunc", out, tu_next(&st) % 2 ? "rne" : "trunc", promote);
-    run_one(text, i % 4 == 3 ? &e5 : &e4, &e4);
+    run_one(text, i % 4 == 3 ? &e5 : &e4, &e4, "", NULL, NULL);
   }
   /* fp32 and exact accumulation are no tensor core */
   const char *plain[] = {"fp32", "exact"};
@@ -88,6 +112,9 @@ int main(void) {
     exmy_probe_engine eng = {plain[i], exmy_probe_model_dot, &acc, 16384};
     CHECK(exmy_probe_run(&eng, &e4, &e4, NULL, &r, err, sizeof err) == 0, "%s: %s", plain[i], err);
     CHECK(!r.complete && r.notes[0], "%s passed for a tensor core: %s", plain[i], r.accum);
+    char match[256];
+    CHECK(exmy_probe_match(&r, match, sizeof match, nearest, sizeof nearest, diff, sizeof diff) == 0 && !match[0] &&
+              nearest[0] && diff[0], "%s matched preset '%s'", plain[i], match);
   }
   return tu_finish("test_gpu_probe");
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_python.sh: the Python package's tests (python/tests, pytest when it is
 # installed, else the tests' own runner), against the library and the
-# engine module of this build tree.  Skips (77) only when numpy is missing,
+# engine module of this build tree.  Arguments: test files of python/tests
+# to run (default all; make check-long runs test_probe_mmasim.py this way).  Skips (77) only when numpy is missing,
 # or when this build has no shared library to load (--disable-shared, or a
 # sanitizer build, whose libraries an uninstrumented python cannot load).
 srcdir=${srcdir:-.}
@@ -30,6 +31,7 @@ OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 PYTHONDONTWRITEBYTECODE=1
 export EXMY EXMY_LIB EXMY_XP_LIB PYTHONPATH OMP_WAIT_POLICY PYTHONDONTWRITEBYTECODE
 tests=$(cd "$srcdir" && pwd)/python/tests
+for f in "$@"; do set -- "$@" "$tests/$f"; shift; done   # the named files, as paths
 # hypothesis keeps a cache folder: in a temporary place, not the build tree
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/exmy-python-test.XXXXXX") || exit 1
 trap 'rm -rf "$scratch"' EXIT
@@ -37,10 +39,12 @@ HYPOTHESIS_STORAGE_DIRECTORY=$scratch/hypothesis
 export HYPOTHESIS_STORAGE_DIRECTORY
 cd "$build" || exit 1
 if "$PYTHON" -c 'import pytest' >/dev/null 2>&1; then
-  "$PYTHON" -m pytest -q -p no:cacheprovider -rs "$tests"
+  if [ $# -gt 0 ]; then "$PYTHON" -m pytest -q -p no:cacheprovider -rs "$@"
+  else "$PYTHON" -m pytest -q -p no:cacheprovider -rs "$tests"; fi
   rc=$?
   [ $rc = 5 ] && rc=77   # pytest: no tests collected
   exit $rc
 fi
 echo "test_python: pytest not installed: running the tests with python/tests/harness.py"
-"$PYTHON" "$tests/harness.py" "$tests"/test_*.py
+[ $# -gt 0 ] || set -- "$tests"/test_*.py
+"$PYTHON" "$tests/harness.py" "$@"

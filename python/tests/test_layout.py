@@ -10,6 +10,7 @@ import subprocess
 from harness import SkipTest, TempDir
 
 from exmy import _lib
+from exmy import _probe_c  # noqa: F401 (its struct mirrors join _lib.C_NAMES)
 
 
 def _header_dir():
