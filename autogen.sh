@@ -5,7 +5,7 @@
 set -e
 cd "$(dirname "$0")"
 if [ "$1" = "--deps" ]; then
-  pkgs="build-essential autoconf automake libtool pkg-config libmpfr-dev libgmp-dev libopenblas-dev python3 python3-pip gnuplot-nox xz-utils openmpi-bin libopenmpi-dev"
+  pkgs="build-essential autoconf automake libtool pkg-config libmpfr-dev libgmp-dev libopenblas-dev python3 python3-pip python3-venv gnuplot-nox xz-utils openmpi-bin libopenmpi-dev"
   missing=""
   for p in $pkgs; do
     dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -23,6 +23,14 @@ fi
 if grep -q '^SAN_FLAGS = -fsanitize' "$build/Makefile" 2>/dev/null; then
   echo "test_python: skipped: a sanitizer build (python cannot load an ASan-instrumented library)"; exit 77
 fi
+# The package loads libraries from its own directory first (a pip install):
+# libraries left there by an editable install would be tested instead of this
+# build's.
+for f in "$srcdir"/python/exmy/libexmy.so* "$srcdir"/python/exmy/exmy_xp.so; do
+  if [ -e "$f" ]; then
+    echo "test_python: FAIL: $f (an editable pip install's) would be loaded instead of this build's: remove it"; exit 1
+  fi
+done
 EXMY_LIB=$lib
 EXMY_XP_LIB=$build/python/.libs/exmy_xp.so
 PYTHONPATH=$(cd "$srcdir" && pwd)/python${PYTHONPATH:+:$PYTHONPATH}

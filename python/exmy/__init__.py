@@ -9,3 +9,12 @@ __version__ = _libexmy.exmy_version().decode()
 
 __all__ = ["Format", "Flags", "quantize", "decode", "cast", "Recipe", "RecipeState", "QTensor", "scale", "stats",
            "whatif", "gemm", "mma", "mma_names", "mma_info", "lib_path", "__version__"]
+
+
+def __getattr__(name):
+    """exmy.torch on first use (`import exmy; exmy.torch.patch(...)`): it
+    imports torch, which plain numpy users need not have."""
+    if name == "torch":
+        import importlib
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError("module 'exmy' has no attribute '%s'" % name)

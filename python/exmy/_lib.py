@@ -2,8 +2,10 @@
 
 ctypes releases the GIL around every foreign call (CDLL, not PyDLL), and the
 arrays are passed as pointers into numpy's own buffers: no copy.  Where the
-library is: $EXMY_LIB (a path to libexmy.so), else the libdir `make install`
-wrote into _paths.py, else the loader's search (ctypes.util.find_library).
+libraries are (find()): in the package directory (a wheel or `pip install`
+puts them there), else at $EXMY_LIB / $EXMY_XP_LIB (a build tree), else in
+the directories `make install` wrote into _paths.py, else (libexmy only) the
+loader's search (ctypes.util.find_library).
 """
 import ctypes
 import ctypes.util
@@ -128,32 +130,48 @@ _SIGS = {
 }
 
 
-def _candidates():
-    env = os.environ.get("EXMY_LIB")
-    if env:
-        return [env]
+SONAME = "libexmy.so.2"  # Makefile.am's -version-info: current - age
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def candidates(filename, env, paths_dir, loader_name=None):
+    """Where to look for filename, in order: the package directory; else
+    $env if set (and nothing else: a path asked for is not silently
+    replaced); else _paths.<paths_dir>; else the loader (loader_name)."""
+    here = os.path.join(HERE, filename)
+    if os.path.exists(here):
+        return [here]
+    if os.environ.get(env):
+        return [os.environ[env]]
     out = []
     try:
         from . import _paths  # written by `make install`
-        out.append(os.path.join(_paths.LIBDIR, "libexmy.so.2"))
+        out.append(os.path.join(getattr(_paths, paths_dir), filename))
     except ImportError:
         pass
-    found = ctypes.util.find_library("exmy")
-    if found:
-        out.append(found)
-    out.append("libexmy.so.2")
+    if loader_name:
+        found = ctypes.util.find_library(loader_name)
+        if found:
+            out.append(found)
+        out.append(filename)
     return out
 
 
-def _load():
+def find(filename, env, paths_dir, loader_name=None, mode=ctypes.DEFAULT_MODE):
+    """The first of candidates() that loads: (CDLL, path)."""
     errors = []
-    for path in _candidates():
+    for path in candidates(filename, env, paths_dir, loader_name):
         try:
-            # RTLD_GLOBAL: the engine module (_xp) resolves libexmy's symbols from this copy.
-            return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL), path
+            return ctypes.CDLL(path, mode=mode), path
         except OSError as e:
             errors.append(str(e))
-    raise ImportError("exmy: cannot load libexmy (set EXMY_LIB to the path of libexmy.so): " + "; ".join(errors))
+    raise ImportError("exmy: cannot load %s (not in %s; set %s to its path in a build tree): %s"
+                      % (filename, HERE, env, "; ".join(errors)))
+
+
+def _load():
+    # RTLD_GLOBAL: the engine module (_xp) resolves libexmy's symbols from this copy.
+    return find(SONAME, "EXMY_LIB", "LIBDIR", loader_name="exmy", mode=ctypes.RTLD_GLOBAL)
 
 
 lib, lib_path = _load()

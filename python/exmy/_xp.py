@@ -3,6 +3,7 @@ through ctypes: a linear layer's fprop, dgrad and wgrad exactly as `exmy
 train` runs them.  exmy.torch builds on it."""
 import ctypes
 import os
+import weakref
 
 import numpy as np
 
@@ -14,25 +15,7 @@ _fp = P(ctypes.c_float)
 
 
 def _load():
-    cands = []
-    env = os.environ.get("EXMY_XP_LIB")
-    if env:
-        cands.append(env)
-    else:
-        try:
-            from . import _paths
-            cands.append(os.path.join(_paths.XPDIR, "exmy_xp.so"))
-        except ImportError:
-            pass
-        cands.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "exmy_xp.so"))
-    errors = []
-    for p in cands:
-        try:
-            return ctypes.CDLL(p)
-        except OSError as e:
-            errors.append(str(e))
-    raise ImportError("exmy: cannot load exmy_xp.so, the engine module of exmy.torch (set EXMY_XP_LIB): " +
-                      "; ".join(errors))
+    return _lib.find("exmy_xp.so", "EXMY_XP_LIB", "XPDIR")[0]
 
 
 xlib = _load()
@@ -83,11 +66,9 @@ class Engine:
                                     _lib.ERRLEN), err)
         self._h = h
         self.names = [n.decode() for n in names]
-
-    def __del__(self):
-        if getattr(self, "_h", None):
-            xlib.exmy_xp_free(self._h)
-            self._h = None
+        # Freed when the Engine goes, or at exit before modules are torn down
+        # (a __del__ run during teardown found xlib gone: "Exception ignored").
+        weakref.finalize(self, xlib.exmy_xp_free, h)
 
     def begin_step(self, step, collect_stats):
         xlib.exmy_xp_begin_step(self._h, int(step), int(bool(collect_stats)))
