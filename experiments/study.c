@@ -190,7 +190,7 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
     snprintf(err, errlen, "study: out of memory");
     return 1;
   }
-  int rc = 0;
+  int rc = 0, lock = -1;
   char fpath[XP_PATH], sname[64];
   if (study_file_path(name, fpath, sizeof fpath)) {
     if ((rc = st_file_read(file, fpath, err, errlen))) goto out;
@@ -275,6 +275,16 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
     snprintf(err, errlen, "study: %s", de);
     rc = 1;
     goto out;
+  }
+  /* one study per results folder: shards share it (each locks its runs' folders), an
+   * MPI job's rank 0 holds it for its workers */
+  if (!(o->queue && o->queue_role == STUDY_QUEUE_WORKER)) {
+    lock = xp_dir_lock(st->dir, o->shard_n > 1 && !o->report_only, de, sizeof de);
+    if (lock < 0) {
+      snprintf(err, errlen, "study: results %s%s", de, lock == -2 ? "; wait for it to end or give another --out" : "");
+      rc = lock == -2 ? 2 : 1;
+      goto out;
+    }
   }
   char rd[XP_PATH + 16];
   snprintf(rd, sizeof rd, "%s/runs", st->dir);
@@ -408,6 +418,7 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
     rc = 1;
   }
 out:
+  xp_dir_unlock(lock);
   free_study(st);
   free(st);
   st_file_free(file);
