@@ -118,6 +118,21 @@ norm "$T/s/summary.json" | sed "s#$T/s#$T/ref#g" >"$T/got.json"
 if [ "$rc" -eq 0 ] && cmp -s "$T/ref.json" "$T/got.json"; then pass "shards + --report: the same summary.json"
 else fail "shards + --report" "status $rc" "$(diff "$T/ref.json" "$T/got.json" | head -n 4 | cut -c 1-200 | tr '\n' '|')"; fi
 
+# the same shard twice at once (by mistake): a run folder has one writer; the other
+# process's run fails naming it, and --report after both has every run
+rm -rf "$T/s"
+"$EXMY" study $SARGS --out "$T/s" --shard 1/2 </dev/null >"$T/s1.out" 2>&1 & s1=$!
+pid=$s1; wait_for "$T/s/runs/*/ckpt.bin"
+run study $SARGS --out "$T/s" --shard 1/2
+wait $s1; r1=$?
+bad=$(cat "$T/s1.out" "$T/out" "$T/err" | grep 'FAILED' | grep -vc "run folder '$T/s/runs/[^']*' is in use by another exmy (pid [0-9]*)")
+run study $SARGS --out "$T/s" --shard 2/2
+run study $SARGS --out "$T/s" --report
+norm "$T/s/summary.json" | sed "s#$T/s#$T/ref#g" >"$T/got.json"
+if [ "$bad" -eq 0 ] && [ "$rc" -eq 0 ] && cmp -s "$T/ref.json" "$T/got.json"; then
+  pass "one shard twice at once: only 'run folder in use' failures (status $r1), then --report: the same summary.json"
+else fail "one shard twice at once" "status $r1, $bad other failures, report status $rc" "$(cat "$T/s1.out" "$T/out" | grep FAILED | head -n 2 | cut -c 1-200 | tr '\n' '|')"; fi
+
 # exmy train twice on one out_dir
 "$EXMY" train --steps 100000 --progress 0 --out_dir "$T/t" </dev/null >/dev/null 2>&1 & tp=$!
 pid=$tp; wait_for "$T/t/loss.csv"
