@@ -227,6 +227,13 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
   st->lr0 = def.lr;
 #ifdef _OPENMP
   st->threads = o->threads > 0 ? o->threads : omp_get_max_threads();
+  /* one thread per run: never more runs at once than the cores this process may use
+   * (its affinity mask: taskset, a Slurm allocation), or they wait on each other */
+  if (st->threads > omp_get_num_procs()) {
+    fprintf(o->log ? o->log : stdout, "study: --threads %d is more than the %d cores this process may use: %d runs at a time\n",
+            st->threads, omp_get_num_procs(), omp_get_num_procs());
+    st->threads = omp_get_num_procs();
+  }
 #else
   st->threads = 1;
 #endif
