@@ -55,7 +55,7 @@ int xp_replace_open(xp_replace *w, const char *path, char *err, size_t errlen) {
   w->path = path;
   snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%ld.%ld", path, (long)getpid(), (long)syscall(SYS_gettid));
   for (int tries = 0; tries < 8; tries++) {
-    w->fd = open(w->tmp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    w->fd = open(w->tmp, O_RDWR | O_CREAT | O_CLOEXEC, 0666); /* as fopen: the umask decides */
     if (w->fd < 0) return xp_errf(err, errlen, "cannot write '%s': %s", w->tmp, strerror(errno));
     struct stat st;
     /* a sweeper may have unlinked the name between our open and our lock: then again */
