@@ -10,6 +10,9 @@
 extern const char *cli_command;
 /* One-line error on stderr ("exmy: CMD: ..."), exit status 2. */
 void cli_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* Start the command again with a short OpenMP spin (GOMP_SPINCOUNT) unless the user set
+ * OMP_WAIT_POLICY or GOMP_SPINCOUNT: idle threads sleep instead of taking busy cores. */
+void cli_bounded_waits(char **argv);
 /* The gnuplot terminal for a --plot FILE's extension (.png, .svg, .pdf), the
  * file checked writable first; dies naming `cmd` and the bad text otherwise. */
 const char *cli_plot_terminal(const char *cmd, const char *path);

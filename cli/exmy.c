@@ -282,22 +282,23 @@ int main(int argc, char **argv) {
     printf("exmy %s\n", exmy_version()); /* the library's, not only the header's */
     return 0;
   }
-  struct { const char *name; int (*fn)(int, char **); const char *usage; void (*more)(FILE *); } cmds[] = {
-    {"formats", cmd_formats, formats_usage, NULL},
-    {"info", cmd_info, info_usage, NULL},
-    {"table", cmd_table, table_usage, NULL},
-    {"quantize", cmd_quantize, quantize_usage, NULL},
-    {"quantize-tensor", cmd_quantize_tensor, quantize_tensor_usage, NULL},
-    {"decode", cmd_decode, decode_usage, NULL},
-    {"whatif", cmd_whatif, whatif_usage, NULL},
-    {"stats", cmd_stats, stats_usage, NULL},
-    {"gen", cmd_gen, gen_usage, NULL},
-    {"gemm", cmd_gemm, gemm_usage, NULL},
-    {"mma", cmd_mma, mma_usage, NULL},
-    {"gpu-check", cmd_gpu_check, gpu_check_usage, NULL},
-    {"gpu-probe", cmd_gpu_probe, gpu_probe_usage, NULL},
-    {"train", cmd_train, train_usage, train_keys_help},
-    {"study", cmd_study, study_usage, study_names_help},
+  /* waits: runs OpenMP parallel regions, step after step (bounded spinning: waits.c) */
+  struct { const char *name; int (*fn)(int, char **); const char *usage; void (*more)(FILE *); int waits; } cmds[] = {
+    {"formats", cmd_formats, formats_usage, NULL, 0},
+    {"info", cmd_info, info_usage, NULL, 0},
+    {"table", cmd_table, table_usage, NULL, 0},
+    {"quantize", cmd_quantize, quantize_usage, NULL, 0},
+    {"quantize-tensor", cmd_quantize_tensor, quantize_tensor_usage, NULL, 0},
+    {"decode", cmd_decode, decode_usage, NULL, 0},
+    {"whatif", cmd_whatif, whatif_usage, NULL, 0},
+    {"stats", cmd_stats, stats_usage, NULL, 0},
+    {"gen", cmd_gen, gen_usage, NULL, 0},
+    {"gemm", cmd_gemm, gemm_usage, NULL, 1},
+    {"mma", cmd_mma, mma_usage, NULL, 0},
+    {"gpu-check", cmd_gpu_check, gpu_check_usage, NULL, 0},
+    {"gpu-probe", cmd_gpu_probe, gpu_probe_usage, NULL, 0},
+    {"train", cmd_train, train_usage, train_keys_help, 1},
+    {"study", cmd_study, study_usage, study_names_help, 1},
   };
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     if (strcmp(cmd, cmds[i].name)) continue;
@@ -307,6 +308,7 @@ int main(int argc, char **argv) {
       if (cmds[i].more) cmds[i].more(stdout);
       return 0;
     }
+    if (cmds[i].waits) cli_bounded_waits(argv);
     return cmds[i].fn(argc - 1, argv + 1);
   }
   cli_die("unknown command '%s' (accepted: formats, info, table, quantize, quantize-tensor, decode, whatif, stats, gen, gemm, mma, gpu-check, gpu-probe, train, study; see exmy --help)", cmd);

@@ -101,6 +101,9 @@ int cmd_train(int argc, char **argv) {
   }
   /* The output folder first (mkdir -p): the checkpoint usually lives in it. */
   if (c.out_dir[0] && xp_mkdir_p(c.out_dir, err, sizeof err)) cli_die("train: out_dir: %s", err);
+  /* one run per folder: a second exmy on it would interleave the files (the lock lasts until exit) */
+  if (c.out_dir[0] && xp_dir_lock(c.out_dir, 0, err, sizeof err) == -2)
+    cli_die("train: out_dir: %s; wait for it to end or give another --out_dir", err);
   /* Files the run reads must exist, and the checkpoint's folder too (else the
    * run would fail after training): bad arguments, exit 2. */
   if (strcmp(c.data, "builtin") && c.model.kind == XP_MODEL_GPT && access(c.data, R_OK))

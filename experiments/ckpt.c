@@ -2,9 +2,10 @@
  * the weights, AdamW's moments, the step, the delayed-scaling recipes, the
  * fallback state, the detector and the losses so far.  (The data of a step
  * is a function of the seed and the step, so it needs no state.)  Written to
- * PATH.tmp, flushed, fsynced, then renamed over PATH (and the folder
- * fsynced): a crash or a failed write never leaves a torn checkpoint and
- * never touches the previous one.  Little-endian host layout; the header
+ * a temporary file of this writer's own, flushed, fsynced, then renamed over
+ * PATH (and the folder fsynced; replace.c): a crash or a failed write never
+ * leaves a torn checkpoint and never touches the previous one, and two
+ * writers of one path never take each other's temporary file.  Little-endian host layout; the header
  * says so.  Version 2 ends with a 64-bit FNV-1a checksum of every byte
  * before it, so a corrupt or truncated file is refused. */
 #include "experiments/xp.h"
@@ -43,7 +44,7 @@ static void rd(reader *r, void *p, size_t n) {
 #define W(x) wr(&w, &(x), sizeof(x))
 #define R(x) rd(&r, &(x), sizeof(x))
 
-/* test hook (tests/test_faults.sh): sleep this many ms between writing PATH.tmp and the rename */
+/* test hook (tests/test_faults.sh): sleep this many ms between writing the temporary file and the rename */
 static void test_delay(void) {
   const char *e = getenv("EXMY_TEST_CKPT_DELAY_MS");
   const long ms = e ? atol(e) : 0;
@@ -53,24 +54,11 @@ static void test_delay(void) {
   }
 }
 
-static void fsync_dir(const char *path) { /* make the rename durable; best effort */
-  char dir[XP_PATH];
-  const char *slash = strrchr(path, '/');
-  if (!slash) snprintf(dir, sizeof dir, ".");
-  else snprintf(dir, sizeof dir, "%.*s", (int)(slash == path ? 1 : slash - path), path);
-  const int fd = open(dir, O_RDONLY);
-  if (fd >= 0) {
-    (void)fsync(fd);
-    close(fd);
-  }
-}
-
 int xp_ckpt_save(const char *path, const xp_ckpt_state *s, char *err, size_t errlen) {
-  char tmp[XP_PATH + 8];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return xp_errf(err, errlen, "checkpoint: cannot write '%s': %s", tmp, strerror(errno));
-  writer w = {f, FNV_OFFSET, 0};
+  xp_replace out;
+  char e0[EXMY_ERRLEN];
+  if (xp_replace_open(&out, path, e0, sizeof e0)) return xp_errf(err, errlen, "checkpoint: %s", e0);
+  writer w = {out.f, FNV_OFFSET, 0};
   const uint32_t version = VERSION, endian = 0x01020304u;
   wr(&w, MAGIC, 8);
   W(version);
@@ -120,24 +108,13 @@ int xp_ckpt_save(const char *path, const xp_ckpt_state *s, char *err, size_t err
   }
   const uint64_t sum = w.h;
   wr(&w, &sum, sizeof sum);
-  int e = w.err;
-  errno = 0;
-  if (!e && fflush(f)) e = errno ? errno : EIO;
-  if (!e && fsync(fileno(f))) e = errno ? errno : EIO;
-  errno = 0;
-  if (fclose(f) && !e) e = errno ? errno : EIO;
-  if (e) {
-    unlink(tmp);
-    return xp_errf(err, errlen, "checkpoint: writing '%s' failed: %s (the previous checkpoint '%s' is unchanged)", tmp,
+  int e = xp_replace_close(&out, w.err);
+  if (e)
+    return xp_errf(err, errlen, "checkpoint: writing '%s' failed: %s (the previous checkpoint '%s' is unchanged)", out.tmp,
                    strerror(e), path);
-  }
   test_delay();
-  if (rename(tmp, path)) {
-    e = errno;
-    unlink(tmp);
-    return xp_errf(err, errlen, "checkpoint: cannot rename '%s' to '%s': %s", tmp, path, strerror(e));
-  }
-  fsync_dir(path);
+  if ((e = xp_replace_rename(&out)))
+    return xp_errf(err, errlen, "checkpoint: cannot rename '%s' to '%s': %s", out.tmp, path, strerror(e));
   return 0;
 }
 

@@ -194,7 +194,7 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
     snprintf(err, errlen, "study: out of memory");
     return 1;
   }
-  int rc = 0;
+  int rc = 0, lock = -1;
   char fpath[XP_PATH], sname[64];
   if (study_file_path(name, fpath, sizeof fpath)) {
     if ((rc = st_file_read(file, fpath, err, errlen))) goto out;
@@ -231,6 +231,13 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
   st->lr0 = def.lr;
 #ifdef _OPENMP
   st->threads = o->threads > 0 ? o->threads : omp_get_max_threads();
+  /* one thread per run: never more runs at once than the cores this process may use
+   * (its affinity mask: taskset, a Slurm allocation), or they wait on each other */
+  if (st->threads > omp_get_num_procs()) {
+    fprintf(o->log ? o->log : stdout, "study: --threads %d is more than the %d cores this process may use: %d runs at a time\n",
+            st->threads, omp_get_num_procs(), omp_get_num_procs());
+    st->threads = omp_get_num_procs();
+  }
 #else
   st->threads = 1;
 #endif
@@ -279,6 +286,16 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
     snprintf(err, errlen, "study: %s", de);
     rc = 1;
     goto out;
+  }
+  /* one study per results folder: shards share it (each locks its runs' folders), an
+   * MPI job's rank 0 holds it for its workers */
+  if (!(o->queue && o->queue_role == STUDY_QUEUE_WORKER)) {
+    lock = xp_dir_lock(st->dir, o->shard_n > 1 && !o->report_only, de, sizeof de);
+    if (lock < 0) {
+      snprintf(err, errlen, "study: results %s%s", de, lock == -2 ? "; wait for it to end or give another --out" : "");
+      rc = lock == -2 ? 2 : 1;
+      goto out;
+    }
   }
   char rd[XP_PATH + 16];
   snprintf(rd, sizeof rd, "%s/runs", st->dir);
@@ -413,6 +430,7 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
     rc = 1;
   }
 out:
+  xp_dir_unlock(lock);
   free_study(st);
   free(st);
   st_file_free(file);

@@ -340,6 +340,16 @@ static void run_one(study *st, int i, int mine) {
     r->res.diverged_at = -1;
   } else {
     xp_mkdir_p(r->cfg->out_dir, NULL, 0); /* a failure shows when the run writes */
+    /* one writer per run folder (shards or MPI ranks given one run twice by mistake) */
+    const int lk = xp_dir_lock(r->cfg->out_dir, 0, e, sizeof e);
+    if (lk < 0) {
+      r->failed = 1;
+      snprintf(r->err, sizeof r->err, "run %s", e);
+      r->res.final_loss = r->res.final_loss_avg = r->res.min_loss = r->res.val_loss = r->res.first_loss = NAN;
+      r->res.diverged_at = -1;
+      r->done = 1;
+      return;
+    }
     xp_config c = *r->cfg;
     if (!c.ckpt[0] && (!c.resume[0] || r->parent >= 0)) { /* checkpoints to resume from after an interruption */
       snprintf(c.ckpt, sizeof c.ckpt, "%.*s/ckpt.bin", (int)sizeof c.ckpt - 10, c.out_dir);
@@ -353,6 +363,7 @@ static void run_one(study *st, int i, int mine) {
       r->res.final_loss = r->res.final_loss_avg = r->res.min_loss = r->res.val_loss = NAN;
       r->res.diverged_at = -1;
     } else st_run_finish(r, &c);
+    xp_dir_unlock(lk);
   }
   r->done = 1;
 }

@@ -45,11 +45,11 @@ static void path_of(const srun *r, const char *name, char *p, size_t n) {
 }
 
 int st_result_save(const srun *r) {
-  char p[XP_PATH + 32], tmp[XP_PATH + 40];
+  char p[XP_PATH + 32];
   path_of(r, "result.txt", p, sizeof p);
-  snprintf(tmp, sizeof tmp, "%s.tmp", p);
-  FILE *f = fopen(tmp, "w");
-  if (!f) return -1;
+  xp_replace out;
+  if (xp_replace_open(&out, p, NULL, 0)) return -1;
+  FILE *f = out.f;
   const xp_result *s = &r->res;
   fprintf(f, "exmy-study-run 1\nid %s\n", r->id);
   fprintf(f, "steps_done %ld\nspikes %ld\nfirst_spike %ld\ndiverged_at %ld\nfallbacks %ld\nchecks %ld\nnparams %zu\n",
@@ -57,9 +57,7 @@ int st_result_save(const srun *r) {
   fprintf(f, "first_loss %a\nfinal_loss %a\nmin_loss %a\nfinal_loss_avg %a\nval_loss %a\nseconds %a\ntokens_per_s %a\n",
           s->first_loss, s->final_loss, s->min_loss, s->final_loss_avg, s->val_loss, s->seconds, s->tokens_per_s);
   for (long i = 0; i < s->steps_done; i++) fprintf(f, "%a\n", s->loss[i]);
-  const int bad = ferror(f);
-  if (fclose(f) || bad || rename(tmp, p)) { unlink(tmp); return -1; }
-  return 0;
+  return xp_replace_close(&out, 0) || xp_replace_rename(&out) ? -1 : 0;
 }
 
 static int rd_long(FILE *f, const char *k, long *v) {
@@ -119,7 +117,11 @@ void st_run_prepare(const srun *r, xp_config *c) {
   path_of(r, "ckpt.bin", ck, sizeof ck);
   if (strcmp(old, r->id)) { /* another config's leftovers: start afresh */
     unlink(ck);
-    if ((f = fopen(p, "w"))) { fprintf(f, "%s\n", r->id); fclose(f); }
+    xp_replace out; /* a kill mid-write leaves the old id or the new one, never half of it */
+    if (!xp_replace_open(&out, p, NULL, 0)) {
+      fprintf(out.f, "%s\n", r->id);
+      if (!xp_replace_close(&out, 0)) xp_replace_rename(&out);
+    }
     return;
   }
   if (!strcmp(c->ckpt, ck) && !access(ck, R_OK) && strlen(ck) < sizeof c->resume) memcpy(c->resume, ck, strlen(ck) + 1);

@@ -132,6 +132,29 @@ int xp_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((forma
  * 0, or -1 with err naming the part in the way (err may be NULL). */
 int xp_mkdir_p(const char *path, char *err, size_t errlen);
 
+/* One writer per folder (lock.c): flock on DIR/.lock, exclusive or shared
+ * (shards of one study), not waiting.  The descriptor to keep (the lock
+ * lasts until xp_dir_unlock or the process ends); -2 with err naming the
+ * folder and the holder's pid when another process has it; -1 on another
+ * error. */
+int xp_dir_lock(const char *dir, int shared, char *err, size_t errlen);
+void xp_dir_unlock(int fd);
+
+/* Replacing a file atomically (replace.c): write w.f, then xp_replace_close
+ * (flush, fsync; 0 or the errno, the temporary file removed on error) and
+ * xp_replace_rename (over path, the folder fsynced; 0 or the errno).  The
+ * temporary file, w.tmp = PATH.tmp.PID.TID, is this writer's alone. */
+typedef struct xp_replace {
+  FILE *f;
+  int fd;                       /* holds the flock on tmp until the rename */
+  const char *path;
+  char tmp[XP_PATH + 64];
+} xp_replace;
+int xp_replace_open(xp_replace *w, const char *path, char *err, size_t errlen);
+int xp_replace_close(xp_replace *w, int err_so_far);
+int xp_replace_rename(xp_replace *w);
+void xp_replace_abort(xp_replace *w);
+
 /* Defaults: the tiny GPT on the built-in text, fp32, 200 steps. */
 void xp_config_default(xp_config *c);
 /* Set one key (the keys of docs/training.md; `prec` takes a preset and

@@ -49,7 +49,7 @@ else fail "stats.csv / stats.jsonl" "rows $srows $jrows"; fi
 if npy_is "$T/r1/dump/step3.h0.qkv.fprop.A.npy" f4 32 16 && npy_is "$T/r1/dump/step3.h0.qkv.fprop.A.codes.npy" u1 32 16 &&
    npy_is "$T/r1/dump/step3.h0.qkv.wgrad.B.npy" f4 32 16; then pass "dump of the first layer's operands"
 else fail "dump of the first layer's operands" "$(ls "$T/r1/dump" 2>/dev/null | head -4 | tr '\n' ' ')"; fi
-if [ -s "$T/r1.ckpt" ] && [ ! -e "$T/r1.ckpt.tmp" ]; then pass "checkpoint written, no .tmp left"; else fail "checkpoint"; fi
+if [ -s "$T/r1.ckpt" ] && ! ls "$T"/r1.ckpt.tmp* >/dev/null 2>&1; then pass "checkpoint written, no .tmp left"; else fail "checkpoint"; fi
 
 # interrupted + resumed = one run
 run train $TINY --prec "hybrid;round.grad=sr" --out_dir "$T/full"
