@@ -103,7 +103,12 @@ int cmd_train(int argc, char **argv) {
   if (c.out_dir[0] && xp_mkdir_p(c.out_dir, err, sizeof err)) cli_die("train: out_dir: %s", err);
   /* Files the run reads must exist, and the checkpoint's folder too (else the
    * run would fail after training): bad arguments, exit 2. */
-  if (strcmp(c.data, "builtin") && c.model.kind == XP_MODEL_GPT && access(c.data, R_OK))
+  char corpus[XP_PATH + 64];
+  const int shipped = xp_corpus_path(c.data, corpus, sizeof corpus); /* data = shakespeare */
+  if (shipped < 0 && c.model.kind == XP_MODEL_GPT)
+    cli_die("train: data: corpus '%s': %s not found (EXMY_DATA_DIR, the source tree, the installed data folder)",
+            c.data, corpus);
+  if (!shipped && strcmp(c.data, "builtin") && c.model.kind == XP_MODEL_GPT && access(c.data, R_OK))
     cli_die("train: data: cannot read '%s': %s", c.data, strerror(errno));
   if (c.resume[0] && access(c.resume, R_OK)) cli_die("train: resume: cannot read '%s': %s", c.resume, strerror(errno));
   if (c.ckpt[0]) {
