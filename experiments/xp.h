@@ -317,8 +317,9 @@ int xp_model_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b);
  * .outliers): -1 when the model has none. */
 int xp_model_outliers_header(const xp_model *m, FILE *csv);
 int xp_model_outliers(xp_model *m, double *row);
-/* The keys a model must support (range_shift: norms to shift; data_switch:
- * tokens; outliers_every: outlier metrics) and allreduce_ranks dividing the
+/* The keys a model must support (range_shift: norms to shift, and no tie;
+ * data_switch: tokens; outliers_every: outlier metrics; tie, pos rope: an
+ * embedding) and allreduce_ranks dividing the
  * batch: 0, or -1 with
  * err naming the key.  The command calls it before step 0 (exit 2), and
  * xp_train again for its other callers. */
