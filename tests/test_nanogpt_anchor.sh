@@ -11,8 +11,12 @@
 NAME=test_nanogpt_anchor
 . "${srcdir:-.}/tests/cli_harness.sh"
 
-LO=1.83
-HI=1.93
+# 1.88 +- 0.04: seeds 1-5 of this run ended at 1.8968 1.9001 1.8793 1.8927 1.8829
+# (sd 0.009); one seed here against nanoGPT's one published number differs by
+# sd 0.009 sqrt(2) = 0.013 when both engines have that noise, and 0.04 is 3 of
+# those.  A run with the tied gradient broken ends at 1.9428.
+LO=1.84
+HI=1.92
 SEED=${EXMY_TEST_SEED:-1}
 ANCHOR="--data shakespeare --bias 0 --tie 1 --n_layer 4 --n_head 4 --d_model 128 --seq_len 64 --batch 12
   --steps 2000 --lr 1e-3 --warmup_frac 0.05 --min_lr_frac 0.1 --beta1 0.9 --beta2 0.99 --weight_decay 0.1
