@@ -26,7 +26,7 @@ const char *study_usage =
   "                     do not depend on it\n"
   "  --tiny             the make-check size: a 1-layer 16-wide GPT, a few steps (seconds)\n"
   "  --full             the bigger sweep: more steps, seeds and learning rates\n"
-  "  --data FILE        train the GPT on a text file instead of the built-in corpus\n"
+  "  --data NAME|FILE   train the GPT on a shipped corpus (shakespeare) or a text file instead of the built-in one\n"
   "  --set KEY=VALUE    an engine config key for every run (repeatable; docs/training.md)\n"
   "  --no-plots         do not run gnuplot (the plot data and scripts are still written)\n"
   "  --plot FILE        the main figure (the claims' gaps with CIs, else the first plot) also as\n"

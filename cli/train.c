@@ -106,7 +106,12 @@ int cmd_train(int argc, char **argv) {
     cli_die("train: out_dir: %s; wait for it to end or give another --out_dir", err);
   /* Files the run reads must exist, and the checkpoint's folder too (else the
    * run would fail after training): bad arguments, exit 2. */
-  if (strcmp(c.data, "builtin") && c.model.kind == XP_MODEL_GPT && access(c.data, R_OK))
+  char corpus[XP_PATH + 64];
+  const int shipped = xp_corpus_path(c.data, corpus, sizeof corpus); /* data = shakespeare */
+  if (shipped < 0 && c.model.kind == XP_MODEL_GPT)
+    cli_die("train: data: corpus '%s': %s not found (EXMY_DATA_DIR, the source tree, the installed data folder)",
+            c.data, corpus);
+  if (!shipped && strcmp(c.data, "builtin") && c.model.kind == XP_MODEL_GPT && access(c.data, R_OK))
     cli_die("train: data: cannot read '%s': %s", c.data, strerror(errno));
   if (c.resume[0] && access(c.resume, R_OK)) cli_die("train: resume: cannot read '%s': %s", c.resume, strerror(errno));
   if (c.ckpt[0]) {

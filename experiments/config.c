@@ -10,19 +10,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { T_INT, T_LONG, T_DBL, T_U64, T_STR };
+/* T_ENUM: an int field holding the index of its value in `names` (NULL
+ * ends); the first name is the default.  An enum key is written only when
+ * it is not its default, so a config from before the key prints, and hashes
+ * (study_state.c's run ids), as it did. */
+enum { T_INT, T_LONG, T_DBL, T_U64, T_STR, T_ENUM };
 typedef struct key_def {
   const char *name;
   int type;
   size_t off, size;             /* size: strings' buffer size */
   double lo, hi;                /* numeric range */
   const char *help;
+  const char *const *names;     /* T_ENUM: the values */
 } key_def;
 
-#define KI(n, f, lo, hi, h) {n, T_INT, offsetof(xp_config, f), 0, lo, hi, h}
-#define KL(n, f, lo, hi, h) {n, T_LONG, offsetof(xp_config, f), 0, lo, hi, h}
-#define KD(n, f, lo, hi, h) {n, T_DBL, offsetof(xp_config, f), 0, lo, hi, h}
-#define KS(n, f, h) {n, T_STR, offsetof(xp_config, f), sizeof(((xp_config *)0)->f), 0, 0, h}
+#define KI(n, f, lo, hi, h) {n, T_INT, offsetof(xp_config, f), 0, lo, hi, h, NULL}
+#define KL(n, f, lo, hi, h) {n, T_LONG, offsetof(xp_config, f), 0, lo, hi, h, NULL}
+#define KD(n, f, lo, hi, h) {n, T_DBL, offsetof(xp_config, f), 0, lo, hi, h, NULL}
+#define KS(n, f, h) {n, T_STR, offsetof(xp_config, f), sizeof(((xp_config *)0)->f), 0, 0, h, NULL}
+#define KE(n, f, names, h) {n, T_ENUM, offsetof(xp_config, f), 0, 0, 0, h, names}
+
+static const char *const bias_names[] = {"1", "0", NULL};       /* stored: model.no_bias */
+static const char *const tie_names[] = {"0", "1", NULL};
+static const char *const pos_names[] = {"learned", "rope", NULL}; /* stored: model.rope */
+static const char *const wd_names[] = {"coupled", "independent", NULL};
 
 static const key_def keys[] = {
   KI("n_layer", model.n_layer, 1, 64, "gpt: transformer blocks"),
@@ -33,6 +44,9 @@ static const key_def keys[] = {
   KI("rmsnorm", model.rmsnorm, 0, 1, "1 RMSNorm, 0 LayerNorm"),
   KI("qk_layernorm", model.qk_layernorm, 0, 1, "gpt: 1 normalizes q and k per head before the logits"),
   KD("z_loss", model.z_loss, 0, 1e6, "gpt: z-loss coefficient (loss += C mean logsumexp^2; 0 off)"),
+  KE("bias", model.no_bias, bias_names, "1 biases in linear layers and LayerNorms (default), 0 none (nanoGPT's bias=False)"),
+  KE("tie", model.tie, tie_names, "gpt: 1 lm_head's weight is wte (tied, as nanoGPT), 0 its own (default)"),
+  KE("pos", model.rope, pos_names, "gpt: learned (wpe, default) or rope (rotary q and k, theta 10000, Llama's pairs)"),
   KI("in_dim", model.in_dim, 1, 65536, "mlp: input width"),
   KI("hidden", model.hidden, 1, 65536, "mlp: hidden width"),
   KI("depth", model.depth, 0, 256, "mlp: residual blocks"),
@@ -43,11 +57,13 @@ static const key_def keys[] = {
   KD("min_lr_frac", min_lr_frac, 0, 1, "cosine decay floor as a fraction of lr"),
   KD("warmup_frac", warmup_frac, 0, 1, "linear warmup as a fraction of steps"),
   KD("weight_decay", weight_decay, 0, 1e6, "AdamW decoupled weight decay (matrices)"),
+  KE("wd_mode", wd_independent, wd_names,
+     "coupled: p -= lr wd p (PyTorch AdamW, default); independent: p -= (lr/peak lr) wd p (Loshchilov-Hutter)"),
   KD("beta1", beta1, 0, 1, "AdamW beta1"),
   KD("beta2", beta2, 0, 1, "AdamW beta2"),
   KD("eps", eps, 0, 1, "AdamW epsilon"),
   KD("clip", clip, 0, 1e30, "global gradient-norm clip (0 off)"),
-  {"seed", T_U64, offsetof(xp_config, seed), 0, 0, 0, "seed of init, data and stochastic rounding"},
+  {"seed", T_U64, offsetof(xp_config, seed), 0, 0, 0, "seed of init, data and stochastic rounding", NULL},
   KI("threads", threads, 0, 4096, "OpenMP threads (0 default); results do not depend on it"),
   KI("msamp", msamp, 0, 3, "MS-AMP: 0 off, 1 O1 / 2 O2 (approximations), 3 O1 as published"),
   KI("allreduce_ranks", allreduce_ranks, 1, 64, "simulated data-parallel ranks: batch split, gradients all-reduced"),
@@ -219,6 +235,18 @@ int xp_config_set(xp_config *c, const char *key, const char *value, char *err, s
     const key_def *k = &keys[i];
     if (strcmp(k->name, key)) continue;
     char *p = (char *)c + k->off;
+    if (k->type == T_ENUM) {
+      char names[128];
+      size_t n = 0;
+      for (int j = 0; k->names[j]; j++) {
+        if (!strcmp(k->names[j], value)) {
+          *(int *)p = j;
+          return 0;
+        }
+        n += (size_t)snprintf(names + n, n < sizeof names ? sizeof names - n : 0, "%s%s", j ? ", " : "", k->names[j]);
+      }
+      return xp_errf(err, errlen, "%s: '%s' is not one of %s", key, value, names);
+    }
     if (k->type == T_STR) {
       if (strlen(value) >= k->size) return xp_errf(err, errlen, "%s: '%s' is too long", key, value);
       snprintf(p, k->size, "%s", value);
@@ -305,6 +333,9 @@ void xp_config_write(const xp_config *c, FILE *out) {
     case T_DBL: fprintf(out, "%s = %.17g\n", k->name, *(const double *)p); break;
     case T_U64: fprintf(out, "%s = %llu\n", k->name, (unsigned long long)*(const uint64_t *)p); break;
     case T_STR: fprintf(out, "%s = %s\n", k->name, p); break;
+    case T_ENUM:
+      if (*(const int *)p) fprintf(out, "%s = %s\n", k->name, k->names[*(const int *)p]);
+      break;
     }
   }
 }
@@ -318,7 +349,8 @@ void xp_config_help(FILE *out) {
     if (ops->help) fprintf(out, " (%s)", ops->help);
   }
   fputc('\n', out);
-  fprintf(out, "  %-16s %s\n", "data", "builtin (generated text, default) or a text file");
+  fprintf(out, "  %-16s %s\n", "data",
+          "builtin (generated text, default), shakespeare (Tiny Shakespeare, shipped; nanoGPT's split) or a text file");
   fprintf(out, "  %-16s %s\n", "vocab", "char (the bytes, default) or word:K (the K most frequent words + <unk>)");
   xp_prec_help(out);
   fprintf(out, "  %-16s %s\n", "master", "format weights are rounded to after each update (default f32: off)");

@@ -1,7 +1,9 @@
 /* data.c: training data.  The built-in corpus is generated English-like
  * text (a small grammar with agreement, numbers and arithmetic), so runs need
  * no download yet have structure at every scale a tiny GPT can learn:
- * spelling, word order, and sums.  Any text file works too (--data FILE).
+ * spelling, word order, and sums.  The shipped corpora (the table below:
+ * Tiny Shakespeare) are files found by name; any text file works too
+ * (--data FILE).
  * The MLP tasks draw Gaussian inputs and label them with a fixed random
  * teacher network.  A batch is a pure function of (seed, step, split). */
 #include "experiments/model.h"
@@ -89,6 +91,101 @@ size_t xp_builtin_text(uint64_t seed, size_t bytes, char *out) {
   return n;
 }
 
+/* ---- the shipped corpora ------------------------------------------------------ */
+
+/* Folders searched for a shipped corpus, in order: EXMY_DATA_DIR, the
+ * source tree (a build tree's command, VPATH and distcheck builds included,
+ * reads the files it was built with), the installed copy (make install). */
+#ifndef EXMY_CORPUS_SRCDIR
+#define EXMY_CORPUS_SRCDIR "experiments/corpora"
+#endif
+#ifndef EXMY_CORPUS_DATADIR
+#define EXMY_CORPUS_DATADIR "/usr/local/share/exmy/corpora"
+#endif
+
+/* A corpus shipped in experiments/corpora (SOURCE.md says where each is
+ * from).  Its size and FNV-1a 64 are checked, so a run names its data
+ * exactly.  nanogpt_split: the first floor(0.9 n) characters train (nanoGPT's
+ * prepare.py) instead of the engine's n - floor(n / 10). */
+typedef struct corpus {
+  const char *name;             /* the `data` value */
+  const char *file;             /* in the corpora folder */
+  size_t bytes;
+  uint64_t fnv;
+  int nanogpt_split;
+} corpus;
+
+static const corpus corpora[] = {
+  {"shakespeare", "shakespeare.txt", 1115394, 0x4016c93c3be74c18ull, 1},
+};
+#define NCORPORA (sizeof corpora / sizeof corpora[0])
+
+static const corpus *corpus_lookup(const char *name) {
+  for (size_t i = 0; i < NCORPORA; i++)
+    if (!strcmp(corpora[i].name, name)) return &corpora[i];
+  return NULL;
+}
+
+int xp_corpus_path(const char *name, char *path, size_t n) {
+  const corpus *k = corpus_lookup(name);
+  if (!k) return 0;
+  const char *env = getenv("EXMY_DATA_DIR");
+  const char *dirs[] = {env && *env ? env : NULL, EXMY_CORPUS_SRCDIR, EXMY_CORPUS_DATADIR};
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+    if (!dirs[i]) continue;
+    snprintf(path, n, "%s/%s", dirs[i], k->file);
+    FILE *f = fopen(path, "rb");
+    if (f) {
+      fclose(f);
+      return 1;
+    }
+  }
+  snprintf(path, n, "%s", k->file);
+  return -1;
+}
+
+/* The whole file into *text (malloc'd). 0 or -1 with err. */
+static int read_file(const char *path, char **text, size_t *len, char *err, size_t errlen) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return xp_errf(err, errlen, "data: cannot open '%s': %s", path, strerror(errno));
+  size_t cap = 1 << 20, n = 0, got;
+  char *t = malloc(cap);
+  while (t && (got = fread(t + n, 1, cap - n, f)) > 0) {
+    n += got;
+    if (n == cap) {
+      char *t2 = realloc(t, cap *= 2);
+      if (!t2) free(t);
+      t = t2;
+    }
+  }
+  fclose(f);
+  if (!t) return xp_errf(err, errlen, "out of memory reading '%s'", path);
+  *text = t;
+  *len = n;
+  return 0;
+}
+
+/* A shipped corpus by name: found (xp_corpus_path), read and checked. */
+static int corpus_read(const corpus *k, char **text, size_t *len, char *err, size_t errlen) {
+  char path[XP_PATH + 64];
+  if (xp_corpus_path(k->name, path, sizeof path) < 0) {
+    const char *env = getenv("EXMY_DATA_DIR");
+    return xp_errf(err, errlen, "data: corpus '%s': %s not found in %s%s%s, %s or %s", k->name, k->file,
+                   env && *env ? "EXMY_DATA_DIR=" : "", env && *env ? env : "", env && *env ? "," : "",
+                   EXMY_CORPUS_SRCDIR, EXMY_CORPUS_DATADIR);
+  }
+  if (read_file(path, text, len, err, errlen)) return -1;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < *len; i++) h = (h ^ (unsigned char)(*text)[i]) * 0x100000001b3ull;
+  if (*len != k->bytes || h != k->fnv) {
+    free(*text);
+    *text = NULL;
+    return xp_errf(err, errlen, "data: '%s' is not corpus '%s' (%zu bytes, FNV-1a %016llx; want %zu, %016llx)", path,
+                   k->name, *len, (unsigned long long)h, k->bytes, (unsigned long long)k->fnv);
+  }
+  return 0;
+}
+
 /* ---- corpus and teacher --------------------------------------------------- */
 
 #define BUILTIN_BYTES (256 * 1024)
@@ -96,22 +193,15 @@ size_t xp_builtin_text(uint64_t seed, size_t bytes, char *out) {
 static int text_init(xp_data *d, const xp_config *c, char *err, size_t errlen) {
   char *text = NULL;
   size_t len = 0;
+  const corpus *k = corpus_lookup(c->data);
   if (!strcmp(c->data, "builtin")) {
     text = malloc(BUILTIN_BYTES);
     if (!text) return xp_errf(err, errlen, "out of memory");
     len = xp_builtin_text(c->seed, BUILTIN_BYTES, text);
-  } else {
-    FILE *f = fopen(c->data, "rb");
-    if (!f) return xp_errf(err, errlen, "data: cannot open '%s': %s", c->data, strerror(errno));
-    size_t cap = 1 << 20;
-    text = malloc(cap);
-    size_t got;
-    while (text && (got = fread(text + len, 1, cap - len, f)) > 0) {
-      len += got;
-      if (len == cap) text = realloc(text, cap *= 2);
-    }
-    fclose(f);
-    if (!text) return xp_errf(err, errlen, "out of memory reading '%s'", c->data);
+  } else if (k) {
+    if (corpus_read(k, &text, &len, err, errlen)) return -1;
+  } else if (read_file(c->data, &text, &len, err, errlen)) {
+    return -1;
   }
   const size_t need = (size_t)c->model.seq_len * 2 + 2;
   if (c->vocab_words > 0) { /* vocab = word:K */
@@ -148,6 +238,10 @@ static int text_init(xp_data *d, const xp_config *c, char *err, size_t errlen) {
   free(text);
   d->ntok = len;
   d->ntrain = xp_data_split(len, need);
+  if (k && k->nanogpt_split) { /* nanoGPT: n = len(data); train = data[:int(n*0.9)] */
+    d->ntrain = len / 10 * 9 + len % 10 * 9 / 10;
+    if (len - d->ntrain < need) d->ntrain = len - need;
+  }
   return 0;
 }
 

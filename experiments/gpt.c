@@ -14,6 +14,13 @@
  * lm_head.  Attention's two products per (sequence, head) go through
  * xp_matmul with lin = -1, in parallel over (sequence, head).
  *
+ * nanoGPT's and TinyLlama's options: no_bias (`bias = 0`): no bias tensors
+ * in linear layers and LayerNorms.  tie: lm_head's weight is wte (no
+ * lm_head.w; wte's gradient is lm_head's wgrad plus the embedding's
+ * scatter).  rope: no wpe; each head's q and k rotated after the qk norm
+ * (pairs i, i + hd/2 by the angle t 10000^(-2i/hd)), the backward rotating
+ * dq and dk back.
+ *
  * Shapes: B sequences of T tokens, C = d_model, NH heads of hd = C / NH,
  * BT = B T rows, V = vocab. */
 #include "experiments/layers.h"
@@ -48,7 +55,9 @@ typedef struct gpt_block_act {  /* what the backward needs from one block */
 typedef struct gpt_state {
   int F, H;                     /* fc output width, fc2 input width */
   int wte, wpe, lnfg, lnfb, headw, headb;
+  int head;                     /* the tensor lm_head multiplies by: headw, or wte when tied */
   int lin_head;                 /* lm_head's linear-layer id */
+  float *rcos, *rsin;           /* rope: T x hd/2 rotation tables (NULL: learned positions) */
   gpt_block_idx *blk;
   /* activations, allocated for mc.batch sequences on first use */
   size_t cap;                   /* sequences allocated (0: none yet) */
@@ -97,6 +106,9 @@ static int gpt_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t 
   if (T < 1) return snprintf(err, errlen, "gpt: seq_len %d must be >= 1", T), -1;
   if (vocab < 1) return snprintf(err, errlen, "gpt: vocab %d must be >= 1", vocab), -1;
   if (mc->batch < 1) return snprintf(err, errlen, "gpt: batch %d must be >= 1", mc->batch), -1;
+  if (mc->rope && (C / NH) % 2)
+    return snprintf(err, errlen, "gpt: pos rope needs an even head width (d_model %d / n_head %d = %d)", C, NH, C / NH),
+           -1;
   m->mc = *mc;
   m->vocab = vocab;
   gpt_state *s = calloc(1, sizeof *s);
@@ -109,30 +121,31 @@ static int gpt_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t 
   s->F = mc->swiglu ? 2 * hs : 4 * C;
   s->H = mc->swiglu ? hs : 4 * C;
   size_t c = (size_t)C, F = (size_t)s->F, H = (size_t)s->H;
-  int bad = 0, rms = mc->rmsnorm;
+  int bad = 0, rms = mc->rmsnorm, nb = mc->no_bias, nnb = rms || nb; /* nnb: no norm bias */
 
   /* the tensor table, in init-stream order */
   s->wte = add_t(m, &bad, "wte", 0, (size_t)vocab, c, 1);
-  s->wpe = add_t(m, &bad, "wpe", 0, (size_t)T, c, 1);
+  s->wpe = mc->rope ? -1 : add_t(m, &bad, "wpe", 0, (size_t)T, c, 1);
   for (int i = 0; i < L; i++) {
     gpt_block_idx *k = &s->blk[i];
     k->ln1g = add_t(m, &bad, "h%d.ln1.g", i, 1, c, 0);
-    k->ln1b = rms ? -1 : add_t(m, &bad, "h%d.ln1.b", i, 1, c, 0);
+    k->ln1b = nnb ? -1 : add_t(m, &bad, "h%d.ln1.b", i, 1, c, 0);
     k->qkvw = add_t(m, &bad, "h%d.qkv.w", i, 3 * c, c, 1);
-    k->qkvb = add_t(m, &bad, "h%d.qkv.b", i, 1, 3 * c, 0);
+    k->qkvb = nb ? -1 : add_t(m, &bad, "h%d.qkv.b", i, 1, 3 * c, 0);
     k->projw = add_t(m, &bad, "h%d.proj.w", i, c, c, 1);
-    k->projb = add_t(m, &bad, "h%d.proj.b", i, 1, c, 0);
+    k->projb = nb ? -1 : add_t(m, &bad, "h%d.proj.b", i, 1, c, 0);
     k->ln2g = add_t(m, &bad, "h%d.ln2.g", i, 1, c, 0);
-    k->ln2b = rms ? -1 : add_t(m, &bad, "h%d.ln2.b", i, 1, c, 0);
+    k->ln2b = nnb ? -1 : add_t(m, &bad, "h%d.ln2.b", i, 1, c, 0);
     k->fcw = add_t(m, &bad, "h%d.fc.w", i, F, c, 1);
-    k->fcb = add_t(m, &bad, "h%d.fc.b", i, 1, F, 0);
+    k->fcb = nb ? -1 : add_t(m, &bad, "h%d.fc.b", i, 1, F, 0);
     k->fc2w = add_t(m, &bad, "h%d.fc2.w", i, c, H, 1);
-    k->fc2b = add_t(m, &bad, "h%d.fc2.b", i, 1, c, 0);
+    k->fc2b = nb ? -1 : add_t(m, &bad, "h%d.fc2.b", i, 1, c, 0);
   }
   s->lnfg = add_t(m, &bad, "lnf.g", 0, 1, c, 0);
-  s->lnfb = rms ? -1 : add_t(m, &bad, "lnf.b", 0, 1, c, 0);
-  s->headw = add_t(m, &bad, "lm_head.w", 0, (size_t)vocab, c, 1);
-  s->headb = add_t(m, &bad, "lm_head.b", 0, 1, (size_t)vocab, 0);
+  s->lnfb = nnb ? -1 : add_t(m, &bad, "lnf.b", 0, 1, c, 0);
+  s->headw = mc->tie ? -1 : add_t(m, &bad, "lm_head.w", 0, (size_t)vocab, c, 1);
+  s->headb = nb ? -1 : add_t(m, &bad, "lm_head.b", 0, 1, (size_t)vocab, 0);
+  s->head = mc->tie ? s->wte : s->headw;
   for (int i = 0; i < L; i++) {
     gpt_block_idx *k = &s->blk[i];
     const size_t hd = c / (size_t)NH;
@@ -145,6 +158,18 @@ static int gpt_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t 
   s->kscr = calloc(c, sizeof *s->kscr);
   s->qkzero = calloc(c, sizeof *s->qkzero);
   if (!s->lmax || !s->kscr || !s->qkzero) bad = 1;
+  if (mc->rope) { /* angle t theta^(-2i/hd), in double, rounded once */
+    const size_t hd = c / (size_t)NH, half = hd / 2;
+    s->rcos = malloc((size_t)T * half * sizeof *s->rcos);
+    s->rsin = malloc((size_t)T * half * sizeof *s->rsin);
+    if (!s->rcos || !s->rsin) bad = 1;
+    for (size_t t = 0; !bad && t < (size_t)T; t++)
+      for (size_t i = 0; i < half; i++) {
+        const double a = (double)t * pow(10000.0, -2.0 * (double)i / (double)hd);
+        s->rcos[t * half + i] = (float)cos(a);
+        s->rsin[t * half + i] = (float)sin(a);
+      }
+  }
   int nlin = 0; /* linear-layer ids, forward order */
   for (int i = 0; i < L; i++)
     for (int j = 0; j < LIN_PER_BLOCK; j++) s->blk[i].lin[j] = nlin++;
@@ -190,6 +215,8 @@ static void gpt_free(xp_model *m) {
   free(s->lmax);
   free(s->kscr);
   free(s->qkzero);
+  free(s->rcos);
+  free(s->rsin);
   free(s);
   m->act = NULL;
 }
@@ -322,6 +349,25 @@ static void qk_norm_forward(const xp_model *m, const gpt_block_idx *k, size_t B)
   xp_norm_forward(m->mc.rmsnorm, s->hkr, P(k->kg), zb, s->hk, s->kmean, s->krstd, rows, hd);
 }
 
+/* rope: rotate x ((B NH) x T x hd, in place) by position; inverse: the
+ * transpose (the backward's dq, dk back to the unrotated q, k). */
+static void rope_apply(const gpt_state *s, float *x, size_t nbh, size_t T, size_t hd, int inverse) {
+  const size_t half = hd / 2;
+  const float sg = inverse ? -1.0f : 1.0f;
+  long n = (long)nbh;
+#pragma omp parallel for schedule(static)
+  for (long bh = 0; bh < n; bh++)
+    for (size_t t = 0; t < T; t++) {
+      float *r = x + ((size_t)bh * T + t) * hd;
+      const float *cs = s->rcos + t * half, *sn = s->rsin + t * half;
+      for (size_t i = 0; i < half; i++) {
+        const float a = r[i], b = r[i + half], sv = sg * sn[i];
+        r[i] = a * cs[i] - b * sv;
+        r[i + half] = b * cs[i] + a * sv;
+      }
+    }
+}
+
 /* qkv (BT x 3C) of block l -> att (B x NH x T x T probabilities), atty (BT x C).
  * S = q k^T (GEMM), P = causal softmax(S / sqrt(hd)) in fp32, out = P v (GEMM);
  * each product for every (sequence, head) at once (xp_matmul_batch).  With
@@ -337,6 +383,10 @@ static int attention_forward(const xp_model *m, xp_ctx *ctx, int l, size_t B, co
   const int want_max = ctx->collect_outliers;
   gather_heads(s, qkv, NULL, B, T, C, NH);
   if (m->mc.qk_layernorm) qk_norm_forward(m, &s->blk[l], B);
+  if (s->rcos) {
+    rope_apply(s, s->hq, (size_t)nbh, T, hd, 0);
+    rope_apply(s, s->hk, (size_t)nbh, T, hd, 0);
+  }
   /* S = q k^T */
   xp_matmul_batch(ctx, &(xp_gemm_desc){.lin = -1, .role = XP_FPROP,
                                        .a = {.kind = XP_INPUT, .p = s->hq},
@@ -406,6 +456,10 @@ static int attention_backward(const xp_model *m, xp_ctx *ctx, int l, size_t B, c
   gather_heads(s, qkv, datty, B, T, C, NH);
   const gpt_block_idx *k = &s->blk[l];
   if (m->mc.qk_layernorm) qk_norm_forward(m, k, B);
+  if (s->rcos) { /* the forward's rotated q and k (the same bits) */
+    rope_apply(s, s->hq, nb, T, hd, 0);
+    rope_apply(s, s->hk, nb, T, hd, 0);
+  }
   /* dP = dO v^T */
   xp_matmul_batch(ctx, &(xp_gemm_desc){.lin = -1, .role = XP_DGRAD,
                                        .a = {.kind = XP_GRAD, .p = s->hdo},
@@ -446,6 +500,10 @@ static int attention_backward(const xp_model *m, xp_ctx *ctx, int l, size_t B, c
                                        .m = T, .n = hd, .k = T, .d = s->hdk},
                   nb, tt, th, th);
   if (ctx->failed) return -1;
+  if (s->rcos) { /* through the rotation: its transpose */
+    rope_apply(s, s->hdq, nb, T, hd, 1);
+    rope_apply(s, s->hdk, nb, T, hd, 1);
+  }
   if (m->mc.qk_layernorm) { /* through the norms: d(raw q, k) into hdq, hdk */
     size_t rows = nb * T;
     memset(s->hdqr, 0, rows * hd * sizeof(float));
@@ -488,12 +546,17 @@ static int forward_logits(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
   s->n_last = B;
 
   /* embeddings: x[b,t] = wte[token] + wpe[t] */
-  const float *wte = P(s->wte), *wpe = P(s->wpe);
+  const float *wte = P(s->wte), *wpe = PN(s->wpe);
   float *x0 = s->res;
   long nbt = (long)BT;
 #pragma omp parallel for schedule(static)
   for (long i = 0; i < nbt; i++) {
-    const float *e = wte + (size_t)b->tokens[i] * C, *p = wpe + ((size_t)i % T) * C;
+    const float *e = wte + (size_t)b->tokens[i] * C;
+    if (!wpe) { /* rope: positions enter in attention */
+      memcpy(x0 + (size_t)i * C, e, C * sizeof(float));
+      continue;
+    }
+    const float *p = wpe + ((size_t)i % T) * C;
     for (size_t c = 0; c < C; c++) x0[(size_t)i * C + c] = e[c] + p[c];
   }
 
@@ -503,21 +566,21 @@ static int forward_logits(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
     float *x = s->res + (size_t)(2 * l) * stride, *xa = x + stride, *xm = xa + stride;
     /* attention sublayer: xa = x + proj(attn(norm1(x))) */
     xp_norm_forward(rms, x, P(k->ln1g), PN(k->ln1b), a->ln1, a->ln1_mean, a->ln1_rstd, BT, C);
-    if (xp_linear_forward(ctx, k->lin[LIN_QKV], a->ln1, P(k->qkvw), P(k->qkvb), a->qkv, BT, C, 3 * C)) return -1;
+    if (xp_linear_forward(ctx, k->lin[LIN_QKV], a->ln1, P(k->qkvw), PN(k->qkvb), a->qkv, BT, C, 3 * C)) return -1;
     if (attention_forward(m, ctx, l, B, a->qkv, a->att, a->atty)) return -1;
-    if (xp_linear_forward(ctx, k->lin[LIN_PROJ], a->atty, P(k->projw), P(k->projb), s->tmp, BT, C, C)) return -1;
+    if (xp_linear_forward(ctx, k->lin[LIN_PROJ], a->atty, P(k->projw), PN(k->projb), s->tmp, BT, C, C)) return -1;
     xp_add(xa, x, s->tmp, BT * C);
     /* MLP sublayer: xm = xa + fc2(act(fc(norm2(xa)))) */
     xp_norm_forward(rms, xa, P(k->ln2g), PN(k->ln2b), a->ln2, a->ln2_mean, a->ln2_rstd, BT, C);
-    if (xp_linear_forward(ctx, k->lin[LIN_FC], a->ln2, P(k->fcw), P(k->fcb), a->fch, BT, C, F)) return -1;
+    if (xp_linear_forward(ctx, k->lin[LIN_FC], a->ln2, P(k->fcw), PN(k->fcb), a->fch, BT, C, F)) return -1;
     if (m->mc.swiglu) xp_swiglu_forward(a->fch, a->fcact, BT, H);
     else xp_gelu_forward(a->fch, a->fcact, a->fcth, BT * H);
-    if (xp_linear_forward(ctx, k->lin[LIN_FC2], a->fcact, P(k->fc2w), P(k->fc2b), s->tmp, BT, H, C)) return -1;
+    if (xp_linear_forward(ctx, k->lin[LIN_FC2], a->fcact, P(k->fc2w), PN(k->fc2b), s->tmp, BT, H, C)) return -1;
     xp_add(xm, xa, s->tmp, BT * C);
   }
   float *xl = s->res + (size_t)(2 * L) * stride;
   xp_norm_forward(rms, xl, P(s->lnfg), PN(s->lnfb), s->lnf, s->lnf_mean, s->lnf_rstd, BT, C);
-  return xp_linear_forward(ctx, s->lin_head, s->lnf, P(s->headw), P(s->headb), s->logits, BT, C, V);
+  return xp_linear_forward(ctx, s->lin_head, s->lnf, P(s->head), PN(s->headb), s->logits, BT, C, V);
 }
 
 static int gpt_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
@@ -555,7 +618,7 @@ static int gpt_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
   /* head: dlogits -> lm_head -> final norm (into dres, zeroed first) */
   xp_softmax_xent_backward(s->probs, b->targets, s->dlogits, BT, V);
   if (m->mc.z_loss > 0) xp_zloss_backward(s->probs, s->lse, m->mc.z_loss, s->dlogits, BT, V);
-  if (xp_linear_backward(ctx, s->lin_head, s->dlogits, s->lnf, P(s->headw), G(s->headw), G(s->headb),
+  if (xp_linear_backward(ctx, s->lin_head, s->dlogits, s->lnf, P(s->head), G(s->head), GN(s->headb),
                          s->dln, NULL, BT, C, V))
     return -1;
   memset(s->dres, 0, BT * C * sizeof(float));
@@ -567,22 +630,22 @@ static int gpt_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
     gpt_block_act *a = &s->act[l];
     float *x = s->res + (size_t)(2 * l) * stride, *xa = x + stride;
     /* MLP sublayer: dres flows through the residual unchanged, plus the branch */
-    if (xp_linear_backward(ctx, k->lin[LIN_FC2], s->dres, a->fcact, P(k->fc2w), G(k->fc2w), G(k->fc2b),
+    if (xp_linear_backward(ctx, k->lin[LIN_FC2], s->dres, a->fcact, P(k->fc2w), G(k->fc2w), GN(k->fc2b),
                            s->dfcact, NULL, BT, H, C))
       return -1;
     if (m->mc.swiglu) xp_swiglu_backward(s->dfcact, a->fch, s->dfch, BT, H);
     else xp_gelu_backward(s->dfcact, a->fch, a->fcth, s->dfch, BT * H);
-    if (xp_linear_backward(ctx, k->lin[LIN_FC], s->dfch, a->ln2, P(k->fcw), G(k->fcw), G(k->fcb), s->dln,
+    if (xp_linear_backward(ctx, k->lin[LIN_FC], s->dfch, a->ln2, P(k->fcw), G(k->fcw), GN(k->fcb), s->dln,
                            NULL, BT, C, F))
       return -1;
     xp_norm_backward(rms, s->dln, xa, P(k->ln2g), a->ln2_mean, a->ln2_rstd, s->dres, G(k->ln2g),
                      GN(k->ln2b), BT, C);
     /* attention sublayer */
-    if (xp_linear_backward(ctx, k->lin[LIN_PROJ], s->dres, a->atty, P(k->projw), G(k->projw), G(k->projb),
+    if (xp_linear_backward(ctx, k->lin[LIN_PROJ], s->dres, a->atty, P(k->projw), G(k->projw), GN(k->projb),
                            s->datty, NULL, BT, C, C))
       return -1;
     if (attention_backward(m, ctx, l, B, a->qkv, a->att, s->datty, s->dqkv)) return -1;
-    if (xp_linear_backward(ctx, k->lin[LIN_QKV], s->dqkv, a->ln1, P(k->qkvw), G(k->qkvw), G(k->qkvb), s->dln,
+    if (xp_linear_backward(ctx, k->lin[LIN_QKV], s->dqkv, a->ln1, P(k->qkvw), G(k->qkvw), GN(k->qkvb), s->dln,
                            NULL, BT, C, 3 * C))
       return -1;
     xp_norm_backward(rms, s->dln, x, P(k->ln1g), a->ln1_mean, a->ln1_rstd, s->dres, G(k->ln1g),
@@ -590,13 +653,15 @@ static int gpt_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
   }
 
   /* embeddings: wte scatter-add over tokens in token order (parallel over
-   * columns); wpe sums over sequences in order (parallel over (t, c)). */
-  float *dwte = G(s->wte), *dwpe = G(s->wpe);
-  memset(dwte, 0, m->tensors[s->wte].n * sizeof(float));
+   * columns), onto lm_head's wgrad when tied; wpe sums over sequences in
+   * order (parallel over (t, c)). */
+  float *dwte = G(s->wte), *dwpe = GN(s->wpe);
+  if (!m->mc.tie) memset(dwte, 0, m->tensors[s->wte].n * sizeof(float));
   long nc = (long)C, ntc = (long)(T * C);
 #pragma omp parallel for schedule(static)
   for (long c = 0; c < nc; c++)
     for (size_t i = 0; i < BT; i++) dwte[(size_t)b->tokens[i] * C + (size_t)c] += s->dres[i * C + (size_t)c];
+  if (!dwpe) return 0;
 #pragma omp parallel for schedule(static)
   for (long tc = 0; tc < ntc; tc++) {
     float acc = 0.0f;

@@ -85,7 +85,7 @@ void xp_norm_forward(int rms, const float *x, const float *g, const float *b, fl
     float m = (float)mu, r = (float)(1.0 / sqrt(v + (double)XP_NORM_EPS));
     for (size_t c = 0; c < C; c++) {
       float n = (xr[c] - m) * r;
-      yr[c] = rms ? n * g[c] : n * g[c] + b[c];
+      yr[c] = b ? n * g[c] + b[c] : n * g[c];
     }
     mean[t] = m;
     rstd[t] = r;

@@ -25,7 +25,7 @@ int xp_linear_backward(xp_ctx *ctx, int lin, const float *dy, const float *x, co
                        size_t out);
 
 /* ---- norms ----------------------------------------------------------------
- * LayerNorm (rms = 0): y = (x - mean) * rstd * g + b.
+ * LayerNorm (rms = 0): y = (x - mean) * rstd * g + b  (b NULL: no bias, bias = 0).
  * RMSNorm   (rms = 1): y = x * rstd * g  (bias NULL, mean stored as 0). */
 
 /* x (T x C), g, b (C) -> y (T x C), mean, rstd (T). */

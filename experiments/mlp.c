@@ -16,7 +16,7 @@
 #include <string.h>
 
 typedef struct mlp_block {
-  int lng, lnb, fcw, fcb;       /* tensor indices (lnb -1 under RMSNorm) */
+  int lng, lnb, fcw, fcb;       /* tensor indices (-1: absent: lnb under RMSNorm, biases with bias = 0) */
   int lin;                      /* fc's linear-layer id */
   float *ln, *mean, *rstd;      /* N x D, N, N */
   float *fch, *act;             /* N x D: fc output, gelu output */
@@ -66,21 +66,21 @@ static int mlp_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t 
     return snprintf(err, errlen, "mlp: out of memory"), -1;
   }
   m->act = s;
-  int bad = 0, rms = mc->rmsnorm;
+  int bad = 0, rms = mc->rmsnorm, nb = mc->no_bias, nnb = rms || nb; /* bias = 0: none; nnb: no norm bias */
   size_t d = (size_t)D;
   s->inpw = add_t(m, &bad, "inp.w", 0, d, (size_t)I, 1);
-  s->inpb = add_t(m, &bad, "inp.b", 0, 1, d, 0);
+  s->inpb = nb ? -1 : add_t(m, &bad, "inp.b", 0, 1, d, 0);
   for (int i = 0; i < depth; i++) {
     mlp_block *k = &s->blk[i];
     k->lng = add_t(m, &bad, "b%d.ln.g", i, 1, d, 0);
-    k->lnb = rms ? -1 : add_t(m, &bad, "b%d.ln.b", i, 1, d, 0);
+    k->lnb = nnb ? -1 : add_t(m, &bad, "b%d.ln.b", i, 1, d, 0);
     k->fcw = add_t(m, &bad, "b%d.fc.w", i, d, d, 1);
-    k->fcb = add_t(m, &bad, "b%d.fc.b", i, 1, d, 0);
+    k->fcb = nb ? -1 : add_t(m, &bad, "b%d.fc.b", i, 1, d, 0);
   }
   s->lnfg = add_t(m, &bad, "lnf.g", 0, 1, d, 0);
-  s->lnfb = rms ? -1 : add_t(m, &bad, "lnf.b", 0, 1, d, 0);
+  s->lnfb = nnb ? -1 : add_t(m, &bad, "lnf.b", 0, 1, d, 0);
   s->headw = add_t(m, &bad, "head.w", 0, (size_t)O, d, 1);
-  s->headb = add_t(m, &bad, "head.b", 0, 1, (size_t)O, 0);
+  s->headb = nb ? -1 : add_t(m, &bad, "head.b", 0, 1, (size_t)O, 0);
   int nlin = 0; /* linear-layer ids, forward order */
   s->lin_inp = nlin++;
   for (int i = 0; i < depth; i++) s->blk[i].lin = nlin++;
@@ -175,19 +175,19 @@ static int forward_out(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
   size_t N = b->n, I = (size_t)m->mc.in_dim, D = (size_t)m->mc.hidden, O = (size_t)m->mc.out_dim;
   size_t stride = s->cap * D;
   s->n_last = N;
-  if (xp_linear_forward(ctx, s->lin_inp, b->x, P(s->inpw), P(s->inpb), s->res, N, I, D)) return -1;
+  if (xp_linear_forward(ctx, s->lin_inp, b->x, P(s->inpw), PN(s->inpb), s->res, N, I, D)) return -1;
   for (int i = 0; i < depth; i++) {
     mlp_block *k = &s->blk[i];
     float *h = s->res + (size_t)i * stride, *hn = h + stride;
     /* hn = h + gelu(fc(norm(h))) */
     xp_norm_forward(rms, h, P(k->lng), PN(k->lnb), k->ln, k->mean, k->rstd, N, D);
-    if (xp_linear_forward(ctx, k->lin, k->ln, P(k->fcw), P(k->fcb), k->fch, N, D, D)) return -1;
+    if (xp_linear_forward(ctx, k->lin, k->ln, P(k->fcw), PN(k->fcb), k->fch, N, D, D)) return -1;
     xp_gelu_forward(k->fch, k->act, NULL, N * D);
     xp_add(hn, h, k->act, N * D);
   }
   float *hl = s->res + (size_t)depth * stride;
   xp_norm_forward(rms, hl, P(s->lnfg), PN(s->lnfb), s->lnf, s->lnf_mean, s->lnf_rstd, N, D);
-  return xp_linear_forward(ctx, s->lin_head, s->lnf, P(s->headw), P(s->headb), s->out, N, D, O);
+  return xp_linear_forward(ctx, s->lin_head, s->lnf, P(s->headw), PN(s->headb), s->out, N, D, O);
 }
 
 static int mlp_forward(xp_model *m, xp_ctx *ctx, const xp_batch *b, double *loss) {
@@ -232,7 +232,7 @@ static int mlp_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
     for (size_t i = 0; i < N * O; i++) s->dout[i] = k2 * (s->out[i] - b->y[i]);
   }
   /* head and final norm (into dres, zeroed first) */
-  if (xp_linear_backward(ctx, s->lin_head, s->dout, s->lnf, P(s->headw), G(s->headw), G(s->headb), s->dln,
+  if (xp_linear_backward(ctx, s->lin_head, s->dout, s->lnf, P(s->headw), G(s->headw), GN(s->headb), s->dln,
                          NULL, N, D, O))
     return -1;
   memset(s->dres, 0, N * D * sizeof(float));
@@ -242,14 +242,14 @@ static int mlp_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
   for (int i = depth - 1; i >= 0; i--) {
     mlp_block *k = &s->blk[i];
     xp_gelu_backward(s->dres, k->fch, NULL, s->dfch, N * D);
-    if (xp_linear_backward(ctx, k->lin, s->dfch, k->ln, P(k->fcw), G(k->fcw), G(k->fcb), s->dln, NULL, N,
+    if (xp_linear_backward(ctx, k->lin, s->dfch, k->ln, P(k->fcw), G(k->fcw), GN(k->fcb), s->dln, NULL, N,
                            D, D))
       return -1;
     xp_norm_backward(rms, s->dln, s->res + (size_t)i * stride, P(k->lng), k->mean, k->rstd, s->dres,
                      G(k->lng), GN(k->lnb), N, D);
   }
   /* inp: no gradient for the data */
-  return xp_linear_backward(ctx, s->lin_inp, s->dres, b->x, P(s->inpw), G(s->inpw), G(s->inpb), NULL, NULL, N, I, D);
+  return xp_linear_backward(ctx, s->lin_inp, s->dres, b->x, P(s->inpw), G(s->inpw), GN(s->inpb), NULL, NULL, N, I, D);
 }
 
 /* Two rows, one network: the kind picks the loss (mlp_forward, mlp_backward). */

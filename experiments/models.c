@@ -61,6 +61,12 @@ int xp_model_outliers_header(const xp_model *m, FILE *csv) {
 int xp_model_check_config(const xp_model *m, const xp_config *c, char *err, size_t errlen) {
   if (c->range_shift && !m->ops->range_shift)
     return xp_errf(err, errlen, "range_shift %d: model %s has no norm layers to shift", c->range_shift, m->ops->name);
+  if ((c->model.tie || c->model.rope) && c->model.kind != XP_MODEL_GPT)
+    return xp_errf(err, errlen, "%s: model %s has no embedding (gpt has)", c->model.tie ? "tie 1" : "pos rope",
+                   m->ops->name);
+  if (c->range_shift && c->model.tie)
+    return xp_errf(err, errlen, "range_shift %d: with tie 1 lm_head's weight is the embedding, so the shift would change "
+                   "the function", c->range_shift);
   if (c->data_switch && c->model.kind != XP_MODEL_GPT)
     return xp_errf(err, errlen, "data_switch %ld: model %s has no tokens to rename (gpt has)", c->data_switch,
                    m->ops->name);

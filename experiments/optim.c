@@ -144,13 +144,18 @@ void xp_optim_step(xp_optim *o, xp_model *m, const xp_config *c, long step, doub
   const float coef = c->clip > 0 && norm > c->clip ? (float)(c->clip / (norm + 1e-6)) : 1.0f;
   const float b1 = (float)c->beta1, b2 = (float)c->beta2, eps = (float)c->eps, flr = (float)lr;
   const float bc1 = (float)(1.0 - pow(c->beta1, (double)o->t)), bc2 = (float)(1.0 - pow(c->beta2, (double)o->t));
+  /* wd_mode independent: the decay follows the schedule's multiplier lr / lr_peak, not the peak lr
+   * (Loshchilov and Hutter's eta_t); coupled keeps PyTorch's expression, bit for bit */
+  const int indep = c->wd_independent;
+  const float fs = indep && c->lr > 0 ? (float)(lr / c->lr) : 0.0f;
 #define ADAMW_ELEMENT(i)                                            \
   do {                                                              \
     const float gi = g[i] * coef;                                   \
     mm[i] = b1 * mm[i] + (1.0f - b1) * gi;                          \
     vv[i] = b2 * vv[i] + (1.0f - b2) * (gi * gi);                   \
     const float mhat = mm[i] / bc1, vhat = vv[i] / bc2;             \
-    p[i] -= flr * (mhat / (sqrtf(vhat) + eps) + wd * p[i]);         \
+    if (indep) p[i] -= flr * (mhat / (sqrtf(vhat) + eps)) + fs * wd * p[i]; \
+    else p[i] -= flr * (mhat / (sqrtf(vhat) + eps) + wd * p[i]);   \
   } while (0)
   if (!lv->low_moments && !lv->fp16_linear && c->master_is_f32) {
     /* nothing between the tensors' updates: one team for all of them (each

@@ -242,7 +242,8 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
   st->threads = 1;
 #endif
   if (o->lrs && (rc = parse_lrs(st, o->lrs, err, errlen))) goto out;
-  if (o->data && strcmp(o->data, "builtin")) {
+  char corpus[XP_PATH + 64];
+  if (o->data && strcmp(o->data, "builtin") && !xp_corpus_path(o->data, corpus, sizeof corpus)) { /* a file */
     FILE *df = fopen(o->data, "r");
     if (!df) {
       snprintf(err, errlen, "study: --data %s: cannot open: %s", o->data, strerror(errno));

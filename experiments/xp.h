@@ -65,6 +65,13 @@ typedef struct xp_model_config {
   int rmsnorm;                  /* 0: LayerNorm, 1: RMSNorm */
   int qk_layernorm;             /* gpt: 1 normalizes q and k per head (the model's norm, gains shared by heads) */
   double z_loss;                /* gpt: PaLM's z-loss coefficient C: loss += C mean(logsumexp^2) (0 off) */
+  /* Architecture options, 0 the default (a zeroed config is the GPT-2 model):
+   * key `bias = 0` sets no_bias (no bias in linear layers and LayerNorms;
+   * nanoGPT's bias=False), `tie = 1` (lm_head's weight is wte, nanoGPT's
+   * weight tying; gpt), `pos = rope` sets rope (rotary position embedding of
+   * q and k in place of the learned wpe, theta 10000, rotate-half pairs as
+   * Llama's; gpt). */
+  int no_bias, tie, rope;
   /* mlp, mlp-class (teacher-student): in -> hidden -> [norm, linear, gelu, +]^depth -> norm -> out */
   int in_dim, hidden, depth, out_dim;
   int batch;                    /* sequences (gpt) or examples (mlp) per step */
@@ -72,11 +79,14 @@ typedef struct xp_model_config {
 
 typedef struct xp_config {
   xp_model_config model;
-  char data[XP_PATH];           /* "builtin" or a text file (gpt) */
+  char data[XP_PATH];           /* "builtin", a shipped corpus ("shakespeare") or a text file (gpt) */
   int vocab_words;              /* 0: the bytes are the tokens; K: vocab = word:K (vocab.c) */
   /* optimizer and schedule */
   long steps;
   double lr, min_lr_frac, warmup_frac, weight_decay, beta1, beta2, eps, clip;
+  int wd_independent;           /* `wd_mode`: 0 coupled (p -= lr wd p, PyTorch's AdamW), 1 independent
+                                   (p -= (lr / lr_peak) wd p: Loshchilov and Hutter's decoupled decay,
+                                   the schedule's multiplier without the peak lr) */
   uint64_t seed;                /* everything random: init, data, stochastic rounding */
   int threads;                  /* 0: OpenMP's default */
   /* precision */
@@ -330,8 +340,9 @@ int xp_model_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b);
  * .outliers): -1 when the model has none. */
 int xp_model_outliers_header(const xp_model *m, FILE *csv);
 int xp_model_outliers(xp_model *m, double *row);
-/* The keys a model must support (range_shift: norms to shift; data_switch:
- * tokens; outliers_every: outlier metrics) and allreduce_ranks dividing the
+/* The keys a model must support (range_shift: norms to shift, and no tie;
+ * data_switch: tokens; outliers_every: outlier metrics; tie, pos rope: an
+ * embedding) and allreduce_ranks dividing the
  * batch: 0, or -1 with
  * err naming the key.  The command calls it before step 0 (exit 2), and
  * xp_train again for its other callers. */
@@ -371,6 +382,11 @@ void xp_words_free(xp_words *w);
 
 /* The built-in corpus: deterministic generated English-like text (docs). */
 size_t xp_builtin_text(uint64_t seed, size_t bytes, char *out);
+/* A shipped corpus (`data = shakespeare`): its file in the first folder of
+ * EXMY_DATA_DIR, the source tree's experiments/corpora, the installed
+ * $(pkgdatadir)/corpora that has it.  1 with path set; 0: no corpus of that
+ * name; -1: not found (path: the file's name). */
+int xp_corpus_path(const char *name, char *path, size_t n);
 int xp_data_init(xp_data *d, const xp_config *c, char *err, size_t errlen);
 void xp_data_free(xp_data *d);
 /* The batch of a step: a pure function of (seed, step, split), so resume needs

@@ -221,6 +221,51 @@ check_err "range_shift on a model without norms (exit 2, before the run)" "range
 run train --range_shift 31
 check_err "range_shift out of range" "31"
 
+# the parity options (bias, tie, pos, wd_mode): --help lists them; at their defaults, given
+# explicitly, the run is byte-identical to the engine before them (the cksums above) and
+# config.txt leaves them out (study run ids unchanged); set, they print, read back and train
+run train --help
+if grep -q "^  bias " "$T/out" && grep -q "^  tie " "$T/out" && grep -q "^  pos .*rope" "$T/out" &&
+   grep -q "^  wd_mode .*independent" "$T/out" && grep -q "^  data .*shakespeare" "$T/out"; then
+  pass "--help lists bias, tie, pos, wd_mode and data = shakespeare"
+else fail "--help lists bias, tie, pos, wd_mode and data = shakespeare"; fi
+DEF="--bias 1 --tie 0 --pos learned --wd_mode coupled"
+run train $TINY $DEF --out_dir "$T/def" --ckpt "$T/def.ckpt"
+if [ "$rc" -eq 0 ] && [ "$(ck "$T/def/loss.csv") $(ck "$T/def.ckpt")" = "1134883060/274 2883015120/59983" ] &&
+   ! grep -Eq "^(bias|tie|pos|wd_mode) " "$T/def/config.txt"; then
+  pass "bias 1, tie 0, pos learned, wd_mode coupled: loss.csv and checkpoint as before the keys; config.txt without them"
+else fail "the parity options at their defaults" "status $rc" "$(ck "$T/def/loss.csv") $(ck "$T/def.ckpt")"; fi
+run train $TINY --bias 0 --tie 1 --pos rope --wd_mode independent --print-config
+cp "$T/out" "$T/par.cfg"
+run train "$T/par.cfg" --print-config
+if [ "$rc" -eq 0 ] && cmp -s "$T/out" "$T/par.cfg" && grep -q "^bias = 0$" "$T/out" && grep -q "^tie = 1$" "$T/out" &&
+   grep -q "^pos = rope$" "$T/out" && grep -q "^wd_mode = independent$" "$T/out"; then
+  pass "bias 0, tie 1, pos rope, wd_mode independent: printed and read back"
+else fail "the parity options: printed and read back" "status $rc" "$(txt "$T/out")"; fi
+# parameters on Tiny Shakespeare (65 characters): 5585 as GPT-2; no biases and tied: 4288; rope: no wpe, 4160
+run train $TINY --data shakespeare --steps 2
+p1=$(awk '/^params/ {print $2}' "$T/out")
+run train $TINY --data shakespeare --steps 2 --bias 0 --tie 1 --wd_mode independent
+p2=$(awk '/^params/ {print $2}' "$T/out")
+run train $TINY --data shakespeare --steps 2 --bias 0 --tie 1 --pos rope --out_dir "$T/shk"
+p3=$(awk '/^params/ {print $2}' "$T/out")
+if [ "$rc" -eq 0 ] && [ "$p1 $p2 $p3" = "5585 4288 4160" ] && grep -q "^data = shakespeare$" "$T/shk/config.txt"; then
+  pass "data = shakespeare (vocab 65): 5585 parameters, 4288 with bias 0 tie 1, 4160 with pos rope too"
+else fail "data = shakespeare: parameters" "got $p1 $p2 $p3 (status $rc)" "$(txt "$T/err")"; fi
+run train $TINY --wd_mode independent --out_dir "$T/wdi"
+if [ "$rc" -eq 0 ] && ! cmp -s "$T/wdi/loss.csv" "$T/def/loss.csv"; then pass "wd_mode independent changes the run"
+else fail "wd_mode independent changes the run" "status $rc"; fi
+run train --bias 2
+check_err "bias 2 (exit 2)" "bias: '2' is not one of 1, 0"
+run train --pos alibi
+check_err "pos alibi (exit 2)" "pos: 'alibi' is not one of learned, rope"
+run train $TINY --pos rope --d_model 18 --n_head 2
+check_err "pos rope with an odd head width (exit 2, before the run)" "even head width"
+run train $TINY --tie 1 --range_shift 2
+check_err "tie 1 with range_shift (exit 2, before the run)" "range_shift 2: with tie 1"
+run train $TINY --model mlp --in_dim 4 --hidden 8 --depth 1 --out_dim 2 --pos rope
+check_err "pos rope on the mlp (exit 2, before the run)" "pos rope: model mlp has no embedding"
+
 run train --lr fast
 check_err "bad number" "'fast'"
 run train --bogus 1

@@ -7,7 +7,11 @@
  *    the check-and-fallback state included);
  *  - the check-and-fallback loop, calibration after a bf16 checkpoint,
  *    MS-AMP levels and master-weight rounding run; the MLP tasks learn;
- *  - config errors name the bad key or value. */
+ *  - config errors name the bad key or value;
+ *  - the shipped corpus (data = shakespeare): nanoGPT's vocabulary and
+ *    split, found without environment variables, a wrong file refused;
+ *  - wd_mode: the decay term of one AdamW step, coupled and independent;
+ *    bias = 0, tie = 1, pos = rope train (their gradients: test_xp_grad). */
 #include "experiments/layers.h"
 #include "experiments/xp.h"
 #include "tests/testutil.h"
@@ -256,7 +260,8 @@ static void test_fallback_calibration(uint64_t seed) {
 }
 
 static void test_variants(uint64_t seed) {
-  const char *kinds[][2] = {{"msamp", "1"}, {"msamp", "2"}, {"master", "bf16"}, {"swiglu", "1"}, {"rmsnorm", "1"}};
+  const char *kinds[][2] = {{"msamp", "1"}, {"msamp", "2"}, {"master", "bf16"}, {"swiglu", "1"}, {"rmsnorm", "1"},
+                            {"bias", "0"}, {"tie", "1"}, {"pos", "rope"}, {"wd_mode", "independent"}};
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
     xp_config c;
     base(&c, seed);
@@ -309,6 +314,10 @@ static void test_errors(void) {
     {"attn", "hybrid;recipe=delayed", "delayed"},
     {"master", "f64", "f64"},
     {"model", "cnn", "'cnn'"},
+    {"bias", "2", "'2' is not one of 1, 0"},
+    {"tie", "yes", "'yes' is not one of 0, 1"},
+    {"pos", "alibi", "'alibi' is not one of learned, rope"},
+    {"wd_mode", "lr", "'lr' is not one of coupled, independent"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     err[0] = 0;
@@ -325,6 +334,124 @@ static void test_errors(void) {
   set(&c, "data", "/nonexistent/text.txt");
   CHECK(xp_train(&c, &r, err, sizeof err) == -1 && strstr(err, "/nonexistent/text.txt"), "missing data: '%s'", err);
   xp_result_free(&r);
+  base(&c, 1); /* RoPE rotates pairs: an odd head width is refused */
+  set(&c, "pos", "rope");
+  set(&c, "d_model", "18");
+  CHECK(xp_train(&c, &r, err, sizeof err) == -1 && strstr(err, "even head width"), "pos rope, hd 9: '%s'", err);
+  xp_result_free(&r);
+  base(&c, 1);
+  set(&c, "tie", "1");
+  set(&c, "model", "mlp");
+  CHECK(xp_train(&c, &r, err, sizeof err) == -1 && strstr(err, "tie 1: model mlp"), "tie on the mlp: '%s'", err);
+  xp_result_free(&r);
+}
+
+/* data = shakespeare: the shipped file (found through the compiled-in
+ * source folder: no EXMY_DATA_DIR), nanoGPT's vocabulary (the sorted set of
+ * the file's characters) and split (the first floor(0.9 n) characters
+ * train); EXMY_DATA_DIR comes first, and a file that is not the corpus is
+ * refused, naming it. */
+static void test_corpus(void) {
+  static const char chars[] = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+  xp_config c;
+  base(&c, 1);
+  set(&c, "data", "shakespeare");
+  set(&c, "seq_len", "64"); /* 65-character windows: each occurs once in the text (in practice) */
+  char err[EXMY_ERRLEN] = "";
+  xp_data d;
+  unsetenv("EXMY_DATA_DIR");
+  if (xp_data_init(&d, &c, err, sizeof err)) {
+    CHECK(0, "data = shakespeare: %s", err);
+    return;
+  }
+  CHECK(d.ntok == 1115394 && d.ntrain == 1003854, "ntok %zu ntrain %zu (want 1115394, 1003854)", d.ntok, d.ntrain);
+  CHECK(d.vocab == 65, "vocab %d (want 65)", d.vocab);
+  for (int i = 0; i < d.vocab && i < 65; i++)
+    CHECK(d.itos[i] == (unsigned char)chars[i], "token %d is 0x%02x, want 0x%02x", i, d.itos[i], (unsigned char)chars[i]);
+  static const char head[] = "First Citizen:\nBefore";
+  for (int i = 0; i < (int)sizeof head - 1; i++)
+    CHECK(d.itos[d.tok[i]] == (unsigned char)head[i], "byte %d: 0x%02x, want 0x%02x", i, d.itos[d.tok[i]], head[i]);
+  /* every validation window lies after the split, every training one before it */
+  xp_batch_buf bb;
+  CHECK(xp_batch_alloc(&bb, &c) == 0, "batch alloc");
+  for (long step = 0; step < 10; step++)
+    for (int v = 0; v < 2; v++) {
+      xp_data_batch(&d, &c, step, v, &bb);
+      for (int b = 0; b < c.model.batch; b++) {
+        const int *t = bb.tokens + (size_t)b * (size_t)c.model.seq_len;
+        size_t off = 0; /* the window's offset: the first match of its tokens, searched on its own side */
+        const size_t lo = v ? d.ntrain : 0, hi = v ? d.ntok : d.ntrain;
+        int found = 0;
+        for (off = lo; off + (size_t)c.model.seq_len + 1 <= hi && !found; off++)
+          found = !memcmp(d.tok + off, t, (size_t)c.model.seq_len * sizeof(int)) &&
+                  d.tok[off + (size_t)c.model.seq_len] == bb.targets[(size_t)b * (size_t)c.model.seq_len + (size_t)c.model.seq_len - 1];
+        CHECK(found, "step %ld %s window %d not inside its split", step, v ? "validation" : "training", b);
+      }
+    }
+  xp_batch_free(&bb);
+  xp_data_free(&d);
+  /* EXMY_DATA_DIR first: a folder whose shakespeare.txt is another text */
+  char sub[300], path[400];
+  snprintf(sub, sizeof sub, "%s/corpora", dir);
+  mkdir(sub, 0777);
+  snprintf(path, sizeof path, "%s/shakespeare.txt", sub);
+  FILE *f = fopen(path, "w");
+  if (f) {
+    for (int i = 0; i < 2000; i++) fputs("To be, or not to be.\n", f);
+    fclose(f);
+  }
+  setenv("EXMY_DATA_DIR", sub, 1);
+  err[0] = 0;
+  CHECK(xp_data_init(&d, &c, err, sizeof err) == -1 && strstr(err, path) && strstr(err, "is not corpus 'shakespeare'"),
+        "a wrong shakespeare.txt in EXMY_DATA_DIR: '%s'", err);
+  unsetenv("EXMY_DATA_DIR");
+}
+
+/* wd_mode on one AdamW step with zero gradients (Adam's term is 0, so the
+ * step is the decay alone): coupled p -= lr wd p, independent
+ * p -= (lr / lr_peak) wd p; matrices only. */
+static void test_wd_mode(void) {
+  for (int indep = 0; indep < 2; indep++) {
+    xp_config c;
+    base(&c, 1);
+    set(&c, "model", "mlp");
+    set(&c, "lr", "2e-3");
+    set(&c, "weight_decay", "0.1");
+    set(&c, "wd_mode", indep ? "independent" : "coupled");
+    char err[EXMY_ERRLEN];
+    xp_model m;
+    xp_optim o;
+    if (xp_model_init(&m, &c.model, 0, 1, err, sizeof err) || xp_optim_init(&o, m.nparams)) {
+      CHECK(0, "set-up: %s", err);
+      return;
+    }
+    float *p0 = malloc(m.nparams * sizeof *p0);
+    memcpy(p0, m.params, m.nparams * sizeof *p0);
+    memset(m.grads, 0, m.nparams * sizeof *m.grads);
+    double gn;
+    const double lr = 1e-3; /* half the peak: the schedule's multiplier 0.5 */
+    xp_optim_step(&o, &m, &c, 5, lr, &gn);
+    const double want = indep ? 0.5 * 0.1 : lr * 0.1; /* the fraction decayed */
+    double worst = 0.0;
+    for (int t = 0; t < m.ntensors; t++) {
+      const xp_param *pt = &m.tensors[t];
+      for (size_t i = 0; i < pt->n; i++) {
+        const double a = p0[pt->off + i], b = m.params[pt->off + i];
+        const double expect = pt->is_matrix ? a * (1.0 - want) : a;
+        const double rel = fabs(b - expect) / fmax(fabs(a), 1e-30);
+        worst = fmax(worst, rel);
+        if (rel > 1e-6) {
+          CHECK(0, "wd_mode %s: %s[%zu] %a -> %a, want %a", indep ? "independent" : "coupled", pt->name, i, a, b, expect);
+          break;
+        }
+      }
+    }
+    printf("wd_mode %s: decay %g per step at lr %g (peak %g), worst rel err %.2g\n", indep ? "independent" : "coupled",
+           want, lr, c.lr, worst);
+    free(p0);
+    xp_optim_free(&o);
+    xp_model_free(&m);
+  }
 }
 
 /* xp_matmul_batch (attention's products at once) gives, bit for bit, what
@@ -452,6 +579,8 @@ int main(void) {
   test_detector();
   test_lr_restart();
   test_errors();
+  test_corpus();
+  test_wd_mode();
   test_matmul_batch(seed);
   test_operand_reuse(seed);
   test_determinism(seed);

@@ -1,7 +1,9 @@
 /* test_xp_grad.c: the gradient check of the training engine's models.
  *
- * For each model (GPT LayerNorm+GELU, GPT RMSNorm+SwiGLU, MLP regression,
- * MLP classification with RMSNorm) the engine runs forward and backward with
+ * For each model (GPT LayerNorm+GELU, GPT RMSNorm+SwiGLU, with qk-norm and
+ * z-loss, nanoGPT's (no biases, tied lm_head), TinyLlama's (RMSNorm, SwiGLU,
+ * no biases, RoPE), RoPE after qk-norm; MLP regression, MLP classification
+ * with RMSNorm, and with LayerNorm and no biases) the engine runs forward and backward with
  * every GEMM in fp32 (XP_MODE_FP32).  An independent fp64 forward, written
  * here from the architecture's description (not from the engine's code),
  * computes the loss from the same float parameters; central finite
@@ -52,18 +54,27 @@ static void d_linear(const double *x, const double *w, const double *b, double *
     }
 }
 
-/* LayerNorm (b given) or RMSNorm (b NULL, no centering), eps 1e-5 */
-static void d_norm(const double *x, const double *g, const double *b, double *y, int T, int C) {
+/* LayerNorm (center 1; b NULL: no bias) or RMSNorm (center 0, b NULL), eps 1e-5 */
+static void d_norm(const double *x, const double *g, const double *b, int center, double *y, int T, int C) {
   for (int t = 0; t < T; t++) {
     const double *xr = x + t * C;
     double mu = 0.0, v = 0.0;
-    if (b) {
+    if (center) {
       for (int c = 0; c < C; c++) mu += xr[c];
       mu /= C;
     }
     for (int c = 0; c < C; c++) v += (xr[c] - mu) * (xr[c] - mu);
     double r = 1.0 / sqrt(v / C + 1e-5);
     for (int c = 0; c < C; c++) y[t * C + c] = (xr[c] - mu) * r * g[c] + (b ? b[c] : 0.0);
+  }
+}
+
+/* RoPE at position t: pairs (i, i + hd/2) rotated by t 10000^(-2i/hd) */
+static void d_rope(const double *x, double *y, int t, int hd) {
+  for (int i = 0; i < hd / 2; i++) {
+    const double a = t * pow(10000.0, -2.0 * i / hd), c = cos(a), s = sin(a);
+    y[i] = x[i] * c - x[i + hd / 2] * s;
+    y[i + hd / 2] = x[i + hd / 2] * c + x[i] * s;
   }
 }
 
@@ -115,15 +126,15 @@ static double ref_gpt(const ref *r, const xp_batch *bt) {
   double *qkv = malloc(sizeof(double) * BT * 3 * C), *o = malloc(sizeof(double) * BT * C);
   double *tmp = malloc(sizeof(double) * BT * C), *f = malloc(sizeof(double) * BT * F);
   double *a = malloc(sizeof(double) * BT * H), *logits = malloc(sizeof(double) * BT * V);
-  double *pr = malloc(sizeof(double) * T), qn[64], kn[64], zero[64] = {0};
-  const double *wte = R(r, "wte", 0), *wpe = R(r, "wpe", 0);
+  double *pr = malloc(sizeof(double) * T), qn[64], kn[64], qr[64], kr[64], zero[64] = {0};
+  const double *wte = R(r, "wte", 0), *wpe = R(r, "wpe", 0); /* wpe NULL: pos rope */
   for (int i = 0; i < BT; i++)
-    for (int c = 0; c < C; c++) x[i * C + c] = wte[bt->tokens[i] * C + c] + wpe[(i % T) * C + c];
+    for (int c = 0; c < C; c++) x[i * C + c] = wte[bt->tokens[i] * C + c] + (wpe ? wpe[(i % T) * C + c] : 0.0);
   const int nb = mc->swiglu ? 12 : 10;
   for (int l = 0; l < L; l++) {
     double *ob = r->obs ? r->obs + 4 + l * nb : NULL;
     if (ob) ob[0] = 0.0;
-    d_norm(x, R(r, "h%d.ln1.g", l), rms ? NULL : R(r, "h%d.ln1.b", l), ln, BT, C);
+    d_norm(x, R(r, "h%d.ln1.g", l), R(r, "h%d.ln1.b", l), !rms, ln, BT, C);
     if (ob) d_amax_rms(ln, BT * C, ob + 2);
     d_linear(ln, R(r, "h%d.qkv.w", l), R(r, "h%d.qkv.b", l), qkv, BT, C, 3 * C);
     for (int b = 0; b < (int)bt->n; b++)
@@ -132,14 +143,22 @@ static double ref_gpt(const ref *r, const xp_batch *bt) {
           const double *q = qkv + (b * T + i) * 3 * C + h * hd;
           double mx = -INFINITY, s = 0.0;
           if (mc->qk_layernorm) { /* the model's norm over the head's hd values, gains (shared by heads) only */
-            d_norm(q, R(r, "h%d.qln.g", l), rms ? NULL : zero, qn, 1, hd);
+            d_norm(q, R(r, "h%d.qln.g", l), rms ? NULL : zero, !rms, qn, 1, hd);
             q = qn;
+          }
+          if (mc->rope) { /* after the qk norm */
+            d_rope(q, qr, i, hd);
+            q = qr;
           }
           for (int j = 0; j <= i; j++) {
             const double *k = qkv + (b * T + j) * 3 * C + C + h * hd;
             if (mc->qk_layernorm) {
-              d_norm(k, R(r, "h%d.kln.g", l), rms ? NULL : zero, kn, 1, hd);
+              d_norm(k, R(r, "h%d.kln.g", l), rms ? NULL : zero, !rms, kn, 1, hd);
               k = kn;
+            }
+            if (mc->rope) {
+              d_rope(k, kr, j, hd);
+              k = kr;
             }
             double dot = 0.0;
             for (int e = 0; e < hd; e++) dot += q[e] * k[e];
@@ -157,7 +176,7 @@ static double ref_gpt(const ref *r, const xp_batch *bt) {
     if (ob) d_amax_rms(o, BT * C, ob + 4);
     d_linear(o, R(r, "h%d.proj.w", l), R(r, "h%d.proj.b", l), tmp, BT, C, C);
     for (int i = 0; i < BT * C; i++) x[i] += tmp[i];
-    d_norm(x, R(r, "h%d.ln2.g", l), rms ? NULL : R(r, "h%d.ln2.b", l), ln, BT, C);
+    d_norm(x, R(r, "h%d.ln2.g", l), R(r, "h%d.ln2.b", l), !rms, ln, BT, C);
     if (ob) d_amax_rms(ln, BT * C, ob + 6);
     d_linear(ln, R(r, "h%d.fc.w", l), R(r, "h%d.fc.b", l), f, BT, C, F);
     for (int i = 0; i < BT; i++)
@@ -179,8 +198,8 @@ static double ref_gpt(const ref *r, const xp_batch *bt) {
       ob[11] += fabs(ab) / sqrt(aa * bb) / hs;
     }
   }
-  d_norm(x, R(r, "lnf.g", 0), rms ? NULL : R(r, "lnf.b", 0), ln, BT, C);
-  d_linear(ln, R(r, "lm_head.w", 0), R(r, "lm_head.b", 0), logits, BT, C, V);
+  d_norm(x, R(r, "lnf.g", 0), R(r, "lnf.b", 0), !rms, ln, BT, C);
+  d_linear(ln, mc->tie ? wte : R(r, "lm_head.w", 0), R(r, "lm_head.b", 0), logits, BT, C, V); /* tie: wte */
   if (r->obs) { /* logsumexp of each row: mean and max; lm_head's input */
     r->obs[0] = 0.0, r->obs[1] = -INFINITY;
     for (int t = 0; t < BT; t++) {
@@ -204,11 +223,11 @@ static double ref_mlp(const ref *r, const xp_batch *bt) {
   for (int i = 0; i < N * I; i++) x[i] = bt->x[i];
   d_linear(x, R(r, "inp.w", 0), R(r, "inp.b", 0), h, N, I, D);
   for (int l = 0; l < mc->depth; l++) {
-    d_norm(h, R(r, "b%d.ln.g", l), rms ? NULL : R(r, "b%d.ln.b", l), ln, N, D);
+    d_norm(h, R(r, "b%d.ln.g", l), R(r, "b%d.ln.b", l), !rms, ln, N, D);
     d_linear(ln, R(r, "b%d.fc.w", l), R(r, "b%d.fc.b", l), f, N, D, D);
     for (int i = 0; i < N * D; i++) h[i] += d_gelu(f[i]);
   }
-  d_norm(h, R(r, "lnf.g", 0), rms ? NULL : R(r, "lnf.b", 0), ln, N, D);
+  d_norm(h, R(r, "lnf.g", 0), R(r, "lnf.b", 0), !rms, ln, N, D);
   d_linear(ln, R(r, "head.w", 0), R(r, "head.b", 0), out, N, D, O);
   double loss = 0.0;
   if (mc->kind == XP_MODEL_MLP_CLASS) {
@@ -417,11 +436,22 @@ int main(void) {
   check_case("gpt rmsnorm+swiglu qk-norm z-loss", &gpt, 11, 5.0, seed + 4);
   gpt.rmsnorm = 0, gpt.swiglu = 0;
   check_case("gpt layernorm+gelu qk-norm z-loss", &gpt, 11, 5.0, seed + 5);
-  gpt.qk_layernorm = 0, gpt.rmsnorm = 0, gpt.swiglu = 0;
+  /* nanoGPT's model: no biases (linear layers, LayerNorms), lm_head tied to wte */
+  gpt.qk_layernorm = 0, gpt.z_loss = 0, gpt.no_bias = 1, gpt.tie = 1;
+  check_case("gpt nanogpt: layernorm+gelu bias=0 tie", &gpt, 11, 5.0, seed + 6);
+  /* TinyLlama's: RMSNorm, SwiGLU, no biases, RoPE, untied */
+  gpt.rmsnorm = 1, gpt.swiglu = 1, gpt.tie = 0, gpt.rope = 1;
+  check_case("gpt tinyllama: rmsnorm+swiglu bias=0 rope", &gpt, 11, 5.0, seed + 7);
+  /* RoPE after LayerNorm's qk-norm, with biases and tying */
+  gpt.rmsnorm = 0, gpt.swiglu = 0, gpt.no_bias = 0, gpt.tie = 1, gpt.qk_layernorm = 1;
+  check_case("gpt layernorm+gelu qk-norm rope tie", &gpt, 11, 5.0, seed + 8);
+  gpt.qk_layernorm = 0, gpt.rmsnorm = 0, gpt.swiglu = 0, gpt.tie = 0, gpt.rope = 0;
   xp_model_config mlp = {.kind = XP_MODEL_MLP, .in_dim = 6, .hidden = 12, .depth = 2, .out_dim = 4, .batch = 5};
   check_case("mlp regression", &mlp, 0, 1.5, seed + 2);
   mlp.kind = XP_MODEL_MLP_CLASS, mlp.out_dim = 5, mlp.rmsnorm = 1;
   check_case("mlp-class rmsnorm", &mlp, 0, 1.5, seed + 3);
+  mlp.rmsnorm = 0, mlp.no_bias = 1;
+  check_case("mlp-class layernorm bias=0", &mlp, 0, 1.5, seed + 9);
   printf("cpu time %.2f s\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
   return tu_finish("test_xp_grad");
 }
