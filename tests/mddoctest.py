@@ -52,6 +52,7 @@ def main(paths):
             name = "%s:%d" % (os.path.basename(path), line)
             test = parser.get_doctest(text, globs, name, path, line - 1)
             runner.run(test, clear_globs=False)
+            globs.update(test.globs)  # DocTest runs on a copy: the next block sees this one's names
             ran += 1
     failed, tried = runner.summarize(verbose=False)
     print("mddoctest: %d sessions (%d examples) run, %d failed examples; %d torch sessions skipped%s"
