@@ -220,6 +220,8 @@ void st_plot_gap(study *st, FILE *md, const char *stem, const char *title, const
 void st_write_runs_csv(study *st);
 void st_write_summary_json(study *st);
 void st_report_setup(study *st, FILE *md);
+/* The testbed in one paragraph (model, parameters, corpus, tokens, seeds, learning rates), after LEAD. */
+void st_report_testbed(const study *st, FILE *md, const char *lead);
 void st_report_runs_table(study *st, FILE *md);
 void st_report_findings(study *st, FILE *md);
 void st_report_console_findings(study *st);

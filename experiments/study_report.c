@@ -118,14 +118,14 @@ void st_write_summary_json(study *st) {
 /* What a referee checks first: the model, its size, the corpus, the tokens
  * each run sees, the seeds and the learning rates (from run 0's config; the
  * arms may differ in precision only, which the table below lists). */
-static void report_testbed(const study *st, FILE *md) {
+void st_report_testbed(const study *st, FILE *md, const char *lead) {
   const srun *r0 = NULL;
   for (int i = 0; i < st->nrun && !r0; i++)
     if (!st->run[i].failed && !st->run[i].missing && st->run[i].res.nparams) r0 = &st->run[i];
   if (!st->nrun) return;
   const xp_config *c = (r0 ? r0 : &st->run[0])->cfg;
   const xp_model_config *m = &c->model;
-  fprintf(md, "**Testbed.** ");
+  fputs(lead, md);
   if (m->kind == XP_MODEL_GPT)
     fprintf(md, "GPT, %d layer%s, d_model %d, %d heads, context %d, %s, %s MLP", m->n_layer, m->n_layer == 1 ? "" : "s",
             m->d_model, m->n_head, m->seq_len, m->rmsnorm ? "RMSNorm" : "LayerNorm", m->swiglu ? "SwiGLU" : "GELU");
@@ -154,7 +154,7 @@ void st_report_setup(study *st, FILE *md) {
   int nr = st->nrun < 4096 ? st->nrun : 4096;
   for (int i = 0; i < nr; i++) lines[i] = st_config_lines(st->run[i].cfg, &nl[i]);
   fprintf(md, "## Setup\n\n");
-  report_testbed(st, md);
+  st_report_testbed(st, md, "**Testbed.** ");
   fprintf(md, "Engine defaults (`xp_config_default`) except, in every run:\n\n```\n");
   for (int j = 0; j < n0; j++) {
     if (st_has_line(dl, nd, l0[j]) || st_skip_line(l0[j])) continue;
@@ -258,7 +258,9 @@ void st_report_findings(study *st, FILE *md) {
 }
 
 void st_report_console_findings(study *st) {
-  fprintf(st->log, "\nverdicts (the study file's claims):\n");
+  fputc('\n', st->log);
+  st_report_testbed(st, st->log, "testbed: ");
+  fprintf(st->log, "verdicts (the study file's claims):\n");
   for (int i = 0; i < st->nfind; i++)
     if (st->find[i].verdict != ST_V_OBSERVATION)
       fprintf(st->log, "  [%s] %s %s\n", st_verdict_name(st->find[i].verdict), st->find[i].claim, st->find[i].evidence);
