@@ -29,9 +29,9 @@ extern "C" {
 #endif
 
 #define EXMY_VERSION_MAJOR 1
-#define EXMY_VERSION_MINOR 2
+#define EXMY_VERSION_MINOR 3
 #define EXMY_VERSION_PATCH 0
-#define EXMY_VERSION "1.2.0"
+#define EXMY_VERSION "1.3.0"
 
 /* Public symbols; everything else in libexmy is hidden. */
 #if defined(__GNUC__)
@@ -45,7 +45,7 @@ extern "C" {
  * never overrun: messages are written snprintf-style). */
 #define EXMY_ERRLEN 512
 
-/* The library's version string ("1.2.0"): compare with EXMY_VERSION to catch
+/* The library's version string ("1.3.0"): compare with EXMY_VERSION to catch
  * a header that does not match the library linked. */
 EXMY_API const char *exmy_version(void);
 
