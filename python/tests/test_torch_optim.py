@@ -165,3 +165,15 @@ def test_bad_specs():
         pass
     else:
         raise AssertionError("accepted a list as the optimizer")
+
+
+def test_scalar_parameter_keeps_step():
+    # a 0-d parameter: its moments are 0-d like Adam's step, which must stay exact (9 is not an e5m2 value)
+    p = torch.nn.Parameter(torch.tensor(0.3))
+    opt = et.LowPrecisionOptimizer(torch.optim.Adam([p], lr=1e-2), moments="e5m2")
+    for _ in range(9):
+        opt.zero_grad()
+        (p * 3.0).backward()
+        opt.step()
+    assert float(opt.state[p]["step"]) == 9.0, "step counter rounded: %r" % float(opt.state[p]["step"])
+    _representable(opt.state[p]["exp_avg"], "e5m2", "0-d exp_avg")
