@@ -222,7 +222,9 @@ class LowPrecisionOptimizer(torch.optim.Optimizer):
     the wrapped optimizer's state, so a resumed run repeats the rounding of
     an uninterrupted one.  The initial weights are not rounded: call
     round_weights() for that (rounded as step -1 would).  param_groups and
-    state are the wrapped optimizer's; other attributes are delegated."""
+    state are the wrapped optimizer's; other attributes are delegated (hooks
+    registered here are the wrapped optimizer's: they run before the
+    rounding)."""
 
     def __init__(self, optimizer, weight=None, moments=None, seed=0):
         if not isinstance(optimizer, torch.optim.Optimizer):
