@@ -21,7 +21,7 @@ from ._torchio import _cpu, _to_numpy
 from . import _attention
 from ._attention import matmul
 
-__all__ = ["quantize", "cast", "fake_quant", "FakeQuant", "Quantizer", "matmul", "patch", "unpatch", "ExmyLinear",
+__all__ = ["quantize", "cast", "fake_quant", "FakeQuant", "Quantizer", "LowPrecisionOptimizer", "matmul", "patch", "unpatch", "ExmyLinear",
            "Patched"]
 
 
@@ -190,6 +190,140 @@ class Quantizer(torch.nn.Module):
         if self.bwd is not None:
             out += ", bwd=%s" % self.bwd[0].name
         return out + ", seed=%d" % self.seed
+
+
+# ---- LowPrecisionOptimizer: weights and optimizer states stored in formats ----
+
+def _storage_spec(spec, what):
+    """(Format, kw) of a weight= or moments= spec, or None (left as they are)."""
+    if spec is None:
+        return None
+    f, kw = _cast_spec(spec, what)
+    if "seed" in kw or "stream" in kw or "index0" in kw:
+        raise TypeError("exmy.torch.LowPrecisionOptimizer: %s: the seed is the optimizer's and the stream its step "
+                        "counter's" % what)
+    return f, kw
+
+
+class LowPrecisionOptimizer(torch.optim.Optimizer):
+    """Wraps a torch optimizer so that its parameters and its per-element
+    states are stored in chosen formats (QPyTorch's OptimLP; `exmy train`'s
+    master= / master_round=, and msamp's fp16 weights with fp32 moments):
+    after each step() every parameter is rounded in place with `weight` and
+    every floating state tensor of a parameter's shape (Adam's exp_avg,
+    exp_avg_sq, max_exp_avg_sq; SGD's momentum_buffer; not the scalar
+    step) with `moments`.  weight, moments: None (left in their dtype), a
+    format, or a dict of "fmt" and exmy.cast's rounding keywords
+    ({"fmt": "bf16", "round": "sr"}).  Stochastic rounding is keyed by seed
+    and a counter: step s rounds tensor i (the parameters in param_groups
+    order) with stream s * 2**32 + i * 256 + k, k = 0 for the weight and
+    1, 2, ... for its states in sorted key order; element j uses counter j.
+    The step counter (`steps`) is saved in state_dict() under "exmy" next to
+    the wrapped optimizer's state, so a resumed run repeats the rounding of
+    an uninterrupted one.  The initial weights are not rounded: call
+    round_weights() for that (rounded as step -1 would).  param_groups and
+    state are the wrapped optimizer's; other attributes are delegated (hooks
+    registered here are the wrapped optimizer's: they run before the
+    rounding)."""
+
+    def __init__(self, optimizer, weight=None, moments=None, seed=0):
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError("exmy.torch.LowPrecisionOptimizer: %r is not a torch.optim.Optimizer" % (optimizer,))
+        # no Optimizer.__init__: the wrapped optimizer owns the groups and the state
+        self.optimizer = optimizer
+        self.weight = _storage_spec(weight, "weight")
+        self.moments = _storage_spec(moments, "moments")
+        self.seed = _arrays.rounding(seed=seed).seed
+        self.steps = 0
+
+    def __getattr__(self, name):
+        if name == "optimizer":  # unpickling: not set yet
+            raise AttributeError(name)
+        return getattr(self.optimizer, name)
+
+    def __getstate__(self):
+        return self.__dict__
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    @property
+    def param_groups(self):
+        return self.optimizer.param_groups
+
+    @property
+    def state(self):
+        return self.optimizer.state
+
+    @property
+    def defaults(self):
+        return self.optimizer.defaults
+
+    def __repr__(self):
+        spec = lambda s: "None" if s is None else s[0].name + ("" if not s[1] else " " + repr(s[1]))
+        return "LowPrecisionOptimizer(weight=%s, moments=%s, seed=%d, steps=%d,\n%r)" % (
+            spec(self.weight), spec(self.moments), self.seed, self.steps, self.optimizer)
+
+    def _round(self, t, spec, stream):
+        f, kw = spec
+        if _stochastic(kw):
+            kw = dict(kw, seed=self.seed, stream=stream)
+        with torch.no_grad():
+            t.copy_(cast(t.detach(), f, **kw))
+
+    def _round_all(self, step, states):
+        base = (step % (1 << 32)) << 32
+        i = 0
+        for g in self.optimizer.param_groups:
+            for p in g["params"]:
+                if self.weight is not None:
+                    self._round(p.data, self.weight, base + i * 256)
+                st = self.optimizer.state.get(p, {}) if states else {}
+                k = 1
+                for key in sorted(st, key=str):
+                    v = st[key]
+                    if key != "step" and torch.is_tensor(v) and v.is_floating_point() and v.shape == p.shape:
+                        self._round(v, self.moments, base + i * 256 + k)
+                        k += 1
+                i += 1
+
+    def round_weights(self):
+        """Round the parameters with `weight` now (e.g. the initial weights,
+        as the engine's msamp=3 does at setup); SR stream of step -1."""
+        if self.weight is not None:
+            self._round_all(-1, False)
+
+    def step(self, closure=None):
+        loss = self.optimizer.step(closure)
+        if self.weight is not None or self.moments is not None:
+            self._round_all(self.steps, self.moments is not None)
+        self.steps += 1
+        return loss
+
+    def zero_grad(self, set_to_none=True):
+        self.optimizer.zero_grad(set_to_none=set_to_none)
+
+    def add_param_group(self, param_group):
+        self.optimizer.add_param_group(param_group)
+
+    def state_dict(self):
+        """The wrapped optimizer's state_dict, with "exmy": {"steps", "seed"}
+        (a plain optimizer's load_state_dict ignores it)."""
+        sd = self.optimizer.state_dict()
+        sd["exmy"] = {"steps": self.steps, "seed": self.seed}
+        return sd
+
+    def load_state_dict(self, state_dict):
+        """A state_dict of this wrapper (its step counter restored), or of
+        the plain optimizer (the counter restarts at 0)."""
+        sd = dict(state_dict)
+        ex = sd.pop("exmy", None)
+        self.optimizer.load_state_dict(sd)
+        self.steps = 0 if ex is None else int(ex["steps"])
+        if ex is not None and int(ex["seed"]) != self.seed:
+            warnings.warn("exmy.torch.LowPrecisionOptimizer: state_dict saved with seed %d, this optimizer's is %d: "
+                          "its stochastic rounding continues with %d" % (int(ex["seed"]), self.seed, self.seed),
+                          RuntimeWarning, stacklevel=2)
 
 
 # ---- patch: nn.Linear through the engine's GEMMs -------------------------------
