@@ -181,6 +181,16 @@ def write(record, out_dir, stem):
     return j, m
 
 
+def save(tool, argv, env, key, rows, out_dir, lead=""):
+    """The record of a `python -m exmy.TOOL` run (its command, environment and
+    rows under key) written by write(), and the line that says where."""
+    rec = {"tool": "exmy." + tool, "command": "python -m exmy.%s %s" % (tool, " ".join(argv)), "environment": env,
+           key: rows}
+    j, m = write(rec, out_dir, stem(tool, env))
+    print("%srecord: %s and %s (docs/gpu-crosscheck.md, \"Recorded hardware runs\", says where to send them)"
+          % (lead, j, m))
+
+
 def stem(tool, env):
     dev = "".join(c if c.isalnum() else "-" for c in env.get("device", "cpu")).strip("-").lower()
     t = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

@@ -231,11 +231,7 @@ def main(argv=None):
     print("exmy.crosscheck: %s" % ("%d of %d configurations differ or did not run" % (bad, len(rows)) if bad
                                    else "every output equal in all %d configurations" % len(rows)))
     if not args.no_record:
-        rec = dict(tool="exmy.crosscheck", command="python -m exmy.crosscheck " + " ".join(
-            sys.argv[1:] if argv is None else argv), environment=env, crosscheck=rows)
-        j, m = _record.write(rec, args.out, _record.stem(TOOL, env))
-        print("record: %s and %s (docs/gpu-crosscheck.md, \"Recorded hardware runs\", says where to send them)"
-              % (j, m))
+        _record.save(TOOL, sys.argv[1:] if argv is None else argv, env, "crosscheck", rows, args.out)
     return 1 if bad else 0
 
 

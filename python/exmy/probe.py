@@ -223,12 +223,7 @@ def main(argv=None):
         from ._probe_torch import TorchEngine
         bad += not r["match"] and spec not in TorchEngine.INFO_ONLY
     if not args.no_record:
-        rec = dict(tool="exmy.probe", command="python -m exmy.probe " + " ".join(sys.argv[1:] if argv is None
-                                                                                   else argv),
-                   environment=env, probe=results)
-        j, m = _record.write(rec, args.out, _record.stem(TOOL, env))
-        print("\nrecord: %s and %s (docs/gpu-crosscheck.md, \"Recorded hardware runs\", says where to send them)"
-              % (j, m))
+        _record.save(TOOL, sys.argv[1:] if argv is None else argv, env, "probe", results, args.out, lead="\n")
     return 1 if bad else 0
 
 
