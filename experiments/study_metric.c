@@ -59,10 +59,9 @@ void st_metric_names(char *buf, size_t n) {
 }
 
 double st_metric_run(const st_metric *m, const study *st, const srun *r) {
-  if (r->missing || m->kind == ST_MK_EDGE) return NAN;
-  if (m->kind == ST_MK_RATE) return r->failed && !st_run_diverged(r) ? NAN : m->run(st, r);
-  if (m->fail_worst && (r->failed || st_run_diverged(r))) return INFINITY; /* ranked worst by the caller */
-  return r->failed ? NAN : m->run(st, r);
+  if (r->missing || r->failed || m->kind == ST_MK_EDGE) return NAN; /* not run, or an error: not an outcome */
+  if (m->fail_worst && st_run_diverged(r)) return INFINITY;               /* ranked worst by the caller */
+  return m->run(st, r);
 }
 
 /* The edge statistics' view of an arm: the study's learning rates in

@@ -183,6 +183,8 @@ int main(void) {
   for (int s = 0; s < 5; s++) { const double b = 2 + noise(0.05); add("a", 0, s, b + 0.1), add("b", 0, s, b); }
   runs[1].failed = 1;
   EXPECT("c", ST_V_INCONCLUSIVE);
+  CHECK(st.claim[0].nseeds == 4 && st.claim[0].nfailed == 0, "%s: %d seeds, %d counted failed (want 4, 0)", what,
+        st.claim[0].nseeds, st.claim[0].nfailed);
   what = "a NaN validation loss of a trained run drops its pair";
   setup(HIGHER);
   for (int s = 0; s < 5; s++) { const double b = 2 + noise(0.05); add("a", 0, s, b + 0.1), add("b", 0, s, b); }
