@@ -288,21 +288,8 @@ void st_edge_logistic(const st_edge_arm *a, double conf, st_edge_fit *f) {
 
 /* ---- the paired shift of the nonparametric edge ------------------------- */
 
-static int cmp_dbl(const void *x, const void *y) {
-  const double a = *(const double *)x, b = *(const double *)y;
-  return a < b ? -1 : a > b;
-}
-
 /* the percentile interval of v[REPS] (sorted here) */
-static void pct(double *v, double conf, double *lo, double *hi) {
-  qsort(v, REPS, sizeof *v, cmp_dbl);
-  const double al = (1 - conf) / 2;
-  int il = (int)floor(al * REPS), ih = (int)ceil((1 - al) * REPS) - 1;
-  if (il < 0) il = 0;
-  if (ih > REPS - 1) ih = REPS - 1;
-  if (lo) *lo = v[il];
-  if (hi) *hi = v[ih];
-}
+static void pct(double *v, double conf, double *lo, double *hi) { st_percentile(v, REPS, conf, lo, hi); }
 
 /* x_A - x_B of two edges; censored edges are +-inf; 2 in *undef when both
  * are censored on the same side */

@@ -258,6 +258,8 @@ typedef struct st_claim {
   int ka, na, kb, nb;           /* rates: A's and B's counts */
 } st_claim;
 void st_bootstrap(const double *x, int n, uint64_t seed, double conf, double *lo, double *hi);
+/* The percentile interval at conf of v[n] (sorted in place); lo or hi may be NULL */
+void st_percentile(double *v, int n, double conf, double *lo, double *hi);
 void st_clopper_pearson(int k, int n, double conf, double *lo, double *hi);
 void st_claim_paired(const double *a, const double *b, int n, int rule, double margin, uint64_t seed, st_claim *c);
 void st_claim_rates(int ka, int na, int kb, int nb, int rule, st_claim *c);

@@ -71,14 +71,18 @@ void st_bootstrap(const double *x, int n, uint64_t seed, double conf, double *lo
     for (int i = 0; i < n; i++) s += x[exmy_random64(seed, 0x5b, (uint64_t)r * (uint64_t)n + (uint64_t)i) % (uint64_t)n];
     m[r] = s / n;
   }
-  qsort(m, REPS, sizeof *m, cmp_dbl);
-  const double a = (1 - conf) / 2;
-  int il = (int)floor(a * REPS), ih = (int)ceil((1 - a) * REPS) - 1;
-  if (il < 0) il = 0;
-  if (ih > REPS - 1) ih = REPS - 1;
-  *lo = m[il];
-  *hi = m[ih];
+  st_percentile(m, REPS, conf, lo, hi);
   free(m);
+}
+
+void st_percentile(double *v, int n, double conf, double *lo, double *hi) {
+  qsort(v, (size_t)n, sizeof *v, cmp_dbl);
+  const double a = (1 - conf) / 2;
+  int il = (int)floor(a * n), ih = (int)ceil((1 - a) * n) - 1;
+  if (il < 0) il = 0;
+  if (ih > n - 1) ih = n - 1;
+  if (lo) *lo = v[il];
+  if (hi) *hi = v[ih];
 }
 
 /* Binomial P(X <= k) for X ~ B(n, p). */
@@ -159,11 +163,12 @@ double st_binom_tail(int k, int n) {
 }
 
 int st_holm_any(const double *p, int n, double alpha) {
-  /* Holm rejects anything only if the smallest p is below alpha / n */
-  double pmin = 1;
+  double adj[MAX_LR * 8];
+  if (n < 1 || n > MAX_LR * 8) return 0;
+  st_edge_holm(p, n, adj);
   for (int i = 0; i < n; i++)
-    if (p[i] < pmin) pmin = p[i];
-  return n > 0 && pmin <= alpha / n;
+    if (adj[i] <= alpha) return 1;
+  return 0;
 }
 
 double st_mde_paired(double sd, int n) {
