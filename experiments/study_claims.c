@@ -90,8 +90,7 @@ void st_rules_eval(study *st) {
 /* A claim's values: A's and B's metric per pair; failed runs (INFINITY from
  * st_metric_run) at the worst value: the larger of the run's first-step
  * loss (an untrained model's) and the worst finite value of the claim. */
-static void worst_fill(const study *st, const srun *const *ra, const srun *const *rb, double *a, double *b, int n) {
-  (void)st;
+static void worst_fill(const srun *const *ra, const srun *const *rb, double *a, double *b, int n) {
   double worst = -INFINITY;
   for (int i = 0; i < n; i++) {
     if (isfinite(a[i]) && a[i] > worst) worst = a[i];
@@ -126,7 +125,7 @@ static void eval_value(const study *st, st_claim_row *c, const srun **ra, const 
     a[m] = va, b[m] = vb, ra[m] = ra[i], rb[m] = rb[i];
     m++;
   }
-  worst_fill(st, ra, rb, a, b, m);
+  worst_fill(ra, rb, a, b, m);
   st_claim_paired(a, b, m, c->rule, c->margin, 1, &c->c); /* bootstrap seed 1: a report is a function of its runs */
   free(a);
   free(b);
