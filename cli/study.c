@@ -12,9 +12,10 @@ const char *study_usage =
   "usage: exmy study [NAME | FILE] [options]\n"
   "Run an FP8 stability study: a set of tiny training runs (the xp engine), then a results\n"
   "folder with runs.csv, summary.json, per-run folders (runs/LABEL/), gnuplot plots (SVG and\n"
-  "PNG) and report.md, whose \"Reproduced / not reproduced\" section compares the numbers with\n"
-  "the published result.  Without NAME: the default study (fp32 vs bf16 vs HYBRID FP8 vs\n"
-  "E8M2 round-toward-zero, about a minute or two on 2 cores).\n"
+  "PNG) and report.md, whose \"Claims and verdicts\" section judges each published claim the\n"
+  "study file states (reproduced / not reproduced / inconclusive / not testable here, with n,\n"
+  "the paired CI and the rule).  Without NAME: the default study (fp32 vs bf16 vs HYBRID FP8\n"
+  "vs E8M2 round-toward-zero on Tiny Shakespeare, 5 seeds, about 3 minutes on 2 cores).\n"
   "NAME: a built-in study (listed at the end; --list describes them; docs/studies/ has a real\n"
   "run of each).  FILE: a study file (a path with a '/' or ending .study; the grammar:\n"
   "docs/studies/README.md).\n"
@@ -26,7 +27,8 @@ const char *study_usage =
   "                     do not depend on it\n"
   "  --tiny             the make-check size: a 1-layer 16-wide GPT, a few steps (seconds)\n"
   "  --full             the bigger sweep: more steps, seeds and learning rates\n"
-  "  --data NAME|FILE   train the GPT on a shipped corpus (shakespeare) or a text file instead of the built-in one\n"
+  "  --data NAME|FILE   the corpus: shakespeare (shipped, the default), builtin (generated text)\n"
+  "                     or a text file\n"
   "  --set KEY=VALUE    an engine config key for every run (repeatable; docs/training.md)\n"
   "  --no-plots         do not run gnuplot (the plot data and scripts are still written)\n"
   "  --plot FILE        the main figure (the claims' gaps with CIs, else the first plot) also as\n"
@@ -47,7 +49,7 @@ const char *study_usage =
   "Progress: one line per finished run with an ETA; at the end a table, the findings, and\n"
   "where the report and plots are.  Rules (docs/studies/README.md): a spike is a loss above\n"
   "spike_factor x the median of the previous spike_window losses; divergence is a non-finite\n"
-  "loss or, after warmup, a loss above the first step's.\n";
+  "loss or a final loss (the mean of the last 10% of steps) above the first step's.\n";
 
 int cmd_study(int argc, char **argv) {
   study_opts so;

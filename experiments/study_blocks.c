@@ -8,12 +8,16 @@
  *                                    (failed runs counted apart), RATE ones
  *                                    as k/n
  *   table.NAME.title = TEXT
- *   plot.NAME.kind = loss | gap | metric
+ *   plot.NAME.kind = loss | gap | metric | edge
  *   plot.NAME.title = TEXT
  *   plot.NAME.ref = ARM              gap: the arm subtracted
  *   plot.NAME.metric = M             metric: the y value, mean over seeds with
  *   plot.NAME.x = lr | x             min-max bars, against the learning rate
- *                                    (log axis) or the arms' x numbers */
+ *                                    (log axis) or the arms' x numbers
+ *                                    edge: the stability edge per arm (with
+ *                                    ref: the paired shift against ref)
+ *                                    against an axis key's value or x =
+ *                                    params (the parameter count) */
 #include "experiments/study_int.h"
 
 #include <math.h>
@@ -230,6 +234,126 @@ static void metric_plot(study *st, FILE *md, const char *name, const char *title
   st_md_plot(st, md, name, title);
 }
 
+/* The x of an axis point for an edge plot: the axis key's value, or (x =
+ * params) the parameter count of the arm's first run there. */
+static double point_x(const study *st, const char *arm, const char *point, const char *xs) {
+  double v = NAN;
+  if (strcmp(xs, "params")) return st_point_value(point, xs, &v) ? NAN : v;
+  for (int i = 0; i < st->nrun; i++) {
+    const srun *r = &st->run[i];
+    if (!strcmp(r->arm, arm) && !strcmp(r->point, point) && !r->missing && r->res.nparams) return (double)r->res.nparams;
+  }
+  return v;
+}
+
+/* The stability edge across axis points (a size ladder): with ref, each
+ * other arm's paired edge shift against ref in octaves with its bootstrap
+ * interval (widened to the grid's resolution where the seeds cannot resolve
+ * it); without, each arm's edge.  Censored values are not drawn (a bound is
+ * not a point): the table beside the figure gives every one. */
+static void edge_plot(study *st, FILE *md, const char *name, const char *title) {
+  const char *xs = bget(st, "plot", name, "x"), *ref = bget(st, "plot", name, "ref");
+  if (!xs || !strcmp(xs, "lr") || !strcmp(xs, "x")) xs = "params";
+  char arms[ST_MAXARM][64], pts[64][ST_NAMELEN];
+  int na = 0, np = 0;
+  for (int i = 0; i < st->nrun; i++) {
+    const srun *r = &st->run[i];
+    int k = 0;
+    while (k < na && strcmp(arms[k], r->arm)) k++;
+    if (k == na && na < ST_MAXARM && (!ref || strcmp(r->arm, ref))) snprintf(arms[na++], sizeof arms[0], "%s", r->arm);
+    k = 0;
+    while (k < np && strcmp(pts[k], r->point)) k++;
+    if (k == np && np < 64) snprintf(pts[np++], sizeof pts[0], "%s", r->point);
+  }
+  st_edge_buf *ba = malloc(sizeof *ba), *bb = malloc(sizeof *bb);
+  series *s = calloc((size_t)na + 1, sizeof *s);
+  if (!ba || !bb || !s) { free(ba), free(bb), free(s); return; }
+  tbl *t = st_tbl_new(1, "arm");
+  snprintf(t->h[t->ncol++], sizeof t->h[0], "point");
+  snprintf(t->h[t->ncol++], sizeof t->h[0], "%s", xs);
+  snprintf(t->h[t->ncol++], sizeof t->h[0], ref ? "edge" : "edge (logistic fit)");
+  if (ref) snprintf(t->h[t->ncol++], sizeof t->h[0], "shift vs %s (octaves)", ref), snprintf(t->h[t->ncol++], sizeof t->h[0], "seeds");
+  int ns = 0, ncens = 0;
+  for (int a = 0; a < na; a++) {
+    series *q = &s[ns];
+    st_series_alloc(q, np, arms[a]);
+    st_series_bars(q, np);
+    q->points = 1;
+    for (int p = 0; p < np; p++) {
+      st_edge_arm A, B;
+      if (!st_edge_arm_of(st, arms[a], pts[p], ba, &A)) continue;
+      const double x = point_x(st, arms[a], pts[p], xs);
+      char cell[96], xc[32];
+      snprintf(xc, sizeof xc, "%.6g", x);
+      double y = NAN, lo = NAN, hi = NAN;
+      int c = 0;
+      st_tbl_cell(t, c++, "%s", arms[a]);
+      st_tbl_cell(t, c++, "%s", pts[p] + (pts[p][0] == ' '));
+      st_tbl_cell(t, c++, "%s", xc);
+      if (ref) {
+        st_edge_shift sh;
+        char err[160];
+        if (!st_edge_arm_of(st, ref, pts[p], bb, &B) || st_edge_shift_paired(&A, &B, 1, 0.95, &sh, err, sizeof err)) {
+          st_tbl_end_row(t); /* the row says no pairs: its cells stay empty */
+          continue;
+        }
+        st_edge_fmt_np(&sh.a, cell, sizeof cell);
+        st_tbl_cell(t, c++, "%s", cell);
+        st_edge_fmt_shift(&sh, cell, sizeof cell);
+        st_tbl_cell(t, c++, "%s", cell);
+        st_tbl_cell(t, c++, "%d", sh.n);
+        if (!sh.cens) {
+          y = sh.d;
+          lo = sh.grid_limited ? sh.lo_g : sh.lo, hi = sh.grid_limited ? sh.hi_g : sh.hi;
+        } else ncens++;
+      } else {
+        st_edge_fit f;
+        st_edge_logistic(&A, 0.95, &f);
+        st_edge_fmt_fit(&f, cell, sizeof cell);
+        st_tbl_cell(t, c++, "%s", cell);
+        if (f.status == ST_EDGE_POINT && !f.outside) y = f.edge, lo = f.lo, hi = f.hi;
+        else ncens++;
+      }
+      st_tbl_end_row(t);
+      if (!isfinite(x)) continue;
+      const int at = q->n++;
+      q->x[at] = x * pow(2, 0.04 * (a - (na - 1) / 2.0)); /* a small dodge so the bars do not overlap */
+      q->y[at] = y, q->lo[at] = isfinite(lo) ? lo : y, q->hi[at] = isfinite(hi) ? hi : y;
+    }
+    ns++;
+  }
+  if (ref) { /* the zero line */
+    st_series_alloc(&s[ns], 2, "no shift");
+    double xmin = INFINITY, xmax = -INFINITY;
+    for (int i = 0; i < ns; i++)
+      for (int j = 0; j < s[i].n; j++) xmin = fmin(xmin, s[i].x[j]), xmax = fmax(xmax, s[i].x[j]);
+    if (isfinite(xmin)) {
+      s[ns].x[0] = xmin, s[ns].x[1] = xmax, s[ns].y[0] = s[ns].y[1] = 0, s[ns].n = 2;
+      ns++;
+    } else st_series_free(&s[ns], 1);
+  }
+  char xl[96], yl[160];
+  snprintf(xl, sizeof xl, "%s%s", !strcmp(xs, "params") ? "parameters" : xs, " (log scale; arms dodged slightly)");
+  snprintf(yl, sizeof yl, ref ? "edge shift vs %s (octaves of lr), 95%% CI" : "stability edge (lr), 95%% profile CI", ref);
+  int drawable = 0;
+  for (int i = 0; i < ns; i++)
+    for (int j = 0; j < s[i].n; j++) drawable += isfinite(s[i].y[j]) && strcmp(s[i].title, "no shift");
+  if (drawable) st_plot_draw(st, name, title, xl, yl, 2, ref ? 0 : 10, ns, s, NAN);
+  st_series_free(s, ns);
+  free(s), free(ba), free(bb);
+  if (drawable) st_md_plot(st, md, name, title);
+  else fprintf(md, "*%s*: not drawn: no arm has a point estimate at any axis point.\n\n", title);
+  fprintf(md, "%s Censored or undefined values (%d here) are not drawn: a bound is not a point; the table gives each.\n\n",
+          ref ? "Shift: log2 of the arm's edge (the largest learning rate where half the seeds train) minus the "
+                "reference's, paired by seed; negative means the arm breaks at a lower learning rate. The interval is "
+                "the bootstrap over seeds, widened to the grid's resolution where the seeds cannot resolve it."
+              : "Edge: the logistic fit's 50% failure learning rate with its profile-likelihood interval.",
+          ncens);
+  char ct[160];
+  snprintf(ct, sizeof ct, "%.150s:", title);
+  st_tbl_emit(st, t, md, ct); /* frees t */
+}
+
 static void one_plot(study *st, FILE *md, const char *name) {
   const char *kind = bget(st, "plot", name, "kind"), *t = bget(st, "plot", name, "title");
   char title[200];
@@ -245,7 +369,8 @@ static void one_plot(study *st, FILE *md, const char *name) {
   } else if (!strcmp(kind, "gap")) {
     const char *ref = bget(st, "plot", name, "ref");
     if (ref) st_plot_gap(st, md, name, title, ref, 0, 0, NULL, st_smooth_for(st));
-  } else metric_plot(st, md, name, title);
+  } else if (!strcmp(kind, "edge")) edge_plot(st, md, name, title);
+  else metric_plot(st, md, name, title);
 }
 
 /* 1 when the file declares any table or plot block (they replace the

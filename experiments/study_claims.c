@@ -178,12 +178,13 @@ static void eval_rate(const study *st, st_claim_row *c, const srun **ra, const s
 }
 
 /* One EDGE claim (lr_edge, lr_sens): the arms' statistics over the
- * learning-rate axis at A's first axis point, paired by seed
- * (study_edge.c). */
+ * learning-rate axis at A's first axis point (of those `at` selects),
+ * paired by seed (study_edge.c). */
 static void eval_edge(const study *st, st_claim_row *c) {
-  const char *point = "";
-  for (int i = 0; i < st->nrun; i++)
-    if (!strcmp(st->run[i].arm, c->a)) { point = st->run[i].point; break; }
+  const char *point = NULL;
+  for (int i = 0; i < st->nrun && !point; i++)
+    if (!strcmp(st->run[i].arm, c->a) && st_point_match(st->run[i].point, c->at)) point = st->run[i].point;
+  if (!point) return;
   st_edge_buf *ba = malloc(sizeof *ba), *bb = malloc(sizeof *bb);
   st_edge_arm a, b;
   char err[200];
@@ -197,12 +198,19 @@ static void eval_edge(const study *st, st_claim_row *c) {
     c->nseeds = s.n;
     c->c.n = s.n, c->c.mean = s.d, c->c.lo = s.lo, c->c.hi = s.hi;
     c->edge_a = s.a, c->edge_b = s.b;
+    st_edge_sensitivity(&a, &b, 1, 0.90, &s); /* tracks: the 90% interval (TOST) */
+    c->c.lo90 = s.lo, c->c.hi90 = s.hi;
   } else if (!st_edge_shift_paired(&a, &b, 1, 0.95, &c->shift, err, sizeof err)) {
     c->nseeds = c->shift.n;
     c->c.n = c->shift.n, c->c.mean = c->shift.d;
     c->c.lo = c->shift.grid_limited ? c->shift.lo_g : c->shift.lo;
     c->c.hi = c->shift.grid_limited ? c->shift.hi_g : c->shift.hi;
     c->has_shift = 1;
+    st_edge_shift s90;
+    if (!st_edge_shift_paired(&a, &b, 1, 0.90, &s90, err, sizeof err)) {
+      c->c.lo90 = s90.grid_limited ? s90.lo_g : s90.lo;
+      c->c.hi90 = s90.grid_limited ? s90.hi_g : s90.hi;
+    }
   }
   free(ba), free(bb);
 }
@@ -232,6 +240,14 @@ static void decide(const study *st, st_claim_row *c) {
   if (c->m->kind == ST_MK_EDGE && c->has_shift && c->shift.cens) {
     const double d = c->shift.d; /* a censored shift: a bound, or undefined */
     const int lower = c->rule == ST_RULE_LOWER;
+    if (c->shift.cens != 2 && c->rule == ST_RULE_TRACKS) { /* a bound: outside the margin, or undecided */
+      const int out = c->shift.cens < 0 ? d <= -c->margin : d >= c->margin;
+      c->verdict = out ? ST_V_NOT_REPRODUCED : ST_V_INCONCLUSIVE;
+      snprintf(c->why, sizeof c->why, "%s: the shift is %s %+.2f octaves (one edge censored by the grid)%s",
+               out ? "not reproduced" : "inconclusive", c->shift.cens < 0 ? "below" : "above", d,
+               out ? ", beyond the margin" : "; a bound cannot show equivalence");
+      return;
+    }
     if (c->shift.cens == 2) {
       c->verdict = ST_V_NOT_TESTABLE;
       snprintf(c->why, sizeof c->why, "not testable here: both arms' edges lie beyond the same end of the "
@@ -344,6 +360,7 @@ static void claim_setup(const study *st, const char *name, st_claim_row *c) {
   c->margin = (v = field(st, name, "margin")) ? strtod(v, NULL) : 0;
   c->effect = (v = field(st, name, "effect")) ? strtod(v, NULL) : 0;
   c->lr = (v = field(st, name, "lr")) ? strtod(v, NULL) : NAN;
+  snprintf(c->at, sizeof c->at, "%s", (v = field(st, name, "at")) ? v : "");
 }
 
 static void evidence(const st_claim_row *c, char *ev, size_t n) {
@@ -356,7 +373,11 @@ static void evidence(const st_claim_row *c, char *ev, size_t n) {
     snprintf(ev, n, "stability edge (largest lr where half the seeds train): %s %s, %s %s; paired shift %s - %s: %s%s "
              "(bootstrap over %d seeds)", c->a, ea, c->b, eb, c->a, c->b, sh, c->shift.cens == 2 ? "" : " octaves",
              c->nseeds);
-  } else if (c->m->kind == ST_MK_EDGE)
+  } else if (c->m->kind == ST_MK_EDGE && !c->nseeds)
+    snprintf(ev, n, "%s: no paired runs of %s and %s%s%s", c->metric_name, c->a, c->b, c->at[0] ? " at " : "", c->at);
+  else if (c->m->kind == ST_MK_EDGE && strcmp(c->m->name, "lr_sens"))
+    snprintf(ev, n, "%s: no paired stability edge of %s and %s", c->metric_name, c->a, c->b);
+  else if (c->m->kind == ST_MK_EDGE)
     snprintf(ev, n, "LR sensitivity (Wortsman et al.): %s %.4f, %s %.4f nats; paired %s - %s = %+.4f, 95%% CI "
              "[%+.4f, %+.4f] over %d seeds", c->a, c->edge_a, c->b, c->edge_b, c->a, c->b, s->mean, s->lo, s->hi,
              c->nseeds);
@@ -402,6 +423,7 @@ void st_claims_eval(study *st) {
         const srun *q = strcmp(r->arm, c->a) ? NULL : partner(st, r, c->b);
         if (!q || r->missing || q->missing) continue;
         if (isfinite(c->lr) && fabs(r->lr - c->lr) > 1e-9 * fabs(c->lr)) continue;
+        if (!st_point_match(r->point, c->at)) continue;
         ra[n] = r, rb[n] = q, n++;
       }
       if (c->m->kind == ST_MK_RATE) eval_rate(st, c, ra, rb, n);
@@ -420,7 +442,8 @@ void st_claims_eval(study *st) {
       evidence(c, ev, sizeof ev);
       snprintf(claim, sizeof claim, "%s%s%s%s.", c->text, c->published[0] ? " (" : "", c->published,
                c->published[0] ? ")" : "");
-      st_verdict_add(st, c->verdict, claim, "%s; %s.", ev, c->why);
+      if (c->at[0]) st_verdict_add(st, c->verdict, claim, "at %s: %s; %s.", c->at, ev, c->why);
+      else st_verdict_add(st, c->verdict, claim, "%s; %s.", ev, c->why);
     }
 }
 

@@ -36,10 +36,10 @@
 #include <string.h>
 
 static const char *const ARM_META[] = {"group", "tag", "x", "phase", "name", "from", "more_steps"};
-static const char *const CLAIM_FIELDS[] = {"text", "published", "arms", "metric", "rule", "margin", "effect", "control", "lr"};
+static const char *const CLAIM_FIELDS[] = {"text", "published", "arms", "metric", "rule", "margin", "effect", "control", "lr", "at"};
 static const char *const TABLE_FIELDS[] = {"metrics", "title"};
 static const char *const PLOT_FIELDS[] = {"kind", "title", "ref", "metric", "x"};
-static const char *const PLOT_KINDS[] = {"loss", "gap", "metric"};
+static const char *const PLOT_KINDS[] = {"loss", "gap", "metric", "edge"};
 static const char *const RULES[] = {"tracks", "higher", "lower"};
 
 static int in_list(const char *s, const char *const *l, int n) {
@@ -142,6 +142,15 @@ static int check_engine(const study_file *f, const xp_config *base, int ln, cons
   return 0;
 }
 
+/* An engine key's spelling (a plot's x: the axis key is checked when the
+ * figure is drawn, as the axis lines may come later in the file). */
+static int is_key(const char *v) {
+  if (!*v) return 0;
+  for (; *v; v++)
+    if (!((*v >= 'a' && *v <= 'z') || (*v >= '0' && *v <= '9') || *v == '_' || *v == '.')) return 0;
+  return 1;
+}
+
 /* Check one line (key already without its size prefix). */
 static int check_line(const study_file *f, const xp_config *base, int ln, const char *key, const char *val, char *err, size_t errlen) {
   char why[EXMY_ERRLEN];
@@ -196,7 +205,7 @@ static int check_line(const study_file *f, const xp_config *base, int ln, const 
     const char *dot = strchr(key + 6, '.');
     if (!dot || dot == key + 6 || IN(dot + 1, CLAIM_FIELDS) < 0)
       return ferr(err, errlen, f, ln, "'%s': expected claim.NAME.FIELD with FIELD one of text, published, arms, metric, "
-                  "rule, margin, effect, control, lr", key);
+                  "rule, margin, effect, control, lr, at", key);
     const char *fl = dot + 1;
     if (!strcmp(fl, "metric") && !st_metric_find(val)) return bad_metric(f, ln, val, err, errlen);
     if (!strcmp(fl, "metric") && !strcmp(val, "lr_edge_fit"))
@@ -207,6 +216,8 @@ static int check_line(const study_file *f, const xp_config *base, int ln, const 
     double v;
     if ((!strcmp(fl, "margin") || !strcmp(fl, "effect") || !strcmp(fl, "lr")) && (!parse_num(val, &v) || !(v > 0)))
       return ferr(err, errlen, f, ln, "%s = %s: expected a positive number", fl, val);
+    if (!strcmp(fl, "at") && (!strchr(val, '=') || strchr(val, '=') == val))
+      return ferr(err, errlen, f, ln, "at = %s: expected an axis point, KEY=VALUE (e.g. d_model=64)", val);
     if (!strcmp(fl, "arms")) {
       const char *c = strchr(val, ',');
       if (!c || strchr(c + 1, ',')) return ferr(err, errlen, f, ln, "arms = %s: expected two arms, A, B (A minus B)", val);
@@ -239,9 +250,9 @@ static int check_line(const study_file *f, const xp_config *base, int ln, const 
     if (!strcmp(fl, "metric") && st_metric_find(val)->kind == ST_MK_EDGE)
       return ferr(err, errlen, f, ln, "plot metric %s: an arm's statistic over the learning rates goes in a table", val);
     if (!strcmp(fl, "kind") && IN(val, PLOT_KINDS) < 0)
-      return ferr(err, errlen, f, ln, "unknown plot kind '%s' (accepted: loss, gap, metric)", val);
-    if (!strcmp(fl, "x") && strcmp(val, "lr") && strcmp(val, "x"))
-      return ferr(err, errlen, f, ln, "plot x = %s: expected lr or x", val);
+      return ferr(err, errlen, f, ln, "unknown plot kind '%s' (accepted: loss, gap, metric, edge)", val);
+    if (!strcmp(fl, "x") && strcmp(val, "lr") && strcmp(val, "x") && strcmp(val, "params") && !is_key(val))
+      return ferr(err, errlen, f, ln, "plot x = %s: expected lr, x, params or an axis key of the file", val);
     return 0;
   }
   if (!strncmp(key, "tiny.", 5) || !strncmp(key, "full.", 5) || !strncmp(key, "default.", 8))
@@ -381,6 +392,11 @@ int st_file_setup(study *st, char *err, size_t errlen) {
     if (IN(L->key, SWEEP) >= 0) continue;
     if (st->nbase >= MAX_BASE) return ferr(err, errlen, f, L->ln, "more than %d engine keys", MAX_BASE);
     st_base_kv(st, L->key, "%s", L->val);
+  }
+  /* the studies' corpus: Tiny Shakespeare unless the file names one (data = builtin: the generated text) */
+  if (!st_file_get(f, sz, "data", NULL)) {
+    if (st->nbase >= MAX_BASE) return ferr(err, errlen, f, 0, "more than %d engine keys", MAX_BASE);
+    st_base_kv(st, "data", "%s", "shakespeare");
   }
   if ((v = st_file_get(f, sz, "note", NULL))) snprintf(st->note, sizeof st->note, "%s", v);
   char(*avals)[ST_MAXVAL][ST_VALLEN] = calloc(ST_MAXAXIS, sizeof *avals);

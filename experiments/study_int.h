@@ -176,6 +176,9 @@ void st_verdict_add(study *st, int verdict, const char *claim, const char *fmt, 
 /* An analysis's observation: numbers, never a verdict. */
 void st_observe(study *st, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void st_cat(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* axis points (" KEY=VALUE ..."): SEL's KEY=VALUE tokens all in POINT; KEY's number (0, or -1: none) */
+int st_point_match(const char *point, const char *sel);
+int st_point_value(const char *point, const char *key, double *v);
 double st_mean_of(const double *v, int n);
 double st_sd_of(const double *v, int n);
 double st_spearman(const double *x, const double *y, int n);
@@ -474,6 +477,7 @@ typedef struct st_claim_row {
   const st_metric *m;
   int rule;
   double margin, effect, lr;    /* lr: NAN for every learning rate */
+  char at[ST_VALLEN];           /* axis point selector (KEY=VALUE ...; "" every point) */
   st_claim c;
   int nseeds, nfailed, ngroups, holm_up, holm_dn;
   double mde, max_diff;

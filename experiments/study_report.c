@@ -125,12 +125,31 @@ void st_report_testbed(const study *st, FILE *md, const char *lead) {
   if (!st->nrun) return;
   const xp_config *c = (r0 ? r0 : &st->run[0])->cfg;
   const xp_model_config *m = &c->model;
+  /* a size ladder: the model differs by axis point; each point's size */
+  char sizes[1200] = "";
+  int npt = 0, varies = 0;
+  for (int i = 0; i < st->nrun; i++) {
+    const srun *r = &st->run[i];
+    if (strcmp(r->arm, st->run[0].arm) || r->lri || r->seedi) continue;
+    const xp_model_config *q = &r->cfg->model;
+    varies |= q->d_model != m->d_model || q->n_layer != m->n_layer || q->n_head != m->n_head;
+    size_t np = 0;
+    for (int j = 0; j < st->nrun && !np; j++)
+      if (!strcmp(st->run[j].point, r->point) && !st->run[j].missing) np = st->run[j].res.nparams;
+    char pn[48] = "";
+    if (np) snprintf(pn, sizeof pn, ": %zu parameters", np);
+    st_cat(sizes, sizeof sizes, "%s%d layer%s x d_model %d x %d heads%s", npt++ ? "; " : "", q->n_layer,
+           q->n_layer == 1 ? "" : "s", q->d_model, q->n_head, pn);
+  }
   fputs(lead, md);
-  if (m->kind == XP_MODEL_GPT)
+  if (m->kind == XP_MODEL_GPT && varies)
+    fprintf(md, "GPT at %d sizes (one per axis point: %s), context %d, %s, %s MLP", npt, sizes, m->seq_len,
+            m->rmsnorm ? "RMSNorm" : "LayerNorm", m->swiglu ? "SwiGLU" : "GELU");
+  else if (m->kind == XP_MODEL_GPT)
     fprintf(md, "GPT, %d layer%s, d_model %d, %d heads, context %d, %s, %s MLP", m->n_layer, m->n_layer == 1 ? "" : "s",
             m->d_model, m->n_head, m->seq_len, m->rmsnorm ? "RMSNorm" : "LayerNorm", m->swiglu ? "SwiGLU" : "GELU");
   else fprintf(md, "teacher-student MLP, width %d, depth %d", m->hidden, m->depth);
-  if (r0) fprintf(md, ", %zu parameters", r0->res.nparams);
+  if (r0 && !varies) fprintf(md, ", %zu parameters", r0->res.nparams);
   if (m->kind == XP_MODEL_GPT)
     fprintf(md, "; corpus `%s` (%s tokens; the last tenth held out for validation)", c->data,
             c->vocab_words ? "word" : "character");

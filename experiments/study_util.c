@@ -115,3 +115,33 @@ void st_cat(char *buf, size_t n, const char *fmt, ...) {
   vsnprintf(buf + l, n - l, fmt, ap);
   va_end(ap);
 }
+
+/* Axis points are " KEY=VALUE KEY=VALUE" (study_file.c).  1 when every
+ * KEY=VALUE token of SEL (spaces or commas between) is one of POINT's. */
+int st_point_match(const char *point, const char *sel) {
+  char buf[ST_VALLEN];
+  snprintf(buf, sizeof buf, "%s", sel);
+  for (char *sv = NULL, *t = strtok_r(buf, ", ", &sv); t; t = strtok_r(NULL, ", ", &sv)) {
+    const size_t l = strlen(t);
+    const char *p = point;
+    int found = 0;
+    while (!found && (p = strstr(p, t))) {
+      found = (p == point || p[-1] == ' ') && (p[l] == 0 || p[l] == ' ');
+      p += l;
+    }
+    if (!found) return 0;
+  }
+  return 1;
+}
+
+/* The number an axis point gives KEY (0), or -1 when it has none. */
+int st_point_value(const char *point, const char *key, double *v) {
+  const size_t l = strlen(key);
+  for (const char *p = point; (p = strstr(p, key)); p += l)
+    if ((p == point || p[-1] == ' ') && p[l] == '=') {
+      char *end;
+      *v = strtod(p + l + 1, &end);
+      if (end != p + l + 1 && (*end == 0 || *end == ' ')) return 0;
+    }
+  return -1;
+}

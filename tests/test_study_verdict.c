@@ -84,8 +84,10 @@ static int verdict_of(const char *claim) {
 
 /* An lr_edge claim "a lower than b" over 4 learning rates an octave apart:
  * every seed of a diverges from grid index fa up, of b from fb up (4: never). */
-static void edge_grid(int nseeds, int fa, int fb) {
-  setup("claim.c.arms = a, b\nclaim.c.metric = lr_edge\nclaim.c.rule = lower\n");
+static void edge_grid_rule(int nseeds, int fa, int fb, const char *rule) {
+  char text[200];
+  snprintf(text, sizeof text, "claim.c.arms = a, b\nclaim.c.metric = lr_edge\nclaim.c.rule = %s\n", rule);
+  setup(text);
   st.nlr = 4;
   for (int k = 0; k < 4; k++) st.lr[k] = 0.001 * (1 << k);
   st.nseeds = nseeds;
@@ -95,6 +97,8 @@ static void edge_grid(int nseeds, int fa, int fb) {
       if (k >= fb) add_div("b", k, s); else add("b", k, s, 2);
     }
 }
+
+static void edge_grid(int nseeds, int fa, int fb) { edge_grid_rule(nseeds, fa, fb, "lower"); }
 
 static const char *HIGHER = "claim.c.arms = a, b\nclaim.c.metric = val_loss\nclaim.c.rule = higher\n";
 
@@ -262,6 +266,35 @@ int main(void) {
   what = "the edge claim with four seeds";
   edge_grid(4, 1, 3);
   EXPECT("c", ST_V_INCONCLUSIVE);
+
+  /* an edge that tracks within a margin (octaves): the 90% interval, widened to the grid */
+  what = "equal edges track within 1.5 octaves";
+  edge_grid_rule(5, 2, 2, "tracks\nclaim.c.margin = 1.5");
+  EXPECT("c", ST_V_REPRODUCED);
+  what = "an edge two grid steps lower does not show tracking within 1.5 octaves";
+  edge_grid_rule(5, 1, 3, "tracks\nclaim.c.margin = 1.5");
+  EXPECT("c", ST_V_INCONCLUSIVE);
+  what = "a censored edge cannot show tracking";
+  edge_grid_rule(5, 4, 3, "tracks\nclaim.c.margin = 1.5");
+  EXPECT("c", ST_V_INCONCLUSIVE);
+
+  /* at = KEY=VALUE: a claim at one axis point (a size ladder's width) */
+  for (int pass = 0; pass < 3; pass++) {
+    static const char *const at[] = {"", "claim.c.at = w=1\n", "claim.c.at = w=2\n"};
+    static const int want[] = {ST_V_NOT_TESTABLE, ST_V_REPRODUCED, ST_V_NOT_REPRODUCED}; /* pooled: the seed noise of +-0.5 */
+    char text[300];
+    snprintf(text, sizeof text, "%sclaim.c.effect = 0.1\n%s", HIGHER, at[pass]);
+    setup(text);
+    for (int s = 0; s < 5; s++)
+      for (int w = 1; w <= 2; w++) {
+        srun *ra = add("a", 0, s, 2.0 + (w == 1 ? 0.5 : -0.5) + noise(0.01)), *rb = add("b", 0, s, 2.0 + noise(0.01));
+        snprintf(ra->point, sizeof ra->point, " w=%d", w);
+        snprintf(rb->point, sizeof rb->point, " w=%d", w);
+      }
+    what = pass == 0 ? "both points pooled (+0.5 and -0.5)" : pass == 1 ? "at w=1 (+0.5)" : "at w=2 (-0.5)";
+    EXPECT("c", want[pass]);
+    if (pass) CHECK(st.claim[0].c.n == 5, "%s: %d pairs, want the point's 5", what, st.claim[0].c.n);
+  }
 
   /* under-training: a flag apart from failure */
   what = "under-trained";
