@@ -266,7 +266,7 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
   memset(res, 0, sizeof *res);
   res->val_loss = NAN;
   res->first_spike = res->diverged_at = -1;
-  if (c->model.kind == XP_MODEL_GPT && c->model.d_model % c->model.n_head)
+  if ((xp_model_caps(c->model.kind) & XP_CAP_HEADS) && c->model.d_model % c->model.n_head)
     return xp_errf(err, errlen, "d_model %d is not a multiple of n_head %d", c->model.d_model, c->model.n_head);
   const int old_threads = omp_get_max_threads();
   if (c->threads > 0) omp_set_num_threads(c->threads);
@@ -484,7 +484,7 @@ int xp_train(const xp_config *c, xp_result *res, char *err, size_t errlen) {
   res->first_spike = r.det.first_spike;
   res->diverged_at = r.det.diverged_at;
   res->seconds = now() - t0;
-  const double tok = (double)c->model.batch * (c->model.kind == XP_MODEL_GPT ? c->model.seq_len : 1);
+  const double tok = (double)c->model.batch * (xp_model_caps(c->model.kind) & XP_CAP_TOKENS ? c->model.seq_len : 1);
   res->tokens_per_s = s > start && loop_s > 0 ? tok * (double)(s - start) / loop_s : 0;
   if (c->out_dir[0]) {
     char path[XP_PATH + 32];
