@@ -108,10 +108,10 @@ int cmd_train(int argc, char **argv) {
    * run would fail after training): bad arguments, exit 2. */
   char corpus[XP_PATH + 64];
   const int shipped = xp_corpus_path(c.data, corpus, sizeof corpus); /* data = shakespeare */
-  if (shipped < 0 && c.model.kind == XP_MODEL_GPT)
+  if (shipped < 0 && (xp_model_caps(c.model.kind) & XP_CAP_TOKENS))
     cli_die("train: data: corpus '%s': %s not found (EXMY_DATA_DIR, the source tree, the installed data folder)",
             c.data, corpus);
-  if (!shipped && strcmp(c.data, "builtin") && c.model.kind == XP_MODEL_GPT && access(c.data, R_OK))
+  if (!shipped && strcmp(c.data, "builtin") && (xp_model_caps(c.model.kind) & XP_CAP_TOKENS) && access(c.data, R_OK))
     cli_die("train: data: cannot read '%s': %s", c.data, strerror(errno));
   if (c.resume[0] && access(c.resume, R_OK)) cli_die("train: resume: cannot read '%s': %s", c.resume, strerror(errno));
   if (c.ckpt[0]) {
@@ -129,7 +129,7 @@ int cmd_train(int argc, char **argv) {
    * on the vocabulary. */
   xp_model m;
   memset(&m, 0, sizeof m);
-  if (xp_model_init(&m, &c.model, c.model.kind == XP_MODEL_GPT ? 256 : 0, c.seed, err, sizeof err))
+  if (xp_model_init(&m, &c.model, xp_model_caps(c.model.kind) & XP_CAP_TOKENS ? 256 : 0, c.seed, err, sizeof err))
     cli_die("train: %s", err);
   int bad = xp_prec_check_overrides(&c, m.nlin, m.lin_name, err, sizeof err) ||
             xp_model_check_config(&m, &c, err, sizeof err);

@@ -245,9 +245,12 @@ static int text_init(xp_data *d, const xp_config *c, char *err, size_t errlen) {
   return 0;
 }
 
+/* A model of token sequences reads the text; any other, the teacher's vectors. */
+static int tokens(const xp_config *c) { return (xp_model_caps(c->model.kind) & XP_CAP_TOKENS) != 0; }
+
 int xp_data_init(xp_data *d, const xp_config *c, char *err, size_t errlen) {
   memset(d, 0, sizeof *d);
-  if (c->model.kind == XP_MODEL_GPT) return text_init(d, c, err, errlen);
+  if (tokens(c)) return text_init(d, c, err, errlen);
   /* the teacher: the student's architecture with its own seed */
   if (xp_model_init(&d->teacher, &c->model, 0, c->seed ^ 0x7eac4e5ull, err, errlen)) return -1;
   if (xp_ctx_init(&d->teacher_ctx, c, &d->teacher, err, errlen)) {
@@ -271,7 +274,7 @@ void xp_data_free(xp_data *d) {
 int xp_batch_alloc(xp_batch_buf *bb, const xp_config *c) {
   memset(bb, 0, sizeof *bb);
   const size_t B = (size_t)c->model.batch;
-  if (c->model.kind == XP_MODEL_GPT) {
+  if (tokens(c)) {
     bb->tokens = malloc(B * c->model.seq_len * sizeof(int));
     bb->targets = malloc(B * c->model.seq_len * sizeof(int));
     if (!bb->tokens || !bb->targets) return -1;
@@ -296,7 +299,7 @@ void xp_batch_free(xp_batch_buf *bb) {
 void xp_data_batch(xp_data *d, const xp_config *c, long step, int validation, xp_batch_buf *bb) {
   const size_t B = (size_t)c->model.batch;
   const uint64_t stream = DATA_KEY + (validation ? 1 : 0);
-  if (c->model.kind == XP_MODEL_GPT) {
+  if (tokens(c)) {
     const size_t T = (size_t)c->model.seq_len;
     const size_t lo = validation ? d->ntrain : 0, hi = validation ? d->ntok : d->ntrain;
     const size_t span = hi - lo - T - 1 + 1;
@@ -339,7 +342,7 @@ xp_batch xp_batch_shard(const xp_batch *b, const xp_config *c, int r, int R) {
   xp_batch s = *b;
   const size_t n = b->n / (size_t)R, o = (size_t)r * n;
   s.n = n;
-  if (c->model.kind == XP_MODEL_GPT) {
+  if (tokens(c)) {
     const size_t T = (size_t)c->model.seq_len;
     s.tokens = b->tokens + o * T;
     s.targets = b->targets + o * T;

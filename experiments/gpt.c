@@ -756,6 +756,7 @@ const xp_model_ops xp_gpt_model = {
   .name = "gpt",
   .kind = XP_MODEL_GPT,
   .help = "default",
+  .caps = XP_CAP_TOKENS | XP_CAP_EMBEDDING | XP_CAP_HEADS | XP_CAP_NORMS | XP_CAP_OUTLIERS,
   .init = gpt_init,
   .free = gpt_free,
   .forward = gpt_forward,

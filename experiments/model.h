@@ -4,7 +4,8 @@
  *
  * Calls go one way, down this list (a file may skip levels, never go up):
  *   study.c (runs of the engine)
- *   train.c (the step; also sets matmul.c's mode and statistics)
+ *   train.c (the phases and the step; also sets matmul.c's mode and
+ *     statistics), train_events.c (the event table), train_out.c (its files)
  *   config.c, data.c, ckpt.c, optim.c, detect.c
  *   models.c (the table; data.c runs the MLP teacher through it)
  *   gpt.c, mlp.c (the rows)

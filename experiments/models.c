@@ -27,6 +27,21 @@ const xp_model_ops *xp_model_of(xp_model_kind kind) {
 
 int xp_model_count(void) { return NMODELS; }
 
+unsigned xp_model_caps(xp_model_kind kind) {
+  const xp_model_ops *ops = xp_model_of(kind);
+  return ops ? ops->caps : 0;
+}
+
+/* The names of the models with capability cap ("gpt"), for a refusal to say
+ * where the key works. */
+static const char *models_with(unsigned cap, char *buf, size_t len) {
+  size_t n = 0;
+  buf[0] = 0;
+  for (int i = 0; i < NMODELS && n < len; i++)
+    if (models[i]->caps & cap) n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", models[i]->name);
+  return buf;
+}
+
 int xp_model_init(xp_model *m, const xp_model_config *mc, int vocab, uint64_t seed, char *err, size_t errlen) {
   memset(m, 0, sizeof *m);
   const xp_model_ops *ops = xp_model_of(mc->kind);
@@ -59,19 +74,22 @@ int xp_model_outliers_header(const xp_model *m, FILE *csv) {
 }
 
 int xp_model_check_config(const xp_model *m, const xp_config *c, char *err, size_t errlen) {
-  if (c->range_shift && !m->ops->range_shift)
+  const unsigned caps = m->ops->caps;
+  char with[128];
+  if (c->range_shift && !(caps & XP_CAP_NORMS))
     return xp_errf(err, errlen, "range_shift %d: model %s has no norm layers to shift", c->range_shift, m->ops->name);
-  if ((c->model.tie || c->model.rope) && c->model.kind != XP_MODEL_GPT)
-    return xp_errf(err, errlen, "%s: model %s has no embedding (gpt has)", c->model.tie ? "tie 1" : "pos rope",
-                   m->ops->name);
+  if ((c->model.tie || c->model.rope) && !(caps & XP_CAP_EMBEDDING))
+    return xp_errf(err, errlen, "%s: model %s has no embedding (%s has)", c->model.tie ? "tie 1" : "pos rope",
+                   m->ops->name, models_with(XP_CAP_EMBEDDING, with, sizeof with));
   if (c->range_shift && c->model.tie)
     return xp_errf(err, errlen, "range_shift %d: with tie 1 lm_head's weight is the embedding, so the shift would change "
                    "the function", c->range_shift);
-  if (c->data_switch && c->model.kind != XP_MODEL_GPT)
-    return xp_errf(err, errlen, "data_switch %ld: model %s has no tokens to rename (gpt has)", c->data_switch,
-                   m->ops->name);
-  if (c->outliers_every && !m->ops->outliers_header)
-    return xp_errf(err, errlen, "outliers_every: model %s has no outlier metrics (gpt has)", m->ops->name);
+  if (c->data_switch && !(caps & XP_CAP_TOKENS))
+    return xp_errf(err, errlen, "data_switch %ld: model %s has no tokens to rename (%s has)", c->data_switch,
+                   m->ops->name, models_with(XP_CAP_TOKENS, with, sizeof with));
+  if (c->outliers_every && !(caps & XP_CAP_OUTLIERS))
+    return xp_errf(err, errlen, "outliers_every: model %s has no outlier metrics (%s has)", m->ops->name,
+                   models_with(XP_CAP_OUTLIERS, with, sizeof with));
   if (c->allreduce_ranks > 1 && c->model.batch % c->allreduce_ranks)
     return xp_errf(err, errlen, "allreduce_ranks %d does not divide batch %d (each rank takes batch/R sequences)",
                    c->allreduce_ranks, c->model.batch);

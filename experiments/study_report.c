@@ -150,12 +150,13 @@ void st_report_testbed(const study *st, FILE *md, const char *lead) {
             m->d_model, m->n_head, m->seq_len, m->rmsnorm ? "RMSNorm" : "LayerNorm", m->swiglu ? "SwiGLU" : "GELU");
   else fprintf(md, "teacher-student MLP, width %d, depth %d", m->hidden, m->depth);
   if (r0 && !varies) fprintf(md, ", %zu parameters", r0->res.nparams);
-  if (m->kind == XP_MODEL_GPT)
+  const int text = (xp_model_caps(m->kind) & XP_CAP_TOKENS) != 0; /* examples are token sequences */
+  if (text)
     fprintf(md, "; corpus `%s` (%s tokens; the last tenth held out for validation)", c->data,
             c->vocab_words ? "word" : "character");
-  const double tokens = (double)st->steps * m->batch * (m->kind == XP_MODEL_GPT ? m->seq_len : 1);
+  const double tokens = (double)st->steps * m->batch * (text ? m->seq_len : 1);
   fprintf(md, "; %ld steps x batch %d%s = %.3g %s per run; %d paired seed%s; %d learning rate%s.\n\n", st->steps,
-          m->batch, m->kind == XP_MODEL_GPT ? " x context" : "", tokens, m->kind == XP_MODEL_GPT ? "tokens" : "examples",
+          m->batch, text ? " x context" : "", tokens, text ? "tokens" : "examples",
           st->nseeds, st->nseeds == 1 ? "" : "s", st->nlr, st->nlr == 1 ? "" : "s");
 }
 

@@ -182,7 +182,7 @@ static int build_configs(study *st, const xp_config *def, char *err, size_t errl
         snprintf(err, errlen, "study %s: run '%s': %s=%s: %s", st->def->name, r->label, r->kv[k].k, r->kv[k].v, e);
         return 2;
       }
-    if (st->o->data && c->model.kind == XP_MODEL_GPT && xp_config_set(c, "data", st->o->data, e, sizeof e)) {
+    if (st->o->data && (xp_model_caps(c->model.kind) & XP_CAP_TOKENS) && xp_config_set(c, "data", st->o->data, e, sizeof e)) {
       snprintf(err, errlen, "study: --data %s: %s", st->o->data, e);
       return 2;
     }

@@ -296,12 +296,23 @@ typedef struct xp_model {  /* struct tag used by xp_ctx_init */
   void *act;                    /* activations of the last forward (model-specific) */
 } xp_model;
 
+/* What a model can do (xp_model_ops.caps): a key or output that needs one
+ * asks for the flag, never for a model by name or kind. */
+enum {
+  XP_CAP_TOKENS = 1 << 0,       /* examples are seq_len tokens of a text: text data, a vocabulary, data_switch */
+  XP_CAP_EMBEDDING = 1 << 1,    /* token and position embeddings: tie, pos */
+  XP_CAP_HEADS = 1 << 2,        /* attention heads (n_head divides d_model) */
+  XP_CAP_NORMS = 1 << 3,        /* norm layers to shift: range_shift (the range_shift hook) */
+  XP_CAP_OUTLIERS = 1 << 4,     /* outlier metrics: outliers_every (the outliers hooks) */
+};
+
 /* A row of the model table (models.c): what the engine calls on a model.
  * Each model defines its rows in its own file (gpt.c, mlp.c). */
 struct xp_model_ops {
   const char *name;             /* the `model` key's value */
   xp_model_kind kind;
   const char *help;             /* shown after the name in --help (NULL: none) */
+  unsigned caps;                /* XP_CAP_* */
   /* Fill m (zeroed, m->ops set): tensor table, parameters from seed, the
    * linear layers' names.  On failure frees what it built. */
   int (*init)(xp_model *m, const xp_model_config *mc, int vocab, uint64_t seed, char *err, size_t errlen);
@@ -326,6 +337,8 @@ struct xp_model_ops {
 const xp_model_ops *xp_model_lookup(const char *name);
 const xp_model_ops *xp_model_of(xp_model_kind kind);
 int xp_model_count(void);
+/* The row's capabilities (XP_CAP_*; 0 for an unknown kind). */
+unsigned xp_model_caps(xp_model_kind kind);
 
 /* Build the model and initialize its parameters from seed (GPT-2 style:
  * N(0, 0.02), residual projections 0.02/sqrt(2 n_layer), norms 1, biases 0). */
@@ -340,11 +353,10 @@ int xp_model_backward(xp_model *m, xp_ctx *ctx, const xp_batch *b);
  * .outliers): -1 when the model has none. */
 int xp_model_outliers_header(const xp_model *m, FILE *csv);
 int xp_model_outliers(xp_model *m, double *row);
-/* The keys a model must support (range_shift: norms to shift, and no tie;
- * data_switch: tokens; outliers_every: outlier metrics; tie, pos rope: an
- * embedding) and allreduce_ranks dividing the
- * batch: 0, or -1 with
- * err naming the key.  The command calls it before step 0 (exit 2), and
+/* The keys a model must support, asked of its capabilities (range_shift:
+ * norms to shift, and no tie; data_switch: tokens; outliers_every: outlier
+ * metrics; tie, pos rope: an embedding) and allreduce_ranks dividing the
+ * batch: 0, or -1 with err naming the key and the models that have it.  The command calls it before step 0 (exit 2), and
  * xp_train again for its other callers. */
 int xp_model_check_config(const xp_model *m, const xp_config *c, char *err, size_t errlen);
 /* Outputs without a loss (mlp: b->n x out_dim predictions or logits; gpt:

@@ -8,6 +8,9 @@
  *  - the check-and-fallback loop, calibration after a bf16 checkpoint,
  *    MS-AMP levels and master-weight rounding run; the MLP tasks learn;
  *  - config errors name the bad key or value;
+ *  - each model row's capability flags agree with its hooks (norms: the
+ *    range shift; outliers: the metrics), and the keys that need a
+ *    capability are refused by it;
  *  - the shipped corpus (data = shakespeare): nanoGPT's vocabulary and
  *    split, found without environment variables, a wrong file refused;
  *  - wd_mode: the decay term of one AdamW step, coupled and independent;
@@ -346,6 +349,36 @@ static void test_errors(void) {
   xp_result_free(&r);
 }
 
+/* The engine asks a model's capabilities (xp_model_ops.caps), never its
+ * kind: the flags must say what the row's hooks can do. */
+static void test_model_caps(void) {
+  for (int k = 0; k < xp_model_count(); k++) {
+    const xp_model_ops *ops = xp_model_of((xp_model_kind)k);
+    CHECK(!(ops->caps & XP_CAP_NORMS) == !ops->range_shift, "model %s: XP_CAP_NORMS %d, range_shift hook %d", ops->name,
+          !!(ops->caps & XP_CAP_NORMS), !!ops->range_shift);
+    CHECK(!(ops->caps & XP_CAP_OUTLIERS) == !(ops->outliers_header && ops->outliers),
+          "model %s: XP_CAP_OUTLIERS %d, outlier hooks %d", ops->name, !!(ops->caps & XP_CAP_OUTLIERS),
+          ops->outliers_header && ops->outliers);
+    CHECK(xp_model_caps((xp_model_kind)k) == ops->caps, "model %s: xp_model_caps", ops->name);
+  }
+  CHECK(xp_model_caps((xp_model_kind)99) == 0, "an unknown kind has no capabilities");
+  xp_config c;
+  char err[EXMY_ERRLEN];
+  xp_result r;
+  base(&c, 1); /* heads: refused before the data is read */
+  set(&c, "n_head", "3");
+  set(&c, "data", "/nonexistent/text.txt");
+  CHECK(xp_train(&c, &r, err, sizeof err) == -1 && strstr(err, "d_model 16 is not a multiple of n_head 3"),
+        "n_head 3: '%s'", err);
+  xp_result_free(&r);
+  base(&c, 1); /* tokens: the mlp has none to rename; the message names the models that have them */
+  set(&c, "model", "mlp");
+  set(&c, "data_switch", "2");
+  CHECK(xp_train(&c, &r, err, sizeof err) == -1 && strstr(err, "model mlp has no tokens to rename (gpt has)"),
+        "data_switch on the mlp: '%s'", err);
+  xp_result_free(&r);
+}
+
 /* data = shakespeare: the shipped file (found through the compiled-in
  * source folder: no EXMY_DATA_DIR), nanoGPT's vocabulary (the sorted set of
  * the file's characters) and split (the first floor(0.9 n) characters
@@ -579,6 +612,7 @@ int main(void) {
   test_detector();
   test_lr_restart();
   test_errors();
+  test_model_caps();
   test_corpus();
   test_wd_mode();
   test_matmul_batch(seed);
