@@ -11,8 +11,8 @@ import fnmatch
 import os
 import warnings
 import weakref
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Literal, Mapping, Optional, Tuple, TypeVar,
-                    Union, overload)
+from typing import (TYPE_CHECKING, Any, Callable, DefaultDict, Dict, Iterable, List, Literal, Mapping, Optional, Tuple,
+                    TypeVar, Union, overload)
 
 import numpy as np
 import torch
@@ -205,6 +205,8 @@ class Quantizer(torch.nn.Module):
     the module's state_dict (a resumed run continues the streams).  fwd and
     bwd as fake_quant's (their "stream" is set here)."""
 
+    calls: torch.Tensor  # a buffer: the number of calls so far
+
     def __init__(self, fwd: CastSpec, bwd: Optional[CastSpec] = None, seed: int = 0) -> None:
         super().__init__()
         self.fwd = _cast_spec(fwd, "fwd")
@@ -293,7 +295,7 @@ class LowPrecisionOptimizer(torch.optim.Optimizer):
         return self.optimizer.param_groups
 
     @property
-    def state(self) -> Dict[Any, Any]:
+    def state(self) -> DefaultDict[torch.Tensor, Any]:
         return self.optimizer.state
 
     @property
