@@ -1,7 +1,8 @@
 #!/bin/sh
 # autogen.sh: generate ./configure.  With --deps, first install what a fresh
 # Debian/Ubuntu machine lacks (apt when root or with sudo; ml_dtypes,
-# numpy, pytest and hypothesis from PyPI for the Python tests, best effort).
+# numpy, pytest, hypothesis and mypy from PyPI for the Python tests, best
+# effort).
 set -e
 cd "$(dirname "$0")"
 if [ "$1" = "--deps" ]; then
@@ -31,6 +32,13 @@ if [ "$1" = "--deps" ]; then
     python3 -m pip install -q pytest hypothesis >/dev/null 2>&1 ||
       python3 -m pip install -q --break-system-packages pytest hypothesis >/dev/null 2>&1 ||
       echo "autogen.sh: could not install pytest/hypothesis; the Python tests use their own runner" >&2
+  fi
+  # tests/test_typing.sh checks the package's type hints with mypy (skipped without it).
+  if ! python3 -m mypy --version >/dev/null 2>&1; then
+    echo "autogen.sh: installing mypy (PyPI) for the type hints' test"
+    python3 -m pip install -q mypy >/dev/null 2>&1 ||
+      python3 -m pip install -q --break-system-packages mypy >/dev/null 2>&1 ||
+      echo "autogen.sh: could not install mypy; tests/test_typing.sh will skip" >&2
   fi
 fi
 autoreconf -fi >/dev/null

@@ -1,12 +1,31 @@
 """_arrays.py: formats, rounding, quantize / decode / cast on numpy arrays."""
+from __future__ import annotations
+
 import ctypes
 import enum
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Dict, Literal, Optional, Tuple, Type, Union, overload
 
 import numpy as np
 
 from . import _lib
 from ._lib import lib
 
+if TYPE_CHECKING:
+    import torch
+    from numpy.typing import DTypeLike
+
+    # What the type hints of the package say (docs/python.md, "Type hints"):
+    # a format is named by text, an exmy.Format or a dtype object (numpy's,
+    # ml_dtypes' types, torch.float8_e4m3fn, ...)
+    FormatLike = Union["Format", str, "np.dtype[Any]", Type[Any], torch.dtype]
+    # numpy arrays, and numpy scalars (0-d): lists and Python floats are refused
+    ArrayInput = Union[np.ndarray, np.generic]
+    IntLike = Union[int, np.integer]
+    # saturate=: True ("finite"), False or None ("none"), "finite", "propagate", "none"
+    Saturate = Union[bool, str, None]
+
+ml_dtypes: Optional[ModuleType]
 try:
     import ml_dtypes
 except ImportError:  # ml_dtypes is optional: bfloat16 inputs and float8 code views need it
@@ -37,7 +56,7 @@ class Flags(enum.IntFlag):
     INVALID = 8
 
 
-def dtype_name(obj):
+def dtype_name(obj: object) -> Optional[str]:
     """The name of a dtype object (numpy dtype or scalar type, ml_dtypes type,
     torch.dtype) without "torch.", else None."""
     if isinstance(obj, np.dtype):
@@ -57,7 +76,9 @@ class Format:
     text raises ValueError with the library's message, a dtype exmy has no
     format for TypeError."""
 
-    def __init__(self, spec):
+    _f: _lib.Format
+
+    def __init__(self, spec: FormatLike) -> None:
         if isinstance(spec, Format):
             self._f = spec._f
             return
@@ -77,47 +98,93 @@ class Format:
         self._f = f
 
     # --- what the format is
-    name = property(lambda self: self._f.name.decode())
-    ebits = property(lambda self: self._f.ebits)
-    mbits = property(lambda self: self._f.mbits)
-    bias = property(lambda self: self._f.bias)
-    bits = property(lambda self: self._f.bits)
-    signed = property(lambda self: bool(self._f.is_signed))
-    has_zero = property(lambda self: bool(self._f.has_zero))
-    emin = property(lambda self: self._f.emin)
-    emax = property(lambda self: self._f.emax)
+    @property
+    def name(self) -> str:
+        return self._f.name.decode()
 
     @property
-    def longform(self):
+    def ebits(self) -> int:
+        return self._f.ebits
+
+    @property
+    def mbits(self) -> int:
+        return self._f.mbits
+
+    @property
+    def bias(self) -> int:
+        return self._f.bias
+
+    @property
+    def bits(self) -> int:
+        return self._f.bits
+
+    @property
+    def signed(self) -> bool:
+        return bool(self._f.is_signed)
+
+    @property
+    def has_zero(self) -> bool:
+        return bool(self._f.has_zero)
+
+    @property
+    def emin(self) -> int:
+        return self._f.emin
+
+    @property
+    def emax(self) -> int:
+        return self._f.emax
+
+    @property
+    def longform(self) -> str:
         buf = ctypes.create_string_buffer(256)
         lib.exmy_format_to_string(ctypes.byref(self._f), buf, 256)
         return buf.value.decode()
 
     @property
-    def code_bytes(self):
+    def code_bytes(self) -> int:
         return lib.exmy_code_bytes(ctypes.byref(self._f))
 
     @property
-    def code_dtype(self):
+    def code_dtype(self) -> np.dtype:
         """numpy's unsigned type of the codes: the smallest that holds them."""
         return np.dtype(_CODE_DTYPES[self.code_bytes])
 
-    def _info(self):
+    def _info(self) -> _lib.Info:
         i = _lib.Info()
         lib.exmy_format_info(ctypes.byref(self._f), ctypes.byref(i))
         return i
 
     # --- `exmy info`'s properties
-    max = property(lambda self: self._info().max_finite)
-    min_normal = property(lambda self: self._info().min_normal)
-    min_subnormal = property(lambda self: self._info().min_subnormal)
-    epsilon = property(lambda self: self._info().epsilon)
-    finite_count = property(lambda self: self._info().finite_count)
-    nan_count = property(lambda self: self._info().n_nan)
-    inf_count = property(lambda self: self._info().n_inf)
+    @property
+    def max(self) -> float:
+        return self._info().max_finite
 
     @property
-    def info(self):
+    def min_normal(self) -> float:
+        return self._info().min_normal
+
+    @property
+    def min_subnormal(self) -> float:
+        return self._info().min_subnormal
+
+    @property
+    def epsilon(self) -> float:
+        return self._info().epsilon
+
+    @property
+    def finite_count(self) -> int:
+        return self._info().finite_count
+
+    @property
+    def nan_count(self) -> int:
+        return self._info().n_nan
+
+    @property
+    def inf_count(self) -> int:
+        return self._info().n_inf
+
+    @property
+    def info(self) -> Dict[str, Any]:
         """Every property `exmy info` prints, as a dict."""
         i = self._info()
         return {"name": self.name, "longform": self.longform, "bits": self.bits, "ebits": self.ebits,
@@ -128,12 +195,12 @@ class Format:
                 "nan_count": i.n_nan,
                 "nan_ranges": [(i.nan_first[k], i.nan_last[k]) for k in range(i.n_nan_ranges)]}
 
-    def decode_code(self, code):
+    def decode_code(self, code: IntLike) -> float:
         """The exact value of one code (a Python float)."""
         return lib.exmy_decode(ctypes.byref(self._f), int(code))
 
     @property
-    def ml_dtype(self):
+    def ml_dtype(self) -> Optional[np.dtype]:
         """ml_dtypes' type of this format's codes (float8_e4m3fn, ...), or None."""
         if ml_dtypes is None:
             return None
@@ -143,21 +210,22 @@ class Format:
                 return np.dtype(t)
         return None
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Format) and self.longform == other.longform
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self.longform)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "exmy.Format(%r)" % self.name
 
 
-def as_format(fmt):
+def as_format(fmt: FormatLike) -> Format:
     return fmt if isinstance(fmt, Format) else Format(fmt)
 
 
-def rounding(round="rne", saturate=False, ftz=False, daz=False, seed=0, stream=0, sr_bits=0):
+def rounding(round: str = "rne", saturate: Saturate = False, ftz: bool = False, daz: bool = False, seed: IntLike = 0,
+             stream: IntLike = 0, sr_bits: int = 0) -> _lib.Rounding:
     """An exmy_rounding from keyword arguments (ValueError/TypeError on bad ones)."""
     r = _lib.Rounding()
     mode = ctypes.c_int(0)
@@ -168,7 +236,7 @@ def rounding(round="rne", saturate=False, ftz=False, daz=False, seed=0, stream=0
         saturate = "finite"
     elif saturate is False or saturate is None:
         saturate = "none"
-    if saturate not in _SAT:
+    if not isinstance(saturate, str) or saturate not in _SAT:
         raise ValueError("exmy: saturate=%r: accepted True, False, 'finite', 'propagate', 'none'" % (saturate,))
     r.sat = _SAT[saturate]
     r.ftz, r.daz = _flag01(ftz, "ftz"), _flag01(daz, "daz")
@@ -179,13 +247,13 @@ def rounding(round="rne", saturate=False, ftz=False, daz=False, seed=0, stream=0
     return r
 
 
-def _flag01(v, what):
+def _flag01(v: object, what: str) -> int:
     if not isinstance(v, (bool, int, np.integer)) or v not in (0, 1):
         raise TypeError("exmy: %s=%r must be True or False" % (what, v))
     return int(v)
 
 
-def _u64(v, what):
+def _u64(v: object, what: str) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise TypeError("exmy: %s=%r must be an integer" % (what, v))
     if not 0 <= int(v) < 1 << 64:
@@ -193,7 +261,7 @@ def _u64(v, what):
     return int(v)
 
 
-def value_format(dt):
+def value_format(dt: np.dtype) -> Optional[Format]:
     """The exmy format of the values a float dtype holds (float32, bfloat16,
     ml_dtypes' float8/6/4 types), else None."""
     if dt.kind not in "fV":
@@ -202,7 +270,7 @@ def value_format(dt):
     return None if name is None else Format(name)
 
 
-def source(x, daz=False):
+def source(x: np.ndarray, daz: bool = False) -> Tuple[np.ndarray, int]:
     """(C-contiguous array, exmy_dtype) that exmy_quantize reads for the
     values of x: float32/float64/float16/bfloat16 as they are; a narrower
     float type (ml_dtypes float8/6/4) is a value in its own format, decoded
@@ -220,7 +288,7 @@ def source(x, daz=False):
     return values(x, f, np.float64, daz), _DT_F64
 
 
-def values(x, f, dtype=np.float64, daz=False):
+def values(x: np.ndarray, f: Format, dtype: DTypeLike = np.float64, daz: bool = False) -> np.ndarray:
     """The exact values of an array of f's codes (or f-typed floats), as dtype (float32 or float64)."""
     codes = contiguous(x).view(f.code_dtype)
     out = np.empty(codes.shape, dtype)
@@ -231,7 +299,7 @@ def values(x, f, dtype=np.float64, daz=False):
     return out
 
 
-def as_array(x):
+def as_array(x: object) -> np.ndarray:
     """numpy arrays as they are, numpy scalars as 0-d arrays; anything else is a TypeError."""
     if isinstance(x, np.generic):
         return np.asarray(x)
@@ -240,17 +308,36 @@ def as_array(x):
     return x
 
 
-def contiguous(x):
+def contiguous(x: np.ndarray) -> np.ndarray:
     """x in C order: a strided view or a Fortran-order array is copied."""
     return x if x.flags.c_contiguous else np.ascontiguousarray(x)
 
 
-def ptr(a):
+def ptr(a: np.ndarray) -> ctypes.c_void_p:
     return ctypes.c_void_p(a.ctypes.data)
 
 
-def quantize(x, fmt, round="rne", saturate=False, ftz=False, daz=False, seed=0, stream=0, sr_bits=0,
-             index0=0, flags=False, dtype=None, out=None):
+@overload
+def quantize(x: ArrayInput, fmt: FormatLike, round: str = ..., saturate: Saturate = ..., ftz: bool = ...,
+             daz: bool = ..., seed: IntLike = ..., stream: IntLike = ..., sr_bits: int = ..., index0: IntLike = ...,
+             flags: Literal[False] = ..., dtype: Optional[DTypeLike] = ..., out: Optional[np.ndarray] = ...
+             ) -> np.ndarray: ...
+@overload
+def quantize(x: ArrayInput, fmt: FormatLike, round: str = ..., saturate: Saturate = ..., ftz: bool = ...,
+             daz: bool = ..., seed: IntLike = ..., stream: IntLike = ..., sr_bits: int = ..., index0: IntLike = ...,
+             *, flags: Literal[True], dtype: Optional[DTypeLike] = ..., out: Optional[np.ndarray] = ...
+             ) -> Tuple[np.ndarray, Flags]: ...
+@overload
+def quantize(x: ArrayInput, fmt: FormatLike, round: str = ..., saturate: Saturate = ..., ftz: bool = ...,
+             daz: bool = ..., seed: IntLike = ..., stream: IntLike = ..., sr_bits: int = ..., index0: IntLike = ...,
+             flags: bool = ..., dtype: Optional[DTypeLike] = ..., out: Optional[np.ndarray] = ...
+             ) -> Union[np.ndarray, Tuple[np.ndarray, Flags]]: ...
+
+
+def quantize(x: ArrayInput, fmt: FormatLike, round: str = "rne", saturate: Saturate = False, ftz: bool = False,
+             daz: bool = False, seed: IntLike = 0, stream: IntLike = 0, sr_bits: int = 0, index0: IntLike = 0,
+             flags: bool = False, dtype: Optional[DTypeLike] = None, out: Optional[np.ndarray] = None
+             ) -> Union[np.ndarray, Tuple[np.ndarray, Flags]]:
     """Codes of fmt for every element of x (float32, float64, float16,
     ml_dtypes.bfloat16, or ml_dtypes' float8/float6/float4 types, whose
     elements are values in their own format: e4m3fn -> e5m2 requantizes; any
@@ -284,7 +371,7 @@ def quantize(x, fmt, round="rne", saturate=False, ftz=False, daz=False, seed=0, 
     return (codes, Flags(fl.value)) if flags else codes
 
 
-def _code_view(f, dtype):
+def _code_view(f: Format, dtype: Any) -> Optional[np.dtype]:
     if dtype is None:
         return None
     if isinstance(dtype, str) and dtype == "ml_dtypes":
@@ -303,7 +390,7 @@ def _code_view(f, dtype):
     return t
 
 
-def _codes_in(codes, f):
+def _codes_in(codes: object, f: Format) -> np.ndarray:
     if not isinstance(codes, np.ndarray):
         raise TypeError("exmy: expected a numpy array of codes, not %s" % type(codes).__name__)
     if codes.dtype.itemsize != f.code_bytes or codes.dtype.kind not in "uVf":
@@ -314,7 +401,7 @@ def _codes_in(codes, f):
     return contiguous(codes)
 
 
-def decode(codes, fmt, dtype=np.float32):
+def decode(codes: ArrayInput, fmt: FormatLike, dtype: DTypeLike = np.float32) -> np.ndarray:
     """Values of codes (unsigned ints of the format's width, any layout):
     float64 exactly, or float32 rounded to nearest even (exact whenever the
     format fits binary32).  A float array (float32, ml_dtypes.float8_e4m3fn,
@@ -333,17 +420,32 @@ def decode(codes, fmt, dtype=np.float32):
     return values(codes, f, dt)
 
 
-def cast(x, fmt, round="rne", saturate=False, ftz=False, daz=False, seed=0, stream=0, sr_bits=0, index0=0,
-         flags=False, dtype=None):
+@overload
+def cast(x: ArrayInput, fmt: FormatLike, round: str = ..., saturate: Saturate = ..., ftz: bool = ..., daz: bool = ...,
+         seed: IntLike = ..., stream: IntLike = ..., sr_bits: int = ..., index0: IntLike = ...,
+         flags: Literal[False] = ..., dtype: Optional[DTypeLike] = ...) -> np.ndarray: ...
+@overload
+def cast(x: ArrayInput, fmt: FormatLike, round: str = ..., saturate: Saturate = ..., ftz: bool = ..., daz: bool = ...,
+         seed: IntLike = ..., stream: IntLike = ..., sr_bits: int = ..., index0: IntLike = ...,
+         *, flags: Literal[True], dtype: Optional[DTypeLike] = ...) -> Tuple[np.ndarray, Flags]: ...
+@overload
+def cast(x: ArrayInput, fmt: FormatLike, round: str = ..., saturate: Saturate = ..., ftz: bool = ..., daz: bool = ...,
+         seed: IntLike = ..., stream: IntLike = ..., sr_bits: int = ..., index0: IntLike = ...,
+         flags: bool = ..., dtype: Optional[DTypeLike] = ...) -> Union[np.ndarray, Tuple[np.ndarray, Flags]]: ...
+
+
+def cast(x: ArrayInput, fmt: FormatLike, round: str = "rne", saturate: Saturate = False, ftz: bool = False,
+         daz: bool = False, seed: IntLike = 0, stream: IntLike = 0, sr_bits: int = 0, index0: IntLike = 0,
+         flags: bool = False, dtype: Optional[DTypeLike] = None) -> Union[np.ndarray, Tuple[np.ndarray, Flags]]:
     """Fake-quant: decode(quantize(x, fmt, ...)).  The result is float64 for
     float64 input, else float32 (dtype= picks one of the two)."""
     x = as_array(x)
     if dtype is not None and np.dtype(dtype) not in (np.float32, np.float64):
         raise TypeError("exmy: cast to %s: accepted float32, float64 (quantize's dtype= gives a format's own type)"
                         % np.dtype(dtype))
-    q = quantize(x, fmt, round, saturate, ftz, daz, seed, stream, sr_bits, index0, flags)
-    codes, fl = q if flags else (q, None)
     if dtype is None:
         dtype = np.float64 if x.dtype == np.float64 else np.float32
-    out = decode(codes, fmt, dtype)
-    return (out, fl) if flags else out
+    if flags:
+        codes, fl = quantize(x, fmt, round, saturate, ftz, daz, seed, stream, sr_bits, index0, flags=True)
+        return decode(codes, fmt, dtype), fl
+    return decode(quantize(x, fmt, round, saturate, ftz, daz, seed, stream, sr_bits, index0), fmt, dtype)

@@ -13,14 +13,20 @@ so S = Q K^T's dK is dS^T Q: the engine's own product.
 
 patch(attn=...) reroutes torch.nn.functional.scaled_dot_product_attention
 while the patched model's forward runs on the calling thread (below)."""
+from __future__ import annotations
+
 import math
 import threading
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from ._torchio import _cpu
+
+if TYPE_CHECKING:
+    from ._xp import Engine, Operand
 
 _INPUT, _GRAD = "input", "grad"
 
@@ -30,16 +36,16 @@ class _Run:
     step) and the problem index that keys stochastic rounding, advanced by
     each call so two calls of a step never share a stream."""
 
-    def __init__(self, engine, sub=0):
+    def __init__(self, engine: Engine, sub: int = 0) -> None:
         self.engine, self.sub = engine, sub
 
-    def take(self, count):
+    def take(self, count: int) -> int:
         s = self.sub
         self.sub += count
         return s
 
 
-def _stored(t):
+def _stored(t: torch.Tensor) -> Tuple[np.ndarray, int]:
     """(float32 C-contiguous numpy array as stored, trans) of a batch of
     matrices t (count x rows x cols): a transposed view (or one closer to
     column-major) is stored as its transpose with trans set."""
@@ -53,7 +59,7 @@ def _stored(t):
     return t.contiguous().numpy(), 0
 
 
-def _batch3(t, batch, count):
+def _batch3(t: torch.Tensor, batch: Sequence[int], count: int) -> torch.Tensor:
     """t broadcast to batch and flattened to count matrices; a transposed
     view stays one (K^T of heads split from a qkv projection is K stored
     and read transposed, the engine's layout, not a copy of K^T)."""
@@ -64,12 +70,12 @@ def _batch3(t, batch, count):
     return t.reshape(count, r, c)
 
 
-def _flip(op):
+def _flip(op: Operand) -> Operand:
     """The same stored operand used transposed."""
     return op[0], 1 - op[1], op[2]
 
 
-def _gemms(run, sub, role, a, b, m, n):
+def _gemms(run: _Run, sub: int, role: str, a: Operand, b: Operand, m: int, n: int) -> torch.Tensor:
     """count x m x n float32 tensor: op(a) op(b) through the engine; a and
     b are (kind, trans, stored array)."""
     d = np.empty((a[2].shape[0], m, n), np.float32)
@@ -81,7 +87,7 @@ class _MatmulFn(torch.autograd.Function):
     """C (count x m x n) = A (count x m x k) B (count x k n) through the engine."""
 
     @staticmethod
-    def forward(ctx, a, b, run):
+    def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor, run: _Run) -> torch.Tensor:
         an, ta = _stored(a)
         bn, tb = _stored(b)
         count, m, n = a.shape[0], a.shape[1], b.shape[2]
@@ -94,7 +100,7 @@ class _MatmulFn(torch.autograd.Function):
 
     @staticmethod
     @torch.autograd.function.once_differentiable  # the emulated products have no second derivative here
-    def backward(ctx, dc):
+    def backward(ctx: Any, dc: torch.Tensor) -> Tuple[Optional[torch.Tensor], Optional[torch.Tensor], None]:
         an, bn = (t.numpy() for t in ctx.saved_tensors)
         (ta, tb), run, sub = ctx.trans, ctx.run, ctx.sub
         A, B = (_INPUT, ta, an), (_INPUT, tb, bn)
@@ -114,19 +120,19 @@ class _MatmulFn(torch.autograd.Function):
 _WIDE = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 
-def _float_ok(dt):
+def _float_ok(dt: torch.dtype) -> bool:
     """float32/64/16, bfloat16, or a float8 type (its values widen to float32 exactly)."""
     return dt in _WIDE or dt.is_floating_point and dt.itemsize == 1 and str(dt).startswith("torch.float8_")
 
 
-def _result_dtype(a, b):
+def _result_dtype(a: torch.Tensor, b: torch.Tensor) -> torch.dtype:
     """torch.matmul's result type; float8 operands give float32 (a float8 result would round again)."""
     if a.dtype not in _WIDE or b.dtype not in _WIDE:
         return torch.float32
     return torch.promote_types(a.dtype, b.dtype)
 
 
-def _check(a, b, what):
+def _check(a: torch.Tensor, b: torch.Tensor, what: str) -> None:
     for t, name in ((a, "first operand"), (b, "second operand")):
         _cpu(t, "%s of %s" % (name, what))
         if not _float_ok(t.dtype):
@@ -136,7 +142,7 @@ def _check(a, b, what):
             raise ValueError("%s: the %s is %d-D; matrices (..., rows, cols) are needed" % (what, name, t.dim()))
 
 
-def _matmul(a, b, run, what="exmy.torch.matmul"):
+def _matmul(a: torch.Tensor, b: torch.Tensor, run: _Run, what: str = "exmy.torch.matmul") -> torch.Tensor:
     """a @ b through run (a _Run)."""
     _check(a, b, what)
     if a.shape[-1] != b.shape[-2]:
@@ -155,7 +161,7 @@ def _matmul(a, b, run, what="exmy.torch.matmul"):
     return _MatmulFn.apply(a3, b3, run).reshape(*batch, m, n)
 
 
-def matmul(a, b, prec="fp32", seed=0, step=0):
+def matmul(a: torch.Tensor, b: torch.Tensor, prec: str = "fp32", seed: int = 0, step: int = 0) -> torch.Tensor:
     """A @ B for CPU tensors of matrices (..., m, k) x (..., k, n), the batch
     dimensions broadcast as torch.matmul's, through exmy's GEMM with `exmy
     train`'s attn precision prec ("fp32", "bf16", "hybrid",
@@ -171,13 +177,15 @@ def matmul(a, b, prec="fp32", seed=0, step=0):
         raise TypeError("exmy.torch.matmul: prec must be a str, not %s" % type(prec).__name__)
     _check(a, b, "exmy.torch.matmul")  # before the engine: a misplaced tensor is named first
     eng = Engine([], [("attn", prec), ("seed", str(int(seed)))])
-    eng.begin_step(int(step), 0)
+    eng.begin_step(int(step), False)
     return _matmul(a, b, _Run(eng))
 
 
 # ---- scaled_dot_product_attention inside a patched model's forward ------------
 
-def sdpa(run, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+def sdpa(run: _Run, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+         attn_mask: Optional[torch.Tensor] = None, dropout_p: float = 0.0, is_causal: bool = False,
+         scale: Optional[float] = None, enable_gqa: bool = False) -> torch.Tensor:
     """F.scaled_dot_product_attention as PyTorch's documented reference
     computes it, with S = Q K^T and O = P V through _MatmulFn: S * scale,
     the causal mask and attn_mask, softmax in float32; dropout refused."""
@@ -207,14 +215,14 @@ _original = F.scaled_dot_product_attention
 _tls = threading.local()        # .runs: this thread's patched forwards, innermost last
 
 
-def _dispatch(*args, **kwargs):
+def _dispatch(*args: Any, **kwargs: Any) -> torch.Tensor:
     runs = getattr(_tls, "runs", None)
     if not runs:
         return _original(*args, **kwargs)
     return sdpa(runs[-1], *args, **kwargs)
 
 
-def enter(run):
+def enter(run: _Run) -> None:
     """A patched forward starts on this thread: its SDPA calls go to run."""
     global _installed
     with _lock:
@@ -226,10 +234,10 @@ def enter(run):
     _tls.runs.append(run)
 
 
-def leave(run):
+def leave(run: _Run) -> None:
     """It ended (or raised): the last one out puts PyTorch's function back."""
     global _installed
-    runs = getattr(_tls, "runs", [])
+    runs: List[_Run] = getattr(_tls, "runs", [])
     if run in runs:
         del runs[len(runs) - 1 - runs[::-1].index(run)]
     with _lock:

@@ -7,9 +7,15 @@ puts them there), else at $EXMY_LIB / $EXMY_XP_LIB (a build tree), else in
 the directories `make install` wrote into _paths.py, else (libexmy only) the
 loader's search (ctypes.util.find_library).
 """
+from __future__ import annotations
+
 import ctypes
 import ctypes.util
 import os
+from typing import TYPE_CHECKING, List, Optional, Tuple, Type
+
+if TYPE_CHECKING:
+    CharBuf = ctypes.Array[ctypes.c_char]  # what errbuf() returns
 
 c_int, c_uint, c_float, c_double = ctypes.c_int, ctypes.c_uint, ctypes.c_float, ctypes.c_double
 c_size_t, c_u64, c_u8 = ctypes.c_size_t, ctypes.c_uint64, ctypes.c_uint8
@@ -134,7 +140,7 @@ SONAME = "libexmy.so.2"  # Makefile.am's -version-info: current - age
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def candidates(filename, env, paths_dir, loader_name=None):
+def candidates(filename: str, env: str, paths_dir: str, loader_name: Optional[str] = None) -> List[str]:
     """Where to look for filename, in order: the package directory; else
     $env if set (and nothing else: a path asked for is not silently
     replaced); else _paths.<paths_dir>; else the loader (loader_name)."""
@@ -143,7 +149,7 @@ def candidates(filename, env, paths_dir, loader_name=None):
         return [here]
     if os.environ.get(env):
         return [os.environ[env]]
-    out = []
+    out: List[str] = []
     try:
         from . import _paths  # written by `make install`
         out.append(os.path.join(getattr(_paths, paths_dir), filename))
@@ -157,7 +163,8 @@ def candidates(filename, env, paths_dir, loader_name=None):
     return out
 
 
-def find(filename, env, paths_dir, loader_name=None, mode=ctypes.DEFAULT_MODE):
+def find(filename: str, env: str, paths_dir: str, loader_name: Optional[str] = None,
+         mode: int = ctypes.DEFAULT_MODE) -> Tuple[ctypes.CDLL, str]:
     """The first of candidates() that loads: (CDLL, path)."""
     errors = []
     for path in candidates(filename, env, paths_dir, loader_name):
@@ -169,7 +176,7 @@ def find(filename, env, paths_dir, loader_name=None, mode=ctypes.DEFAULT_MODE):
                       % (filename, HERE, env, "; ".join(errors)))
 
 
-def _load():
+def _load() -> Tuple[ctypes.CDLL, str]:
     # RTLD_GLOBAL: the engine module (_xp) resolves libexmy's symbols from this copy.
     return find(SONAME, "EXMY_LIB", "LIBDIR", loader_name="exmy", mode=ctypes.RTLD_GLOBAL)
 
@@ -182,17 +189,17 @@ if lib.exmy_version().decode() .split(".")[0] != "1":  # pragma: no cover
     raise ImportError("exmy: %s is version %s; this package needs 1.x" % (lib_path, lib.exmy_version().decode()))
 
 
-def errbuf():
+def errbuf() -> CharBuf:
     return ctypes.create_string_buffer(ERRLEN)
 
 
-def check(rc, err, exc=ValueError):
+def check(rc: int, err: CharBuf, exc: Type[Exception] = ValueError) -> None:
     """The library's 0/-1 convention: -1 raises exc with its one-line message."""
     if rc != 0:
         raise exc(err.value.decode("utf-8", "replace"))
 
 
-def text(s, what):
+def text(s: object, what: str) -> bytes:
     if not isinstance(s, str):
         raise TypeError("exmy: %s must be a str, not %s" % (what, type(s).__name__))
     if "\0" in s:

@@ -1,6 +1,9 @@
 """_mma.py: one matrix-unit instruction, D = A*B + C for one tile, bit for
 bit as its datapath (exmy_mma; docs/mma.md), on numpy arrays of values."""
+from __future__ import annotations
+
 import ctypes
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -8,26 +11,29 @@ from . import _lib
 from ._lib import lib
 from ._arrays import Format, source
 
+if TYPE_CHECKING:
+    from ._arrays import ArrayInput
+
 _DBL = ctypes.POINTER(ctypes.c_double)
 # D's codes viewed as numpy's own float type of d_fmt (the view is the value, no rounding)
 _VIEWS = {(32, 8, 23): np.float32, (16, 5, 10): np.float16}
 
 
-def _instr(instr):
+def _instr(instr: str) -> _lib.MmaInstr:
     i = _lib.MmaInstr()
     err = _lib.errbuf()
     _lib.check(lib.exmy_mma_parse(_lib.text(instr, "instruction"), ctypes.byref(i), err, _lib.ERRLEN), err)
     return i
 
 
-def _fmt(f):
+def _fmt(f: _lib.Format) -> Format:
     out = Format.__new__(Format)
     out._f = _lib.Format()
     ctypes.memmove(ctypes.byref(out._f), ctypes.byref(f), ctypes.sizeof(f))
     return out
 
 
-def mma_names():
+def mma_names() -> List[str]:
     """Every instruction name exmy_mma knows (`exmy mma --list`'s first column)."""
     names = []
     buf = ctypes.create_string_buffer(160)
@@ -37,7 +43,7 @@ def mma_names():
     return names
 
 
-def mma_info(instr):
+def mma_info(instr: str) -> Dict[str, Any]:
     """What an instruction is (exmy_mma_instr) as a dict: canonical name,
     datapath row, the formats of A, B, C, D (and of the block scales), k,
     block, zero rule."""
@@ -48,7 +54,7 @@ def mma_info(instr):
             "block": i.block if i.has_scale else None, "zero": "v1" if i.zero else "v2"}
 
 
-def _values(x, what, shape_1d):
+def _values(x: object, what: str, shape_1d: Callable[[int], Tuple[int, int]]) -> np.ndarray:
     """x as a C-contiguous float64 matrix of its exact values (float32, float64,
     float16, ml_dtypes.bfloat16 and float8/6/4 types: every one widens to
     float64 exactly)."""
@@ -68,15 +74,16 @@ def _values(x, what, shape_1d):
     return np.ascontiguousarray(x, dtype=np.float64)
 
 
-def _row(n):
+def _row(n: int) -> Tuple[int, int]:
     return (1, n)
 
 
-def _col(n):
+def _col(n: int) -> Tuple[int, int]:
     return (n, 1)
 
 
-def mma(instr, a, b, c=None, sa=None, sb=None, codes=False):
+def mma(instr: str, a: ArrayInput, b: ArrayInput, c: Union[ArrayInput, float, None] = None,
+        sa: Optional[ArrayInput] = None, sb: Optional[ArrayInput] = None, codes: bool = False) -> np.ndarray:
     """D = A*B + C for one tile of the instruction instr (a name of
     exmy.mma_names(), optionally with ",zero=v1"), bit for bit as `exmy mma`.
     a: m x k values of A's format (1-D: 1 x k), b: k x n (1-D: k x 1), c:
@@ -123,7 +130,7 @@ def mma(instr, a, b, c=None, sa=None, sb=None, codes=False):
     d = np.zeros((m, n), dtype=fd.code_dtype)
     err = _lib.errbuf()
 
-    def p(x):
+    def p(x: Optional[np.ndarray]) -> Any:
         return None if x is None else x.ctypes.data_as(_DBL)
     _lib.check(lib.exmy_mma(ctypes.byref(i), m, n, p(A), p(B), p(C), p(SA), p(SB), d.ctypes.data, err,
                             _lib.ERRLEN), err)

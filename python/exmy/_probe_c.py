@@ -3,7 +3,10 @@
 exmy_probe_model_dot, the preset names, exmy_gpu_model_for_sm), on the
 library _lib.py loaded.  Its struct mirrors join _lib.C_NAMES, so
 python/tests/test_layout.py checks them against the header."""
+from __future__ import annotations
+
 import ctypes
+from typing import List, Optional
 
 from . import _lib
 from ._lib import lib, Format, c_int, c_long, c_size_t, c_char_p, c_void_p, c_float, P
@@ -45,9 +48,10 @@ for _name, (_res, _args) in _SIGS.items():
     _f.restype, _f.argtypes = _res, _args
 
 
-def preset_names():
+def preset_names() -> List[str]:
     """The tensor-core presets, as accumulation models ("tc:hopper", ...)."""
-    out, i = [], 0
+    out: List[str] = []
+    i = 0
     while True:
         n = lib.exmy_accum_tc_preset_name(i)
         if n is None:
@@ -56,7 +60,7 @@ def preset_names():
         i += 1
 
 
-def model_for_sm(sm, fast_accum):
+def model_for_sm(sm: int, fast_accum: bool) -> Optional[str]:
     """exmy_gpu_model_for_sm: the preset of an NVIDIA GPU's FP8 GEMM, or None."""
     m = lib.exmy_gpu_model_for_sm(int(sm), int(bool(fast_accum)))
     return m.decode() if m else None

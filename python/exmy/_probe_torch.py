@@ -17,7 +17,17 @@ Engines (NAME, what runs):
 FP8 codes become 16-bit and tf32 operands exactly (every e4m3/e5m2 value is
 a bf16, fp16 and tf32 value), so the probe's questions stay the same.
 """
+from __future__ import annotations
+
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from ._arrays import Format
 
 BLOCK = 256
 K_MAX = 16384
@@ -26,7 +36,7 @@ FP8_NAMES = {"e4m3fn": "float8_e4m3fn", "e5m2": "float8_e5m2", "e4m3fnuz": "floa
 _F16_PRESCALE = 4
 
 
-def _pad16(n):
+def _pad16(n: int) -> int:
     return (n + 15) // 16 * 16
 
 
@@ -43,25 +53,27 @@ class TorchEngine:
     # engines whose answers pass through a 16-bit output: no preset models that
     INFO_ONLY = ("mm-bf16-out16", "mm-fp16-out16")
 
-    def __init__(self, kind, device="cuda", torch=None, scaled_mm=None, mm=None):
+    def __init__(self, kind: str, device: str = "cuda", torch: Optional[ModuleType] = None,
+                 scaled_mm: Optional[Callable[..., Any]] = None, mm: Optional[Callable[..., Any]] = None) -> None:
         if torch is None:
-            import torch
+            import torch as _torch
+            torch = _torch
         if kind not in self.KINDS:
             raise ValueError("exmy.probe: bad engine '%s' (accepted: %s, model:MODEL)" % (kind, ", ".join(self.KINDS)))
         self.torch, self.kind, self.device = torch, kind, torch.device(device)
         self.name = "torch:" + kind
         self.k_max = K_MAX
-        self.scaled_mm = scaled_mm or getattr(torch, "_scaled_mm", None)
+        self.scaled_mm: Any = scaled_mm or getattr(torch, "_scaled_mm", None)  # None: this torch has none
         self.mm = mm or torch.mm
 
-    def _fp8(self, codes, fmt):
+    def _fp8(self, codes: np.ndarray, fmt: Format) -> Tensor:
         t = self.torch
         if fmt.name not in FP8_NAMES:
             raise ValueError("exmy.probe: %s: operands must be one of %s, not %s" % (self.name, ", ".join(FP8_NAMES),
                                                                                       fmt.name))
         return t.from_numpy(np.ascontiguousarray(codes)).view(getattr(t, FP8_NAMES[fmt.name]))
 
-    def _block(self, a, b, fa, fb):
+    def _block(self, a: np.ndarray, b: np.ndarray, fa: Format, fb: Format) -> np.ndarray:
         """One GEMM of up to BLOCK dot products: its diagonal as float32."""
         t = self.torch
         count, k = a.shape
@@ -99,7 +111,7 @@ class TorchEngine:
                 D = D * 2.0 ** _F16_PRESCALE
         return D.diagonal()[:count].cpu().numpy().astype(np.float32)
 
-    def unavailable(self, fa, fb):
+    def unavailable(self, fa: Format, fb: Format) -> Optional[str]:
         """None when this engine runs here (one small GEMM of zeros tried),
         else why not (this torch has no mm out_dtype, no FP8 on this device)."""
         z = np.zeros((16, 32), np.uint8)
@@ -109,14 +121,14 @@ class TorchEngine:
             return "%s: %s" % (type(e).__name__, (str(e).splitlines() or [""])[0])
         return None
 
-    def __call__(self, a, b, fa, fb):
+    def __call__(self, a: np.ndarray, b: np.ndarray, fa: Format, fb: Format) -> np.ndarray:
         out = np.empty(a.shape[0], np.float32)
         for s in range(0, a.shape[0], BLOCK):
             out[s:s + BLOCK] = self._block(a[s:s + BLOCK], b[s:s + BLOCK], fa, fb)
         return out
 
 
-def default_engines(torch, device):
+def default_engines(torch: ModuleType, device: int) -> List[Tuple[str, str, str]]:
     """(kind, a, b) of every probe the device can run by default: the FP8
     GEMM per operand pair (sm_89+ or ROCm), the 16-bit GEMMs, tf32 (sm_80+)."""
     cap = torch.cuda.get_device_capability(device)

@@ -2,6 +2,8 @@
 send back: the environment (device, driver, CUDA/ROCm, cuBLASLt/hipBLASLt,
 torch, exmy) and one JSON + markdown record in the format of
 docs/gpu-crosscheck.md, "Recorded hardware runs"."""
+from __future__ import annotations
+
 import ctypes
 import datetime
 import glob
@@ -10,25 +12,27 @@ import os
 import platform
 import subprocess
 import sys
+from types import ModuleType
+from typing import Any, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple
 
 EXIT_SKIP = 77
 
 
-def skip(tool, why):
+def skip(tool: str, why: str) -> NoReturn:
     """No GPU: one line, exit 77 (as `exmy gpu-probe` and the test suite)."""
     sys.stdout.flush()
     sys.stderr.write("exmy.%s: skipped: %s\n" % (tool, why))
     sys.exit(EXIT_SKIP)
 
 
-def die(tool, msg):
+def die(tool: str, msg: str) -> NoReturn:
     """Bad usage: one line naming the bad value, exit 2."""
     sys.stdout.flush()
     sys.stderr.write("exmy.%s: %s\n" % (tool, msg))
     sys.exit(2)
 
 
-def gpu_or_skip(tool, torch_mod=None, device=0):
+def gpu_or_skip(tool: str, torch_mod: Optional[ModuleType] = None, device: int = 0) -> ModuleType:
     """torch and a usable GPU, or exit 77 with one line saying which is missing."""
     try:
         torch = torch_mod or __import__("torch")
@@ -41,7 +45,7 @@ def gpu_or_skip(tool, torch_mod=None, device=0):
     return torch
 
 
-def _loaded(name):
+def _loaded(name: str) -> List[str]:
     """Paths of the shared libraries this process has loaded whose name has name."""
     try:
         with open("/proc/self/maps") as fh:
@@ -50,7 +54,7 @@ def _loaded(name):
         return []
 
 
-def _lib_version(patterns, symbol):
+def _lib_version(patterns: Sequence[str], symbol: str) -> Tuple[Optional[int], Optional[str]]:
     """Version of a BLAS library torch uses: the copy this process loaded
     (after one GEMM on the device), else torch's bundled or the system's."""
     import torch
@@ -72,7 +76,7 @@ def _lib_version(patterns, symbol):
     return None, None
 
 
-def _driver():
+def _driver() -> str:
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                              capture_output=True, text=True, timeout=30)
@@ -96,7 +100,7 @@ def _driver():
     return "unknown"
 
 
-def environment(torch=None, device=0):
+def environment(torch: Optional[ModuleType] = None, device: int = 0) -> Dict[str, Any]:
     """The facts a record needs; every field present ("unknown" or None when
     the machine does not say)."""
     from . import __version__, lib_path
@@ -104,9 +108,10 @@ def environment(torch=None, device=0):
            "machine": platform.machine(), "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")}
     if torch is None:
         try:
-            import torch
+            import torch as _torch
         except ImportError:
             return env
+        torch = _torch
     env["torch"] = torch.__version__
     env["cuda"] = torch.version.cuda
     env["rocm"] = getattr(torch.version, "hip", None)
@@ -130,7 +135,7 @@ def environment(torch=None, device=0):
     return env
 
 
-def env_line(env):
+def env_line(env: Mapping[str, Any]) -> str:
     if "device" not in env:
         return "no GPU (CPU engines only), torch %s%s, exmy %s" % (
             env.get("torch", "not installed"), " (CUDA %s build)" % env["cuda"] if env.get("cuda") else "",
@@ -141,7 +146,7 @@ def env_line(env):
         env.get("torch", "?"), env.get("exmy"))
 
 
-def markdown(record):
+def markdown(record: Mapping[str, Any]) -> str:
     """The record as docs/gpu-crosscheck.md's "Recorded hardware runs" entry."""
     env = record["environment"]
     lines = ["### %s: %s (%s)" % (env.get("date"), env.get("device", "no device"), record["tool"]), "",
@@ -169,7 +174,7 @@ def markdown(record):
     return "\n".join(lines)
 
 
-def write(record, out_dir, stem):
+def write(record: Mapping[str, Any], out_dir: str, stem: str) -> Tuple[str, str]:
     """record as out_dir/stem.json and out_dir/stem.md; returns the two paths."""
     os.makedirs(out_dir, exist_ok=True)
     j, m = os.path.join(out_dir, stem + ".json"), os.path.join(out_dir, stem + ".md")
@@ -181,7 +186,8 @@ def write(record, out_dir, stem):
     return j, m
 
 
-def save(tool, argv, env, key, rows, out_dir, lead=""):
+def save(tool: str, argv: Sequence[str], env: Dict[str, Any], key: str, rows: List[Dict[str, Any]], out_dir: str,
+         lead: str = "") -> None:
     """The record of a `python -m exmy.TOOL` run (its command, environment and
     rows under key) written by write(), and the line that says where."""
     rec = {"tool": "exmy." + tool, "command": "python -m exmy.%s %s" % (tool, " ".join(argv)), "environment": env,
@@ -191,7 +197,7 @@ def save(tool, argv, env, key, rows, out_dir, lead=""):
           % (lead, j, m))
 
 
-def stem(tool, env):
+def stem(tool: str, env: Mapping[str, Any]) -> str:
     dev = "".join(c if c.isalnum() else "-" for c in env.get("device", "cpu")).strip("-").lower()
     t = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     return "exmy-%s-%s-%s" % (tool, dev, t)

@@ -1,13 +1,20 @@
 """_tensor.py: scaling recipes, scaled tensors, statistics, the what-if
 table and the emulated GEMM, each one call into libexmy."""
+from __future__ import annotations
+
 import ctypes
 import math
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Literal, Optional, Tuple, Union, overload
 
 import numpy as np
 
 from . import _lib
 from ._lib import lib
 from ._arrays import as_format, rounding, ptr, source, Flags
+
+if TYPE_CHECKING:
+    from ._arrays import FormatLike, IntLike, Saturate
+    RecipeLike = Union["Recipe", str]
 
 _KINDS = ["none", "current", "delayed", "block", "mx", "mx:ocp", "nvfp4"]
 
@@ -16,7 +23,10 @@ class Recipe:
     """A scaling recipe's settings: current, delayed:len=16, block:1x128, mx,
     mx:ocp, nvfp4, none (exmy_recipe_parse)."""
 
-    def __init__(self, spec):
+    _r: _lib.Recipe
+    text: str
+
+    def __init__(self, spec: RecipeLike) -> None:
         if isinstance(spec, Recipe):
             self._r, self.text = spec._r, spec.text
             return
@@ -25,24 +35,29 @@ class Recipe:
         _lib.check(lib.exmy_recipe_parse(_lib.text(spec, "recipe"), ctypes.byref(r), err, _lib.ERRLEN), err)
         self._r, self.text = r, spec
 
-    kind = property(lambda self: _KINDS[self._r.kind])
-    has_state = property(lambda self: bool(lib.exmy_recipe_has_state(ctypes.byref(self._r))))
+    @property
+    def kind(self) -> str:
+        return _KINDS[self._r.kind]
 
     @property
-    def canonical(self):
+    def has_state(self) -> bool:
+        return bool(lib.exmy_recipe_has_state(ctypes.byref(self._r)))
+
+    @property
+    def canonical(self) -> str:
         buf = ctypes.create_string_buffer(256)
         lib.exmy_recipe_to_string(ctypes.byref(self._r), buf, 256)
         return buf.value.decode()
 
-    def state(self):
+    def state(self) -> RecipeState:
         """A fresh RecipeState (delayed scaling: empty history, scale 1)."""
         return RecipeState(self)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "exmy.Recipe(%r)" % self.text
 
 
-def as_recipe(r):
+def as_recipe(r: RecipeLike) -> Recipe:
     return r if isinstance(r, Recipe) else Recipe(r)
 
 
@@ -50,33 +65,43 @@ class RecipeState:
     """What a running delayed recipe remembers (TE's amax history and scale).
     Pass it to scale(..., state=) for every tensor of a step, then step()."""
 
-    def __init__(self, recipe):
+    _s: _lib.RecipeState
+
+    def __init__(self, recipe: RecipeLike) -> None:
         self.recipe = as_recipe(recipe)
         self._s = _lib.RecipeState()
         err = _lib.errbuf()
         _lib.check(lib.exmy_recipe_state_init(ctypes.byref(self.recipe._r), ctypes.byref(self._s), err,
                                               _lib.ERRLEN), err, MemoryError)
 
-    def __del__(self):
+    def __del__(self) -> None:
         if getattr(self, "_s", None) is not None:
             lib.exmy_recipe_state_free(ctypes.byref(self._s))
-            self._s = None
+            self._s = None  # type: ignore[assignment]  # freed
 
-    def step(self):
+    def step(self) -> None:
         """End of step: roll the history and compute the next scale."""
         lib.exmy_recipe_step(ctypes.byref(self.recipe._r), ctypes.byref(self._s))
 
-    scale = property(lambda self: self._s.scale)
-    scale_inv = property(lambda self: self._s.scale_inv)
-    steps = property(lambda self: self._s.steps)
+    @property
+    def scale(self) -> float:
+        return self._s.scale
 
     @property
-    def history(self):
+    def scale_inv(self) -> float:
+        return self._s.scale_inv
+
+    @property
+    def steps(self) -> int:
+        return self._s.steps
+
+    @property
+    def history(self) -> np.ndarray:
         n = self._s.history_len
         return np.ctypeslib.as_array(self._s.history, (n,)).copy() if n and self._s.history else np.zeros(0, np.float32)
 
 
-def _matrix(x, what="x"):
+def _matrix(x: object, what: str = "x") -> Tuple[np.ndarray, int, int]:
     """x as a float32 rows x cols matrix as quantize-tensor reads it (1-D: 1 x n;
     N-D: the last axis is columns; float64 rounded to float32; float16,
     bfloat16 and ml_dtypes' float8/6/4 types widened exactly; any layout)."""
@@ -101,7 +126,7 @@ class QTensor:
     scols), scale codes (E8M0 for mx, E4M3 for nvfp4, else None), per-group
     amax, and the layout (block shape).  Values ~ decode(codes) * scale_inv."""
 
-    def __init__(self, q, x=None):
+    def __init__(self, q: _lib.QTensor, x: Optional[np.ndarray] = None) -> None:
         f = _lib.Format()
         ctypes.memmove(ctypes.byref(f), ctypes.byref(q.fmt), ctypes.sizeof(f))
         from ._arrays import Format
@@ -116,7 +141,7 @@ class QTensor:
         if n:
             ctypes.memmove(self.codes.ctypes.data, q.codes, n * cb)
 
-        def floats(p):
+        def floats(p: Any) -> np.ndarray:
             return np.ctypeslib.as_array(p, (g,)).reshape(q.srows, q.scols).copy() if g else np.zeros((0, 0), np.float32)
         self.scale = floats(q.scale)
         self.scale_inv = floats(q.scale_inv)
@@ -129,11 +154,11 @@ class QTensor:
         self._kind = q.recipe
 
     @property
-    def layout(self):
+    def layout(self) -> Dict[str, Any]:
         return {"rows": self.rows, "cols": self.cols, "block_rows": self.block[0], "block_cols": self.block[1],
                 "srows": self.groups[0], "scols": self.groups[1], "recipe": self.recipe}
 
-    def _c(self):
+    def _c(self) -> _lib.QTensor:
         """A borrowed exmy_qtensor over this object's arrays (is_view: never freed)."""
         q = _lib.QTensor()
         q.fmt = self.format._f
@@ -151,19 +176,20 @@ class QTensor:
         q.recipe, q.rnd, q.exact_product, q.is_view = self._kind, self._rnd, self._exact, 1
         return q
 
-    def dequant(self):
+    def dequant(self) -> np.ndarray:
         """decode(q) * scale_inv * tensor_scale_inv, rounded to float32 (as quantize-tensor --dequant)."""
         out = np.empty((self.rows, self.cols), np.float32)
         q = self._c()
         lib.exmy_qtensor_dequant_f32(ctypes.byref(q), ptr(out))
         return out
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "exmy.QTensor(%s, %s, %dx%d, groups %dx%d)" % (self.format.name, self.recipe, self.rows, self.cols,
                                                                self.groups[0], self.groups[1])
 
 
-def _qtensor_c(x, recipe, fmt, rnd, state, fl):
+def _qtensor_c(x: object, recipe: RecipeLike, fmt: FormatLike, rnd: _lib.Rounding, state: Optional[RecipeState],
+               fl: ctypes.c_uint) -> Tuple[_lib.QTensor, np.ndarray]:
     x, rows, cols = _matrix(x)
     rec = as_recipe(recipe)
     f = as_format(fmt)
@@ -185,12 +211,32 @@ def _qtensor_c(x, recipe, fmt, rnd, state, fl):
     return q, x
 
 
-def _rnd_kw(round, saturate, ftz, daz, seed, stream, sr_bits):
+def _rnd_kw(round: str, saturate: Saturate, ftz: bool, daz: bool, seed: IntLike, stream: IntLike,
+            sr_bits: int) -> _lib.Rounding:
     return rounding(round, saturate, ftz, daz, seed, stream, sr_bits)
 
 
-def scale(x, recipe="current", fmt="e4m3fn", round="rne", saturate="finite", ftz=False, daz=False, seed=0,
-          stream=0, sr_bits=0, state=None, flags=False):
+@overload
+def scale(x: np.ndarray, recipe: RecipeLike = ..., fmt: FormatLike = ..., round: str = ...,
+          saturate: Saturate = ..., ftz: bool = ..., daz: bool = ..., seed: IntLike = ...,
+          stream: IntLike = ..., sr_bits: int = ..., state: Optional[RecipeState] = ...,
+          flags: Literal[False] = ...) -> QTensor: ...
+@overload
+def scale(x: np.ndarray, recipe: RecipeLike = ..., fmt: FormatLike = ..., round: str = ...,
+          saturate: Saturate = ..., ftz: bool = ..., daz: bool = ..., seed: IntLike = ...,
+          stream: IntLike = ..., sr_bits: int = ..., state: Optional[RecipeState] = ...,
+          *, flags: Literal[True]) -> Tuple[QTensor, Flags]: ...
+@overload
+def scale(x: np.ndarray, recipe: RecipeLike = ..., fmt: FormatLike = ..., round: str = ...,
+          saturate: Saturate = ..., ftz: bool = ..., daz: bool = ..., seed: IntLike = ...,
+          stream: IntLike = ..., sr_bits: int = ..., state: Optional[RecipeState] = ...,
+          flags: bool = ...) -> Union[QTensor, Tuple[QTensor, Flags]]: ...
+
+
+def scale(x: np.ndarray, recipe: RecipeLike = "current", fmt: FormatLike = "e4m3fn", round: str = "rne",
+          saturate: Saturate = "finite", ftz: bool = False, daz: bool = False, seed: IntLike = 0,
+          stream: IntLike = 0, sr_bits: int = 0, state: Optional[RecipeState] = None, flags: bool = False
+          ) -> Union[QTensor, Tuple[QTensor, Flags]]:
     """Quantize a float32/float64 tensor with a scaling recipe (q =
     cast(fp32(x * scale))) as `exmy quantize-tensor` does: 1-D is 1 x n, N-D
     has the last axis as columns.  state: a RecipeState for delayed scaling
@@ -210,7 +256,7 @@ _STAT_KEYS = ("n", "n_nonzero", "amin", "amax", "underflow_frac", "overflow_frac
               "max_rel_err", "scale_ratio", "fmt_log2_min", "fmt_log2_max")
 
 
-def _stats_dict(s):
+def _stats_dict(s: _lib.QStats) -> Dict[str, Any]:
     d = {k: getattr(s, k) for k in _STAT_KEYS}
     d["underflow_pct"] = 100 * s.underflow_frac
     d["overflow_pct"] = 100 * s.overflow_frac
@@ -219,8 +265,9 @@ def _stats_dict(s):
     return d
 
 
-def stats(x, fmt="e4m3fn", recipe="current", round="rne", saturate="finite", ftz=False, daz=False, seed=0,
-          stream=0, sr_bits=0, state=None):
+def stats(x: np.ndarray, fmt: FormatLike = "e4m3fn", recipe: RecipeLike = "current", round: str = "rne",
+          saturate: Saturate = "finite", ftz: bool = False, daz: bool = False, seed: IntLike = 0,
+          stream: IntLike = 0, sr_bits: int = 0, state: Optional[RecipeState] = None) -> Dict[str, Any]:
     """The FP8 debug statistics of quantizing x (exmy_qtensor_stats): a dict
     with underflow/overflow fractions and %, mse, cosine, snr_db, max_rel_err,
     amin, amax, scale_ratio and the log2 histogram {exponent: count}."""
@@ -235,7 +282,7 @@ def stats(x, fmt="e4m3fn", recipe="current", round="rne", saturate="finite", ftz
     return _stats_dict(s)
 
 
-def _list(v, what):
+def _list(v: Union[str, Iterable[Any]], what: str) -> List[Any]:
     if isinstance(v, str):
         return [v]
     try:
@@ -244,7 +291,8 @@ def _list(v, what):
         raise TypeError("exmy: %s: a str or a list of str" % what) from None
 
 
-def whatif(x, formats, recipes=("current",), **rounding_kw):
+def whatif(x: np.ndarray, formats: Union[str, Iterable[FormatLike]],
+           recipes: Union[str, Iterable[RecipeLike]] = ("current",), **rounding_kw: Any) -> List[Dict[str, Any]]:
     """The format-design table (`exmy whatif`): one dict per (format, recipe),
     formats outer, with the statistics of quantizing x."""
     fl = [as_format(f) for f in _list(formats, "formats")]
@@ -260,7 +308,8 @@ def whatif(x, formats, recipes=("current",), **rounding_kw):
 
 
 class _Operand:
-    def __init__(self, x, fmt, recipe, rnd, what):
+    def __init__(self, x: Union[np.ndarray, QTensor], fmt: FormatLike, recipe: RecipeLike, rnd: Dict[str, Any],
+                 what: str) -> None:
         if isinstance(x, QTensor):
             self.t = x
         else:
@@ -272,10 +321,40 @@ class _Operand:
         self.q = self.t._c()
 
 
-def gemm(a, b, accum="fp32", scaling="current", fmt="e4m3fn", out_format="f32", c=None, alpha=1.0, beta=None,
-         scale_c=1.0, scale_d=1.0, trans_a=False, trans_b=False, format_a=None, format_b=None, scaling_a=None,
-         scaling_b=None, out_round="rne", out_saturate=False, round="rne", saturate="finite", ftz=False, daz=False,
-         seed=0, stream=0, sr_bits=0, threads=0, amax=False, flags=False):
+@overload
+def gemm(a: Union[np.ndarray, QTensor], b: Union[np.ndarray, QTensor], accum: str = ...,
+         scaling: RecipeLike = ..., fmt: FormatLike = ..., out_format: FormatLike = ...,
+         c: Optional[np.ndarray] = ..., alpha: float = ..., beta: Optional[float] = ...,
+         scale_c: float = ..., scale_d: float = ..., trans_a: bool = ..., trans_b: bool = ...,
+         format_a: Optional[FormatLike] = ..., format_b: Optional[FormatLike] = ...,
+         scaling_a: Optional[RecipeLike] = ..., scaling_b: Optional[RecipeLike] = ...,
+         out_round: str = ..., out_saturate: Saturate = ..., round: str = ...,
+         saturate: Saturate = ..., ftz: bool = ..., daz: bool = ..., seed: IntLike = ...,
+         stream: IntLike = ..., sr_bits: int = ..., threads: int = ..., amax: Literal[False] = ...,
+         flags: Literal[False] = ...) -> np.ndarray: ...
+@overload
+def gemm(a: Union[np.ndarray, QTensor], b: Union[np.ndarray, QTensor], accum: str = ...,
+         scaling: RecipeLike = ..., fmt: FormatLike = ..., out_format: FormatLike = ...,
+         c: Optional[np.ndarray] = ..., alpha: float = ..., beta: Optional[float] = ...,
+         scale_c: float = ..., scale_d: float = ..., trans_a: bool = ..., trans_b: bool = ...,
+         format_a: Optional[FormatLike] = ..., format_b: Optional[FormatLike] = ...,
+         scaling_a: Optional[RecipeLike] = ..., scaling_b: Optional[RecipeLike] = ...,
+         out_round: str = ..., out_saturate: Saturate = ..., round: str = ...,
+         saturate: Saturate = ..., ftz: bool = ..., daz: bool = ..., seed: IntLike = ...,
+         stream: IntLike = ..., sr_bits: int = ..., threads: int = ..., amax: bool = ..., flags: bool = ...
+         ) -> Union[np.ndarray, Tuple[Any, ...]]: ...
+
+
+def gemm(a: Union[np.ndarray, QTensor], b: Union[np.ndarray, QTensor], accum: str = "fp32",
+         scaling: RecipeLike = "current", fmt: FormatLike = "e4m3fn", out_format: FormatLike = "f32",
+         c: Optional[np.ndarray] = None, alpha: float = 1.0, beta: Optional[float] = None,
+         scale_c: float = 1.0, scale_d: float = 1.0, trans_a: bool = False, trans_b: bool = False,
+         format_a: Optional[FormatLike] = None, format_b: Optional[FormatLike] = None,
+         scaling_a: Optional[RecipeLike] = None, scaling_b: Optional[RecipeLike] = None,
+         out_round: str = "rne", out_saturate: Saturate = False, round: str = "rne",
+         saturate: Saturate = "finite", ftz: bool = False, daz: bool = False, seed: IntLike = 0,
+         stream: IntLike = 0, sr_bits: int = 0, threads: int = 0, amax: bool = False,
+         flags: bool = False) -> Union[np.ndarray, Tuple[Any, ...]]:
     """D = scale_d * (alpha * op(A) op(B) + beta * scale_c * C), as `exmy gemm`:
     A and B float32/float64 matrices quantized with their format and scaling
     recipe (or QTensors from exmy.scale), products accumulated with the model
@@ -283,7 +362,8 @@ def gemm(a, b, accum="fp32", scaling="current", fmt="e4m3fn", out_format="f32", 
     "tc:hopper", ...).  C: float32 m x n (beta defaults to 1 with C).  D is
     float32 for out_format f32, else codes.  amax=True also returns max |D|
     before scale_d; flags=True the Flags of D's casts."""
-    rnd = dict(round=round, saturate=saturate, ftz=ftz, daz=daz, seed=seed, stream=stream, sr_bits=sr_bits)
+    rnd: Dict[str, Any] = dict(round=round, saturate=saturate, ftz=ftz, daz=daz, seed=seed, stream=stream,
+                               sr_bits=sr_bits)
     rnd_c = rounding(**rnd)  # validates before any work
     del rnd_c
     A = _Operand(a, format_a or fmt, scaling_a or scaling, rnd, "a")
@@ -303,10 +383,10 @@ def gemm(a, b, accum="fp32", scaling="current", fmt="e4m3fn", out_format="f32", 
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 0:
         raise ValueError("exmy: gemm: threads=%r: an integer >= 0 (0: all)" % (threads,))
     g.threads = int(threads)
-    m, n, k = ctypes.c_size_t(), ctypes.c_size_t(), ctypes.c_size_t()
-    _lib.check(lib.exmy_gemm_check(ctypes.byref(g), ctypes.byref(m), ctypes.byref(n), ctypes.byref(k), err,
+    dm, dn, dk = ctypes.c_size_t(), ctypes.c_size_t(), ctypes.c_size_t()
+    _lib.check(lib.exmy_gemm_check(ctypes.byref(g), ctypes.byref(dm), ctypes.byref(dn), ctypes.byref(dk), err,
                                    _lib.ERRLEN), err)
-    m, n = m.value, n.value
+    m, n = dm.value, dn.value
     cf = None
     if c is not None:
         if not isinstance(c, np.ndarray) or c.dtype not in (np.float32, np.float64):
@@ -321,11 +401,11 @@ def gemm(a, b, accum="fp32", scaling="current", fmt="e4m3fn", out_format="f32", 
     elif beta is not None:
         g.beta = float(beta)
     is_f32 = fd.bits == 32 and fd.ebits == 8
-    d = np.empty((m, n), dtype=np.float32 if is_f32 else fd.code_dtype)
+    d = np.empty((m, n), dtype=np.dtype(np.float32) if is_f32 else fd.code_dtype)
     am = ctypes.c_float(0)
     fl = ctypes.c_uint(0)
     _lib.check(lib.exmy_gemm(ctypes.byref(g), ptr(d), ctypes.byref(am), ctypes.byref(fl), err, _lib.ERRLEN), err)
-    out = [d]
+    out: List[Any] = [d]
     if amax:
         out.append(am.value)
     if flags:

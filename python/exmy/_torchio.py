@@ -1,6 +1,8 @@
 """_torchio.py: what exmy.torch's modules share about tensors: the CPU-only
 check (a tensor elsewhere is refused, never moved), zero-copy numpy views
 of CPU float tensors, and the exact values of float8 tensors."""
+from __future__ import annotations
+
 import numpy as np
 import torch
 
@@ -9,7 +11,7 @@ from . import _arrays
 _NP_OF = {torch.float32: np.float32, torch.float64: np.float64, torch.float16: np.float16}
 
 
-def _cpu(t, what="tensor"):
+def _cpu(t: torch.Tensor, what: str = "tensor") -> torch.Tensor:
     if not isinstance(t, torch.Tensor):
         raise TypeError("exmy.torch: expected a torch.Tensor, not %s" % type(t).__name__)
     if t.device.type != "cpu":
@@ -18,7 +20,7 @@ def _cpu(t, what="tensor"):
     return t
 
 
-def _to_numpy(t):
+def _to_numpy(t: torch.Tensor) -> np.ndarray:
     """A zero-copy numpy view of a contiguous CPU float tensor; a float8
     tensor holds values in its own format: their exact float32 values
     (decoded by exmy, every float8 value fits binary32)."""

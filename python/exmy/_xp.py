@@ -1,20 +1,28 @@
 """_xp.py: the training engine's GEMM context (exmy_xp.so, python/exmy_xp.c)
 through ctypes: a linear layer's fprop, dgrad and wgrad exactly as `exmy
 train` runs them.  exmy.torch builds on it."""
+from __future__ import annotations
+
 import ctypes
 import os
 import weakref
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _lib
+
+if TYPE_CHECKING:
+    # an operand of matmul_batch: (kind, trans, float32 C-contiguous array)
+    Operand = Tuple[str, int, np.ndarray]
+    PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
 _c = ctypes
 P = ctypes.POINTER
 _fp = P(ctypes.c_float)
 
 
-def _load():
+def _load() -> ctypes.CDLL:
     return _lib.find("exmy_xp.so", "EXMY_XP_LIB", "XPDIR")[0]
 
 
@@ -55,28 +63,28 @@ class Engine:
     """One xp_ctx over named linear layers with `exmy train`'s keys (prec,
     layer.NAME, seed, threads, ...) applied in order."""
 
-    def __init__(self, names, keys):
-        names = [_lib.text(n, "layer name") for n in names]
+    def __init__(self, names: Sequence[str], keys: Sequence[Tuple[str, str]]) -> None:
+        bnames = [_lib.text(n, "layer name") for n in names]
         ks = [_lib.text(k, "key") for k, _ in keys]
         vs = [_lib.text(v, "value of " + k) for k, v in keys]
         arr = lambda xs: (ctypes.c_char_p * max(len(xs), 1))(*xs)
         h = ctypes.c_void_p()
         err = _lib.errbuf()
-        _lib.check(xlib.exmy_xp_new(len(names), arr(names), len(ks), arr(ks), arr(vs), ctypes.byref(h), err,
+        _lib.check(xlib.exmy_xp_new(len(bnames), arr(bnames), len(ks), arr(ks), arr(vs), ctypes.byref(h), err,
                                     _lib.ERRLEN), err)
         self._h = h
-        self.names = [n.decode() for n in names]
+        self.names = [n.decode() for n in bnames]
         # Freed when the Engine goes, or at exit before modules are torn down
         # (a __del__ run during teardown found xlib gone: "Exception ignored").
         weakref.finalize(self, xlib.exmy_xp_free, h)
 
-    def begin_step(self, step, collect_stats):
+    def begin_step(self, step: int, collect_stats: bool) -> None:
         xlib.exmy_xp_begin_step(self._h, int(step), int(bool(collect_stats)))
 
-    def end_step(self):
+    def end_step(self) -> None:
         xlib.exmy_xp_end_step(self._h)
 
-    def forward(self, lin, x, w, y):
+    def forward(self, lin: int, x: np.ndarray, w: np.ndarray, y: np.ndarray) -> None:
         """y (T x out) = x (T x in) w^T; float32 C-contiguous numpy arrays (or addresses)."""
         T, i = x.shape
         o = w.shape[0]
@@ -84,7 +92,8 @@ class Engine:
         _lib.check(xlib.exmy_xp_linear_forward(self._h, lin, x.ctypes.data, w.ctypes.data, y.ctypes.data, T, i, o,
                                                err, _lib.ERRLEN), err, RuntimeError)
 
-    def backward(self, lin, dy, x, w, dw, dx):
+    def backward(self, lin: int, dy: np.ndarray, x: np.ndarray, w: np.ndarray, dw: np.ndarray,
+                 dx: Optional[np.ndarray]) -> None:
         T, i = x.shape
         o = w.shape[0]
         err = _lib.errbuf()
@@ -92,7 +101,7 @@ class Engine:
                                                 dw.ctypes.data, None if dx is None else dx.ctypes.data, T, i, o,
                                                 err, _lib.ERRLEN), err, RuntimeError)
 
-    def matmul_batch(self, role, a, b, d, sub0):
+    def matmul_batch(self, role: str, a: Operand, b: Operand, d: np.ndarray, sub0: int) -> None:
         """d[i] = op(a[i]) op(b[i]) for every problem i with the `attn`
         precision (the engine's attention GEMMs).  a and b: (kind, trans,
         float32 C-contiguous array of count x rows x cols as stored), d:
@@ -105,13 +114,13 @@ class Engine:
                                              KINDS.index(kb), int(tb), bn.ctypes.data, count, m, n, k, int(sub0),
                                              d.ctypes.data, err, _lib.ERRLEN), err, RuntimeError)
 
-    def stats_write(self, step, csv_path, jsonl_path):
+    def stats_write(self, step: int, csv_path: Optional[PathLike], jsonl_path: Optional[PathLike]) -> None:
         err = _lib.errbuf()
         enc = lambda p: None if p is None else os.fsencode(p)
         _lib.check(xlib.exmy_xp_stats_write(self._h, int(step), enc(csv_path), enc(jsonl_path), err, _lib.ERRLEN),
                    err, OSError)
 
-    def recipe_state(self, lin, kind):
+    def recipe_state(self, lin: int, kind: Union[str, int]) -> Dict[str, Any]:
         """Delayed-scaling state of layer lin's tensor kind: dict(scale, scale_inv, fmax, steps, history)."""
         k = KINDS.index(kind) if isinstance(kind, str) else int(kind)
         s, si, fm, st = ctypes.c_float(), ctypes.c_float(), ctypes.c_float(), ctypes.c_long()
@@ -128,7 +137,7 @@ class Engine:
         return {"scale": s.value, "scale_inv": si.value, "fmax": fm.value, "steps": st.value,
                 "history": hist[:n].copy()}
 
-    def set_recipe_state(self, lin, kind, state):
+    def set_recipe_state(self, lin: int, kind: Union[str, int], state: Mapping[str, Any]) -> None:
         """Put back what recipe_state returned (the same layer's precision: the history length must agree)."""
         k = KINDS.index(kind) if isinstance(kind, str) else int(kind)
         hist = np.ascontiguousarray(state["history"], np.float32)
@@ -137,7 +146,7 @@ class Engine:
                                                  float(state["fmax"]), int(state["steps"]), hist.ctypes.data_as(_fp),
                                                  hist.size, err, _lib.ERRLEN), err)
 
-    def layer_prec(self, lin):
+    def layer_prec(self, lin: int) -> str:
         buf = ctypes.create_string_buffer(2048)
         xlib.exmy_xp_layer_prec(self._h, lin, buf, 2048)
         return buf.value.decode()

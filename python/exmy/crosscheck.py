@@ -15,14 +15,23 @@ so the order cuBLASLt multiplies them in cannot matter.  Up to 64 x 64
 outputs are compared in full, larger D on 16 sampled rows and columns (exmy
 computes that sub-GEMM: an output depends only on its row and column).
 """
+from __future__ import annotations
+
 import argparse
 import sys
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, TextIO, Tuple
 
 import numpy as np
 
 from . import _probe_c, _record
 from ._arrays import Format, quantize, decode
 from ._tensor import gemm
+
+if TYPE_CHECKING:
+    from ._arrays import FormatLike
+    # (m, n, k, a, b, out, pattern, quick): CASES
+    Case = Tuple[int, int, int, str, str, str, str, int]
 
 TOOL = "crosscheck"
 PATTERNS = ("normal", "wide", "stall", "cancel", "tiny", "zeros", "nan", "saturate")
@@ -56,14 +65,14 @@ CASES = [
 ]
 
 
-def operand(fmt, pattern, rows, cols, k_axis, rng):
+def operand(fmt: FormatLike, pattern: str, rows: int, cols: int, k_axis: int, rng: np.random.Generator) -> np.ndarray:
     """Codes (rows x cols, uint8) of fmt for one operand; k runs along
     k_axis (1: columns, A; 0: rows, B)."""
     f = Format(fmt)
     if pattern == "stall":
         return np.full((rows, cols), quantize(np.float32(1 / 16), f), np.uint8)
     if pattern == "wide" or pattern == "saturate":
-        c = rng.integers(0, 256, (rows, cols), dtype=np.uint8)
+        c: np.ndarray = rng.integers(0, 256, (rows, cols), dtype=np.uint8)
         if pattern == "saturate":  # the top binade of either sign
             c = (c & 0x80) | (f._f.max_mag - (c & 0x7)).astype(np.uint8)
         v = decode(c, f)
@@ -87,14 +96,14 @@ def operand(fmt, pattern, rows, cols, k_axis, rng):
     return _no_fnuz_nan(c, f) if pattern != "nan" else c
 
 
-def _no_fnuz_nan(c, f):
+def _no_fnuz_nan(c: np.ndarray, f: Format) -> np.ndarray:
     """-0's code is NaN in the fnuz formats: make it +0."""
     if f._f.nan_code == f._f.sign_mask:
         c[c == f._f.sign_mask] = 0
     return c
 
 
-def make_case(case, rng):
+def make_case(case: Case, rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray, float, float, float]:
     m, n, k, fa, fb, out, pat, _ = case
     A = operand(fa, pat, m, k, 1, rng)
     B = operand(fb, "normal" if pat == "cancel" else pat, k, n, 0, rng)
@@ -106,18 +115,19 @@ def make_case(case, rng):
     return A, B, sa, sb, scale_d
 
 
-def _bits(x):
+def _bits(x: np.ndarray) -> np.ndarray:
     x = np.ascontiguousarray(x)
     return x.view({1: np.uint8, 2: np.uint16, 4: np.uint32}[x.dtype.itemsize])
 
 
-def _nan_mask(bits, out):
+def _nan_mask(bits: np.ndarray, out: str) -> np.ndarray:
     if out == "f32":
         return np.isnan(bits.view(np.float32))
     return np.isnan(decode(bits, Format(out)))
 
 
-def compare(dev, ref, out, rows, cols):
+def compare(dev: np.ndarray, ref: np.ndarray, out: str, rows: np.ndarray,
+            cols: np.ndarray) -> Tuple[int, int, Optional[str]]:
     """(equal, total, first difference as text or None); NaN equals NaN (their
     payloads differ by design: docs/gemm.md)."""
     d, r = _bits(dev), _bits(ref)
@@ -131,7 +141,8 @@ def compare(dev, ref, out, rows, cols):
     return int(eq.sum()), int(eq.size), first
 
 
-def run_case(case, model, fast, torch, device, scaled_mm, rng):
+def run_case(case: Case, model: str, fast: int, torch: ModuleType, device: str, scaled_mm: Callable[..., Any],
+             rng: np.random.Generator) -> Dict[str, Any]:
     """One configuration: the device GEMM, exmy on the compared outputs.
     Returns a record row."""
     m, n, k, fa, fb, out, pat, _ = case
@@ -165,7 +176,9 @@ def run_case(case, model, fast, torch, device, scaled_mm, rng):
     return row
 
 
-def check(cases, torch, device="cuda", scaled_mm=None, model=None, sm=None, seed=1, file=None):
+def check(cases: Iterable[Case], torch: ModuleType, device: str = "cuda",
+          scaled_mm: Optional[Callable[..., Any]] = None, model: Optional[str] = None, sm: Optional[int] = None,
+          seed: int = 1, file: Optional[TextIO] = None) -> List[Dict[str, Any]]:
     """Every case with fast accumulation off and on: a list of record rows.
     model: the accumulation model for both settings, else exmy's preset of
     the NVIDIA GPU of capability sm (exmy_gpu_model_for_sm)."""
@@ -174,7 +187,7 @@ def check(cases, torch, device="cuda", scaled_mm=None, model=None, sm=None, seed
     rng = np.random.default_rng(seed)
     rows = []
     for fast in (0, 1):
-        mt = model or (_probe_c.model_for_sm(sm, fast) if sm else None)
+        mt = model or (_probe_c.model_for_sm(sm, bool(fast)) if sm else None)
         if not mt:
             raise ValueError("no exmy preset for this device (sm %s): pass --model (python -m exmy.probe names the "
                              "one that matches)" % sm)
@@ -190,7 +203,7 @@ def check(cases, torch, device="cuda", scaled_mm=None, model=None, sm=None, seed
     return rows
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m exmy.crosscheck",
         description="Random and adversarial FP8 GEMMs through torch._scaled_mm on the GPU against exmy.gemm with "

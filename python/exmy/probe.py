@@ -19,15 +19,25 @@ optional attributes engine.name (str) and engine.k_max (the longest k it
 takes, default 16384) are read.  So a Triton or custom kernel is probed by
 wrapping it in such a function: exmy.probe.run(engine=my_dot).
 """
+from __future__ import annotations
+
 import argparse
 import ctypes
 import sys
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, TextIO, Union
 
 import numpy as np
 
 from . import _lib, _probe_c, _record
 from ._lib import lib
 from ._arrays import Format, as_format
+
+if TYPE_CHECKING:
+    from ._arrays import FormatLike
+    from ._probe_torch import TorchEngine
+    # an engine: engine(a, b, fa, fb) -> count float values (see the module's doc)
+    DotEngine = Callable[[np.ndarray, np.ndarray, Format, Format], Any]
 
 K_MAX = 16384
 TOOL = "probe"
@@ -37,7 +47,7 @@ class ModelEngine:
     """exmy's own `tc` model (exmy_probe_model_dot: each dot product a 1 x k x 1
     exmy_gemm with f32 D) as an engine: the probe recovers its parameters."""
 
-    def __init__(self, accum):
+    def __init__(self, accum: str) -> None:
         self.accum_text = accum
         self._acc = _lib.Accum()
         err = _lib.errbuf()
@@ -45,7 +55,7 @@ class ModelEngine:
         self.name = "model:" + accum
         self.k_max = K_MAX
 
-    def __call__(self, a, b, fa, fb):
+    def __call__(self, a: np.ndarray, b: np.ndarray, fa: Format, fb: Format) -> np.ndarray:
         count, k = a.shape
         a, b = np.ascontiguousarray(a, np.uint8), np.ascontiguousarray(b, np.uint8)
         out = np.empty(count, np.float32)
@@ -58,7 +68,7 @@ class ModelEngine:
         return out
 
 
-def _as_f32(out, count, name):
+def _as_f32(out: Any, count: int, name: str) -> np.ndarray:
     if hasattr(out, "detach"):  # a torch tensor, on any device
         out = out.detach().cpu()
         if str(out.dtype) in ("torch.bfloat16", "torch.float16"):
@@ -73,10 +83,11 @@ def _as_f32(out, count, name):
     return out
 
 
-def _callback(engine, fa, fb, name, box):
+def _callback(engine: DotEngine, fa: Format, fb: Format, name: str, box: List[BaseException]) -> Any:
     """The exmy_probe_dot_fn that calls engine; an exception becomes the
     probe's error (and is kept in box to be raised again)."""
-    def dot(ctx, pfa, pfb, k, count, pa, pb, pout, err, errlen):
+    def dot(ctx: Optional[int], pfa: Any, pfb: Any, k: int, count: int, pa: Any, pb: Any, pout: Any, err: Any,
+            errlen: int) -> int:
         try:
             a = np.ctypeslib.as_array(pa, (count * k,)).reshape(count, k).copy()
             b = np.ctypeslib.as_array(pb, (count * k,)).reshape(count, k).copy()
@@ -91,11 +102,12 @@ def _callback(engine, fa, fb, name, box):
     return _probe_c.DotFn(dot)
 
 
-def _side(v):
+def _side(v: int) -> str:
     return {1: "nearest even", 0: "truncated"}.get(v, "?")
 
 
-def run(engine, a="e4m3fn", b="e4m3fn", name=None, k_max=None):
+def run(engine: DotEngine, a: FormatLike = "e4m3fn", b: FormatLike = "e4m3fn", name: Optional[str] = None,
+        k_max: Optional[int] = None) -> Dict[str, Any]:
     """Probe engine (see the module's doc) with operand formats a x b.
     Returns a dict: the inferred parameters (g, f, align_rne, out, norm_rne,
     promote, promote_seen, ...), accum (the model text, "" when incomplete),
@@ -106,10 +118,10 @@ def run(engine, a="e4m3fn", b="e4m3fn", name=None, k_max=None):
                         % type(engine).__name__)
     fa, fb = as_format(a), as_format(b)
     name = name or getattr(engine, "name", None) or getattr(engine, "__name__", None) or type(engine).__name__
-    k_max = int(k_max or getattr(engine, "k_max", K_MAX))
-    box = []
+    kmax = int(k_max) if k_max else int(getattr(engine, "k_max", K_MAX))
+    box: List[BaseException] = []
     cb = _callback(engine, fa, fb, name, box)
-    eng = _probe_c.ProbeEngine(name.encode(), cb, None, k_max)
+    eng = _probe_c.ProbeEngine(name.encode(), cb, None, kmax)
     res = _probe_c.ProbeResult()
     err = _lib.errbuf()
     rc = lib.exmy_probe_run(ctypes.byref(eng), ctypes.byref(fa._f), ctypes.byref(fb._f), None, ctypes.byref(res),
@@ -123,12 +135,12 @@ def run(engine, a="e4m3fn", b="e4m3fn", name=None, k_max=None):
     out = {f[0]: getattr(res, f[0]) for f in _probe_c.ProbeResult._fields_}
     out["accum"] = res.accum.decode() if res.complete else ""
     out["notes"] = res.notes.decode()
-    out.update(engine=name, a=fa.name, b=fb.name, k_max=k_max, match=match.value.decode().split(),
+    out.update(engine=name, a=fa.name, b=fb.name, k_max=kmax, match=match.value.decode().split(),
                nearest=nearest.value.decode(), differences=diff.value.decode())
     return out
 
 
-def report(r, file=None):
+def report(r: Mapping[str, Any], file: Optional[TextIO] = None) -> None:
     """Print a result of run() as `exmy gpu-probe` does, and its preset."""
     p = lambda *a: print(*a, file=file or sys.stdout)
     p("engine:           %s, %s x %s" % (r["engine"], r["a"], r["b"]))
@@ -154,14 +166,14 @@ def report(r, file=None):
         p("preset:           no preset matches; nearest %s, differs in: %s" % (r["nearest"], r["differences"]))
 
 
-def _engine_for(spec, torch, device):
+def _engine_for(spec: str, torch: Optional[ModuleType], device: str) -> Union[ModelEngine, TorchEngine]:
     if spec.startswith("model:"):
         return ModelEngine(spec[6:])
     from ._probe_torch import TorchEngine
     return TorchEngine(spec, device=device, torch=torch)
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m exmy.probe",
         description="Infer the accumulation of a GPU's matrix units through torch (torch._scaled_mm with and "
@@ -196,10 +208,12 @@ def main(argv=None):
         plan = [(s, args.a or "e4m3fn", args.b or "e4m3fn") for s in specs]
     else:
         from ._probe_torch import default_engines
+        assert torch is not None  # no --engine: every engine is torch's, so gpu_or_skip ran
         plan = [(k, args.a or a, args.b or b) for k, a, b in default_engines(torch, args.device)]
     env = _record.environment(torch, args.device) if torch else _record.environment()
     print("exmy.probe: " + _record.env_line(env))
-    results, bad = [], 0
+    results: List[Dict[str, Any]] = []
+    bad = 0
     for spec, a, b in plan:
         try:
             eng = _engine_for(spec, torch, device)

@@ -5,10 +5,14 @@ engine's xp_matmul with `exmy train`'s precision grammar.
 GPU tensors are refused with a ValueError (exmy emulates on the CPU; move
 them with .cpu()): nothing is moved behind the caller's back.
 """
+from __future__ import annotations
+
 import fnmatch
 import os
 import warnings
 import weakref
+from typing import (TYPE_CHECKING, Any, Callable, DefaultDict, Dict, Iterable, List, Literal, Mapping, Optional, Tuple,
+                    TypeVar, Union, overload)
 
 import numpy as np
 import torch
@@ -21,18 +25,29 @@ from ._torchio import _cpu, _to_numpy
 from . import _attention
 from ._attention import matmul
 
+if TYPE_CHECKING:
+    from ._arrays import FormatLike
+    # a fake-quant direction or a storage format: a format, or a dict of "fmt" and exmy.cast's rounding keywords
+    CastSpec = Union[FormatLike, Dict[str, Any]]
+    Spec = Tuple[Format, Dict[str, Any]]  # a CastSpec checked: (Format, keywords)
+    ModuleFilter = Callable[[torch.nn.Module, str], bool]
+    # patch(filter_fn=): a callable (module, fqn) -> bool, a glob, globs, or None (all)
+    FilterSpec = Union[ModuleFilter, str, Iterable[str], None]
+
+_M = TypeVar("_M", bound=torch.nn.Module)
+
 __all__ = ["quantize", "cast", "fake_quant", "FakeQuant", "Quantizer", "LowPrecisionOptimizer", "matmul", "patch", "unpatch", "ExmyLinear",
            "Patched"]
 
 
-def _codes_tensor(c):
+def _codes_tensor(c: np.ndarray) -> torch.Tensor:
     if c.dtype == np.uint8:
         return torch.from_numpy(c)
     # torch's wider unsigned types are limited: keep the bits in the signed type of the same width
     return torch.from_numpy(c.view({2: np.int16, 4: np.int32, 8: np.int64}[c.dtype.itemsize]))
 
 
-def _codes_as(c, f, dtype):
+def _codes_as(c: np.ndarray, f: Format, dtype: Optional[torch.dtype]) -> torch.Tensor:
     """The codes tensor as dtype: PyTorch's float8 type of f (the same bits),
     or an integer type of the codes' width; None: _codes_tensor's."""
     t = _codes_tensor(c)
@@ -50,7 +65,19 @@ def _codes_as(c, f, dtype):
     return t.view(dtype)
 
 
-def quantize(t, fmt, dtype=None, **kw):
+@overload
+def quantize(t: torch.Tensor, fmt: FormatLike, dtype: Optional[torch.dtype] = ..., *, flags: Literal[False] = ...,
+             **kw: Any) -> torch.Tensor: ...
+@overload
+def quantize(t: torch.Tensor, fmt: FormatLike, dtype: Optional[torch.dtype] = ..., *, flags: Literal[True],
+             **kw: Any) -> Tuple[torch.Tensor, Flags]: ...
+@overload
+def quantize(t: torch.Tensor, fmt: FormatLike, dtype: Optional[torch.dtype] = ..., *, flags: bool = ...,
+             **kw: Any) -> Union[torch.Tensor, Tuple[torch.Tensor, Flags]]: ...
+
+
+def quantize(t: torch.Tensor, fmt: FormatLike, dtype: Optional[torch.dtype] = None,
+             **kw: Any) -> Union[torch.Tensor, Tuple[torch.Tensor, Flags]]:
     """Codes of fmt for a CPU float tensor (float32, float64, float16,
     bfloat16, or float8: values in their own format, requantized), with
     exmy.quantize's keywords: uint8 for formats of up to 8 bits, else the
@@ -68,7 +95,19 @@ def quantize(t, fmt, dtype=None, **kw):
 _CAST_DTYPES = {torch.float32: np.float32, torch.float64: np.float64}
 
 
-def cast(t, fmt, dtype=None, **kw):
+@overload
+def cast(t: torch.Tensor, fmt: FormatLike, dtype: Optional[torch.dtype] = ..., *, flags: Literal[False] = ...,
+         **kw: Any) -> torch.Tensor: ...
+@overload
+def cast(t: torch.Tensor, fmt: FormatLike, dtype: Optional[torch.dtype] = ..., *, flags: Literal[True],
+         **kw: Any) -> Tuple[torch.Tensor, Flags]: ...
+@overload
+def cast(t: torch.Tensor, fmt: FormatLike, dtype: Optional[torch.dtype] = ..., *, flags: bool = ...,
+         **kw: Any) -> Union[torch.Tensor, Tuple[torch.Tensor, Flags]]: ...
+
+
+def cast(t: torch.Tensor, fmt: FormatLike, dtype: Optional[torch.dtype] = None,
+         **kw: Any) -> Union[torch.Tensor, Tuple[torch.Tensor, Flags]]:
     """decode(quantize(t)): float64 for float64 tensors, else float32 (exact
     for formats that fit); dtype= torch.float32 or torch.float64, or
     PyTorch's float8 type of fmt (the same values in that type)."""
@@ -87,7 +126,7 @@ def cast(t, fmt, dtype=None, **kw):
 _CAST_KEYS = ("round", "saturate", "ftz", "daz", "seed", "stream", "sr_bits", "index0")
 
 
-def _cast_spec(spec, what, kw=None):
+def _cast_spec(spec: CastSpec, what: str, kw: Optional[Mapping[str, Any]] = None) -> Spec:
     """(Format, exmy.cast keywords) of a fake-quant direction: a format (a
     name, an exmy.Format, a dtype) or a dict of "fmt" and exmy.cast's
     rounding keywords; kw adds keywords."""
@@ -106,11 +145,11 @@ def _cast_spec(spec, what, kw=None):
     return _arrays.as_format(spec), kw
 
 
-def _stochastic(kw):
+def _stochastic(kw: Mapping[str, Any]) -> bool:
     return _arrays.rounding(kw.get("round", "rne")).mode == _arrays.rounding("sr").mode
 
 
-def _fresh_seed(kw):
+def _fresh_seed(kw: Dict[str, Any]) -> Dict[str, Any]:
     """Stochastic rounding without a seed: one drawn from PyTorch's default
     generator, so calls do not repeat a rounding and torch.manual_seed makes
     a run repeatable; an explicit seed is kept (the same rounding each call)."""
@@ -125,19 +164,20 @@ class FakeQuant(torch.autograd.Function):
     (Format, kw), cast to its own format and rounding."""
 
     @staticmethod
-    def forward(ctx, x, fmt, kw, bwd=None):
+    def forward(ctx: Any, x: torch.Tensor, fmt: Format, kw: Dict[str, Any], bwd: Optional[Spec] = None) -> torch.Tensor:
         ctx.bwd = bwd
         return cast(x, fmt, **kw).to(x.dtype)
 
     @staticmethod
-    def backward(ctx, g):
+    def backward(ctx: Any, g: torch.Tensor) -> Tuple[Optional[torch.Tensor], ...]:
         if ctx.bwd is not None:
             f, kw = ctx.bwd
             g = cast(g, f, **kw).to(g.dtype)
         return (g,) + (None,) * (len(ctx.needs_input_grad) - 1)
 
 
-def fake_quant(x, fmt=None, bwd=None, *, fwd=None, **kw):
+def fake_quant(x: torch.Tensor, fmt: Optional[CastSpec] = None, bwd: Optional[CastSpec] = None, *,
+               fwd: Optional[CastSpec] = None, **kw: Any) -> torch.Tensor:
     """Differentiable fake quantization (QPyTorch's quantizer): the forward
     is exmy.cast(x, fwd) (fwd, or fmt, with the keywords kw: round=,
     saturate=, seed=, ...), the backward passes the gradient straight
@@ -165,7 +205,9 @@ class Quantizer(torch.nn.Module):
     the module's state_dict (a resumed run continues the streams).  fwd and
     bwd as fake_quant's (their "stream" is set here)."""
 
-    def __init__(self, fwd, bwd=None, seed=0):
+    calls: torch.Tensor  # a buffer: the number of calls so far
+
+    def __init__(self, fwd: CastSpec, bwd: Optional[CastSpec] = None, seed: int = 0) -> None:
         super().__init__()
         self.fwd = _cast_spec(fwd, "fwd")
         self.bwd = None if bwd is None else _cast_spec(bwd, "bwd")
@@ -175,7 +217,7 @@ class Quantizer(torch.nn.Module):
         self.seed = _arrays.rounding(seed=seed).seed
         self.register_buffer("calls", torch.zeros((), dtype=torch.int64))
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         c = int(self.calls)
         self.calls += 1
         f, kw = self.fwd
@@ -185,7 +227,7 @@ class Quantizer(torch.nn.Module):
             b = (self.bwd[0], dict(self.bwd[1], seed=self.seed, stream=2 * c + 1))
         return FakeQuant.apply(x, f, fkw, b)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         out = "fwd=%s" % self.fwd[0].name
         if self.bwd is not None:
             out += ", bwd=%s" % self.bwd[0].name
@@ -194,7 +236,7 @@ class Quantizer(torch.nn.Module):
 
 # ---- LowPrecisionOptimizer: weights and optimizer states stored in formats ----
 
-def _storage_spec(spec, what):
+def _storage_spec(spec: Optional[CastSpec], what: str) -> Optional[Spec]:
     """(Format, kw) of a weight= or moments= spec, or None (left as they are)."""
     if spec is None:
         return None
@@ -226,7 +268,8 @@ class LowPrecisionOptimizer(torch.optim.Optimizer):
     registered here are the wrapped optimizer's: they run before the
     rounding)."""
 
-    def __init__(self, optimizer, weight=None, moments=None, seed=0):
+    def __init__(self, optimizer: torch.optim.Optimizer, weight: Optional[CastSpec] = None,
+                 moments: Optional[CastSpec] = None, seed: int = 0) -> None:
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise TypeError("exmy.torch.LowPrecisionOptimizer: %r is not a torch.optim.Optimizer" % (optimizer,))
         # no Optimizer.__init__: the wrapped optimizer owns the groups and the state
@@ -236,84 +279,86 @@ class LowPrecisionOptimizer(torch.optim.Optimizer):
         self.seed = _arrays.rounding(seed=seed).seed
         self.steps = 0
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         if name == "optimizer":  # unpickling: not set yet
             raise AttributeError(name)
         return getattr(self.optimizer, name)
 
-    def __getstate__(self):
+    def __getstate__(self) -> Dict[str, Any]:
         return self.__dict__
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__dict__.update(state)
 
     @property
-    def param_groups(self):
+    def param_groups(self) -> List[Dict[str, Any]]:
         return self.optimizer.param_groups
 
     @property
-    def state(self):
+    def state(self) -> DefaultDict[torch.Tensor, Any]:
         return self.optimizer.state
 
     @property
-    def defaults(self):
+    def defaults(self) -> Dict[str, Any]:
         return self.optimizer.defaults
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         spec = lambda s: "None" if s is None else s[0].name + ("" if not s[1] else " " + repr(s[1]))
         return "LowPrecisionOptimizer(weight=%s, moments=%s, seed=%d, steps=%d,\n%r)" % (
             spec(self.weight), spec(self.moments), self.seed, self.steps, self.optimizer)
 
-    def _round(self, t, spec, stream):
+    def _round(self, t: torch.Tensor, spec: Spec, stream: int) -> None:
         f, kw = spec
         if _stochastic(kw):
             kw = dict(kw, seed=self.seed, stream=stream)
         with torch.no_grad():
             t.copy_(cast(t.detach(), f, **kw))
 
-    def _round_all(self, step, states):
+    def _round_all(self, step: int, states: bool) -> None:
         base = (step % (1 << 32)) << 32
+        moments = self.moments if states else None
         i = 0
         for g in self.optimizer.param_groups:
             for p in g["params"]:
                 if self.weight is not None:
                     self._round(p.data, self.weight, base + i * 256)
-                st = self.optimizer.state.get(p, {}) if states else {}
-                k = 1
-                for key in sorted(st, key=str):
-                    v = st[key]
-                    if key != "step" and torch.is_tensor(v) and v.is_floating_point() and v.shape == p.shape:
-                        self._round(v, self.moments, base + i * 256 + k)
-                        k += 1
+                if moments is not None:
+                    st = self.optimizer.state.get(p, {})
+                    k = 1
+                    for key in sorted(st, key=str):
+                        v = st[key]
+                        if key != "step" and torch.is_tensor(v) and v.is_floating_point() and v.shape == p.shape:
+                            self._round(v, moments, base + i * 256 + k)
+                            k += 1
                 i += 1
 
-    def round_weights(self):
+    def round_weights(self) -> None:
         """Round the parameters with `weight` now (e.g. the initial weights,
         as the engine's msamp=3 does at setup); SR stream of step -1."""
         if self.weight is not None:
             self._round_all(-1, False)
 
-    def step(self, closure=None):
+    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
         loss = self.optimizer.step(closure)
         if self.weight is not None or self.moments is not None:
             self._round_all(self.steps, self.moments is not None)
         self.steps += 1
         return loss
 
-    def zero_grad(self, set_to_none=True):
+    def zero_grad(self, set_to_none: bool = True) -> None:
         self.optimizer.zero_grad(set_to_none=set_to_none)
 
-    def add_param_group(self, param_group):
+    def add_param_group(self, param_group: Dict[str, Any]) -> None:
         self.optimizer.add_param_group(param_group)
 
-    def state_dict(self):
+    def state_dict(self) -> Dict[str, Any]:
         """The wrapped optimizer's state_dict, with "exmy": {"steps", "seed"}
         (a plain optimizer's load_state_dict ignores it)."""
         sd = self.optimizer.state_dict()
         sd["exmy"] = {"steps": self.steps, "seed": self.seed}
         return sd
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         """A state_dict of this wrapper (its step counter restored), or of
         the plain optimizer (the counter restarts at 0)."""
         sd = dict(state_dict)
@@ -330,7 +375,7 @@ class LowPrecisionOptimizer(torch.optim.Optimizer):
 
 class _LinearFn(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x2, w, mod):
+    def forward(ctx: Any, x2: torch.Tensor, w: torch.Tensor, mod: ExmyLinear) -> torch.Tensor:
         eng, lin = mod._patched.engine, mod.lin
         xn = np.ascontiguousarray(_to_numpy(x2), np.float32)
         wn = np.ascontiguousarray(_to_numpy(w), np.float32)
@@ -342,7 +387,7 @@ class _LinearFn(torch.autograd.Function):
         return torch.from_numpy(y)
 
     @staticmethod
-    def backward(ctx, dy):
+    def backward(ctx: Any, dy: torch.Tensor) -> Tuple[Optional[torch.Tensor], Optional[torch.Tensor], None]:
         xt, wt = ctx.saved_tensors
         mod = ctx.mod
         xn, wn = xt.numpy(), wt.numpy()
@@ -361,7 +406,10 @@ class ExmyLinear(torch.nn.Module):
     the original layer's weight and bias Parameters, unchanged.  The
     original module is kept (not as a submodule) for unpatch()."""
 
-    def __init__(self, linear, patched, lin, name):
+    _patched: Patched
+    _original: torch.nn.Linear
+
+    def __init__(self, linear: torch.nn.Linear, patched: Patched, lin: int, name: str) -> None:
         super().__init__()
         self.in_features, self.out_features = linear.in_features, linear.out_features
         self.weight = linear.weight
@@ -371,7 +419,7 @@ class ExmyLinear(torch.nn.Module):
         object.__setattr__(self, "_patched", patched)  # not a submodule
         object.__setattr__(self, "_original", linear)  # nor this: unpatch() puts it back
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         _cpu(x, "input of layer '%s'" % self.name)
         _cpu(self.weight, "weight of layer '%s'" % self.name)
         p = self._patched
@@ -385,14 +433,14 @@ class ExmyLinear(torch.nn.Module):
             y = y + self.bias
         return y.reshape(*shape[:-1], self.out_features)
 
-    def unpatched(self):
+    def unpatched(self) -> torch.nn.Linear:
         """The original nn.Linear (or subclass) with this layer's current weight and bias."""
         m = self._original
         m.weight, m.bias = self.weight, self.bias
         m.train(self.training)
         return m
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return "in_features=%d, out_features=%d, lin=%d (%s)" % (self.in_features, self.out_features, self.lin,
                                                                  self.name)
 
@@ -409,7 +457,8 @@ class Patched:
     pickled or deep-copied patched model carries it too, with an engine of
     its own (the engine's native handle is never pickled)."""
 
-    def __init__(self, model, names, keys, stats_every, out_dir, attn, msamp):
+    def __init__(self, model: torch.nn.Module, names: List[str], keys: List[Tuple[str, str]], stats_every: int,
+                 out_dir: Optional[str], attn: Optional[str], msamp: int) -> None:
         self._model, self.names, self.keys = model, names, keys
         self.stats_every, self.out_dir, self.attn, self.msamp = stats_every, out_dir, attn, msamp
         self.step_index = 0
@@ -417,7 +466,7 @@ class Patched:
             os.makedirs(out_dir, exist_ok=True)
         self._start(0)
 
-    def _start(self, attn_sub):
+    def _start(self, attn_sub: int) -> None:
         """A new engine over names and keys (patch, unpickling), at step_index."""
         from ._xp import Engine
         self.engine = Engine(self.names, self.keys)
@@ -430,26 +479,26 @@ class Patched:
         if self.attn_run:
             self.attn_run.sub = attn_sub
 
-    def __getstate__(self):
+    def __getstate__(self) -> Dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k not in ("engine", "attn_run")}
         d["_state"] = self.state_dict()
         return d
 
-    def __setstate__(self, d):
+    def __setstate__(self, d: Dict[str, Any]) -> None:
         state = d.pop("_state")
         self.__dict__.update(d)
         self._start(0)
         self.load_state_dict(state)
 
-    def _collect(self):
+    def _collect(self) -> bool:
         return bool(self.stats_every) and self.step_index % self.stats_every == 0
 
-    def _begin(self):
+    def _begin(self) -> None:
         self.engine.begin_step(self.step_index, self._collect())
         if self.attn_run:
             self.attn_run.sub = 0  # the step's attention problems key SR from 0, as the engine's
 
-    def step(self):
+    def step(self) -> None:
         self.engine.end_step()
         if self._collect() and self.out_dir:
             self.engine.stats_write(self.step_index, os.path.join(self.out_dir, "stats.csv"),
@@ -458,23 +507,23 @@ class Patched:
         self._ran, self._opt_steps = False, 0
         self._begin()
 
-    def _index(self, layer):
+    def _index(self, layer: Union[str, int]) -> int:
         return self.names.index(layer) if isinstance(layer, str) else int(layer)
 
-    def recipe_state(self, layer, kind):
+    def recipe_state(self, layer: Union[str, int], kind: str) -> Dict[str, Any]:
         """Delayed-scaling state of a layer (name or index) and tensor kind (input, weight, grad)."""
         return self.engine.recipe_state(self._index(layer), kind)
 
-    def layer_prec(self, layer):
+    def layer_prec(self, layer: Union[str, int]) -> str:
         return self.engine.layer_prec(self._index(layer))
 
-    def state_dict(self):
+    def state_dict(self) -> Dict[str, Any]:
         """The scaling state a resumed run needs, in types torch.save and
         torch.load(weights_only=True) take: the step counter (it keys
         stochastic rounding and the statistics), the attention problem
         counter within the step, and per layer and tensor kind the delayed
         recipe's scale, scale_inv, fmax, steps and amax history."""
-        layers = {}
+        layers: Dict[str, Dict[str, Any]] = {}
         for i, name in enumerate(self.names):
             layers[name] = {}
             for kind in _KINDS:
@@ -485,7 +534,7 @@ class Patched:
         return {"step": self.step_index, "attn_sub": self.attn_run.sub if self.attn_run else 0,
                 "prec": [self.layer_prec(i) for i in range(len(self.names))], "layers": layers}
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Put back what state_dict() returned, into a patch of the same
         layers with the same precisions (ValueError otherwise)."""
         if not isinstance(state, dict) or not {"step", "layers", "prec"} <= set(state):
@@ -509,11 +558,11 @@ class Patched:
         if self.attn_run:
             self.attn_run.sub = int(state.get("attn_sub", 0))
 
-    def unpatch(self):
+    def unpatch(self) -> None:
         """exmy.torch.unpatch(the model this patch was applied to)."""
         unpatch(self._model)
 
-    def _optimizer_stepped(self):
+    def _optimizer_stepped(self) -> None:
         """After any optimizer's step: two steps of an optimizer while this
         patch's layers ran and step() was not called means a delayed recipe
         that never advances (its scale stays 1): warned once."""
@@ -528,22 +577,22 @@ class Patched:
                           RuntimeWarning, stacklevel=3)
 
 
-_watched = weakref.WeakSet()  # live patches with delayed recipes (the step() warning)
-_opt_hook = []
+_watched: weakref.WeakSet[Patched] = weakref.WeakSet()  # live patches with delayed recipes (the step() warning)
+_opt_hook: List[Any] = []
 
 
-def _after_optimizer_step(optimizer, args, kwargs):
+def _after_optimizer_step(optimizer: Any, args: Any, kwargs: Any) -> None:
     for p in list(_watched):
         p._optimizer_stepped()
 
 
-def _watch(p):
+def _watch(p: Patched) -> None:
     _watched.add(p)
     if not _opt_hook:
         _opt_hook.append(register_optimizer_step_post_hook(_after_optimizer_step))
 
 
-def _fqn_filter(filter_fn):
+def _fqn_filter(filter_fn: FilterSpec) -> Optional[ModuleFilter]:
     """filter_fn as a callable (module, fqn) -> bool: a callable as it is
     (torchao's module_filter_fn), a glob or a list of globs on the name."""
     if filter_fn is None or callable(filter_fn):
@@ -555,14 +604,16 @@ def _fqn_filter(filter_fn):
     return lambda mod, fqn: any(fnmatch.fnmatchcase(fqn, g) for g in globs)
 
 
-def _linears(model, keep):
+def _linears(model: torch.nn.Module,
+             keep: Optional[ModuleFilter]) -> List[Tuple[str, torch.nn.Linear, torch.nn.Module, str]]:
     """(name, module, parent, attr) of every nn.Linear called as a module
     that keep(module, name) accepts, in registration order (depth first:
     the order `first`, `last` and indices refer to).  nn.MultiheadAttention's
     out_proj is read, not called: left as it is.  A subclass that overrides
     forward is refused (its forward would be lost); one that does not is
     patched."""
-    out, skip = [], []
+    out: List[Tuple[str, torch.nn.Linear, torch.nn.Module, str]] = []
+    skip: List[str] = []
     for name, mod in model.named_modules():
         if any(name.startswith(s + ".") for s in skip):
             continue
@@ -586,19 +637,21 @@ def _linears(model, keep):
 class _AttnEnter:
     """The patched model's forward pre-hook (patch(attn=...)): picklable."""
 
-    def __init__(self, patched):
+    def __init__(self, patched: Patched) -> None:
         self.patched = patched
 
-    def __call__(self, mod, args):
-        _attention.enter(self.patched.attn_run)
+    def __call__(self, mod: torch.nn.Module, args: Tuple[Any, ...]) -> None:
+        if self.patched.attn_run is not None:  # always: these hooks are patch(attn=...)'s
+            _attention.enter(self.patched.attn_run)
 
 
 class _AttnLeave(_AttnEnter):
-    def __call__(self, mod, args, out):
-        _attention.leave(self.patched.attn_run)
+    def __call__(self, mod: torch.nn.Module, args: Tuple[Any, ...], out: Any = None) -> None:
+        if self.patched.attn_run is not None:
+            _attention.leave(self.patched.attn_run)
 
 
-def _hook_attention(model, p):
+def _hook_attention(model: torch.nn.Module, p: Patched) -> None:
     """While model's forward runs on a thread, the SDPA calls made on that
     thread go through p's attention run (a forward pre-hook installs, a
     post-hook that runs even when the forward raises restores)."""
@@ -606,7 +659,7 @@ def _hook_attention(model, p):
     model.register_forward_hook(_AttnLeave(p), always_call=True)
 
 
-def _fp8_weight_grad(w):
+def _fp8_weight_grad(w: torch.Tensor) -> None:
     """MS-AMP O1 as the engine's optimizer does it (experiments/optim.c): the
     weight gradient to e4m3fn with a per-tensor power-of-two current scale
     (rne, saturating), laid out 1 x n, and back."""
@@ -616,7 +669,7 @@ def _fp8_weight_grad(w):
     g.copy_(torch.from_numpy(q.dequant().reshape(g.shape)))
 
 
-def _hook_fp8_grad(w):
+def _hook_fp8_grad(w: torch.Tensor) -> None:
     """_fp8_weight_grad on w once (weights shared by layers too): registered
     at the forward, so a copied or unpickled model (PyTorch does not keep
     tensor hooks there) has it as well."""
@@ -625,7 +678,7 @@ def _hook_fp8_grad(w):
         w.register_post_accumulate_grad_hook(_fp8_weight_grad)
 
 
-def unpatch(model):
+def unpatch(model: _M) -> _M:
     """Undo patch(model): every ExmyLinear goes back to the nn.Linear (or
     subclass) it replaced, with the same weight and bias Parameters; the
     attention hooks and MS-AMP's gradient hooks are removed.  Returns the
@@ -651,8 +704,10 @@ def unpatch(model):
     return model
 
 
-def patch(model, prec="hybrid", layer=None, accum=None, seed=0, threads=0, stats_every=0, out_dir=None, attn=None,
-          msamp=0, filter_fn=None):
+def patch(model: torch.nn.Module, prec: str = "hybrid", layer: Optional[Dict[Union[str, int], str]] = None,
+          accum: Union[str, Dict[str, str], None] = None, seed: int = 0, threads: int = 0, stats_every: int = 0,
+          out_dir: Optional[str] = None, attn: Optional[str] = None, msamp: int = 0,
+          filter_fn: FilterSpec = None) -> Patched:
     """Swap every nn.Linear of model (in place) for an ExmyLinear whose fprop,
     dgrad and wgrad run through the engine with `exmy train`'s grammar:
     prec="PRESET[;key=value...]" (fp32 bf16 fp16 hybrid mxfp8 mxfp6 mxfp4
