@@ -78,6 +78,12 @@ typedef struct fast_params {
   uint32_t gshift;             /* SCALED 3: a scale per 2^gshift elements, 4..30 (a group holds whole
                                   16-lane vectors; BLOCK, a power of two too, whole groups or a
                                   part of one) */
+  /* e8_hot (e8): */
+  uint32_t e8;                 /* emin = -126 (binary32's: 8 exponent bits, bias 127, as bf16 and E8My),
+                                  lean, no ftz/daz, 1 <= M <= 22, a deterministic mode: the format's
+                                  magnitude is |x|'s bits rounded at bit shift0, subnormals too */
+  uint32_t e8v512;             /* e8, one overflow magnitude for both signs, codes of at most 16 bits,
+                                  AVX-512 BW: e8_512 */
 } fast_params;
 
 /* Preconditions: float's exponent range maps onto the format with one shift
@@ -126,6 +132,21 @@ static void fast_setup(const exmy_format *f, const exmy_rounding *r, fast_params
   p->sr512 = r->mode == EXMY_SR && p->lean && !p->daz && !p->ftz && p->ovf_magx == 0 && f->bits <= 16 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && !exmy__avx512_disabled();
 #endif
+  /* emin = -126: a format value's biased exponent is the float's, and its
+   * grid below 2^-126 is the float subnormals' grid 2^-149 times 2^shift0, so
+   * rounding |x|'s bits at bit shift0 is the core's rounding in every binade,
+   * the carry into the exponent (and past the largest finite magnitude)
+   * included.  M >= 1: the code's lsb is a mantissa bit (the core's kept lsb);
+   * M <= 22: at least one bit is dropped. */
+  p->e8 = r->mode != EXMY_SR && r->mode <= EXMY_RTO && p->lean && !p->daz && !p->ftz && f->emin == -126 &&
+          f->mbits >= 1 && f->mbits <= 22;
+  if (p->e8) {
+    p->rne_half = (1u << (p->shift0 - 1)) - 1u;
+#if defined(__x86_64__) && defined(__GNUC__)
+    p->e8v512 = p->ovf_magx == 0 && f->bits <= 16 && __builtin_cpu_supports("avx512f") &&
+                __builtin_cpu_supports("avx512bw") && !exmy__avx512_disabled();
+#endif
+  }
   if (p->rne_ok) {
     p->rne_half = (1u << (p->shift0 - 1)) - 1u;
     p->sub_magic = ldexpf(1.0f, f->emin - f->mbits + 23);
@@ -295,6 +316,40 @@ static inline __attribute__((always_inline)) uint32_t rne_hot(const fast_params 
   return mag | ((smask & 1u) << p->sign_shift);
 }
 
+/* fast_hot for the 8-exponent-bit formats (p->e8): the float's bits plus
+ * the mode's increment at bit shift0 - 1 (rne: 2^(shift0 - 1) - 1 plus the
+ * kept lsb; rna: 2^(shift0 - 1); rup, rdn: low_mask on the side away from
+ * zero), shifted right by shift0, are the rounded magnitude (rto: the cut
+ * bits with the inexact bit OR-ed in).  Inexact: low_mask bits set; tiny:
+ * below 2^-126 (a float subnormal).  Flags and overflow as fast_hot leaves
+ * them. */
+static inline __attribute__((always_inline)) uint32_t e8_inc(const fast_params *p, uint32_t a, uint32_t smask,
+                                                             const int mode) {
+  switch (mode) {
+  case EXMY_RNE: return p->rne_half + ((a >> p->shift0) & 1u);
+  case EXMY_RNA: return p->rne_half + 1u;
+  case EXMY_RUP: return p->low_mask & ~smask;
+  case EXMY_RDN: return p->low_mask & smask;
+  default: return 0; /* rtz, rto */
+  }
+}
+static inline __attribute__((always_inline)) uint32_t e8_hot(const fast_params *p, uint32_t u, const int mode,
+                                                             uint32_t *any_rem, uint32_t *any_tiny_rem,
+                                                             uint32_t *any_ovf, uint32_t *max_a) {
+  const uint32_t smask = (uint32_t)((int32_t)u >> 31);
+  const uint32_t a = u & 0x7fffffffu;
+  const uint32_t rem = a & p->low_mask;
+  uint32_t mag = (a + e8_inc(p, a, smask, mode)) >> p->shift0;
+  mag |= exmy__round_jam(mode, rem != 0);
+  const uint32_t ovf = (int32_t)mag > (int32_t)p->max_mag;
+  mag = sel(ovf, p->ovf_mag0 ^ (smask & p->ovf_magx), mag);
+  *any_ovf |= ovf;
+  *any_rem |= rem;
+  *any_tiny_rem |= sel((int32_t)a < (int32_t)p->tiny_thr, rem, 0);
+  *max_a = (int32_t)a > (int32_t)*max_a ? a : *max_a;
+  return mag | ((smask & 1u) << p->sign_shift);
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 /* The 16-lane kernels' common parts.  load16: elements i.. of x under mask
@@ -370,6 +425,66 @@ __attribute__((target("avx512f,avx512bw"))) static void rne_512(const fast_param
     store16(p, mag, u, out, W, i, k, &ov);
   }
   acc16(acc, rem, ti, ov, maxa);
+}
+
+/* e8_hot on 16 lanes with AVX-512 (p->e8v512), a block as rne_512 takes
+ * it; MODE a constant (one function per mode below).  acc: as rne_512's. */
+__attribute__((target("avx512f,avx512bw"), always_inline)) static inline void
+e8_512_body(const fast_params *p, const float *restrict in, float scale, const float *restrict sc, int scaled,
+            void *restrict out, int W, size_t m, uint32_t acc[4], const int mode) {
+  const __m512i absm = _mm512_set1_epi32(0x7fffffff), one = _mm512_set1_epi32(1);
+  const __m512i half = _mm512_set1_epi32((int)p->rne_half), lowm = _mm512_set1_epi32((int)p->low_mask);
+  const __m512i tiny_thr = _mm512_set1_epi32((int)p->tiny_thr);
+  const __m128i sh0 = _mm_cvtsi32_si128((int)p->shift0);
+  __m512i rem = _mm512_setzero_si512(), maxa = rem;
+  __mmask16 ti = 0, ov = 0;
+  for (size_t i = 0; i < m; i += 16) {
+    const __mmask16 k = m - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (m - i)) - 1);
+    const __m512 x = load16(in, scale, sc, scaled, p->gshift, i, k);
+    const __m512i u = _mm512_castps_si512(x), a = _mm512_and_si512(u, absm);
+    __m512i t;
+    switch (mode) {
+    case EXMY_RNE: t = _mm512_add_epi32(_mm512_add_epi32(a, half), _mm512_and_si512(_mm512_srl_epi32(a, sh0), one)); break;
+    case EXMY_RNA: t = _mm512_add_epi32(a, _mm512_add_epi32(half, one)); break;
+    case EXMY_RUP: t = _mm512_add_epi32(a, _mm512_andnot_si512(_mm512_srai_epi32(u, 31), lowm)); break;
+    case EXMY_RDN: t = _mm512_add_epi32(a, _mm512_and_si512(_mm512_srai_epi32(u, 31), lowm)); break;
+    default: t = a; break;
+    }
+    __m512i mag = _mm512_srl_epi32(t, sh0);
+    if (mode == EXMY_RTO) mag = _mm512_mask_or_epi32(mag, _mm512_test_epi32_mask(a, lowm), mag, one);
+    const __mmask16 tiny = _mm512_cmplt_epi32_mask(a, tiny_thr);
+    ti |= _mm512_mask_test_epi32_mask(tiny, a, lowm);
+    rem = _mm512_ternarylogic_epi32(rem, a, lowm, 0xf8); /* rem | (a & lowm) */
+    maxa = _mm512_max_epi32(maxa, a);
+    store16(p, mag, u, out, W, i, k, &ov);
+  }
+  acc16(acc, rem, ti, ov, maxa);
+}
+#define E8_512_FN(SUF, MODE)                                                                                     \
+  __attribute__((target("avx512f,avx512bw"))) static void e8_512_##SUF(                                          \
+      const fast_params *p, const float *restrict in, float scale, const float *restrict sc, int scaled,        \
+      void *restrict out, int W, size_t m, uint32_t acc[4]) {                                                     \
+    e8_512_body(p, in, scale, sc, scaled, out, W, m, acc, MODE);                                                  \
+  }
+E8_512_FN(rne, EXMY_RNE)
+E8_512_FN(rna, EXMY_RNA)
+E8_512_FN(rtz, EXMY_RTZ)
+E8_512_FN(rup, EXMY_RUP)
+E8_512_FN(rdn, EXMY_RDN)
+E8_512_FN(rto, EXMY_RTO)
+/* MODE a constant at each call: folds to one call */
+static inline __attribute__((always_inline)) void e8_512(const fast_params *p, const float *restrict in, float scale,
+                                                        const float *restrict sc, int scaled, void *restrict out,
+                                                        int W, size_t m, uint32_t acc[4], const int mode) {
+  switch (mode) {
+  case EXMY_RNE: e8_512_rne(p, in, scale, sc, scaled, out, W, m, acc); break;
+  case EXMY_RNA: e8_512_rna(p, in, scale, sc, scaled, out, W, m, acc); break;
+  case EXMY_RTZ: e8_512_rtz(p, in, scale, sc, scaled, out, W, m, acc); break;
+  case EXMY_RUP: e8_512_rup(p, in, scale, sc, scaled, out, W, m, acc); break;
+  case EXMY_RDN: e8_512_rdn(p, in, scale, sc, scaled, out, W, m, acc); break;
+  case EXMY_RTO: e8_512_rto(p, in, scale, sc, scaled, out, W, m, acc); break;
+  default: break; /* sr: never (p->e8 is 0) */
+  }
 }
 
 /* fast_hot for sr on 16 lanes with AVX-512 (p->sr512), a block of m
@@ -450,9 +565,12 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
 #if defined(__x86_64__) && defined(__GNUC__)
 #define RNE512(MODE, T) ((MODE) == EXMY_RNE && sizeof(T) <= 2 && p.v512)
 #define SR512(MODE, T) ((MODE) == EXMY_SR && sizeof(T) <= 2 && p.sr512)
+#define E8512(MODE, T) ((MODE) != EXMY_SR && sizeof(T) <= 2 && p.e8v512)
 #else /* no AVX-512 kernels: never called */
 #define RNE512(MODE, T) 0
 #define SR512(MODE, T) 0
+#define E8512(MODE, T) 0
+#define e8_512(...) ((void)0)
 #define rne_512(...) ((void)0)
 #define sr_512(...) ((void)0)
 #endif
@@ -491,7 +609,14 @@ static inline __attribute__((always_inline)) uint32_t load_bits(const float *in,
         uint32_t acc[5] = {0, 0, 0, 0, 0};                                                   \
         sr_512(&p, bin, scale, SC_AT(SCALED, sc, b), SCALED, bout, (int)sizeof(T), m, bctr, acc); \
         inx = acc[0], tiny = acc[1], ovf = acc[2], max_a = acc[3], far = acc[4];             \
-      } else if (MODE == EXMY_RNE && p.rne_ok)                                               \
+      } else if (E8512(MODE, T)) {                                                           \
+        uint32_t acc[4] = {0, 0, 0, 0};                                                      \
+        e8_512(&p, bin, scale, SC_AT(SCALED, sc, b), SCALED, bout, (int)sizeof(T), m, acc, MODE); \
+        inx = acc[0], tiny = acc[1], ovf = acc[2], max_a = acc[3];                           \
+      } else if (MODE != EXMY_SR && p.e8)                                                    \
+        for (size_t i = 0; i < m; i++)                                                       \
+          bout[i] = (T)e8_hot(&p, load_bits(bin, i, scale, SC_AT(SCALED, sc, b), SCALED, p.gshift), MODE, &inx, &tiny, &ovf, &max_a); \
+      else if (MODE == EXMY_RNE && p.rne_ok)                                               \
         for (size_t i = 0; i < m; i++)                                                       \
           bout[i] = (T)rne_hot(&p, load_bits(bin, i, scale, SC_AT(SCALED, sc, b), SCALED, p.gshift), &inx, &tiny, &ovf, &max_a); \
       else                                                                                   \

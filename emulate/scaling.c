@@ -8,6 +8,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <omp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -456,9 +457,16 @@ int exmy_recipe_quantize_into(const exmy_recipe *r, const exmy_format *f, const 
   /* none and delayed: one group whose scale does not depend on this
    * tensor's amax, so the amax is taken row by row in phase 3 (one pass) */
   const int amax_in_pass = !fused && sc == 1 && (r->kind == EXMY_RECIPE_NONE || r->kind == EXMY_RECIPE_DELAYED);
+  /* Phase 3 below, for these (one group, one rounding per element through
+   * the float kernel) is, row by row, f32q_run of the row at index i * cols
+   * with the group's scale, and the group's amax the max of the rows': the
+   * same codes, flags and amax from one call per thread over a contiguous
+   * range, without a call per row (rows of 24 floats made the calls' set-up
+   * the cost: `exmy train --d_model 24`, issue 34). */
+  const int whole = amax_in_pass && n && !(ocp || r->exact_product);
   float *pam = NULL;
   uint8_t *pnan = NULL;
-  if (!fused) {
+  if (!fused && !whole) {
     pam = malloc(rows * sc * sizeof *pam + 1);
     pnan = malloc(rows * sc + 1);
     if (!pam || !pnan) {
@@ -496,8 +504,27 @@ int exmy_recipe_quantize_into(const exmy_recipe *r, const exmy_format *f, const 
   const int one_rounding = ocp || r->exact_product;
   int nomem = 0;
   unsigned fl = 0;
-#pragma omp parallel if(n > EXMY_OMP_MIN_TENSOR) reduction(|:nomem) reduction(|:fl)
-  {
+  if (whole) {
+    const float s1 = q->scale[0];
+    const size_t cb = (size_t)exmy_code_bytes(f);
+    float am = 0.0f;
+    int any_nan = 0;
+#pragma omp parallel if(n > EXMY_OMP_MIN_TENSOR) reduction(|:fl) reduction(max:am) reduction(|:any_nan)
+    {
+      const size_t t = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();
+      const size_t lo = n / nt * t + (t < n % nt ? t : n % nt), hi = lo + n / nt + (t < n % nt);
+      /* pieces that stay in cache between the amax and the cast */
+      for (size_t a = lo; a < hi; a += 16384) {
+        const size_t len = hi - a < 16384 ? hi - a : 16384;
+        am = fmaxf(am, run_amax(x + a, len, &any_nan));
+        fl |= exmy__f32q_run(&fq, x + a, len, s1, a, (char *)q->codes + a * cb);
+      }
+    }
+    q->amax[0] = am; /* not ocp: NaN dropped */
+    (void)any_nan;
+  }
+#pragma omp parallel if(n > EXMY_OMP_MIN_TENSOR && !whole) reduction(|:nomem) reduction(|:fl)
+  if (!whole) {
     /* several groups per row: expand the row's scales and make one call */
     const int want_sc = cols && (one_rounding ? fq.pow2_ok : sc > 1);
     float *row_sc = want_sc ? malloc(cols * sizeof *row_sc) : NULL;
@@ -529,7 +556,7 @@ int exmy_recipe_quantize_into(const exmy_recipe *r, const exmy_format *f, const 
     free(row_nan);
     free(row_mnz);
   }
-  if (amax_in_pass && !nomem) reduce_amax(q, pam, pnan, ocp);
+  if (amax_in_pass && !whole && !nomem) reduce_amax(q, pam, pnan, ocp);
   free(pam);
   free(pnan);
   if (nomem) {
