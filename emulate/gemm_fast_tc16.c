@@ -19,6 +19,7 @@
 #include "formats/internal.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #if defined(__x86_64__)
@@ -253,6 +254,25 @@ typedef struct t16_state {
   float c[T16_NR], fs[T16_NR]; /* one row's c (mid-piece) and promoted sums */
 } t16_state;
 
+/* A block [lb, le) of k: whether lb is inside a piece, and the first chunk
+ * and PROMOTE segment ends after lb (SIZE_MAX when there are none), so a
+ * tile finds its pieces by additions. */
+typedef struct t16_blk {
+  size_t lb, le, nc, ns, ch, sg;
+  int mid;
+} t16_blk;
+
+static void t16_blk_init(const gemm_plan *p, size_t lb, size_t le, t16_blk *b) {
+  const size_t ch = p->acc.chunk, sg = p->style == GEMM_PROMOTE ? p->seg : 0;
+  b->lb = lb;
+  b->le = le;
+  b->ch = ch;
+  b->sg = sg;
+  b->nc = ch ? (lb / ch + 1) * ch : SIZE_MAX;
+  b->ns = sg ? (lb / sg + 1) * sg : SIZE_MAX;
+  b->mid = lb > 0 && exmy__gemm_piece_end(p, lb - 1) > lb;
+}
+
 /* The end of the block that starts at group start lb: whole groups (cut at
  * piece ends) until T16_KB terms or k. */
 static size_t t16_block_end(const gemm_plan *p, size_t lb) {
@@ -271,7 +291,7 @@ static size_t t16_block_end(const gemm_plan *p, size_t lb) {
  * of an A and a B exponent is the product's, and c's is its float field
  * (at least 1, the -126 floor).  E8: the exponent pass in 8-bit lanes. */
 T16 static inline __attribute__((always_inline)) void t16_tile(const t16_ctx *x, size_t ib, size_t jp, const int NRW,
-                                                               size_t lb, size_t le, t16_state *st, const int E8) {
+                                                               const t16_blk *bk, t16_state *st, const int E8) {
   const gemm_plan *p = x->p;
   const size_t k = p->k, n = p->n, g = (size_t)p->acc.tc_group, kp = x->kp, kp16 = x->kp16;
   const int F = p->acc.tc_frac, out = p->acc.tc_out_frac, at = x->at;
@@ -292,14 +312,19 @@ T16 static inline __attribute__((always_inline)) void t16_tile(const t16_ctx *x,
   const __m512i mk = _mm512_set1_epi32((int32_t)((uint32_t)(23 - F) * (1u << 23) + 0x400000u));
   __m512 c[T16_MR], M[T16_MR];
   __m512i S[T16_MR], em[T16_MR], D[T16_MR];
-  const int mid = lb > 0 && exmy__gemm_piece_end(p, lb - 1) > lb; /* lb inside a piece */
+  const size_t lb = bk->lb, le = bk->le;
+  size_t nc = bk->nc, ns = bk->ns; /* the next chunk and segment ends after the piece's start */
   _Pragma("GCC unroll 4")
   for (int r = 0; r < NRW; r++) {
     if (lb == 0) _mm512_storeu_ps(st[r].fs, _mm512_setzero_ps());
-    c[r] = mid ? _mm512_loadu_ps(st[r].c) : _mm512_setzero_ps();
+    c[r] = bk->mid ? _mm512_loadu_ps(st[r].c) : _mm512_setzero_ps();
   }
   for (size_t l0 = lb, l1, pe; l0 < le; l0 = l1) {
-    pe = exmy__gemm_piece_end(p, l0);
+    /* exmy__gemm_piece_end(p, l0) without its divisions */
+    pe = nc < ns ? nc : ns;
+    pe = pe < k ? pe : k;
+    nc += pe == nc ? bk->ch : 0;
+    ns += pe == ns ? bk->sg : 0;
     l1 = pe < le ? pe : le;
     if (l0 > lb) {
       _Pragma("GCC unroll 4")
@@ -416,13 +441,15 @@ T16 static void t16_rows(const t16_ctx *x, size_t i0, size_t i1) {
   for (size_t jp = 0; jp < npan; jp++)
     for (size_t lb = 0, le; lb < k || (lb == 0 && k == 0); lb = le) {
       le = t16_block_end(x->p, lb);
+      t16_blk bk;
+      t16_blk_init(x->p, lb, le, &bk);
       size_t ib = i0;
       if (e8) {
-        for (; ib + T16_MR <= i1; ib += T16_MR) t16_tile(x, ib, jp, T16_MR, lb, le, st + (ib - i0), 1);
-        for (; ib < i1; ib++) t16_tile(x, ib, jp, 1, lb, le, st + (ib - i0), 1);
+        for (; ib + T16_MR <= i1; ib += T16_MR) t16_tile(x, ib, jp, T16_MR, &bk, st + (ib - i0), 1);
+        for (; ib < i1; ib++) t16_tile(x, ib, jp, 1, &bk, st + (ib - i0), 1);
       } else {
-        for (; ib + T16_MR <= i1; ib += T16_MR) t16_tile(x, ib, jp, T16_MR, lb, le, st + (ib - i0), 0);
-        for (; ib < i1; ib++) t16_tile(x, ib, jp, 1, lb, le, st + (ib - i0), 0);
+        for (; ib + T16_MR <= i1; ib += T16_MR) t16_tile(x, ib, jp, T16_MR, &bk, st + (ib - i0), 0);
+        for (; ib < i1; ib++) t16_tile(x, ib, jp, 1, &bk, st + (ib - i0), 0);
       }
       if (k == 0) break;
     }
