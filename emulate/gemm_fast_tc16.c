@@ -19,6 +19,7 @@
 #include "formats/internal.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #if defined(__x86_64__)
@@ -43,17 +44,20 @@ typedef struct t16_tab {
 } t16_tab;
 
 /* From the reference's decomposition (exmy__gemm_nominal); 0 when a shifted
- * significand exceeds 2^15 - 1 (the caller's bound makes that a guard). */
-static int t16_table(const float *lut, const exmy_format *f, int shift, int v1, t16_tab *t) {
+ * significand exceeds 2^15 - 1 (the caller's bound makes that a guard).
+ * ebias is added to every exponent but v2's zero (T16_ZM); the sign is
+ * stored xor sgx (A's: sgx = 1, so a product's +-1 is one xor of A's and
+ * B's; not finite: sgx). */
+static int t16_table(const float *lut, const exmy_format *f, int shift, int v1, int ebias, int sgx, t16_tab *t) {
   for (int c = 0; c < 256; c++) {
     const float v = lut[c];
-    t->sg[c] = !isfinite(v) ? 0 : signbit(v) ? -1 : 1;
+    t->sg[c] = (int16_t)((!isfinite(v) ? 0 : signbit(v) ? -1 : 1) ^ sgx);
     uint64_t m = 0;
     int e = -126; /* a zero's exponent under v1 (docs/gemm.md, tc step 2) */
     if (isfinite(v)) exmy__gemm_nominal(v, f->emin, f->mbits, &m, &e);
     if (m << shift > 32767) return 0;
     t->sig[c] = (int16_t)(m << shift);
-    t->ex[c] = (int16_t)(m == 0 && !v1 ? T16_ZM : e);
+    t->ex[c] = (int16_t)(m == 0 && !v1 ? T16_ZM : e + ebias);
   }
   return 1;
 }
@@ -70,18 +74,19 @@ T16 static inline __attribute__((always_inline)) __m512i t16_lut(__m512i idx, __
   return _mm512_mask_blend_epi16(b7, lo, hi);
 }
 
-/* 32 codes (the lanes of kv; the others padding: s = 0, e = T16_ZM, sign +1)
- * stored as three vectors of 32 words at o, o + 32, o + 64.  Returns whether
- * a code in kv is not finite. */
-T16 static inline __attribute__((always_inline)) int t16_put32(__m256i codes, __mmask32 kv, const t16_tab *t, int16_t *o) {
+/* 32 codes (the lanes of kv; the others padding: s = 0, e = T16_ZM, sign +1
+ * xor sgx) stored as three vectors of 32 words at o, o + 32, o + 64.
+ * Returns whether a code in kv is not finite (sign word sgx). */
+T16 static inline __attribute__((always_inline)) int t16_put32(__m256i codes, __mmask32 kv, const t16_tab *t, int16_t *o,
+                                                               int sgx) {
   const __m512i idx = _mm512_cvtepu8_epi16(codes);
   const __mmask32 b6 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(64)),
                   b7 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(128));
   const __m512i sg = t16_lut(idx, b6, b7, t->sg);
   _mm512_storeu_si512(o, _mm512_maskz_mov_epi16(kv, t16_lut(idx, b6, b7, t->sig)));
   _mm512_storeu_si512(o + 32, _mm512_mask_blend_epi16(kv, _mm512_set1_epi16(T16_ZM), t16_lut(idx, b6, b7, t->ex)));
-  _mm512_storeu_si512(o + 64, _mm512_mask_blend_epi16(kv, _mm512_set1_epi16(1), sg));
-  return _mm512_mask_cmpeq_epi16_mask(kv, sg, _mm512_setzero_si512()) != 0;
+  _mm512_storeu_si512(o + 64, _mm512_mask_blend_epi16(kv, _mm512_set1_epi16((short)(1 ^ sgx)), sg));
+  return _mm512_mask_cmpeq_epi16_mask(kv, sg, _mm512_set1_epi16((short)sgx)) != 0;
 }
 
 /* Terms l (codes r0) and l + 1 (codes r1, NULL past k) of nx <= 16 rows or
@@ -89,12 +94,12 @@ T16 static inline __attribute__((always_inline)) int t16_put32(__m256i codes, __
  * 2t + 1: r1[t]) into three vectors at o (t16_put32).  Returns whether a
  * code is not finite. */
 T16 static inline __attribute__((always_inline)) int t16_put_pair(const uint8_t *r0, const uint8_t *r1, size_t nx,
-                                                                  const t16_tab *t, int16_t *o) {
+                                                                  const t16_tab *t, int16_t *o, int sgx) {
   const __mmask16 kx = (__mmask16)((1u << nx) - 1);
   const __mmask32 kxx = (__mmask32)(_pdep_u32(kx, 0x55555555u) | _pdep_u32(kx, 0xAAAAAAAAu)); /* lanes 2t, 2t + 1 */
   const __m128i c0 = _mm_maskz_loadu_epi8(kx, r0), c1 = r1 ? _mm_maskz_loadu_epi8(kx, r1) : _mm_setzero_si128();
   const __m256i c = _mm256_set_m128i(_mm_unpackhi_epi8(c0, c1), _mm_unpacklo_epi8(c0, c1));
-  return t16_put32(c, r1 ? kxx : kxx & 0x55555555u, t, o);
+  return t16_put32(c, r1 ? kxx : kxx & 0x55555555u, t, o, sgx);
 }
 
 /* Word offset of row i's pair q in op(A)'s pack (its sig word; ex and sg
@@ -106,12 +111,32 @@ static inline size_t t16_aw(int at, size_t kp16, size_t i, size_t q) {
   return at ? ((i >> 4) * kp16 + q) * 48 + (i & 15) : i * kp16 * 3 + (q >> 4) * 48 + (q & 15);
 }
 
+/* 8-bit exponents (the exponent pass's form, four terms a 32-bit lane):
+ * op(A)'s in int32 words of four terms l..l+3 (quad u = l / 4): not
+ * transposed, row i's at i kp16 / 2 + u; transposed, per 16 rows as t16_aw,
+ * ((i >> 4) kp16 / 2 + u) 16 + (i & 15).  op(B)'s per panel and quad, 64
+ * bytes (column t's four at 4t).  A value: its exponent plus a bias
+ * (t16_ctx's), so that the sums of two are in [0, 127] and v2's zero (the
+ * padding too) saturates to -128: a sum with it is below -63. */
+static inline size_t t16_a8w(int at, size_t kp16, size_t i) {
+  return at ? (i >> 4) * kp16 / 2 * 16 + (i & 15) : i * kp16 / 2;
+}
+
+/* Two vectors of exponent words of 16 lanes (l, l + 1 in e0, l + 2, l + 3
+ * in e1), less d, as 16 int32 words of four saturated bytes (l .. l + 3). */
+T16 static inline __attribute__((always_inline)) __m512i t16_quad8(__m512i e0, __m512i e1, int d) {
+  const __m512i x0 = _mm512_cvtepu16_epi32(_mm512_cvtsepi16_epi8(_mm512_sub_epi16(e0, _mm512_set1_epi16((short)d))));
+  const __m512i x1 = _mm512_cvtepu16_epi32(_mm512_cvtsepi16_epi8(_mm512_sub_epi16(e1, _mm512_set1_epi16((short)d))));
+  return _mm512_or_si512(x0, _mm512_slli_epi32(x1, 16));
+}
+
 /* op(A)'s row i (not transposed: codes along k, 32 a load) or its rows
  * [16 ib, 16 ib + 16) (transposed: along m, two rows of 16 interleaved a
- * pair), in t16_aw's layouts.  Returns whether an element is not finite.
+ * pair), in t16_aw's layouts, and their 8-bit exponents into a8 (not NULL:
+ * the stored exponent less d8).  Returns whether an element is not finite.
  * (Functions of their own, the OpenMP loops outside: clang does not give an
  * OpenMP region's body its function's target.) */
-T16 static int t16_pack_a1(const gemm_plan *p, const t16_tab *t, int16_t *a, size_t kp16, size_t i) {
+T16 static int t16_pack_a1(const gemm_plan *p, const t16_tab *t, int16_t *a, size_t kp16, size_t i, int8_t *a8, int d8) {
   const size_t k = p->k, cols = p->A->cols;
   const uint8_t *codes = p->A->codes;
   int bad = 0;
@@ -120,24 +145,33 @@ T16 static int t16_pack_a1(const gemm_plan *p, const t16_tab *t, int16_t *a, siz
     for (size_t q = 0; q < kp16; q++) {
       const size_t l = 2 * q;
       bad |= t16_put_pair(codes + (l < k ? l : 0) * cols + i0, l + 1 < k ? codes + (l + 1) * cols + i0 : NULL,
-                          l < k ? ni : 0, t, a + 2 * t16_aw(1, kp16, i0, q));
+                          l < k ? ni : 0, t, a + 2 * t16_aw(1, kp16, i0, q), 1);
     }
+    if (a8)
+      for (size_t q = 0; q < kp16; q += 2) {
+        const int16_t *e0 = a + 2 * t16_aw(1, kp16, i0, q) + 32, *e1 = a + 2 * t16_aw(1, kp16, i0, q + 1) + 32;
+        _mm512_storeu_si512((int32_t *)a8 + t16_a8w(1, kp16, i0) + q / 2 * 16,
+                            t16_quad8(_mm512_loadu_si512(e0), _mm512_loadu_si512(e1), d8));
+      }
     return bad;
   }
   for (size_t l0 = 0; l0 < 2 * kp16; l0 += 32) {
     const __mmask32 kv = l0 >= k ? 0 : k - l0 >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << (k - l0)) - 1);
-    bad |= t16_put32(_mm256_maskz_loadu_epi8(kv, codes + i * cols + (l0 < k ? l0 : 0)), kv, t,
-                     a + 2 * t16_aw(0, kp16, i, l0 / 2));
+    int16_t *o = a + 2 * t16_aw(0, kp16, i, l0 / 2);
+    bad |= t16_put32(_mm256_maskz_loadu_epi8(kv, codes + i * cols + (l0 < k ? l0 : 0)), kv, t, o, 1);
+    if (a8) /* the block's 32 exponents are terms l0 .. l0 + 31 in order */
+      _mm256_storeu_si256((__m256i *)(a8 + 4 * t16_a8w(0, kp16, i) + l0),
+                          _mm512_cvtsepi16_epi8(_mm512_sub_epi16(_mm512_loadu_si512(o + 32), _mm512_set1_epi16((short)d8))));
   }
   return bad;
 }
 
 /* Returns 0 when an element of op(A) is not finite. */
-static int t16_pack_a(const gemm_plan *p, const t16_tab *t, int16_t *a, size_t kp16, int nt) {
+static int t16_pack_a(const gemm_plan *p, const t16_tab *t, int16_t *a, size_t kp16, int8_t *a8, int d8, int nt) {
   const size_t nu = p->ta ? (p->m + 15) / 16 : p->m; /* 16-row blocks or rows */
   int bad = 0;
 #pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (nt > 1 && nu > 16)
-  for (size_t u = 0; u < nu; u++) bad |= t16_pack_a1(p, t, a, kp16, u);
+  for (size_t u = 0; u < nu; u++) bad |= t16_pack_a1(p, t, a, kp16, u, a8, d8);
   return !bad;
 }
 
@@ -146,9 +180,11 @@ static int t16_pack_a(const gemm_plan *p, const t16_tab *t, int16_t *a, size_t k
  * terms: zeros); panel pn here.  B along n (not transposed): two rows of 16
  * codes interleaved a pair (t16_put_pair).  Transposed (a column's codes
  * along k): 32 codes of each of the 16 columns through the tables into tmp,
- * then each pair's vectors gathered across the columns.  Returns whether an
- * element is not finite. */
-T16 static int t16_pack_b1(const gemm_plan *p, const t16_tab *t, int16_t *b, size_t kp, size_t pn) {
+ * then each pair's vectors gathered across the columns.  Then the 8-bit
+ * exponents into b8 (not NULL: kq quads a panel, the stored exponent plus
+ * d8).  Returns whether an element is not finite. */
+T16 static int t16_pack_b1(const gemm_plan *p, const t16_tab *t, int16_t *b, size_t kp, size_t pn, int8_t *b8, size_t kq,
+                           int d8) {
   const size_t n = p->n, k = p->k, cols = p->B->cols;
   const uint8_t *codes = p->B->codes;
   const size_t x0 = pn * T16_NR, nx = n - x0 < T16_NR ? n - x0 : T16_NR;
@@ -157,35 +193,42 @@ T16 static int t16_pack_b1(const gemm_plan *p, const t16_tab *t, int16_t *b, siz
     for (size_t q = 0; q < kp; q++) {
       const size_t l = 2 * q;
       bad |= t16_put_pair(codes + l * cols + x0, l + 1 < k ? codes + (l + 1) * cols + x0 : NULL, nx, t,
-                          b + (pn * kp + q) * 6 * T16_NR);
+                          b + (pn * kp + q) * 6 * T16_NR, 0);
     }
-    return bad;
-  }
-  _Alignas(64) int16_t tmp[T16_NR][96]; /* column t's 16 pairs as t16_put32 stores them */
-  /* word (t, w, pair) of tmp: t 48 + w 16 + pair */
-  const __m512i gi = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                        _mm512_set1_epi32(48));
-  for (size_t l0 = 0; l0 < k; l0 += 32) {
-    const __mmask32 kv = k - l0 >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << (k - l0)) - 1);
-    for (size_t tt = 0; tt < T16_NR; tt++)
-      bad |= t16_put32(_mm256_maskz_loadu_epi8(tt < nx ? kv : 0, codes + (x0 + (tt < nx ? tt : 0)) * cols + l0),
-                       tt < nx ? kv : 0, t, tmp[tt]);
-    for (size_t qq = 0; qq < 16 && l0 / 2 + qq < kp; qq++) {
-      int16_t *o = b + (pn * kp + l0 / 2 + qq) * 6 * T16_NR;
-      for (int w = 0; w < 3; w++)
-        _mm512_storeu_si512(o + 32 * w, _mm512_i32gather_epi32(_mm512_add_epi32(gi, _mm512_set1_epi32(16 * w + (int)qq)),
-                                                               (const void *)tmp, 4));
+  } else {
+    _Alignas(64) int16_t tmp[T16_NR][96]; /* column t's 16 pairs as t16_put32 stores them */
+    /* word (t, w, pair) of tmp: t 48 + w 16 + pair */
+    const __m512i gi = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                          _mm512_set1_epi32(48));
+    for (size_t l0 = 0; l0 < k; l0 += 32) {
+      const __mmask32 kv = k - l0 >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << (k - l0)) - 1);
+      for (size_t tt = 0; tt < T16_NR; tt++)
+        bad |= t16_put32(_mm256_maskz_loadu_epi8(tt < nx ? kv : 0, codes + (x0 + (tt < nx ? tt : 0)) * cols + l0),
+                         tt < nx ? kv : 0, t, tmp[tt], 0);
+      for (size_t qq = 0; qq < 16 && l0 / 2 + qq < kp; qq++) {
+        int16_t *o = b + (pn * kp + l0 / 2 + qq) * 6 * T16_NR;
+        for (int w = 0; w < 3; w++)
+          _mm512_storeu_si512(o + 32 * w, _mm512_i32gather_epi32(_mm512_add_epi32(gi, _mm512_set1_epi32(16 * w + (int)qq)),
+                                                                 (const void *)tmp, 4));
+      }
     }
   }
+  if (b8)
+    for (size_t u = 0; u < kq; u++) {
+      const int16_t *e0 = b + (pn * kp + 2 * u) * 6 * T16_NR + 32;
+      const __m512i v0 = _mm512_loadu_si512(e0),
+                    v1 = 2 * u + 1 < kp ? _mm512_loadu_si512(e0 + 6 * T16_NR) : _mm512_set1_epi16(T16_ZM);
+      _mm512_storeu_si512(b8 + (pn * kq + u) * 64, t16_quad8(v0, v1, -d8));
+    }
   return bad;
 }
 
 /* Returns 0 when an element of op(B) is not finite. */
-static int t16_pack_b(const gemm_plan *p, const t16_tab *t, int16_t *b, size_t kp, int nt) {
+static int t16_pack_b(const gemm_plan *p, const t16_tab *t, int16_t *b, size_t kp, int8_t *b8, size_t kq, int d8, int nt) {
   const size_t npan = (p->n + T16_NR - 1) / T16_NR;
   int bad = 0;
 #pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (nt > 1 && npan > 1)
-  for (size_t pn = 0; pn < npan; pn++) bad |= t16_pack_b1(p, t, b, kp, pn);
+  for (size_t pn = 0; pn < npan; pn++) bad |= t16_pack_b1(p, t, b, kp, pn, b8, kq, d8);
   return !bad;
 }
 
@@ -193,8 +236,11 @@ typedef struct t16_ctx {
   const gemm_plan *p;
   const int32_t *a; /* op(A): m rows of kp16 / 16 blocks of sig, ex, sg (16 pairs each) */
   const int16_t *b; /* op(B) panels */
-  size_t kp, kp16, band; /* band: rows a thread takes at a time, <= T16_BAND */
-  int at;                /* op(A) packed along m (t16_aw) */
+  const int32_t *a8; /* 8-bit exponents (t16_a8w), or NULL: the exponent pass in 16-bit lanes */
+  const int8_t *b8;
+  size_t kp, kp16, kq, band; /* kq: quads of a panel in b8; band: rows a thread takes at a time, <= T16_BAND */
+  int e8up;                  /* an 8-bit sum plus e8up is the biased field (e + 127) */
+  int at;                    /* op(A) packed along m (t16_aw) */
   float *out; /* m x n: the model's P (promoted F) */
 } t16_ctx;
 
@@ -207,6 +253,25 @@ typedef struct t16_ctx {
 typedef struct t16_state {
   float c[T16_NR], fs[T16_NR]; /* one row's c (mid-piece) and promoted sums */
 } t16_state;
+
+/* A block [lb, le) of k: whether lb is inside a piece, and the first chunk
+ * and PROMOTE segment ends after lb (SIZE_MAX when there are none), so a
+ * tile finds its pieces by additions. */
+typedef struct t16_blk {
+  size_t lb, le, nc, ns, ch, sg;
+  int mid;
+} t16_blk;
+
+static void t16_blk_init(const gemm_plan *p, size_t lb, size_t le, t16_blk *b) {
+  const size_t ch = p->acc.chunk, sg = p->style == GEMM_PROMOTE ? p->seg : 0;
+  b->lb = lb;
+  b->le = le;
+  b->ch = ch;
+  b->sg = sg;
+  b->nc = ch ? (lb / ch + 1) * ch : SIZE_MAX;
+  b->ns = sg ? (lb / sg + 1) * sg : SIZE_MAX;
+  b->mid = lb > 0 && exmy__gemm_piece_end(p, lb - 1) > lb;
+}
 
 /* The end of the block that starts at group start lb: whole groups (cut at
  * piece ends) until T16_KB terms or k. */
@@ -221,29 +286,45 @@ static size_t t16_block_end(const gemm_plan *p, size_t lb) {
 }
 
 /* One tile of NRW rows x 16 columns over the block [lb, le) of k (the steps of
- * tc_tile_512); the last block (le = k) writes it. */
+ * tc_tile_512); the last block (le = k) writes it.  Exponents are carried
+ * as biased fields (e + 127): A's packed exponents hold the 127, so a sum
+ * of an A and a B exponent is the product's, and c's is its float field
+ * (at least 1, the -126 floor).  E8: the exponent pass in 8-bit lanes. */
 T16 static inline __attribute__((always_inline)) void t16_tile(const t16_ctx *x, size_t ib, size_t jp, const int NRW,
-                                                               size_t lb, size_t le, t16_state *st) {
+                                                               const t16_blk *bk, t16_state *st, const int E8) {
   const gemm_plan *p = x->p;
-  const size_t k = p->k, n = p->n, g = (size_t)p->acc.tc_group, kp = x->kp;
-  const int F = p->acc.tc_frac, out = p->acc.tc_out_frac;
+  const size_t k = p->k, n = p->n, g = (size_t)p->acc.tc_group, kp = x->kp, kp16 = x->kp16;
+  const int F = p->acc.tc_frac, out = p->acc.tc_out_frac, at = x->at;
   const int promoted = p->acc.chunk || p->style == GEMM_PROMOTE;
   const int16_t *b = x->b + jp * kp * 6 * T16_NR;
+  const int8_t *b8 = E8 ? x->b8 + jp * x->kq * 64 : NULL;
   const int32_t *a = x->a;
-  size_t ro[T16_MR]; /* the rows' words (t16_aw; a pair's offset from them depends on q only) */
+  const __m512i e8up = _mm512_set1_epi32(x->e8up);
+  const size_t qs = at ? 48 : 1, us = at ? 16 : 1; /* A's step from a pair (in a 16-pair block) / a quad to the next */
+  size_t ro[T16_MR], r8[T16_MR]; /* the rows' words (t16_aw, t16_a8w; a pair's offset from them depends on q only) */
   _Pragma("GCC unroll 4")
-  for (int r = 0; r < NRW; r++) ro[r] = t16_aw(x->at, x->kp16, ib + (size_t)r, 0);
+  for (int r = 0; r < NRW; r++) {
+    ro[r] = t16_aw(at, kp16, ib + (size_t)r, 0);
+    r8[r] = E8 ? t16_a8w(at, kp16, ib + (size_t)r) : 0;
+  }
   const __m512i cut = _mm512_set1_epi32((int32_t)(~0u << (23 - out)));
+  /* M's bits from the biased emax: (emax + 23 - F) << 23 | 0x400000 */
+  const __m512i mk = _mm512_set1_epi32((int32_t)((uint32_t)(23 - F) * (1u << 23) + 0x400000u));
   __m512 c[T16_MR], M[T16_MR];
   __m512i S[T16_MR], em[T16_MR], D[T16_MR];
-  const int mid = lb > 0 && exmy__gemm_piece_end(p, lb - 1) > lb; /* lb inside a piece */
+  const size_t lb = bk->lb, le = bk->le;
+  size_t nc = bk->nc, ns = bk->ns; /* the next chunk and segment ends after the piece's start */
   _Pragma("GCC unroll 4")
   for (int r = 0; r < NRW; r++) {
     if (lb == 0) _mm512_storeu_ps(st[r].fs, _mm512_setzero_ps());
-    c[r] = mid ? _mm512_loadu_ps(st[r].c) : _mm512_setzero_ps();
+    c[r] = bk->mid ? _mm512_loadu_ps(st[r].c) : _mm512_setzero_ps();
   }
   for (size_t l0 = lb, l1, pe; l0 < le; l0 = l1) {
-    pe = exmy__gemm_piece_end(p, l0);
+    /* exmy__gemm_piece_end(p, l0) without its divisions */
+    pe = nc < ns ? nc : ns;
+    pe = pe < k ? pe : k;
+    nc += pe == nc ? bk->ch : 0;
+    ns += pe == ns ? bk->sg : 0;
     l1 = pe < le ? pe : le;
     if (l0 > lb) {
       _Pragma("GCC unroll 4")
@@ -251,48 +332,75 @@ T16 static inline __attribute__((always_inline)) void t16_tile(const t16_ctx *x,
     }
     for (size_t g0 = l0; g0 < l1; g0 += g) {
       const size_t q0 = g0 / 2, q1 = ((g0 + g < l1 ? g0 + g : l1) + 1) / 2; /* g0 even */
-      /* the products' largest exponent, two terms a lane, then the larger half */
-      _Pragma("GCC unroll 4")
-      for (int r = 0; r < NRW; r++) em[r] = _mm512_set1_epi16(INT16_MIN);
-      for (size_t q = q0; q < q1; q++) {
-        const size_t qo = t16_aw(x->at, x->kp16, 0, q);
-        const __m512i e = _mm512_loadu_si512(b + (q * 3 + 1) * 2 * T16_NR);
+      if (E8) {
+        /* the products' largest exponent, four terms a lane (g0 a multiple of 4), then the
+         * largest of the four: in the top byte, sign-extended */
+        const int32_t *a8 = x->a8 + q0 / 2 * us;
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < NRW; r++) em[r] = _mm512_set1_epi8(-128);
+        for (size_t u = q0 / 2; u < (q1 + 1) / 2; u++, a8 += us) {
+          const __m512i e = _mm512_loadu_si512(b8 + u * 64);
+          _Pragma("GCC unroll 4")
+          for (int r = 0; r < NRW; r++)
+            em[r] = _mm512_max_epi8(_mm512_adds_epi8(_mm512_set1_epi32(a8[r8[r]]), e), em[r]);
+        }
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < NRW; r++) {
+          const __m512i h = _mm512_max_epi8(em[r], _mm512_slli_epi32(em[r], 16));
+          em[r] = _mm512_add_epi32(_mm512_srai_epi32(_mm512_max_epi8(h, _mm512_slli_epi32(h, 8)), 24), e8up);
+        }
+      } else {
+        /* the products' largest exponent, two terms a lane, then the larger half; A's
+         * pairs a step qs apart within a block of 16 (t16_aw) */
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < NRW; r++) em[r] = _mm512_set1_epi16(INT16_MIN);
+        for (size_t qa = q0, qe; qa < q1; qa = qe) {
+          qe = at || q1 - (qa & ~(size_t)15) <= 16 ? q1 : (qa | 15) + 1;
+          const int32_t *ap = a + t16_aw(at, kp16, 0, qa) + 16;
+          for (size_t q = qa; q < qe; q++, ap += qs) {
+            const __m512i e = _mm512_loadu_si512(b + (q * 3 + 1) * 2 * T16_NR);
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < NRW; r++)
+              em[r] = _mm512_max_epi16(em[r], _mm512_add_epi16(e, _mm512_set1_epi32(ap[ro[r]])));
+          }
+        }
         _Pragma("GCC unroll 4")
         for (int r = 0; r < NRW; r++)
-          em[r] = _mm512_max_epi16(em[r], _mm512_add_epi16(e, _mm512_set1_epi32(a[ro[r] + qo + 16])));
+          em[r] = _mm512_max_epi32(_mm512_srai_epi32(em[r], 16), _mm512_srai_epi32(_mm512_slli_epi32(em[r], 16), 16));
       }
       _Pragma("GCC unroll 4")
       for (int r = 0; r < NRW; r++) {
-        const __m512i ep = _mm512_max_epi32(_mm512_srai_epi32(em[r], 16), _mm512_srai_epi32(_mm512_slli_epi32(em[r], 16), 16));
         const __m512i cb = _mm512_castps_si512(c[r]);
-        /* c's nominal exponent; a zero c: -126 (the field's -127 floored), v1's rule; v2's
-         * ez < -126 would not change emax (admitted: every product's exponent >= -126, and a
-         * group whose terms are all zero gives +0 for any emax) */
-        const __m512i ec = _mm512_max_epi32(
-            _mm512_sub_epi32(_mm512_and_si512(_mm512_srli_epi32(cb, 23), _mm512_set1_epi32(255)), _mm512_set1_epi32(127)),
-            _mm512_set1_epi32(-126));
-        const __m512i emax = _mm512_max_epi32(ep, ec);
+        /* c's biased exponent: its field, at least 1 (a zero c: the -126 floor, v1's rule;
+         * v2's ez < -126 would not change emax (admitted: every product's exponent >= -126,
+         * and a group whose terms are all zero gives +0 for any emax) */
+        const __m512i ec = _mm512_max_epi32(_mm512_srli_epi32(_mm512_slli_epi32(cb, 1), 24), _mm512_set1_epi32(1));
+        const __m512i emax = _mm512_max_epi32(em[r], ec); /* >= 1 */
         /* M = 1.5 2^(emax - F + 23) (normal: checked at dispatch) */
-        M[r] = _mm512_castsi512_ps(
-            _mm512_or_si512(_mm512_slli_epi32(_mm512_add_epi32(emax, _mm512_set1_epi32(150 - F)), 23), _mm512_set1_epi32(0x400000)));
+        M[r] = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_slli_epi32(emax, 23), mk));
         /* c's term: |c| truncated at 2^(emax - F) in M's ulps, signed */
         const __m512 ca = _mm512_castsi512_ps(_mm512_and_si512(cb, _mm512_set1_epi32(0x7FFFFFFF)));
         const __m512i tm = _mm512_sub_epi32(_mm512_castps_si512(_mm512_add_round_ps(M[r], ca, T16_RZ)), _mm512_castps_si512(M[r]));
         S[r] = _mm512_mask_sub_epi32(tm, _mm512_movepi32_mask(cb), _mm512_setzero_si512(), tm);
-        D[r] = _mm512_or_si512(_mm512_and_si512(emax, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(emax, 16));
+        D[r] = _mm512_or_si512(emax, _mm512_slli_epi32(emax, 16)); /* emax in both words (0 < emax < 2^15) */
       }
-      for (size_t q = q0; q < q1; q++) {
-        const int16_t *bq = b + q * 6 * T16_NR;
-        const size_t qo = t16_aw(x->at, x->kp16, 0, q);
-        const __m512i sb = _mm512_loadu_si512(bq), e = _mm512_loadu_si512(bq + 2 * T16_NR),
-                      sg = _mm512_loadu_si512(bq + 4 * T16_NR);
-        _Pragma("GCC unroll 4")
-        for (int r = 0; r < NRW; r++) {
-          const int32_t *ao = a + ro[r] + qo;
-          const __m512i mag = _mm512_mullo_epi16(_mm512_set1_epi32(ao[0]), sb);
-          const __m512i sh = _mm512_sub_epi16(D[r], _mm512_add_epi16(e, _mm512_set1_epi32(ao[16])));
-          const __m512i w = _mm512_mullo_epi16(_mm512_set1_epi32(ao[32]), sg);
-          S[r] = _mm512_dpwssd_epi32(S[r], _mm512_srlv_epi16(mag, sh), w);
+      /* the terms: (sa sb 2^L) >> (emax - ea - eb), signed by A's sign word (+-1 xor 1) xor
+       * B's (+-1), summed a pair a lane; A's pairs a step qs apart within a block */
+      for (size_t qa = q0, qe; qa < q1; qa = qe) {
+        qe = at || q1 - (qa & ~(size_t)15) <= 16 ? q1 : (qa | 15) + 1;
+        const int32_t *ap = a + t16_aw(at, kp16, 0, qa);
+        const int16_t *bq = b + qa * 6 * T16_NR;
+        for (size_t q = qa; q < qe; q++, ap += qs, bq += 6 * T16_NR) {
+          const __m512i sb = _mm512_loadu_si512(bq), e = _mm512_loadu_si512(bq + 2 * T16_NR),
+                        sg = _mm512_loadu_si512(bq + 4 * T16_NR);
+          _Pragma("GCC unroll 4")
+          for (int r = 0; r < NRW; r++) {
+            const int32_t *ao = ap + ro[r];
+            const __m512i mag = _mm512_mullo_epi16(_mm512_set1_epi32(ao[0]), sb);
+            const __m512i sh = _mm512_sub_epi16(D[r], _mm512_add_epi16(e, _mm512_set1_epi32(ao[16])));
+            const __m512i w = _mm512_xor_si512(_mm512_set1_epi32(ao[32]), sg);
+            S[r] = _mm512_dpwssd_epi32(S[r], _mm512_srlv_epi16(mag, sh), w);
+          }
         }
       }
       _Pragma("GCC unroll 4")
@@ -305,12 +413,17 @@ T16 static inline __attribute__((always_inline)) void t16_tile(const t16_ctx *x,
     if (l1 < pe) { /* the block ends mid-piece: c waits in st */
       _Pragma("GCC unroll 4")
       for (int r = 0; r < NRW; r++) _mm512_storeu_ps(st[r].c, c[r]);
-    } else if (promoted)
+    } else if (p->style == GEMM_PROMOTE) {
       for (int r = 0; r < NRW; r++) {
         float wr[16];
         exmy__gemm_promote_w16(p, ib + (size_t)r, jp * T16_NR, l0, wr);
         _mm512_storeu_ps(st[r].fs, _mm512_fmadd_ps(_mm512_loadu_ps(wr), c[r], _mm512_loadu_ps(st[r].fs)));
       }
+    } else if (promoted) {
+      /* a chunk's weight is 1: fmaf(1, c, fs) is c + fs */
+      _Pragma("GCC unroll 4")
+      for (int r = 0; r < NRW; r++) _mm512_storeu_ps(st[r].fs, _mm512_add_ps(c[r], _mm512_loadu_ps(st[r].fs)));
+    }
   }
   if (le < k) return;
   const size_t nv = n - jp * T16_NR < T16_NR ? n - jp * T16_NR : T16_NR;
@@ -323,13 +436,21 @@ T16 static inline __attribute__((always_inline)) void t16_tile(const t16_ctx *x,
 
 T16 static void t16_rows(const t16_ctx *x, size_t i0, size_t i1) {
   const size_t npan = (x->p->n + T16_NR - 1) / T16_NR, k = x->p->k;
+  const int e8 = x->a8 != NULL;
   t16_state st[T16_BAND]; /* i1 - i0 <= band */
   for (size_t jp = 0; jp < npan; jp++)
     for (size_t lb = 0, le; lb < k || (lb == 0 && k == 0); lb = le) {
       le = t16_block_end(x->p, lb);
+      t16_blk bk;
+      t16_blk_init(x->p, lb, le, &bk);
       size_t ib = i0;
-      for (; ib + T16_MR <= i1; ib += T16_MR) t16_tile(x, ib, jp, T16_MR, lb, le, st + (ib - i0));
-      for (; ib < i1; ib++) t16_tile(x, ib, jp, 1, lb, le, st + (ib - i0));
+      if (e8) {
+        for (; ib + T16_MR <= i1; ib += T16_MR) t16_tile(x, ib, jp, T16_MR, &bk, st + (ib - i0), 1);
+        for (; ib < i1; ib++) t16_tile(x, ib, jp, 1, &bk, st + (ib - i0), 1);
+      } else {
+        for (; ib + T16_MR <= i1; ib += T16_MR) t16_tile(x, ib, jp, T16_MR, &bk, st + (ib - i0), 0);
+        for (; ib < i1; ib++) t16_tile(x, ib, jp, 1, &bk, st + (ib - i0), 0);
+      }
       if (k == 0) break;
     }
 }
@@ -347,23 +468,37 @@ int exmy__gemm_fast_tc16(const gemm_plan *p, int nt, unsigned *flags, float *ama
    * (-126); under v2 the zero exponent below that floor: a zero term never sets emax
    * (no zero-column test as in the float kernel) */
   if (a->tc_zero && a->tc_zero >= -126) return 0;
+  /* the exponent pass in 8-bit lanes: four terms a lane, so groups start at l a multiple
+   * of 4; v2 (a zero is below all: saturated); biases 63 - ha (A) and 64 - hb (B), ha and hb
+   * the top nominal exponents, put a sum of two in [127 - spans, 127], the field e + 127
+   * less ha + hb; a sum
+   * with a zero (<= -64) stays below c's field (>= 1) after adding that back */
+  const int ha = fa->emax > fa->emin ? fa->emax : fa->emin, hb = fb->emax > fb->emin ? fb->emax : fb->emin; /* top nominal exponents */
+  const int e8 = a->tc_zero && a->tc_group % 4 == 0 && a->chunk % 4 == 0 && (p->style != GEMM_PROMOTE || p->seg % 4 == 0) &&
+                 ha - fa->emin <= 120 && hb - fb->emin <= 120 && ha + hb <= 60 && ha + hb >= -60;
   const size_t m = p->m, n = p->n, k = p->k, kp = (k + 1) / 2, kp16 = (kp + 15) / 16 * 16,
-               npan = (n + T16_NR - 1) / T16_NR;
+               npan = (n + T16_NR - 1) / T16_NR, kq = (kp + 1) / 2;
   t16_tab ta, tb;
-  if (!t16_table(exmy__gemm_ws_lut8(p->ws, 0, fa), fa, 0, !a->tc_zero, &ta) ||
-      !t16_table(exmy__gemm_ws_lut8(p->ws, 1, fb), fb, L, !a->tc_zero, &tb))
+  if (!t16_table(exmy__gemm_ws_lut8(p->ws, 0, fa), fa, 0, !a->tc_zero, 127, 1, &ta) ||
+      !t16_table(exmy__gemm_ws_lut8(p->ws, 1, fb), fb, L, !a->tc_zero, 0, 0, &tb))
     return 0;
   const size_t na = (m + 15) / 16 * 16 * kp16 + 1, nb = npan * kp * 2 * T16_NR + 1;
-  char *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, 3 * na * sizeof(int32_t));
-  char *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, 3 * nb * sizeof(int16_t));
+  /* A's 8-bit exponents after its pack (2 kp16 bytes a row), B's after its (64 kq a panel) */
+  const size_t na8 = e8 ? (m + 15) / 16 * 16 * kp16 * 2 : 0, nb8 = e8 ? npan * kq * 64 : 0;
+  char *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, 3 * na * sizeof(int32_t) + na8 + 64);
+  char *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, 3 * nb * sizeof(int16_t) + nb8 + 64);
   float *P = exmy__gemm_ws_get(p->ws, GEMM_WS_P, (m * n + 1) * sizeof *P);
   if (!A || !B || !P) return 0;
-  if (!t16_pack_a(p, &ta, (int16_t *)A, kp16, nt) || !t16_pack_b(p, &tb, (int16_t *)B, kp, nt)) return 0;
+  int8_t *a8 = e8 ? (int8_t *)(A + (3 * na * sizeof(int32_t) + 63) / 64 * 64) : NULL;
+  int8_t *b8 = e8 ? (int8_t *)(B + (3 * nb * sizeof(int16_t) + 63) / 64 * 64) : NULL;
+  /* A8 = e + 63 - ha = (e + 127) - (64 + ha); B8 = e + 64 - hb */
+  if (!t16_pack_a(p, &ta, (int16_t *)A, kp16, a8, 64 + ha, nt) || !t16_pack_b(p, &tb, (int16_t *)B, kp, b8, kq, 64 - hb, nt))
+    return 0;
   /* bands of up to 64 rows (the more tiles read a block of B from L1, the better), at
    * least two a thread when m allows (a multiple of the tile's 4 rows) */
   size_t band = (m + 2 * (size_t)nt - 1) / (2 * (size_t)nt);
   band = band > T16_BAND ? T16_BAND : (band + T16_MR - 1) / T16_MR * T16_MR;
-  t16_ctx x = {p, (const int32_t *)A, (const int16_t *)B, kp, kp16, band, p->ta, P};
+  t16_ctx x = {p, (const int32_t *)A, (const int16_t *)B, (const int32_t *)a8, b8, kp, kp16, kq, band, ha + hb, p->ta, P};
   const size_t nblk = (m + band - 1) / band;
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
   for (size_t b = 0; b < nblk; b++) t16_rows(&x, b * band, (b + 1) * band < m ? (b + 1) * band : m);
