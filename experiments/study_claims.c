@@ -505,6 +505,12 @@ void st_claims_json(const study *st, FILE *f) {
     const st_claim *s = &c->c;
     fprintf(f, "%s\n    {\"name\": ", k ? "," : "");
     st_json_str(f, c->name);
+    fprintf(f, ", \"text\": ");
+    st_json_str(f, c->text);
+    fprintf(f, ", \"published\": ");
+    st_json_str(f, c->published);
+    fprintf(f, ", \"at\": ");
+    st_json_str(f, c->at);
     fprintf(f, ", \"arms\": [");
     st_json_str(f, c->a);
     fputs(", ", f);

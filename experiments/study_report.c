@@ -57,7 +57,18 @@ void st_write_summary_json(study *st) {
   fprintf(f, ",\n  \"size\": \"%s\",\n  \"steps\": %ld,\n  \"seeds\": %d,\n  \"lrs\": [",
           st->size == STUDY_TINY ? "tiny" : st->size == STUDY_FULL ? "full" : "default", st->steps, st->nseeds);
   for (int i = 0; i < st->nlr; i++) fprintf(f, "%s%.9g", i ? ", " : "", st->lr[i]);
-  fprintf(f, "],\n  \"threads\": %d,\n  \"seconds\": %.3f,\n  \"runs\": [\n", st->threads, st->seconds);
+  fprintf(f, "],\n  \"threads\": %d,\n  \"seconds\": %.3f,\n  \"testbed\": ", st->threads, st->seconds);
+  char *tb = NULL; /* the testbed sentence, as the report's Setup opens */
+  size_t tbn = 0;
+  FILE *mf = open_memstream(&tb, &tbn);
+  if (mf) {
+    st_report_testbed(st, mf, "");
+    fclose(mf);
+  }
+  while (tb && tbn && tb[tbn - 1] == '\n') tb[--tbn] = 0;
+  st_json_str(f, tb ? tb : "");
+  free(tb);
+  fprintf(f, ",\n  \"runs\": [\n");
   for (int i = 0; i < st->nrun; i++) {
     const srun *r = &st->run[i];
     const xp_result *s = &r->res;
