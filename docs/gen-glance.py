@@ -26,6 +26,8 @@ def num(v, fmt="{:+.4f}"):
 
 def estimate(c):
     """The claim's estimate in its metric's unit, with the 95% interval."""
+    if not c.get("seeds"):
+        return "no paired runs yet"
     m, ci = num(c.get("mean")), c.get("ci95") or [None, None]
     lo, hi = num(ci[0]), num(ci[1])
     if c.get("metric") in ("failed", "diverged", "undertrained"):  # rates: the rule's own words
@@ -61,7 +63,7 @@ def section(root):
         out.append("| --- | --- | ---: | --- |")
         for c in s.get("claims", []):
             text = c.get("text") or c.get("name")
-            if c.get("at"):
+            if c.get("at") and c["at"].split("=")[-1] not in text:  # the point, unless the text names it
                 text += f" ({c['at']})"
             out.append(f"| {c.get('verdict')} | {text} | {c.get('seeds', 0)} | {estimate(c)} |")
         out.append("")
