@@ -164,6 +164,12 @@ static int check_line(const study_file *f, const xp_config *base, int ln, const 
     }
     return 0;
   }
+  if (!strcmp(key, "first_seed")) {
+    double v;
+    if (!parse_num(val, &v) || v != floor(v) || v < 1 || v > 1e9)
+      return ferr(err, errlen, f, ln, "first_seed = %s: expected a whole number 1..1e9", val);
+    return 0;
+  }
   if (!strcmp(key, "seeds")) {
     double v;
     if (!parse_num(val, &v) || v != floor(v) || v < 1 || v > 64)
@@ -366,6 +372,7 @@ int st_file_setup(study *st, char *err, size_t errlen) {
   st->steps = st->o->steps > 0 ? st->o->steps : steps;
   st->nseeds = 1;
   if ((v = st_file_get(f, sz, "seeds", NULL))) st->nseeds = atoi(v);
+  st->first_seed = (v = st_file_get(f, sz, "first_seed", NULL)) ? atoi(v) : 1;
   if (st->o->seeds > 0) st->nseeds = st->o->seeds;
   if (!st->lrs_given) {
     char vals[ST_MAXVAL][ST_VALLEN], why[EXMY_ERRLEN];
@@ -387,7 +394,7 @@ int st_file_setup(study *st, char *err, size_t errlen) {
         !strncmp(L->key, "claim.", 6) || !strncmp(L->key, "gemm.", 5) || !strncmp(L->key, "table.", 6) ||
         !strncmp(L->key, "plot.", 5))
       continue;
-    static const char *const SWEEP[] = {"name", "description", "published", "note", "report", "seeds", "zip",
+    static const char *const SWEEP[] = {"name", "description", "published", "note", "report", "seeds", "first_seed", "zip",
                                         "reference", "nonconv_nats", "lr_delta", "steps", "lr"};
     if (IN(L->key, SWEEP) >= 0) continue;
     if (st->nbase >= MAX_BASE) return ferr(err, errlen, f, L->ln, "more than %d engine keys", MAX_BASE);

@@ -112,6 +112,7 @@ struct study {
   study_size size;
   long steps;                   /* resolved: --steps or the study's default */
   int nseeds, nlr;
+  int first_seed;                /* seeds first_seed .. first_seed + nseeds - 1 (fresh seeds for a confirmation) */
   double lr[MAX_LR];
   double lr0;                   /* the engine's default learning rate */
   int lrs_given;

@@ -166,9 +166,11 @@ void st_report_testbed(const study *st, FILE *md, const char *lead) {
     fprintf(md, "; corpus `%s` (%s tokens; the last tenth held out for validation)", c->data,
             c->vocab_words ? "word" : "character");
   const double tokens = (double)st->steps * m->batch * (text ? m->seq_len : 1);
-  fprintf(md, "; %ld steps x batch %d%s = %.3g %s per run; %d paired seed%s; %d learning rate%s.\n\n", st->steps,
+  char fresh[64] = ""; /* fresh seeds (a confirmation) are named */
+  if (st->first_seed > 1) snprintf(fresh, sizeof fresh, " (seeds %d-%d)", st->first_seed, st->first_seed + st->nseeds - 1);
+  fprintf(md, "; %ld steps x batch %d%s = %.3g %s per run; %d paired seed%s%s; %d learning rate%s.\n\n", st->steps,
           m->batch, text ? " x context" : "", tokens, text ? "tokens" : "examples",
-          st->nseeds, st->nseeds == 1 ? "" : "s", st->nlr, st->nlr == 1 ? "" : "s");
+          st->nseeds, st->nseeds == 1 ? "" : "s", fresh, st->nlr, st->nlr == 1 ? "" : "s");
 }
 
 void st_report_setup(study *st, FILE *md) {

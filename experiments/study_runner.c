@@ -79,7 +79,7 @@ void st_add_cfgv(study *st, const char *name, const char *group, double x, const
       snprintf(r->tag, sizeof r->tag, "%s", tag ? tag : "");
       r->x = x;
       r->lr = st->lr[li];
-      r->seed = (unsigned long long)(si + 1);
+      r->seed = (unsigned long long)(si + (st->first_seed > 0 ? st->first_seed : 1));
       r->lri = li;
       r->seedi = si;
       r->phase = phase;

@@ -199,6 +199,13 @@ sf_err "a table mixing edge and run metrics" 'description = d\ntable.t.metrics =
 sf_err "a claim on the fitted edge" 'description = d\nclaim.c.metric = lr_edge_fit\n' 2 'lr_edge_fit is for tables'
 sf_err "a claim effect of 0" 'description = d\nclaim.c.effect = 0\n' 2 'effect = 0'
 
+# first_seed: fresh seeds for a confirmation (seeds 11 and 12, not 1 and 2)
+printf 'description = fresh seeds\ndata = builtin\nsteps = 3\nn_layer = 1\nd_model = 16\nn_head = 2\nseq_len = 16\nbatch = 2\nseeds = 2\nfirst_seed = 11\narm.a.prec = fp32\n' >"$T/fresh.study"
+run study "$T/fresh.study" --dry-run --out "$T/fresh"
+if [ "$rc" -eq 0 ] && grep -q '^\[1/2\] a seed=11: .*seed=11' "$T/out" && grep -q '^\[2/2\] a seed=12: .*seed=12' "$T/out"; then
+  pass "first_seed = 11: the runs take seeds 11 and 12"
+else fail "first_seed = 11: the runs take seeds 11 and 12" "status $rc" "$(grep '^\[' "$T/out" | tr '\n' '|')"; fi
+
 # from and more_steps: each continuation resumes its own parent (same axis
 # point and seed) a phase later and trains more_steps past it; the parents
 # keep their checkpoints; a gemm.* experiment writes gemm.csv and its section
