@@ -1599,6 +1599,27 @@ static void part_anchor_nanscale(void) {
     run_case(&g);
     free_case(&g);
   }
+  /* per-tensor scales (OUTER, exact's fast kernel): a NaN scale_inv on A, as a hand-made
+   * or view qtensor can hold (the recipes give 1 for a NaN amax) */
+  for (size_t t = 0; t < sizeof models / sizeof *models; t++) {
+    gcase g;
+    base_case(&g, 2, 3, 64, 0, 0);
+    set_model(&g, models[t]);
+    g.df = tu_format("bf16");
+    g.what = "a NaN per-tensor scale_inv on A (recipe current)";
+    make_operand(&g, 0, "e4m3fn", NULL, "current", P_ONES, 0, 0);
+    make_operand(&g, 1, "e4m3fn", NULL, "current", P_ONES, 0, 0);
+    g.A.scale_inv[0] = NAN;
+    gres r;
+    reference(&g, &r);
+    for (size_t x = 0; x < 6; x++) {
+      const double v = r.err ? 0.0 : exmy_decode(&g.df, r.d[x]);
+      CHECK(isnan(v), "reference: %s with %s gives %a at D[%zu][%zu], not NaN", g.what, models[t], v, x / 3, x % 3);
+    }
+    free(r.d);
+    run_case(&g);
+    free_case(&g);
+  }
 }
 
 /* tc cases at the edges of the fast kernels' conditions (found by a differential review
