@@ -189,6 +189,11 @@ int exmy__gemm_fast_exact(const gemm_plan *p, int nt, unsigned *flags, float *am
   int lk = 0;
   while (((size_t)1 << lk) < p->k + 1) lk++;
   if (int_bits(fa) + int_bits(fb) + lk > 53) return 0; /* sums would not stay exact in double */
+  /* a NaN or inf scale: the reference's NaN/inf terms (its epilogue takes finite scales) */
+  for (size_t i = 0; i < p->m; i++)
+    if (!isfinite(p->as[i])) return 0;
+  for (size_t j = 0; j < p->n; j++)
+    if (!isfinite(p->bs[j])) return 0;
   gemm_micro mk;
   if (!exmy__gemm_micro(1, &mk)) return 0;
   const size_t mr = mk.mr, nr = mk.nr;

@@ -101,7 +101,8 @@ static int exact_sum(const gemm_plan *p, size_t i, size_t j, kacc *K, int *speci
     const double a = p->ad[i * k + l], b = p->bd[j * k + l];
     const size_t s = p->style == GEMM_OUTER ? 0 : l / p->seg;
     const float sa = p->as[i * ns + s], sb = p->bs[j * ns + s];
-    if (!isfinite(a) || !isfinite(b)) {
+    /* a NaN scale (E8M0 0xFF) makes its block NaN, a zero element's product too */
+    if (!isfinite(a) || !isfinite(b) || !isfinite(sa) || !isfinite(sb)) {
       const double v = a * b * (double)sa * (double)sb;
       if (isnan(v)) nan = 1;
       else if (v > 0) pinf = 1;

@@ -1202,6 +1202,7 @@ static void sum_bits_case(gcase *g, uint64_t sd, const char *what) {
 static void part_anchor_zero(void);
 static void part_anchor_oor(void);
 static void part_anchor_tc_edges(void);
+static void part_anchor_nanscale(void);
 static void part_anchors(void) {
   /* the Hopper signature: A = B = 1/16, k = 32768 */
   static const struct { const char *model; float want; } hop[] = {
@@ -1492,6 +1493,7 @@ static void part_anchors(void) {
   part_anchor_zero();
   part_anchor_oor();
   part_anchor_tc_edges();
+  part_anchor_nanscale();
 }
 
 /* tc zero rule (v2): a zero product (from a zero in A's row or in B's column) has
@@ -1565,6 +1567,61 @@ static void part_anchor_oor(void) {
     free_case(&g);
   }
 }
+/* A NaN E8M0 scale (code 0xFF) makes every element of its block NaN (OCP MX v1.0), so
+ * every product with it is NaN, a zero element's too, and so is the output.  The
+ * check-long sweep found acc=exact dropping such terms (D = +0): m = 1, n = 6, k = 548,
+ * e5m2 mx:ocp x e3m2fn mx:ocp,col, D bf16, data near 2^118.  Here: e4m3fn mx:ocp x
+ * mx:ocp,col, k = 64, A's second block NaN in both rows; row 0 holds ones there, row 1
+ * zeros; B's scales stay finite.  Every model must give NaN in every output. */
+static void part_anchor_nanscale(void) {
+  static const char *models[] = {"exact", "fp32", "fp32:pairwise", "acc=f16", "tc:hopper", "chunk=32,inner=fp32"};
+  for (size_t t = 0; t < sizeof models / sizeof *models; t++) {
+    gcase g;
+    base_case(&g, 2, 3, 64, 0, 0);
+    set_model(&g, models[t]);
+    g.df = tu_format("bf16");
+    g.what = "a NaN E8M0 scale (0xFF) on A's second block, over ones (row 0) and zeros (row 1)";
+    make_operand(&g, 0, "e4m3fn", NULL, "mx:ocp", P_ONES, 0, 0);
+    make_operand(&g, 1, "e4m3fn", NULL, "mx:ocp,col", P_ONES, 0, 0);
+    for (size_t i = 0; i < 2; i++) {
+      const size_t s = i * g.A.scols + 1;
+      g.A.scale_codes[s] = 0xFF;
+      g.A.scale_inv[s] = NAN;
+    }
+    for (size_t l = 32; l < 64; l++) set_op_code(&g.A, &g, 0, 1, l, 0);
+    gres r;
+    reference(&g, &r);
+    for (size_t x = 0; x < 6; x++) {
+      const double v = r.err ? 0.0 : exmy_decode(&g.df, r.d[x]);
+      CHECK(isnan(v), "reference: %s with %s gives %a at D[%zu][%zu], not NaN", g.what, models[t], v, x / 3, x % 3);
+    }
+    free(r.d);
+    run_case(&g);
+    free_case(&g);
+  }
+  /* per-tensor scales (OUTER, exact's fast kernel): a NaN scale_inv on A, as a hand-made
+   * or view qtensor can hold (the recipes give 1 for a NaN amax) */
+  for (size_t t = 0; t < sizeof models / sizeof *models; t++) {
+    gcase g;
+    base_case(&g, 2, 3, 64, 0, 0);
+    set_model(&g, models[t]);
+    g.df = tu_format("bf16");
+    g.what = "a NaN per-tensor scale_inv on A (recipe current)";
+    make_operand(&g, 0, "e4m3fn", NULL, "current", P_ONES, 0, 0);
+    make_operand(&g, 1, "e4m3fn", NULL, "current", P_ONES, 0, 0);
+    g.A.scale_inv[0] = NAN;
+    gres r;
+    reference(&g, &r);
+    for (size_t x = 0; x < 6; x++) {
+      const double v = r.err ? 0.0 : exmy_decode(&g.df, r.d[x]);
+      CHECK(isnan(v), "reference: %s with %s gives %a at D[%zu][%zu], not NaN", g.what, models[t], v, x / 3, x % 3);
+    }
+    free(r.d);
+    run_case(&g);
+    free_case(&g);
+  }
+}
+
 /* tc cases at the edges of the fast kernels' conditions (found by a differential review
  * of the 16-bit kernel), m = n = 1, each code given: operands whose values float cannot
  * hold (below 2^-149: the tc kernels' 8-bit tables flushed them to zero; above FLT_MAX:
