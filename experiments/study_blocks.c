@@ -273,7 +273,7 @@ static void edge_plot(study *st, FILE *md, const char *name, const char *title) 
   snprintf(t->h[t->ncol++], sizeof t->h[0], "%s", xs);
   snprintf(t->h[t->ncol++], sizeof t->h[0], ref ? "edge" : "edge (logistic fit)");
   if (ref) snprintf(t->h[t->ncol++], sizeof t->h[0], "shift vs %s (octaves)", ref), snprintf(t->h[t->ncol++], sizeof t->h[0], "seeds");
-  int ns = 0, ncens = 0;
+  int ns = 0, ncens = 0, drawable = 0; /* drawable: finite points of the arms (the zero line aside) */
   for (int a = 0; a < na; a++) {
     series *q = &s[ns];
     st_series_alloc(q, np, arms[a]);
@@ -302,10 +302,8 @@ static void edge_plot(study *st, FILE *md, const char *name, const char *title) 
         st_edge_fmt_shift(&sh, cell, sizeof cell);
         st_tbl_cell(t, c++, "%s", cell);
         st_tbl_cell(t, c++, "%d", sh.n);
-        if (!sh.cens) {
-          y = sh.d;
-          lo = sh.grid_limited ? sh.lo_g : sh.lo, hi = sh.grid_limited ? sh.hi_g : sh.hi;
-        } else ncens++;
+        if (!sh.cens) y = sh.d, st_edge_shift_ci(&sh, &lo, &hi);
+        else ncens++;
       } else {
         st_edge_fit f;
         st_edge_logistic(&A, 0.95, &f);
@@ -319,6 +317,7 @@ static void edge_plot(study *st, FILE *md, const char *name, const char *title) 
       const int at = q->n++;
       q->x[at] = x * pow(2, 0.04 * (a - (na - 1) / 2.0)); /* a small dodge so the bars do not overlap */
       q->y[at] = y, q->lo[at] = isfinite(lo) ? lo : y, q->hi[at] = isfinite(hi) ? hi : y;
+      drawable += isfinite(y);
     }
     ns++;
   }
@@ -335,9 +334,6 @@ static void edge_plot(study *st, FILE *md, const char *name, const char *title) 
   char xl[96], yl[160];
   snprintf(xl, sizeof xl, "%s%s", !strcmp(xs, "params") ? "parameters" : xs, " (log scale; arms dodged slightly)");
   snprintf(yl, sizeof yl, ref ? "edge shift vs %s (octaves of lr), 95%% CI" : "stability edge (lr), 95%% profile CI", ref);
-  int drawable = 0;
-  for (int i = 0; i < ns; i++)
-    for (int j = 0; j < s[i].n; j++) drawable += isfinite(s[i].y[j]) && strcmp(s[i].title, "no shift");
   if (drawable) st_plot_draw(st, name, title, xl, yl, 2, ref ? 0 : 10, ns, s, NAN);
   st_series_free(s, ns);
   free(s), free(ba), free(bb);

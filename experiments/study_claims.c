@@ -203,14 +203,10 @@ static void eval_edge(const study *st, st_claim_row *c) {
   } else if (!st_edge_shift_paired(&a, &b, 1, 0.95, &c->shift, err, sizeof err)) {
     c->nseeds = c->shift.n;
     c->c.n = c->shift.n, c->c.mean = c->shift.d;
-    c->c.lo = c->shift.grid_limited ? c->shift.lo_g : c->shift.lo;
-    c->c.hi = c->shift.grid_limited ? c->shift.hi_g : c->shift.hi;
+    st_edge_shift_ci(&c->shift, &c->c.lo, &c->c.hi);
     c->has_shift = 1;
     st_edge_shift s90;
-    if (!st_edge_shift_paired(&a, &b, 1, 0.90, &s90, err, sizeof err)) {
-      c->c.lo90 = s90.grid_limited ? s90.lo_g : s90.lo;
-      c->c.hi90 = s90.grid_limited ? s90.hi_g : s90.hi;
-    }
+    if (!st_edge_shift_paired(&a, &b, 1, 0.90, &s90, err, sizeof err)) st_edge_shift_ci(&s90, &c->c.lo90, &c->c.hi90);
   }
   free(ba), free(bb);
 }

@@ -629,6 +629,11 @@ static void fmt_log2(double v, char *buf, size_t n) {
   else snprintf(buf, n, "%+.2f", v);
 }
 
+void st_edge_shift_ci(const st_edge_shift *s, double *lo, double *hi) {
+  *lo = s->grid_limited ? s->lo_g : s->lo;
+  *hi = s->grid_limited ? s->hi_g : s->hi;
+}
+
 void st_edge_fmt_shift(const st_edge_shift *s, char *buf, size_t n) {
   char d[32], lo[32], hi[32];
   if (s->a.status == ST_EDGE_NODATA || s->b.status == ST_EDGE_NODATA) { snprintf(buf, n, "no runs"); return; }
@@ -636,7 +641,9 @@ void st_edge_fmt_shift(const st_edge_shift *s, char *buf, size_t n) {
   fmt_log2(s->d, d, sizeof d);
   if (s->cens) { snprintf(buf, n, "%s %s", s->cens < 0 ? "<" : ">", d); return; }
   if (isnan(s->lo)) { snprintf(buf, n, "%s, one seed: no interval", d); return; }
-  fmt_log2(s->grid_limited ? s->lo_g : s->lo, lo, sizeof lo);
-  fmt_log2(s->grid_limited ? s->hi_g : s->hi, hi, sizeof hi);
+  double l, h;
+  st_edge_shift_ci(s, &l, &h);
+  fmt_log2(l, lo, sizeof lo);
+  fmt_log2(h, hi, sizeof hi);
   snprintf(buf, n, "%s [%s, %s]%s", d, lo, hi, s->grid_limited ? " grid step" : "");
 }

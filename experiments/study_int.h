@@ -471,6 +471,8 @@ double st_edge_mde(int n, double p0, double alpha, double power);
 void st_edge_fmt_fit(const st_edge_fit *f, char *buf, size_t n);
 void st_edge_fmt_np(const st_edge_np *e, char *buf, size_t n);
 void st_edge_fmt_shift(const st_edge_shift *s, char *buf, size_t n);
+/* the shift's interval a report gives: [lo, hi], or [lo_g, hi_g] when grid_limited */
+void st_edge_shift_ci(const st_edge_shift *s, double *lo, double *hi);
 /* ==== end of the stability edge ======================================== */
 /* A claim as the engine evaluates it (study_claims.c). */
 typedef struct st_claim_row {

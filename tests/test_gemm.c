@@ -1567,6 +1567,21 @@ static void part_anchor_oor(void) {
     free_case(&g);
   }
 }
+
+/* A 2 x 3 case whose every output must be NaN: the reference says so, then
+ * run_case checks every kernel against it; the case is freed. */
+static void nan_everywhere(gcase *g, const char *model) {
+  gres r;
+  reference(g, &r);
+  for (size_t x = 0; x < 6; x++) {
+    const double v = r.err ? 0.0 : exmy_decode(&g->df, r.d[x]);
+    CHECK(isnan(v), "reference: %s with %s gives %a at D[%zu][%zu], not NaN", g->what, model, v, x / 3, x % 3);
+  }
+  free(r.d);
+  run_case(g);
+  free_case(g);
+}
+
 /* A NaN E8M0 scale (code 0xFF) makes every element of its block NaN (OCP MX v1.0), so
  * every product with it is NaN, a zero element's too, and so is the output.  The
  * check-long sweep found acc=exact dropping such terms (D = +0): m = 1, n = 6, k = 548,
@@ -1589,15 +1604,7 @@ static void part_anchor_nanscale(void) {
       g.A.scale_inv[s] = NAN;
     }
     for (size_t l = 32; l < 64; l++) set_op_code(&g.A, &g, 0, 1, l, 0);
-    gres r;
-    reference(&g, &r);
-    for (size_t x = 0; x < 6; x++) {
-      const double v = r.err ? 0.0 : exmy_decode(&g.df, r.d[x]);
-      CHECK(isnan(v), "reference: %s with %s gives %a at D[%zu][%zu], not NaN", g.what, models[t], v, x / 3, x % 3);
-    }
-    free(r.d);
-    run_case(&g);
-    free_case(&g);
+    nan_everywhere(&g, models[t]);
   }
   /* per-tensor scales (OUTER, exact's fast kernel): a NaN scale_inv on A, as a hand-made
    * or view qtensor can hold (the recipes give 1 for a NaN amax) */
@@ -1610,15 +1617,7 @@ static void part_anchor_nanscale(void) {
     make_operand(&g, 0, "e4m3fn", NULL, "current", P_ONES, 0, 0);
     make_operand(&g, 1, "e4m3fn", NULL, "current", P_ONES, 0, 0);
     g.A.scale_inv[0] = NAN;
-    gres r;
-    reference(&g, &r);
-    for (size_t x = 0; x < 6; x++) {
-      const double v = r.err ? 0.0 : exmy_decode(&g.df, r.d[x]);
-      CHECK(isnan(v), "reference: %s with %s gives %a at D[%zu][%zu], not NaN", g.what, models[t], v, x / 3, x % 3);
-    }
-    free(r.d);
-    run_case(&g);
-    free_case(&g);
+    nan_everywhere(&g, models[t]);
   }
 }
 
