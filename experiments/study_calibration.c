@@ -25,9 +25,20 @@ static int after_resume(const study *st, const srun *r, double *out, int max) {
   return k;
 }
 
+/* The four continuations' roles, by the tags the study file gives them: the
+ * bf16 reference, FP8 current scaling, FP8 delayed without and with a
+ * calibration step.  Each role's run name is its first run's (NULL: absent). */
+static const char *const ROLE_TAGS[4] = {"ref", "current", "nocal", "cal"};
+
+static const char *role_name(const study *st, const char *tag) {
+  for (int i = 0; i < st->nrun; i++)
+    if (!strcmp(st->run[i].tag, tag)) return st->run[i].name;
+  return NULL;
+}
+
 void st_report_calibration(study *st, FILE *md) {
-  const char *names[] = {"bf16 continue", "hybrid current", "hybrid delayed, no calibration",
-                         "hybrid delayed, calibrate=1"};
+  const char *names[4];
+  for (int k = 0; k < 4; k++) names[k] = role_name(st, ROLE_TAGS[k]);
   double first[4][64];
   int nfirst[4] = {0};
   tbl *t = st_tbl_new(8, "continuation", "step 1", "step 2", "step 3", "step 5", "mean 1-20", "calib steps", "diverged");
@@ -37,6 +48,7 @@ void st_report_calibration(study *st, FILE *md) {
     double acc[CALIB_AFTER] = {0};
     int cnt[CALIB_AFTER] = {0}, ndiv = 0, nr = 0;
     long calsteps = 0;
+    if (!names[k]) continue; /* the file has no run with this role */
     for (int i = 0; i < st->nrun; i++) {
       const srun *r = &st->run[i];
       if (strcmp(r->name, names[k]) || r->failed) continue;
@@ -82,7 +94,7 @@ void st_report_calibration(study *st, FILE *md) {
     stat_curve *c = malloc(sizeof *c);
     const char *kinds[] = {"input", "weight", "grad"};
     for (int k = 1; k < 4; k++) {
-      const srun *r = st_find_run(st, names[k], 0, 0);
+      const srun *r = names[k] ? st_find_run(st, names[k], 0, 0) : NULL;
       if (!r || r->failed) continue;
       st_cat(ev, sizeof ev, "%s%s:", k > 1 ? "; " : "", names[k]);
       for (int q = 0; q < 3; q++) {

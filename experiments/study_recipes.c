@@ -53,7 +53,7 @@ void st_report_recipes(study *st, FILE *md) {
     if (ci->n && isfinite(gi)) st_tbl_cell(t, 8, "%.3f", gi);
     else st_tbl_cell(t, 8, "-");
     st_tbl_end_row(t);
-    if (!strcmp(r->name, "hybrid current") && ca->n) {
+    if (!strcmp(r->tag, "baseline") && ca->n) { /* the delayed arms' current-scaling twin (the study file tags it) */
       ovf_cur = st_mean_of(ca->over, ca->n);
       unf_cur = st_mean_of(ca->under, ca->n);
     }
