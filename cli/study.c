@@ -38,6 +38,9 @@ const char *study_usage =
   "  --shard I/N        run only runs I, I+N, I+2N ... (of the --dry-run list), no report; default\n"
   "                     from SLURM_ARRAY_TASK_ID (minus SLURM_ARRAY_TASK_MIN) + 1 / SLURM_ARRAY_TASK_COUNT\n"
   "  --report           run nothing: the report from the runs done so far, naming the missing ones\n"
+  "  --refine           run nothing: from the runs done so far, add the next learning rate of each\n"
+  "                     lr_edge claim whose edge is censored or wider than its effect to\n"
+  "                     DIR/refine.lrs (docs/studies/edge.md); rerun (or reshard) to run them\n"
   "A rerun skips finished runs (runs/LABEL/result.txt with the run's config hash) and resumes\n"
   "interrupted ones from their checkpoint (runs/LABEL/ckpt.bin, every steps/10 steps).\n"
 #ifdef HAVE_MPI
@@ -81,6 +84,7 @@ int cmd_study(int argc, char **argv) {
     else if (!strcmp(k, "--list")) { cli_no_value(&o); list = 1; }
     else if (!strcmp(k, "--dry-run")) { cli_no_value(&o); so.dry_run = 1; }
     else if (!strcmp(k, "--report")) { cli_no_value(&o); so.report_only = 1; }
+    else if (!strcmp(k, "--refine")) { cli_no_value(&o); so.report_only = so.refine = 1; }
     else if (!strcmp(k, "--plot")) so.plot_file = cli_value(&o);
     else if (!strcmp(k, "--shard")) shard = cli_value(&o);
     else cli_die("study: unknown option '%s' (see exmy study --help)", argv[o.i]);

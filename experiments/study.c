@@ -316,6 +316,10 @@ int study_main(const char *name, const study_opts *o, char *err, size_t errlen) 
     if (o->report_only || (o->shard_n > 1 && o->shard_i != 1)) st_gemm_load(st);
     else st_gemm_run(st);
   }
+  if (o->refine) {
+    rc = st_refine_propose(st, err, errlen);
+    goto out;
+  }
   if (o->shard_n > 1 && !o->report_only) {
     int mine = 0, fail = 0, wait = 0;
     for (int i = 0; i < st->nrun; i++)

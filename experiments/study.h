@@ -47,9 +47,10 @@ typedef struct study_opts {
   int shard_i, shard_n;          /* run only runs i-1, i-1+n, ... (1-based i; 0: all) and no report */
   const char *plot_file;        /* --plot FILE: the main figure (claims, else the first) there too */
   const char *plot_term;        /* its gnuplot terminal (from the extension, cli_plot_terminal) */
-  int report_only;
+  int report_only;              /* run nothing: the report from the runs done so far */
+  int refine;                   /* with report_only: add the edge's next learning rates to DIR/refine.lrs, no report */
   const study_queue *queue;     /* NULL: this process runs the study alone */
-  int queue_role;               /* STUDY_QUEUE_SERVER (no runs; the report) or _WORKER (runs; no report) */              /* run nothing: the report from the runs done so far */
+  int queue_role;               /* STUDY_QUEUE_SERVER (no runs; the report) or _WORKER (runs; no report) */
   const char *command;          /* the command line, for the report (may be NULL) */
   FILE *log;                    /* progress lines and the final table (NULL: stdout) */
 } study_opts;

@@ -386,6 +386,8 @@ int st_file_setup(study *st, char *err, size_t errlen) {
       st->nlr = n;
     }
   }
+  int rrc = st_refine_load(st, err, errlen); /* a refined grid (--refine): after the declared learning rates */
+  if (rrc) return rrc;
   st_base_kv(st, "steps", "%ld", st->steps);
   /* base keys: every effective engine line */
   for (int i = 0; i < f->nline; i++) {

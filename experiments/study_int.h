@@ -116,6 +116,7 @@ struct study {
   double lr[MAX_LR];
   double lr0;                   /* the engine's default learning rate */
   int lrs_given;
+  int nlr_refined;               /* learning rates added from DIR/refine.lrs (study_refine.c) */
   int nbase;
   kv base[MAX_BASE];
   int nrun, cap;
@@ -457,6 +458,13 @@ void st_edge_loss_offset(const st_edge_arm *a, const st_edge_arm *b, double delt
  * its geometric midpoint); a censored edge extends the grid by its end step
  * (x2 with one lr).  Written to lr_out ascending; their count. */
 int st_edge_refine(const st_edge_arm *a, int k, double *lr_out);
+/* study_refine.c: DIR/refine.lrs, the learning rates `--refine` added: appended
+ * to the grid (0; 2 with err naming the file, line and value) */
+int st_refine_load(study *st, char *err, size_t errlen);
+/* --refine: from the runs so far, the next learning rate of every lr_edge
+ * claim whose edge is censored or bracketed wider than its effect, appended
+ * to DIR/refine.lrs (0; 2 no lr_edge claim or too many; 1 I/O) */
+int st_refine_propose(study *st, char *err, size_t errlen);
 
 /* The minimum detectable effect of a failure-rate comparison: the smallest
  * p1 - p0 (p1 > p0) that Fisher's exact two-sided test at alpha, n runs per

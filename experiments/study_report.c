@@ -168,9 +168,11 @@ void st_report_testbed(const study *st, FILE *md, const char *lead) {
   const double tokens = (double)st->steps * m->batch * (text ? m->seq_len : 1);
   char fresh[64] = ""; /* fresh seeds (a confirmation) are named */
   if (st->first_seed > 1) snprintf(fresh, sizeof fresh, " (seeds %d-%d)", st->first_seed, st->first_seed + st->nseeds - 1);
-  fprintf(md, "; %ld steps x batch %d%s = %.3g %s per run; %d paired seed%s%s; %d learning rate%s.\n\n", st->steps,
+  char refined[48] = ""; /* a second pass's learning rates are named as such */
+  if (st->nlr_refined) snprintf(refined, sizeof refined, " (%d added by --refine: refine.lrs)", st->nlr_refined);
+  fprintf(md, "; %ld steps x batch %d%s = %.3g %s per run; %d paired seed%s%s; %d learning rate%s%s.\n\n", st->steps,
           m->batch, text ? " x context" : "", tokens, text ? "tokens" : "examples",
-          st->nseeds, st->nseeds == 1 ? "" : "s", fresh, st->nlr, st->nlr == 1 ? "" : "s");
+          st->nseeds, st->nseeds == 1 ? "" : "s", fresh, st->nlr, st->nlr == 1 ? "" : "s", refined);
 }
 
 void st_report_setup(study *st, FILE *md) {

@@ -206,6 +206,51 @@ if [ "$rc" -eq 0 ] && grep -q '^\[1/2\] a seed=11: .*seed=11' "$T/out" && grep -
   pass "first_seed = 11: the runs take seeds 11 and 12"
 else fail "first_seed = 11: the runs take seeds 11 and 12" "status $rc" "$(grep '^\[' "$T/out" | tr '\n' '|')"; fi
 
+# --refine: from the runs so far, each lr_edge claim's next learning rate goes to
+# DIR/refine.lrs (nothing fails at 0.01 and 0.1 in 3 steps: the edge is censored
+# above, so one grid step up, 1); every later invocation on the folder has it
+cat >"$T/refine.study" <<'EOF_STUDY'
+description = refine
+data = builtin
+steps = 3
+n_layer = 1
+d_model = 16
+n_head = 2
+seq_len = 16
+batch = 2
+seeds = 1
+axis.lr = 0.01, 0.1
+arm.a.prec = fp32
+arm.b.prec = bf16
+claim.e.text = b's edge lower
+claim.e.arms = b, a
+claim.e.metric = lr_edge
+claim.e.rule = lower
+claim.e.effect = 1
+EOF_STUDY
+run study "$T/refine.study" --out "$T/refine" --threads 1 --no-plots
+run study "$T/refine.study" --out "$T/refine" --refine
+if [ "$rc" -eq 0 ] && grep -q '^refine: lr 1 (claim e: b: edge censored above the grid (> 0.1))' "$T/out" &&
+   grep -q '^1 # claim e: ' "$T/refine/refine.lrs"; then pass "--refine: a censored edge adds the grid's next step"
+else fail "--refine: a censored edge adds the grid's next step" "status $rc" "$(grep '^refine' "$T/out" | tr '\n' '|')" "$(txt "$T/refine/refine.lrs")"; fi
+run study "$T/refine.study" --out "$T/refine" --dry-run
+if [ "$rc" -eq 0 ] && grep -q '3 learning rates' "$T/out" && grep -q '^\[3/6\] a lr=1: ' "$T/out"; then pass "--refine: later invocations run the refined grid"
+else fail "--refine: later invocations run the refined grid" "status $rc" "$(grep '^\[' "$T/out" | tr '\n' '|')"; fi
+run study "$T/refine.study" --out "$T/refine" --report
+if grep -q '3 learning rates (1 added by --refine: refine.lrs)' "$T/refine/report.md"; then pass "--refine: the report names the added learning rate"
+else fail "--refine: the report names the added learning rate" "$(grep 'learning rate' "$T/refine/report.md" | head -n 2 | tr '\n' '|')"; fi
+run study "$T/refine.study" --out "$T/refine" --refine
+if [ "$rc" -eq 0 ] && grep -q '^refine: nothing to add yet' "$T/out" && [ "$(grep -c '^1 #' "$T/refine/refine.lrs")" -eq 1 ]; then
+  pass "--refine again before the new runs: nothing added"
+else fail "--refine again before the new runs: nothing added" "status $rc" "$(grep '^refine' "$T/out" | tr '\n' '|')"; fi
+printf '0.5x # bad\n' >>"$T/refine/refine.lrs"
+run study "$T/refine.study" --out "$T/refine" --dry-run
+check_err "a bad line in refine.lrs" "refine.lrs:3: bad learning rate '0.5x"
+printf 'description = d\ndata = builtin\nsteps = 3\nn_layer = 1\nd_model = 16\nn_head = 2\nseq_len = 16\nbatch = 2\narm.a.prec = fp32\n' >"$T/noedge.study"
+run study "$T/noedge.study" --out "$T/noedge" --threads 1 --no-plots
+run study "$T/noedge.study" --out "$T/noedge" --refine
+check_err "--refine without an lr_edge claim" "no lr_edge claim"
+
 # from and more_steps: each continuation resumes its own parent (same axis
 # point and seed) a phase later and trains more_steps past it; the parents
 # keep their checkpoints; a gemm.* experiment writes gemm.csv and its section
