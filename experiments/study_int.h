@@ -196,6 +196,8 @@ int st_has_line(char **l, int n, const char *s);
 void st_run_all(study *st);
 int st_run_mine(const study *st, int i);
 int st_run_diverged(const srun *r);
+/* "yes (from step N)", "no" or "no (excursion at step N)" (st_run_diverged's word) */
+void st_fmt_diverged(const srun *r, char *buf, size_t n);
 agg st_aggregate(const study *st, const char *name, int lri);
 const srun *st_find_run(const study *st, const char *name, int lri, int seedi);
 void st_read_stats(const srun *r, const char *kind, stat_curve *c);

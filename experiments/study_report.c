@@ -236,7 +236,7 @@ void st_report_runs_table(study *st, FILE *md) {
   tbl *t = st_tbl_new(10, "run", "lr", "seed", "final", "min", "val", "spikes", "diverged", "fallbacks", "s");
   for (int i = 0; i < st->nrun; i++) {
     const srun *r = &st->run[i];
-    char b[32];
+    char b[48];
     st_tbl_cell(t, 0, "%s", r->name);
     st_fmt_lr(r->lr, b, sizeof b);
     st_tbl_cell(t, 1, "%s", b);
@@ -253,14 +253,16 @@ void st_report_runs_table(study *st, FILE *md) {
     st_fmt_num(r->res.val_loss, b, sizeof b);
     st_tbl_cell(t, 5, "%s", b);
     st_tbl_cell(t, 6, "%ld", r->res.spikes);
-    if (r->res.diverged_at >= 0) st_tbl_cell(t, 7, "at %ld", r->res.diverged_at);
-    else st_tbl_cell(t, 7, "no");
+    st_fmt_diverged(r, b, sizeof b);
+    st_tbl_cell(t, 7, "%s", b);
     st_tbl_cell(t, 8, "%ld", r->res.fallbacks);
     st_tbl_cell(t, 9, "%.1f", r->res.seconds);
     st_tbl_end_row(t);
   }
   fprintf(md, "## Runs\n\n`final` is the mean loss of the last 10%% of steps, `min` the lowest step loss, `val` the "
-              "validation loss at the end (nan: not evaluated or diverged). Every run: `runs.csv`, `runs/LABEL/`.\n\n");
+              "validation loss at the end (nan: not evaluated or diverged), `diverged` the rule's word (final above the first "
+              "step's loss, or not finite) with the first step above the first loss (an excursion when the run came back; "
+              "runs.csv's `diverged_at` is that step). Every run: `runs.csv`, `runs/LABEL/`.\n\n");
   st_tbl_emit(st, t, md, st->nrun <= 40 ? "runs (final = mean loss of the last 10% of steps):" : NULL);
   if (st->nrun > 40) fprintf(st->log, "\n(%d runs: see %s/runs.csv)\n", st->nrun, st->dir);
 }

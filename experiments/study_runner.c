@@ -294,9 +294,8 @@ static void progress_line(study *st, int done, int total, const srun *r, double 
   } else {
     st_fmt_num(r->res.final_loss_avg, fin, sizeof fin);
     st_fmt_num(r->res.min_loss, mn, sizeof mn);
-    char dv[32];
-    if (r->res.diverged_at >= 0) snprintf(dv, sizeof dv, "at %ld", r->res.diverged_at);
-    else snprintf(dv, sizeof dv, "no");
+    char dv[48];
+    st_fmt_diverged(r, dv, sizeof dv);
     const double el = st_now_s() - t0;
     if (done < total) {
       char t[32];
@@ -434,6 +433,19 @@ void st_run_all(study *st) {
 int st_run_diverged(const srun *r) {
   if (r->failed || r->missing || r->res.steps_done <= 0) return 0;
   return !isfinite(r->res.final_loss) || !isfinite(r->res.final_loss_avg) || r->res.final_loss_avg > r->res.first_loss;
+}
+
+/* The rule's word for a run, with the step where its loss first rose above
+ * the first step's: "yes (from step N)", "no", or "no (excursion at step N)"
+ * for a run that came back (the progress line and the runs table said
+ * "diverged at N" for those, against the rule). */
+void st_fmt_diverged(const srun *r, char *buf, size_t n) {
+  const long at = r->res.diverged_at;
+  if (st_run_diverged(r)) {
+    if (at >= 0) snprintf(buf, n, "yes (from step %ld)", at);
+    else snprintf(buf, n, "yes");
+  } else if (at >= 0) snprintf(buf, n, "no (excursion at step %ld)", at);
+  else snprintf(buf, n, "no");
 }
 
 

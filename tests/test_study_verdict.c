@@ -201,6 +201,17 @@ int main(void) {
   for (int s = 0; s < 6; s++) add("a", 0, s, 2)->res.diverged_at = 30, add("b", 0, s, 2);
   EXPECT("c", ST_V_INCONCLUSIVE);
   CHECK(!st_run_diverged(&runs[0]), "%s: counted as diverged", what);
+  {
+    char w[48]; /* the progress line's and the runs table's word follow the rule */
+    st_fmt_diverged(&runs[0], w, sizeof w);
+    CHECK(!strcmp(w, "no (excursion at step 30)"), "%s: shown as '%s'", what, w);
+    st_fmt_diverged(&runs[1], w, sizeof w);
+    CHECK(!strcmp(w, "no"), "a run that never rose: shown as '%s'", w);
+    runs[0].res.final_loss_avg = 4.5;
+    st_fmt_diverged(&runs[0], w, sizeof w);
+    CHECK(!strcmp(w, "yes (from step 30)"), "a final loss above the first: shown as '%s'", w);
+    runs[0].res.final_loss_avg = 2;
+  }
   what = "a final loss above the first step's";
   setup("claim.c.arms = a, b\nclaim.c.metric = diverged\nclaim.c.rule = higher\n");
   for (int s = 0; s < 6; s++) add("a", 0, s, 5)->res.final_loss_avg = 4.5, add("b", 0, s, 2);
