@@ -57,7 +57,15 @@ void st_write_summary_json(study *st) {
   fprintf(f, ",\n  \"size\": \"%s\",\n  \"steps\": %ld,\n  \"seeds\": %d,\n  \"lrs\": [",
           st->size == STUDY_TINY ? "tiny" : st->size == STUDY_FULL ? "full" : "default", st->steps, st->nseeds);
   for (int i = 0; i < st->nlr; i++) fprintf(f, "%s%.9g", i ? ", " : "", st->lr[i]);
-  fprintf(f, "],\n  \"threads\": %d,\n  \"seconds\": %.3f,\n  \"testbed\": ", st->threads, st->seconds);
+  /* seconds: this invocation's wall time (about 0 for --report); run_seconds: the
+   * finished runs' own training times summed, whoever ran them (shards, reruns) */
+  double run_s = 0;
+  int ndone = 0;
+  for (int i = 0; i < st->nrun; i++)
+    if (!st->run[i].failed && !st->run[i].missing) run_s += st->run[i].res.seconds, ndone++;
+  fprintf(f, "],\n  \"threads\": %d,\n  \"seconds\": %.3f,\n  \"report_only\": %s,\n  \"runs_done\": %d,\n"
+             "  \"run_seconds\": %.1f,\n  \"testbed\": ",
+          st->threads, st->seconds, st->o->report_only ? "true" : "false", ndone, run_s);
   char *tb = NULL; /* the testbed sentence, as the report's Setup opens */
   size_t tbn = 0;
   FILE *mf = open_memstream(&tb, &tbn);

@@ -282,7 +282,7 @@ if [ "$rc" -eq 0 ] && grep -q '^\[8/8\] cont weight_decay=0.1 seed=2 (phase 2): 
   pass "from = ARM: each continuation names its own parent's checkpoint (axis point, seed), phase 2, steps 4 + more_steps 3"
 else fail "from = ARM: each continuation names its own parent's checkpoint" "status $rc" "$(grep cont "$T/out" | head -n 2 | tr '\n' '|')"; fi
 run study "$T/from.study" --no-plots --threads 1 --out "$T/from"
-norm() { sed -E 's/"(seconds|threads)": [0-9.]+/"\1": T/g; s/"command": "[^"]*"/"command": C/' "$1"; }
+norm() { sed -E 's/"(seconds|threads|run_seconds)": [0-9.]+/"\1": T/g; s/"report_only": [a-z]+/"report_only": R/; s/"command": "[^"]*"/"command": C/' "$1"; }
 if [ "$rc" -eq 0 ] && [ "$(sed -n 2p "$T/from/runs/cont_weight_decay_0.1_seed_2/loss.csv" | cut -d, -f1)" = 4 ] &&
    [ "$(tail -n 1 "$T/from/runs/cont_weight_decay_0.1_seed_2/loss.csv" | cut -d, -f1)" = 6 ] &&
    [ -s "$T/from/runs/pre_weight_decay_0.1_seed_2/ckpt.bin" ] && [ ! -e "$T/from/runs/cont_weight_decay_0.1_seed_2/ckpt.bin" ] &&
@@ -317,7 +317,7 @@ else fail "from, sharded" "status $rc ok $ok" "$(diff "$T/from.json" "$T/froms.j
 # resumable and shardable: summary.json (timings, thread count and the
 # command line aside) is the same for an uninterrupted run, a run killed
 # with SIGKILL mid-study and rerun, and three shards followed by --report
-norm_summary() { sed -E 's/"(seconds|threads)": [0-9.]+/"\1": T/g; s/"command": "[^"]*"/"command": C/' "$1"; }
+norm_summary() { sed -E 's/"(seconds|threads|run_seconds)": [0-9.]+/"\1": T/g; s/"report_only": [a-z]+/"report_only": R/; s/"command": "[^"]*"/"command": C/' "$1"; }
 sargs="--tiny --no-plots --steps 200 --threads 1"
 run study $sargs --out "$T/whole"
 norm_summary "$T/whole/summary.json" >"$T/whole.json"

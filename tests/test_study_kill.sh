@@ -20,7 +20,7 @@ KILLS=${EXMY_TEST_KILLS:-4}
 SEED=${EXMY_TEST_SEED:-34}
 echo "$NAME: $KILLS random kills, seed $SEED (EXMY_TEST_KILLS, EXMY_TEST_SEED)"
 SARGS="default --tiny --steps 1200 --threads 2 --no-plots"
-norm() { sed -E 's/"(seconds|threads)": [0-9.]+/"\1": T/g; s/"command": "[^"]*"/"command": C/' "$1" 2>/dev/null; }
+norm() { sed -E 's/"(seconds|threads|run_seconds)": [0-9.]+/"\1": T/g; s/"report_only": [a-z]+/"report_only": R/; s/"command": "[^"]*"/"command": C/' "$1" 2>/dev/null; }
 now_ms() { date +%s%N | cut -c 1-13; }
 wait_for() { # PATTERN: poll (at most ~60 s) until a file matches; 1 if not
   i=0
