@@ -359,6 +359,48 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
 
 /* Run names and keys from the file: arms crossed with the axes (zip groups
  * step together), each crossed with the learning rates and seeds. */
+int st_lr_on_grid(const double *lr, int n, double v) {
+  for (int i = 0; i < n; i++)
+    if (fabs(lr[i] - v) <= 1e-9 * v) return 1;
+  return 0;
+}
+
+/* DIR/refine.lrs (written by --refine, study_refine.c): its learning rates after
+ * the declared ones */
+int st_refine_load(study *st, char *err, size_t errlen) {
+  char path[XP_PATH + 32], line[512];
+  snprintf(path, sizeof path, "%s/" ST_REFINE_FILE, st->dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0; /* no refinement yet */
+  int ln = 0, rc = 0;
+  while (fgets(line, sizeof line, f)) {
+    ln++;
+    char *p = line;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == '#' || *p == '\n' || !*p) continue;
+    p[strcspn(p, "\n")] = 0;
+    char *end;
+    errno = 0;
+    const double v = strtod(p, &end);
+    if (end == p || errno || !(isfinite(v) && v > 0) || (*end && !strchr(" \t#", *end))) {
+      snprintf(err, errlen, "study: %s:%d: bad learning rate '%.40s' (a positive number, then an optional # comment)",
+               path, ln, p);
+      rc = 2;
+      break;
+    }
+    if (st_lr_on_grid(st->lr, st->nlr, v)) continue;
+    if (st->nlr >= MAX_LR) {
+      snprintf(err, errlen, "study: %s:%d: more than %d learning rates with the refined ones", path, ln, MAX_LR);
+      rc = 2;
+      break;
+    }
+    st->lr[st->nlr++] = v;
+    st->nlr_refined++;
+  }
+  fclose(f);
+  return rc;
+}
+
 int st_file_setup(study *st, char *err, size_t errlen) {
   const study_file *f = st->file;
   const int sz = st->size;

@@ -460,9 +460,13 @@ void st_edge_loss_offset(const st_edge_arm *a, const st_edge_arm *b, double delt
  * its geometric midpoint); a censored edge extends the grid by its end step
  * (x2 with one lr).  Written to lr_out ascending; their count. */
 int st_edge_refine(const st_edge_arm *a, int k, double *lr_out);
-/* study_refine.c: DIR/refine.lrs, the learning rates `--refine` added: appended
- * to the grid (0; 2 with err naming the file, line and value) */
+/* DIR/refine.lrs: the learning rates `--refine` added (study_refine.c writes it,
+ * study_file.c reads it back: appended to the grid; 0, or 2 with err naming the
+ * file, line and value) */
+#define ST_REFINE_FILE "refine.lrs"
 int st_refine_load(study *st, char *err, size_t errlen);
+/* 1 when v is one of lr[n] (to a relative 1e-9: refine.lrs holds %.9g) */
+int st_lr_on_grid(const double *lr, int n, double v);
 /* --refine: from the runs so far, the next learning rate of every lr_edge
  * claim whose edge is censored or bracketed wider than its effect, appended
  * to DIR/refine.lrs (0; 2 no lr_edge claim or too many; 1 I/O) */

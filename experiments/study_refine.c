@@ -11,7 +11,8 @@
  * adds them to the study's grid after the declared ones, so the runs already
  * done keep their places and every process sees the same grid.  The rule is
  * the estimator's, fixed before any run (docs/studies/edge.md, "Refining the
- * grid"): nothing here looks at which arm fails. */
+ * grid"): nothing here looks at which arm fails.  Reading the file back is
+ * study_file.c's (st_refine_load), below the claims this file calls. */
 #include "experiments/study_int.h"
 
 #include <errno.h>
@@ -20,49 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void refine_path(const study *st, char *path, size_t n) { snprintf(path, n, "%s/refine.lrs", st->dir); }
-
-/* 1 when lr is on the grid already (to a relative 1e-9: the file's values
- * are printed with %.9g) */
-static int on_grid(const double *lr, int n, double v) {
-  for (int i = 0; i < n; i++)
-    if (fabs(lr[i] - v) <= 1e-9 * v) return 1;
-  return 0;
-}
-
-int st_refine_load(study *st, char *err, size_t errlen) {
-  char path[XP_PATH + 32], line[512];
-  refine_path(st, path, sizeof path);
-  FILE *f = fopen(path, "r");
-  if (!f) return 0; /* no refinement yet */
-  int ln = 0, rc = 0;
-  while (fgets(line, sizeof line, f)) {
-    ln++;
-    char *p = line;
-    while (*p == ' ' || *p == '\t') p++;
-    if (*p == '#' || *p == '\n' || !*p) continue;
-    p[strcspn(p, "\n")] = 0;
-    char *end;
-    errno = 0;
-    const double v = strtod(p, &end);
-    if (end == p || errno || !(isfinite(v) && v > 0) || (*end && !strchr(" \t#", *end))) {
-      snprintf(err, errlen, "study: %s:%d: bad learning rate '%.40s' (a positive number, then an optional # comment)",
-               path, ln, p);
-      rc = 2;
-      break;
-    }
-    if (on_grid(st->lr, st->nlr, v)) continue;
-    if (st->nlr >= MAX_LR) {
-      snprintf(err, errlen, "study: %s:%d: more than %d learning rates with the refined ones", path, ln, MAX_LR);
-      rc = 2;
-      break;
-    }
-    st->lr[st->nlr++] = v;
-    st->nlr_refined++;
-  }
-  fclose(f);
-  return rc;
-}
+static void refine_path(const study *st, char *path, size_t n) { snprintf(path, n, "%s/" ST_REFINE_FILE, st->dir); }
 
 /* The next learning rate for one arm at one point, or 0 (none needed):
  * why gets the reason. */
@@ -110,8 +69,8 @@ int st_refine_propose(study *st, char *err, size_t errlen) {
       double v;
       char w[400];
       if (propose(st, s ? c->b : c->a, point, effect, &v, w, sizeof w) != 1) continue;
-      if (on_grid(st->lr, st->nlr, v)) { npend++; continue; } /* its runs are not all done yet */
-      if (on_grid(add, nadd, v)) continue;
+      if (st_lr_on_grid(st->lr, st->nlr, v)) { npend++; continue; } /* its runs are not all done yet */
+      if (st_lr_on_grid(add, nadd, v)) continue;
       add[nadd] = v;
       snprintf(why[nadd], sizeof why[nadd], "claim %s: %s", c->name, w);
       nadd++;
