@@ -4,7 +4,8 @@
  * decoded exactly once into op(A) and op(B)^T row-major doubles
  * (exmy__gemm_plan_decode; the fp32, pairwise and exact kernels pack from
  * the codes instead), so every path above reads them the same way. */
-#include "emulate/gemm_internal.h"
+#include "emulate/gemm_plan.h"
+#include "emulate/gemm_ws.h"
 #include "formats/internal.h"
 #include "emulate/parallel.h"
 
