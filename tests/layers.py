@@ -12,13 +12,13 @@ header of its own functions implements it: no edge).  A header of emulate/
 mixes levels when one file it declares calls another it declares.
 
   python3 tests/layers.py [--srcdir DIR] [--dot] [FILE_OR_DIR ...]
-      prints the edges of the files given (default: emulate experiments cli)
-      and every circle among them
+      prints each file's includes, calls and header edges (default: formats
+      emulate kernels experiments cli; --dot: as graphviz), then every
+      circle, mixed header and upward edge among them
   python3 tests/layers.py --check
-      exit 1 if a circle exists in emulate/ or experiments/, or a file in
-      emulate/ includes an experiments/ or cli/ header, or one in
-      experiments/ includes a cli/ header (calls go one way: cli ->
-      experiments -> emulate -> formats)
+      the same findings only; exit 1 if there is one (tests/test_layers.sh).
+      Layers, calls going one way: cli -> experiments -> emulate, kernels
+      -> formats; an include or a call into a higher layer is a finding
 """
 import os
 import re
