@@ -1,6 +1,7 @@
 /* decode.c: the decode command: codes (.npy) back to float32 or float64,
  * optionally with quantize-tensor's per-tensor or per-group scales. */
 #include "cli/cli.h"
+#include "emulate/recipe_traits.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -62,7 +63,8 @@ int cmd_decode(int argc, char **argv) {
   char err[EXMY_ERRLEN];
   if (recipe && exmy_recipe_parse(recipe, &rc, err, sizeof err)) cli_die("decode: %s", err);
   double tscale = ts_text ? parse_scale(ts_text) : 1.0;
-  if (ts_text && (!recipe || rc.kind != EXMY_RECIPE_NVFP4))
+  const exmy__recipe_traits *tr = recipe ? exmy__recipe_traits_of(rc.kind) : NULL;
+  if (ts_text && (!tr || !tr->tensor_scale))
     cli_die("decode: --tensor-scale '%s' is for --scaling nvfp4 only", ts_text);
 
   exmy_array q, sc, x;
@@ -95,7 +97,7 @@ int cmd_decode(int argc, char **argv) {
       cli_die("decode: %s: scales must be srows x scols (2-D) or one element, not %d-D with %zu elements", scales,
               sc.ndim, sc.count);
     size_t br, bc;
-    if (recipe && rc.kind != EXMY_RECIPE_NONE && rc.kind != EXMY_RECIPE_DELAYED) {
+    if (tr && !tr->whole) {
       br = rc.block_rows && rc.block_rows < rows ? rc.block_rows : (rows ? rows : 1);
       bc = rc.block_cols && rc.block_cols < cols ? rc.block_cols : (cols ? cols : 1);
     } else {
@@ -115,12 +117,11 @@ int cmd_decode(int argc, char **argv) {
     if (sc.dtype == EXMY_DTYPE_F32) {
       memcpy(sinv, sc.data, sc.count * sizeof *sinv);
       if (ts_text) tsi = (float)(1.0 / tscale);
-    } else if (sc.dtype == EXMY_DTYPE_U8 && recipe &&
-               (rc.kind == EXMY_RECIPE_MX || rc.kind == EXMY_RECIPE_MX_OCP || rc.kind == EXMY_RECIPE_NVFP4)) {
+    } else if (sc.dtype == EXMY_DTYPE_U8 && tr && tr->scale_format) {
       exmy_format sf;
-      cli_parse_format(rc.kind == EXMY_RECIPE_NVFP4 ? "e4m3fn" : "e8m0fnu", &sf);
+      cli_parse_format(tr->scale_format, &sf);
       exmy_decode_f32(&sf, sc.data, sc.count, sinv);
-      if (rc.kind == EXMY_RECIPE_NVFP4) {
+      if (tr->tensor_scale) {
         if (!ts_text) cli_die("decode: nvfp4 scales need --tensor-scale S_ENC (quantize-tensor prints it)");
         tsi = (float)(1.0 / tscale);
       }

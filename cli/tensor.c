@@ -1,5 +1,6 @@
 /* tensor.c: the scaled-tensor commands: quantize-tensor, whatif, stats, gen. */
 #include "cli/cli.h"
+#include "emulate/recipe_traits.h"
 
 #include <float.h>
 #include <math.h>
@@ -52,10 +53,10 @@ const char *gen_usage =
 static int format_head(const char *piece, size_t len) { return memchr(piece, '=', len) == NULL; }
 
 static int recipe_head(const char *piece, size_t len) {
-  static const char *const names[] = {"none", "current", "delayed", "block", "mx", "nvfp4"};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    size_t k = strlen(names[i]);
-    if (len >= k && !strncmp(piece, names[i], k) && (len == k || piece[k] == ':')) return 1;
+  for (int i = 0; exmy__recipe_traits_of((exmy_recipe_kind)i)->name; i++) {
+    const char *name = exmy__recipe_traits_of((exmy_recipe_kind)i)->name;
+    size_t k = strlen(name);
+    if (len >= k && !strncmp(piece, name, k) && (len == k || piece[k] == ':')) return 1;
   }
   return 0;
 }
@@ -133,7 +134,7 @@ int cmd_quantize_tensor(int argc, char **argv) {
     free(d);
   }
   printf("quantized %zu x %zu to %s with %s: %zu x %zu scale groups", rows, cols, f.name, recipe, q.srows, q.scols);
-  if (q.recipe == EXMY_RECIPE_NVFP4) printf(", tensor scale %a (S_enc)", (double)q.tensor_scale);
+  if (exmy__recipe_traits_of(q.recipe)->tensor_scale) printf(", tensor scale %a (S_enc)", (double)q.tensor_scale);
   printf("\n");
   if (stats) {
     exmy_qstats st;

@@ -1,8 +1,16 @@
 /* gemm.c: the public entry points of the emulated GEMM (docs/gemm.md): build
  * the plan, run a fast kernel where one applies (gemm_fast.c), else the
  * plain-C reference (gemm_ref.c), and report amax and the flags.  Only this
- * file knows both paths. */
-#include "emulate/gemm_internal.h"
+ * file knows both paths.  Calls go one way, each file including the headers
+ * of what it uses (tests/layers.py checks it):
+ *   gemm.c -> gemm_plan.c (build, free), gemm_ws.c (buffers kept across calls)
+ *          -> gemm_fast.c -> gemm_fast_{fp32,exact,tc,format}.c
+ *               fp32, exact -> gemm_block.c; tc -> gemm_fast_tc16.c; format -> gemm_fast_lanes.c
+ *          -> gemm_ref.c -> gemm_ref_exact.c
+ *   kernels and reference -> gemm_epilogue.c, gemm_round.c, gemm_ws.c, and
+ *   the inline pieces of gemm_plan.h and gemm_bits.h */
+#include "emulate/gemm_plan.h"
+#include "emulate/gemm_ws.h"
 #include "emulate/gemm_fast.h"
 #include "emulate/gemm_ref.h"
 #include "emulate/parallel.h"

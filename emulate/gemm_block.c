@@ -3,7 +3,7 @@
  * (one per lane, so each output element still sees c = fma(a, b, c) in k
  * order), row blocks of GEMM_MC in parallel, blocks of k chosen by the
  * caller.  AVX-512 and AVX2 micro-kernels for float and double. */
-#include "emulate/gemm_kernels.h"
+#include "emulate/gemm_block.h"
 #include "formats/internal.h"
 
 #include <stdlib.h>
@@ -17,7 +17,7 @@ static int use_avx512(void) {
   return __builtin_cpu_supports("avx512f") && !exmy__avx512_disabled();
 }
 
-/* The micro_fn of gemm_kernels.h: an MR x 2W tile; one definition for each
+/* The micro_fn of gemm_block.h: an MR x 2W tile; one definition for each
  * element type and ISA.  pl = 0: the running sums start from C (or zero)
  * and stay in registers over all kc steps.  pl > 0 (chunked promotion with
  * weight 1): every pl steps start a piece from +0, and the piece is added

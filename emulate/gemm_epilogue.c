@@ -3,11 +3,12 @@
  * D = cast(z * scale_d), amax = max |z|.  One element at a time (the
  * reference and acc=FORMAT) or whole rows through the vectorized float32
  * cast (the fp32 and tc kernels); the two give the same bits. */
-#include "emulate/gemm_internal.h"
+#include "emulate/gemm_epilogue.h"
 #include "formats/internal.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 double exmy__gemm_c_value(const gemm_plan *p, size_t i, size_t j) {
   return exmy_decode(p->c_fmt, exmy_code_get(p->c_fmt, p->c, i * p->n + j));

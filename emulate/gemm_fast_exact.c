@@ -4,6 +4,9 @@
  * and the double sums are exact; then one exact rescale by alpha and the
  * outer scales and one rounding per output, as the reference. */
 #include "emulate/gemm_kernels.h"
+#include "emulate/gemm_block.h"
+#include "emulate/gemm_ws.h"
+#include "emulate/gemm_bits.h"
 #include "formats/internal.h"
 
 #include <math.h>

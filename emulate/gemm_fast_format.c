@@ -4,6 +4,10 @@
  * (exmy__round_sum2); pieces promoted into fp32 as the reference, then the
  * element epilogue. */
 #include "emulate/gemm_kernels.h"
+#include "emulate/gemm_fast_lanes.h"
+#include "emulate/gemm_ws.h"
+#include "emulate/gemm_round.h"
+#include "emulate/gemm_epilogue.h"
 #include "formats/internal.h"
 
 #include <math.h>

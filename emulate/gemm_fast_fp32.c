@@ -8,6 +8,10 @@
  * end.  Then the row epilogue, straight from the partial sums.  Buffers come
  * from the plan's workspace. */
 #include "emulate/gemm_kernels.h"
+#include "emulate/gemm_block.h"
+#include "emulate/gemm_ws.h"
+#include "emulate/gemm_epilogue.h"
+#include "emulate/gemm_bits.h"
 #include "formats/internal.h"
 
 #include <math.h>

@@ -14,7 +14,11 @@
  *    step lane by lane.
  * Tiles of FR rows x FC columns in parallel, pieces promoted into fp32 as the
  * reference, then the row epilogue. */
-#include "emulate/gemm_kernels.h"
+#include "emulate/gemm_fast_lanes.h"
+#include "emulate/gemm_ws.h"
+#include "emulate/gemm_round.h"
+#include "emulate/gemm_epilogue.h"
+#include "emulate/gemm_bits.h"
 #include "emulate/round_core.h"
 #include "emulate/rng_avx512.h"
 #include "formats/internal.h"

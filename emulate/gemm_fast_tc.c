@@ -14,6 +14,10 @@
  *    converted to int32 (int64 when the sum needs more than 31 bits) by
  *    truncation, summed exactly. */
 #include "emulate/gemm_kernels.h"
+#include "emulate/gemm_fast_tc16.h"
+#include "emulate/gemm_ws.h"
+#include "emulate/gemm_epilogue.h"
+#include "emulate/gemm_bits.h"
 #include "formats/internal.h"
 
 #include <math.h>

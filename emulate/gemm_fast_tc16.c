@@ -15,7 +15,10 @@
  * exponent pass), where the float kernel spends two masked FMAs and three
  * mask operations on each term (and two in its exponent pass); it runs
  * where exmy__gemm_fast_tc's AVX-512 checks pass and the CPU has VNNI. */
-#include "emulate/gemm_kernels.h"
+#include "emulate/gemm_fast_tc16.h"
+#include "emulate/gemm_ws.h"
+#include "emulate/gemm_epilogue.h"
+#include "emulate/gemm_bits.h"
 #include "formats/internal.h"
 
 #include <math.h>

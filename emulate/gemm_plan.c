@@ -4,17 +4,15 @@
  * decoded exactly once into op(A) and op(B)^T row-major doubles
  * (exmy__gemm_plan_decode; the fp32, pairwise and exact kernels pack from
  * the codes instead), so every path above reads them the same way. */
-#include "emulate/gemm_internal.h"
+#include "emulate/gemm_plan.h"
+#include "emulate/gemm_ws.h"
 #include "formats/internal.h"
 #include "emulate/parallel.h"
+#include "emulate/recipe_traits.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int is_inner_kind(exmy_recipe_kind k) {
-  return k == EXMY_RECIPE_MX || k == EXMY_RECIPE_MX_OCP || k == EXMY_RECIPE_NVFP4;
-}
 
 /* Group index of stored element (r, c). */
 static size_t group_of(const exmy_qtensor *q, size_t r, size_t c) {
@@ -63,7 +61,8 @@ int exmy__gemm_plan(const exmy_gemm_args *a, gemm_plan *p, int decode, gemm_ws *
   const size_t k = p->k;
   const size_t KA = p->ta ? A->block_rows : A->block_cols;
   const size_t KB = p->tb ? B->block_cols : B->block_rows;
-  const int ia = is_inner_kind(A->recipe), ib = is_inner_kind(B->recipe);
+  const exmy__recipe_traits *trA = exmy__recipe_traits_of(A->recipe), *trB = exmy__recipe_traits_of(B->recipe);
+  const int ia = trA->inner, ib = trB->inner;
   char ra[48], rb[48];
   snprintf(ra, sizeof ra, "%zux%zu", A->block_rows, A->block_cols);
   snprintf(rb, sizeof rb, "%zux%zu", B->block_rows, B->block_cols);
@@ -76,7 +75,7 @@ int exmy__gemm_plan(const exmy_gemm_args *a, gemm_plan *p, int decode, gemm_ws *
       return exmy__fail(err, errlen,
                         "GEMM: block-scaled (mx, nvfp4) operands must both be block-scaled: A's groups are %s, B's %s", ra,
                         rb);
-    if (A->recipe != B->recipe && (A->recipe == EXMY_RECIPE_NVFP4 || B->recipe == EXMY_RECIPE_NVFP4))
+    if (A->recipe != B->recipe && (trA->own_partner || trB->own_partner))
       return exmy__fail(err, errlen, "GEMM: nvfp4 operands must both be nvfp4");
     if (KA != KB)
       return exmy__fail(err, errlen,
@@ -99,9 +98,8 @@ int exmy__gemm_plan(const exmy_gemm_args *a, gemm_plan *p, int decode, gemm_ws *
   }
   if (k) p->nseg = (k + p->seg - 1) / p->seg;
   if (p->style == GEMM_INNER) {
-    const int nv = A->recipe == EXMY_RECIPE_NVFP4;
-    p->s_emin = nv ? -6 : -127;
-    p->s_mbits = nv ? 3 : 0;
+    p->s_emin = trA->scale_emin; /* A's and B's alike: equal kinds, or both E8M0 (mx, mx:ocp) */
+    p->s_mbits = trA->scale_mbits;
     if ((A->fmt.mbits + 1) + (B->fmt.mbits + 1) + 2 * (p->s_mbits + 1) > 53)
       return exmy__fail(err, errlen, "GEMM: %s x %s with E4M3 block scales: products would not be exact in double",
                         A->fmt.name, B->fmt.name);

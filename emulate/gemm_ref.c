@@ -3,6 +3,10 @@
  * reference driver over rows.  The fast kernels (gemm_fast*.c) are checked
  * bit for bit against this; the exact model is in gemm_ref_exact.c. */
 #include "emulate/gemm_ref.h"
+#include "emulate/gemm_ref_exact.h"
+#include "emulate/gemm_round.h"
+#include "emulate/gemm_epilogue.h"
+#include "emulate/gemm_bits.h"
 #include "formats/internal.h"
 
 #include <math.h>

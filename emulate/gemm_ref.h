@@ -3,12 +3,8 @@
  * for exmy_gemm_ref.  The fast kernels never call it. */
 #ifndef EXMY_GEMM_REF_H
 #define EXMY_GEMM_REF_H
-#include "emulate/gemm_internal.h"
+#include "emulate/gemm_plan.h"
 
 /* Rows [i0, i1) of D by the reference: flags or-ed in, amax raised. */
 void exmy__gemm_ref_rows(const gemm_plan *p, size_t i0, size_t i1, unsigned *flags, float *amax);
-
-/* The exact model for one element, D written; returns |V| as fp32 (NaN: 0)
- * (gemm_ref_exact.c). */
-float exmy__gemm_exact_elem(const gemm_plan *p, size_t i, size_t j, unsigned *flags);
 #endif

@@ -1,7 +1,9 @@
 /* gemm_ref_exact.c: the reference of the exact model (docs/gemm.md): every
  * product a * sa * b * sb summed without error in a fixed-point accumulator,
  * then alpha, C and scale_d applied exactly (GMP) and D rounded once. */
-#include "emulate/gemm_ref.h"
+#include "emulate/gemm_ref_exact.h"
+#include "emulate/gemm_epilogue.h"
+#include "emulate/gemm_bits.h"
 #include "formats/internal.h"
 
 #include <gmp.h>

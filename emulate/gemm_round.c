@@ -1,7 +1,8 @@
 /* gemm_round.c: one sum of two doubles rounded once into a format, the step
  * of acc=FORMAT that the reference and the fast kernel both take (the sum is
  * formed exactly in 128 bits, so no double rounding). */
-#include "emulate/gemm_internal.h"
+#include "emulate/gemm_round.h"
+#include "emulate/gemm_bits.h"
 #include "formats/internal.h"
 
 #include <math.h>

@@ -2,7 +2,7 @@
  * partial sums and the scales of a GEMM kept across calls, so a training
  * step's repeated shapes allocate (and fault in) nothing after the first
  * call; and the decode tables of the operand formats (8 and 16 bits). */
-#include "emulate/gemm_internal.h"
+#include "emulate/gemm_ws.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * fused sums over pieces of L products (MMA-Sim v2's algorithms, written from
  * the paper's description: integers, no floating-point arithmetic in the sums). */
 #include "emulate/mma_internal.h"
-#include "emulate/gemm_internal.h"
+#include "emulate/gemm_bits.h"
 #include "formats/internal.h"
 
 #include <math.h>

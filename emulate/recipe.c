@@ -1,7 +1,9 @@
-/* recipe.c: a scaling recipe's text (parse, to_string) and the state a
- * running recipe keeps between steps.  The recipes themselves (scales and
- * casts) are in scaling.c; docs/scaling.md lists the grammar. */
+/* recipe.c: what each kind of scaling recipe is (its traits row), a
+ * recipe's text (parse, to_string) and the state a running recipe keeps
+ * between steps.  The recipes themselves (scales and casts) are in
+ * scaling.c; docs/scaling.md lists the grammar. */
 #include "exmy.h"
+#include "emulate/recipe_traits.h"
 #include "formats/internal.h"
 
 #include <math.h>
@@ -11,16 +13,37 @@
 
 #define fail exmy__fail
 
+/* ---- what each kind is ---------------------------------------------------- */
+
+/* One row per kind (recipe_traits.h says what each column means). */
+static const exmy__recipe_traits TRAITS[] = {
+  /*                      name       group    whole state cache inner own tensor exact scales     emin  mbits */
+  [EXMY_RECIPE_NONE]    = {"none",    0, 0,   1,    0,    1,    0,    0,  0,     0,    NULL,      0,    0},
+  [EXMY_RECIPE_CURRENT] = {"current", 0, 0,   0,    0,    1,    0,    0,  0,     0,    NULL,      0,    0},
+  [EXMY_RECIPE_DELAYED] = {"delayed", 0, 0,   1,    1,    1,    0,    0,  0,     0,    NULL,      0,    0},
+  [EXMY_RECIPE_BLOCK]   = {"block",   1, 128, 0,    0,    0,    0,    0,  0,     0,    NULL,      0,    0},
+  [EXMY_RECIPE_MX]      = {"mx",      1, 32,  0,    0,    0,    1,    0,  0,     0,    "e8m0fnu", -127, 0},
+  [EXMY_RECIPE_MX_OCP]  = {"mx",      1, 32,  0,    0,    0,    1,    0,  0,     1,    "e8m0fnu", -127, 0},
+  [EXMY_RECIPE_NVFP4]   = {"nvfp4",   1, 16,  0,    0,    0,    1,    1,  1,     0,    "e4m3fn",  -6,   3},
+};
+
+const exmy__recipe_traits *exmy__recipe_traits_of(exmy_recipe_kind kind) {
+  static const exmy__recipe_traits none_of_them;
+  return (unsigned)kind < sizeof TRAITS / sizeof TRAITS[0] ? &TRAITS[kind] : &none_of_them;
+}
+
 /* ---- recipe text ------------------------------------------------------- */
+
+#define TRAITS_NAME(k) (exmy__recipe_traits_of((exmy_recipe_kind)(k))->name)
 
 static void recipe_defaults(exmy_recipe *r, exmy_recipe_kind kind) {
   memset(r, 0, sizeof *r);
   r->kind = kind;
+  r->block_rows = exmy__recipe_traits_of(kind)->block_rows;
+  r->block_cols = exmy__recipe_traits_of(kind)->block_cols;
   switch (kind) {
   case EXMY_RECIPE_DELAYED: r->history_len = 1024; r->interval = 1; break;
-  case EXMY_RECIPE_BLOCK: r->block_rows = 1; r->block_cols = 128; r->pow2 = 1; break;
-  case EXMY_RECIPE_MX: case EXMY_RECIPE_MX_OCP: r->block_rows = 1; r->block_cols = 32; break;
-  case EXMY_RECIPE_NVFP4: r->block_rows = 1; r->block_cols = 16; break;
+  case EXMY_RECIPE_BLOCK: r->pow2 = 1; break;
   default: break;
   }
 }
@@ -50,13 +73,11 @@ int exmy_recipe_parse(const char *text, exmy_recipe *r, char *err, size_t errlen
   char *opts = NULL;
   if (colon) { *colon = 0; opts = colon + 1; }
   const char *name = buf;
-  if (!strcmp(name, "none")) recipe_defaults(r, EXMY_RECIPE_NONE);
-  else if (!strcmp(name, "current")) recipe_defaults(r, EXMY_RECIPE_CURRENT);
-  else if (!strcmp(name, "delayed")) recipe_defaults(r, EXMY_RECIPE_DELAYED);
-  else if (!strcmp(name, "block")) recipe_defaults(r, EXMY_RECIPE_BLOCK);
-  else if (!strcmp(name, "mx")) recipe_defaults(r, EXMY_RECIPE_MX);
-  else if (!strcmp(name, "nvfp4")) recipe_defaults(r, EXMY_RECIPE_NVFP4);
-  else return fail(err, errlen, "unknown scaling recipe '%s' (accepted: none, current, delayed, block:1xB, block:BxB, mx, mx:ocp, nvfp4)", text);
+  int kind = 0; /* the first row of that name (mx, not mx:ocp: its option comes below) */
+  while (TRAITS_NAME(kind) && strcmp(name, TRAITS_NAME(kind))) kind++;
+  if (!TRAITS_NAME(kind))
+    return fail(err, errlen, "unknown scaling recipe '%s' (accepted: none, current, delayed, block:1xB, block:BxB, mx, mx:ocp, nvfp4)", text);
+  recipe_defaults(r, (exmy_recipe_kind)kind);
   /* options, comma-separated */
   int first = 1;
   for (char *o = opts; o && *o;) {
@@ -127,7 +148,7 @@ int exmy_recipe_parse(const char *text, exmy_recipe *r, char *err, size_t errlen
 
 /* ---- recipe state ------------------------------------------------------- */
 
-int exmy_recipe_has_state(const exmy_recipe *r) { return r->kind == EXMY_RECIPE_DELAYED; }
+int exmy_recipe_has_state(const exmy_recipe *r) { return exmy__recipe_traits_of(r->kind)->has_state; }
 
 int exmy_recipe_state_init(const exmy_recipe *r, exmy_recipe_state *st, char *err, size_t errlen) {
   memset(st, 0, sizeof *st);

@@ -5,6 +5,7 @@
 #include "exmy.h"
 #include "formats/internal.h"
 #include "emulate/parallel.h"
+#include "emulate/recipe_traits.h"
 
 #include <float.h>
 #include <math.h>
@@ -369,7 +370,7 @@ static void set_layout(const exmy_recipe *r, size_t rows, size_t cols, exmy_qten
   q->cols = cols;
   q->block_rows = r->block_rows && r->block_rows < rows ? r->block_rows : (rows ? rows : 1);
   q->block_cols = r->block_cols && r->block_cols < cols ? r->block_cols : (cols ? cols : 1);
-  if (r->kind == EXMY_RECIPE_NONE || r->kind == EXMY_RECIPE_DELAYED) {
+  if (exmy__recipe_traits_of(r->kind)->whole) {
     q->block_rows = rows ? rows : 1;
     q->block_cols = cols ? cols : 1;
   }
@@ -377,9 +378,7 @@ static void set_layout(const exmy_recipe *r, size_t rows, size_t cols, exmy_qten
   q->scols = cols ? (cols + q->block_cols - 1) / q->block_cols : 0;
 }
 
-static int has_scale_codes(const exmy_recipe *r) {
-  return r->kind == EXMY_RECIPE_MX || r->kind == EXMY_RECIPE_MX_OCP || r->kind == EXMY_RECIPE_NVFP4;
-}
+static int has_scale_codes(const exmy_recipe *r) { return exmy__recipe_traits_of(r->kind)->scale_format != NULL; }
 
 /* q's buffers for the layout in *lay: q's own when they have exactly its
  * sizes (a tensor made before for the same shape, code width and recipe
@@ -440,30 +439,31 @@ int exmy_recipe_quantize_into(const exmy_recipe *r, const exmy_format *f, const 
   if (take_buffers(r, f, &lay, q)) return fail(err, errlen, "out of memory for a %zu x %zu tensor", rows, cols);
   const size_t ng = q->srows * q->scols, n = rows * cols;
   const float fmax = exmy__fmax_f32(f);
+  const exmy__recipe_traits *tr = exmy__recipe_traits_of(r->kind);
   const int ocp = r->kind == EXMY_RECIPE_MX_OCP;
   const int emax_elem = ocp ? elem_emax(f) : 0; /* only mx:ocp reads it */
   exmy_format e4m3;
   exmy_format_parse("e4m3fn", &e4m3, NULL, 0);
   q->recipe = r->kind;
   q->rnd = rnd;
-  q->exact_product = r->exact_product || r->kind == EXMY_RECIPE_MX_OCP;
+  q->exact_product = r->exact_product || tr->exact_product;
   q->tensor_scale = q->tensor_scale_inv = 1.0f;
   /* Phase 1: amax of every (row, column block) run, in parallel over rows;
    * max is order-independent, so the result does not depend on threads. */
   const size_t bc = q->block_cols, br = q->block_rows, sc = q->scols;
   /* groups of one row (mx, block:1xN) without a tensor-wide scale: phases 1
    * and 2 run inside phase 3's row loop, one pass over x */
-  const int fused = br == 1 && r->kind != EXMY_RECIPE_NVFP4;
+  const int fused = br == 1 && !tr->tensor_scale;
   /* none and delayed: one group whose scale does not depend on this
    * tensor's amax, so the amax is taken row by row in phase 3 (one pass) */
-  const int amax_in_pass = !fused && sc == 1 && (r->kind == EXMY_RECIPE_NONE || r->kind == EXMY_RECIPE_DELAYED);
+  const int amax_in_pass = !fused && sc == 1 && tr->whole;
   /* Phase 3 below, for these (one group, one rounding per element through
    * the float kernel) is, row by row, f32q_run of the row at index i * cols
    * with the group's scale, and the group's amax the max of the rows': the
    * same codes, flags and amax from one call per thread over a contiguous
    * range, without a call per row (rows of 24 floats made the calls' set-up
    * the cost: `exmy train --d_model 24`, issue 34). */
-  const int whole = amax_in_pass && n && !(ocp || r->exact_product);
+  const int whole = amax_in_pass && n && !(tr->exact_product || r->exact_product);
   float *pam = NULL;
   uint8_t *pnan = NULL;
   if (!fused && !whole) {
@@ -489,7 +489,7 @@ int exmy_recipe_quantize_into(const exmy_recipe *r, const exmy_format *f, const 
       }
     reduce_amax(q, pam, pnan, ocp);
     /* Phase 2: the scales. */
-    if (r->kind == EXMY_RECIPE_NVFP4) {
+    if (tr->tensor_scale) {
       float tamax = 0.0f;
       for (size_t g = 0; g < ng; g++) tamax = fmaxf(tamax, q->amax[g]);
       q->tensor_scale = nvfp4_s_enc(tamax, fmax);
@@ -501,7 +501,7 @@ int exmy_recipe_quantize_into(const exmy_recipe *r, const exmy_format *f, const 
    * vectorized kernel with the multiply fused in. */
   exmy__f32q fq;
   exmy__f32q_init(&fq, f, &rnd);
-  const int one_rounding = ocp || r->exact_product;
+  const int one_rounding = tr->exact_product || r->exact_product;
   int nomem = 0;
   unsigned fl = 0;
   if (whole) {

@@ -5,6 +5,7 @@
  * FP8 statistics of the last collected step.  The precisions themselves
  * (presets, keys, overrides) are parsed in precision.c. */
 #include "experiments/precision.h"
+#include "emulate/recipe_traits.h"
 #include "emulate/round_core.h"
 
 #include <math.h>
@@ -238,10 +239,8 @@ static const int reuse_role[XP_NROLE][2] = {
   [XP_FPROP] = {0, 0}, [XP_DGRAD] = {0, 1}, [XP_WGRAD] = {1, 1}};
 
 static int cacheable(const xp_tprec *t, const exmy_recipe *r) {
-  static const int per_tensor_kind[] = {[EXMY_RECIPE_NONE] = 1, [EXMY_RECIPE_CURRENT] = 1, [EXMY_RECIPE_DELAYED] = 1,
-                                        [EXMY_RECIPE_NVFP4] = 0};
   return !t->is_f32 && t->rnd.mode != EXMY_SR && !r->block_rows && !r->block_cols &&
-         (size_t)r->kind < sizeof per_tensor_kind / sizeof per_tensor_kind[0] && per_tensor_kind[r->kind];
+         exmy__recipe_traits_of(r->kind)->cacheable;
 }
 
 /* make_operand through the layer's cache of kind `kind` (normal mode). */

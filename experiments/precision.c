@@ -12,6 +12,7 @@
  * (e.g. `hybrid;recipe=delayed:len=16;accum.fprop=tc:hopper-fastacc`).
  * This file only parses and resolves; matmul.c runs the GEMMs. */
 #include "experiments/xp.h"
+#include "emulate/recipe_traits.h"
 
 #include <ctype.h>
 #include <fnmatch.h>
@@ -204,9 +205,8 @@ static int parse_prec(const char *what, const char *text, xp_prec *p, char *err,
   }
   for (int a = 0; a < XP_NKIND; a++)
     for (int b = a + 1; b < XP_NKIND; b++) {
-      const int ia = k[a] == EXMY_RECIPE_MX || k[a] == EXMY_RECIPE_MX_OCP || k[a] == EXMY_RECIPE_NVFP4;
-      const int ib = k[b] == EXMY_RECIPE_MX || k[b] == EXMY_RECIPE_MX_OCP || k[b] == EXMY_RECIPE_NVFP4;
-      if (ia != ib || (ia && k[a] != k[b] && (k[a] == EXMY_RECIPE_NVFP4 || k[b] == EXMY_RECIPE_NVFP4)))
+      const exmy__recipe_traits *ta = exmy__recipe_traits_of(k[a]), *tb = exmy__recipe_traits_of(k[b]);
+      if (ta->inner != tb->inner || (ta->inner && k[a] != k[b] && (ta->own_partner || tb->own_partner)))
         return xp_errf(err, errlen,
                        "%s: '%s': recipes %s=%s and %s=%s meet in one GEMM (block-scaled mx/nvfp4 operands need "
                        "block-scaled partners, nvfp4 needs nvfp4); set recipe= for all three",

@@ -1,5 +1,5 @@
 /* study.c: exmy's FP8 stability studies (study.h, docs/studies/README.md):
- * the table of analysis hooks, finding a study's file, and the driver.  The
+ * finding a study's file, and the driver (the analysis hooks: study_hooks.c).  The
  * machinery is split by concept (study_int.h lists the files); every study
  * is a file (experiments/studies/NAME.study), some with a C analysis in
  * study_NAME.c. */
@@ -18,32 +18,8 @@
 #endif
 
 /* ====================================================================== */
-/* the analysis hooks and the study files                                  */
+/* the study files                                                         */
 /* ====================================================================== */
-
-/* The C analyses a study file may name (report = NAME), in the order
- * `exmy study --list` shows the built-in studies (default first). */
-typedef struct st_hook { const char *name; st_report_fn report; } st_hook;
-static const st_hook HOOKS[] = {
-  {"mantissa", st_report_mantissa},
-  {"recipes", st_report_recipes},         {"fallback", st_report_fallback},
-  {"calibration", st_report_calibration}, {"accumulation", st_report_accumulation},
-  {"rounding", st_report_rounding},       {"lrsweep", st_report_lrsweep},
-  {"rangeshift", st_report_rangeshift},   {"delayedlag", st_report_delayedlag},
-  {"failsafe", st_report_failsafe},
-  {"outliers", st_report_outliers},
-};
-#define NHOOK ((int)(sizeof HOOKS / sizeof HOOKS[0]))
-
-st_report_fn st_report_hook(const char *name) {
-  for (int i = 0; i < NHOOK; i++)
-    if (!strcmp(HOOKS[i].name, name)) return HOOKS[i].report;
-  return NULL;
-}
-void st_report_hooks(char *buf, size_t n) {
-  buf[0] = 0;
-  for (int i = 0; i < NHOOK; i++) st_cat(buf, n, "%s%s", i ? ", " : "", HOOKS[i].name);
-}
 
 /* Folders that hold the built-in study files, in the order searched: the
  * EXMY_STUDY_DIR environment variable, the source tree (a build tree's
@@ -98,7 +74,7 @@ void study_list(FILE *out, int names_only) {
   char names[128][64];
   int n = 0;
   snprintf(names[n++], sizeof names[0], "default"); /* the main job first, then the studies with an analysis */
-  for (int i = 0; i < NHOOK; i++) snprintf(names[n++], sizeof names[0], "%s", HOOKS[i].name);
+  for (int i = 0; st_report_hook_name(i); i++) snprintf(names[n++], sizeof names[0], "%s", st_report_hook_name(i));
   const char *d[3];
   const int nd = study_dirs(d);
   for (int i = 0; i < nd; i++) {

@@ -388,24 +388,6 @@ double st_edge_fisher_exact(int k1, int n1, int k2, int n2) {
   return p > 1 ? 1 : p;
 }
 
-void st_edge_holm(const double *p, int m, double *adj) {
-  int *ord = malloc((size_t)(m > 0 ? m : 1) * sizeof *ord), nt = 0;
-  for (int i = 0; i < m; i++) adj[i] = NAN;
-  if (!ord) return;
-  for (int i = 0; i < m; i++)
-    if (!isnan(p[i])) ord[nt++] = i;
-  for (int i = 1; i < nt; i++) /* insertion sort by p, stable */
-    for (int j = i; j > 0 && p[ord[j]] < p[ord[j - 1]]; j--) { const int t = ord[j]; ord[j] = ord[j - 1]; ord[j - 1] = t; }
-  double run = 0;
-  for (int j = 0; j < nt; j++) {
-    double v = (nt - j) * p[ord[j]];
-    if (v > 1) v = 1;
-    if (v > run) run = v; /* step-down: adjusted p-values never decrease */
-    adj[ord[j]] = run;
-  }
-  free(ord);
-}
-
 int st_edge_compare_lr(const st_edge_arm *a, const st_edge_arm *b, double conf, st_edge_lrcmp *rows, char *err,
                        size_t errlen) {
   if (same_grid(a, b, err, errlen)) return -1;

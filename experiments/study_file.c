@@ -3,7 +3,7 @@
  * A study file is the engine's config grammar (xp_config_line: key = value,
  * '#' comments) with sweep keys beside the engine's keys:
  *   name, description, published, note      text for the report
- *   report = NAME                            a C analysis hook (study.c's table)
+ *   report = NAME                            a C analysis hook (study_hooks.c's table)
  *   seeds = N                                paired seeds 1..N for every arm
  *   reference = ARM, nonconv_nats = X        the non-convergence rule's reference
  *   lr_delta = X                             the lrsweep analysis's LR_max tolerance (nats)
@@ -28,7 +28,6 @@
  * FILE:LINE and the bad text. */
 #include "experiments/study_int.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -65,60 +64,6 @@ static int bad_metric(const study_file *f, int ln, const char *m, char *err, siz
   char names[400];
   st_metric_names(names, sizeof names);
   return ferr(err, errlen, f, ln, "unknown metric '%s' (accepted: %s)", m, names);
-}
-
-static char *trim(char *s) {
-  while (isspace((unsigned char)*s)) s++;
-  char *e = s + strlen(s);
-  while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
-  return s;
-}
-
-static int parse_num(const char *s, double *v) {
-  char *end;
-  errno = 0;
-  *v = strtod(s, &end);
-  while (isspace((unsigned char)*end)) end++;
-  return end != s && !*end && !errno && isfinite(*v);
-}
-
-/* The values of an axis: a comma list, logspace(a, b, n) or linspace(a, b, n).
- * Numbers from the ranges are printed %.6g (what a person would type). */
-int st_axis_values(const char *text, char vals[][ST_VALLEN], int max, char *why, size_t whylen) {
-  char buf[ST_VALLEN * 4];
-  snprintf(buf, sizeof buf, "%s", text);
-  char *t = trim(buf);
-  const int logs = !strncmp(t, "logspace(", 9), lins = !strncmp(t, "linspace(", 9);
-  if (logs || lins) {
-    char *close = strrchr(t, ')');
-    if (!close || close[1]) { snprintf(why, whylen, "'%s': expected %s(a, b, n)", text, logs ? "logspace" : "linspace"); return -1; }
-    *close = 0;
-    char *a[3];
-    int na = 0;
-    for (char *tok = strtok(t + 9, ","); tok && na < 4; tok = strtok(NULL, ",")) { if (na < 3) a[na] = tok; na++; }
-    double x0, x1, n;
-    if (na != 3 || !parse_num(a[0], &x0) || !parse_num(a[1], &x1) || !parse_num(a[2], &n) || n != floor(n) || n < 1 ||
-        n > max || (logs && (x0 <= 0 || x1 <= 0))) {
-      snprintf(why, whylen, "'%s': expected %s(a, b, n) with numbers a, b%s and a count n in 1..%d", text,
-               logs ? "logspace" : "linspace", logs ? " > 0" : "", max);
-      return -1;
-    }
-    for (int i = 0; i < (int)n; i++) {
-      const double f = n > 1 ? (double)i / (n - 1) : 0;
-      const double v = logs ? exp(log(x0) + f * (log(x1) - log(x0))) : x0 + f * (x1 - x0);
-      snprintf(vals[i], ST_VALLEN, "%.6g", v);
-    }
-    return (int)n;
-  }
-  int n = 0;
-  for (char *tok = strtok(t, ","); tok; tok = strtok(NULL, ",")) {
-    char *v = trim(tok);
-    if (!*v) { snprintf(why, whylen, "'%s': an empty value in the list", text); return -1; }
-    if (n >= max) { snprintf(why, whylen, "'%s': more than %d values", text, max); return -1; }
-    snprintf(vals[n++], ST_VALLEN, "%s", v);
-  }
-  if (!n) { snprintf(why, whylen, "empty list"); return -1; }
-  return n;
 }
 
 /* {dir} and {run} stand for paths known only when the study runs. */
@@ -166,19 +111,19 @@ static int check_line(const study_file *f, const xp_config *base, int ln, const 
   }
   if (!strcmp(key, "first_seed")) {
     double v;
-    if (!parse_num(val, &v) || v != floor(v) || v < 1 || v > 1e9)
+    if (!st_parse_num(val, &v) || v != floor(v) || v < 1 || v > 1e9)
       return ferr(err, errlen, f, ln, "first_seed = %s: expected a whole number 1..1e9", val);
     return 0;
   }
   if (!strcmp(key, "seeds")) {
     double v;
-    if (!parse_num(val, &v) || v != floor(v) || v < 1 || v > 64)
+    if (!st_parse_num(val, &v) || v != floor(v) || v < 1 || v > 64)
       return ferr(err, errlen, f, ln, "seeds = %s: expected a whole number 1..64", val);
     return 0;
   }
   if (!strcmp(key, "nonconv_nats") || !strcmp(key, "lr_delta")) {
     double v;
-    if (!parse_num(val, &v) || !(v > 0)) return ferr(err, errlen, f, ln, "%s = %s: expected a positive number", key, val);
+    if (!st_parse_num(val, &v) || !(v > 0)) return ferr(err, errlen, f, ln, "%s = %s: expected a positive number", key, val);
     return 0;
   }
   if (!strncmp(key, "gemm.", 5)) {
@@ -198,9 +143,9 @@ static int check_line(const study_file *f, const xp_config *base, int ln, const 
     if (!dot || dot == key + 4 || !dot[1]) return ferr(err, errlen, f, ln, "'%s': expected arm.NAME.KEY", key);
     if (IN(dot + 1, ARM_META) >= 0) {
       double v;
-      if ((!strcmp(dot + 1, "x") || !strcmp(dot + 1, "phase")) && !parse_num(val, &v))
+      if ((!strcmp(dot + 1, "x") || !strcmp(dot + 1, "phase")) && !st_parse_num(val, &v))
         return ferr(err, errlen, f, ln, "%s = %s: expected a number", key, val);
-      if (!strcmp(dot + 1, "more_steps") && (!parse_num(val, &v) || v != floor(v) || v < 1 || v > 1e9))
+      if (!strcmp(dot + 1, "more_steps") && (!st_parse_num(val, &v) || v != floor(v) || v < 1 || v > 1e9))
         return ferr(err, errlen, f, ln, "%s = %s: expected a whole number of steps 1..1e9", key, val);
       if (!strcmp(dot + 1, "from") && !*val) return ferr(err, errlen, f, ln, "%s: expected an arm's name", key);
       return 0;
@@ -220,7 +165,7 @@ static int check_line(const study_file *f, const xp_config *base, int ln, const 
     if (!strcmp(fl, "rule") && IN(val, RULES) < 0)
       return ferr(err, errlen, f, ln, "unknown rule '%s' (accepted: tracks, higher, lower)", val);
     double v;
-    if ((!strcmp(fl, "margin") || !strcmp(fl, "effect") || !strcmp(fl, "lr")) && (!parse_num(val, &v) || !(v > 0)))
+    if ((!strcmp(fl, "margin") || !strcmp(fl, "effect") || !strcmp(fl, "lr")) && (!st_parse_num(val, &v) || !(v > 0)))
       return ferr(err, errlen, f, ln, "%s = %s: expected a positive number", fl, val);
     if (!strcmp(fl, "at") && (!strchr(val, '=') || strchr(val, '=') == val))
       return ferr(err, errlen, f, ln, "at = %s: expected an axis point, KEY=VALUE (e.g. d_model=64)", val);
@@ -328,30 +273,6 @@ int st_file_read(study_file *f, const char *path, char *err, size_t errlen) {
     }
   if (rc) st_file_free(f);
   return rc;
-}
-
-/* The value of `key` at size `size` (a size line beats a plain one; the last
- * line wins), and its line number; NULL when absent. */
-const char *st_file_get(const study_file *f, int size, const char *key, int *ln) {
-  const sf_line *best = NULL;
-  for (int i = 0; i < f->nline; i++) {
-    const sf_line *L = &f->line[i];
-    if (strcmp(L->key, key) || (L->size >= 0 && L->size != size)) continue;
-    if (!best || L->size >= 0 || best->size < 0) best = L;
-  }
-  if (best && ln) *ln = best->ln;
-  return best ? best->val : NULL;
-}
-
-/* A numeric key's value at `size` (strtod), or def when the file has none. */
-double st_file_num(const study_file *f, int size, const char *key, double def) {
-  const char *v = st_file_get(f, size, key, NULL);
-  return v ? strtod(v, NULL) : def;
-}
-
-/* Whether line i is the one in effect for its key at this size. */
-int st_file_effective(const study_file *f, int size, int i) {
-  return f->eff[size * f->nline + i];
 }
 
 static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_MAXVAL][ST_VALLEN], char *err,
@@ -481,7 +402,7 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
   if (zipbuf[0]) {
     int first = -1;
     for (char *tok = strtok(zipbuf, ","); tok; tok = strtok(NULL, ",")) {
-      const char *k = trim(tok);
+      const char *k = st_trim(tok);
       int a = -1;
       for (int j = 0; j < na; j++)
         if (!strcmp(ak[j], k)) a = j;
@@ -516,7 +437,7 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
     char two[ST_VALLEN];
     snprintf(two, sizeof two, "%s", L->val);
     for (char *tok = strtok(two, ","); tok; tok = strtok(NULL, ",")) {
-      const char *a = trim(tok);
+      const char *a = st_trim(tok);
       int k = 0;
       while (k < narm && strcmp(arm[k], a)) k++;
       if (k == narm) return ferr(err, errlen, f, L->ln, "%s: no arm '%s' in this study (arm.%s.KEY = ...)", L->key, a, a);

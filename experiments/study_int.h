@@ -1,9 +1,14 @@
 /* study_int.h: what the parts of the study machinery share (not installed;
  * the public face is study.h).  One file per concept:
- *   study.c          the table of built-in studies and the driver (study_main)
+ *   study.c          finding the study files and the driver (study_main)
+ *   study_hooks.c    the table of the C analyses (report = NAME)
+ *   study_file.c     reading and checking a study file, its runs set up
+ *   study_keys.c     what a read study file holds (keys at a size, value lists)
  *   study_util.c     formatting, JSON text, findings
  *   study_stats.c    statistics over runs (mean, sd, rank correlation)
  *   study_runner.c   runs, their configs, the parallel runner, per-run data
+ *   study_state.c    run state between invocations (ids, results saved)
+ *   study_cfgtext.c  a config as text lines (what a run's id and state hash)
  *   study_table.c    tables (markdown and console) and gnuplot plots
  *   study_report.c   runs.csv, summary.json, report.md's common sections
  *   study_gemm.c     a study file's direct GEMM experiment (gemm.* keys)
@@ -189,10 +194,6 @@ void st_base_kv(study *st, const char *k, const char *fmt, ...) __attribute__((f
 void st_add_cfgv(study *st, const char *name, const char *group, double x, const char *tag, int phase,
                  const char *const *kvs, int nk);
 int st_build_configs(study *st, char *err, size_t errlen);
-char **st_config_lines(const xp_config *c, int *n);
-void st_free_lines(char **l, int n);
-int st_skip_line(const char *l);
-int st_has_line(char **l, int n, const char *s);
 void st_run_all(study *st);
 int st_run_mine(const study *st, int i);
 int st_run_diverged(const srun *r);
@@ -290,6 +291,14 @@ void st_report_conclude(study *st, FILE *md);
 void st_claims_json(const study *st, FILE *f);
 void st_plot_claims(study *st, FILE *md);
 
+/* a config as text lines (study_cfgtext.c): the non-comment lines of
+ * xp_config_write; lines that never tell runs apart (out_dir, threads,
+ * progress); whether s is among l */
+char **st_config_lines(const xp_config *c, int *n);
+void st_free_lines(char **l, int n);
+int st_skip_line(const char *l);
+int st_has_line(char **l, int n, const char *s);
+
 /* run state between invocations (study_state.c) */
 void st_run_id(const study *st, const srun *r, char *id, size_t n);
 int st_result_save(const srun *r);
@@ -297,17 +306,22 @@ int st_result_load(srun *r);
 void st_run_prepare(const srun *r, xp_config *c);
 void st_run_finish(const srun *r, const xp_config *c);
 
-/* study files (study_file.c) */
+/* study files: read and checked, their runs set up (study_file.c) */
 int st_file_read(study_file *f, const char *path, char *err, size_t errlen);
 void st_file_free(study_file *f);
+int st_file_setup(study *st, char *err, size_t errlen);
+/* what a read file holds, and value lists (study_keys.c) */
 const char *st_file_get(const study_file *f, int size, const char *key, int *ln);
 double st_file_num(const study_file *f, int size, const char *key, double def);
 int st_file_effective(const study_file *f, int size, int i);
-int st_file_setup(study *st, char *err, size_t errlen);
 int st_axis_values(const char *text, char vals[][ST_VALLEN], int max, char *why, size_t whylen);
-/* the C analyses a study file may name (report = NAME, study.c) */
+char *st_trim(char *s);
+int st_parse_num(const char *s, double *v);
+/* the C analyses a study file may name (report = NAME, study_hooks.c): by
+ * name (NULL: none), the i-th name (NULL past the last), all names listed */
 typedef void (*st_report_fn)(study *st, FILE *md);
 st_report_fn st_report_hook(const char *name);
+const char *st_report_hook_name(int i);
 void st_report_hooks(char *buf, size_t n);
 
 /* a study file's direct GEMM experiment (study_gemm.c) */
@@ -428,7 +442,8 @@ int st_edge_compare_lr(const st_edge_arm *a, const st_edge_arm *b, double conf, 
 double st_edge_mcnemar_exact(int a_only, int b_only);
 /* two-sided Fisher exact test of k1 of n1 against k2 of n2 (tables no more probable than the observed) */
 double st_edge_fisher_exact(int k1, int n1, int k2, int n2);
-/* adj[i]: Holm's step-down adjusted p[i] over the m values (NaN entries skipped and left NaN) */
+/* adj[i]: Holm's step-down adjusted p[i] over the m values (NaN entries skipped and left NaN;
+ * study_stats.c) */
 void st_edge_holm(const double *p, int m, double *adj);
 
 /* Wortsman et al.'s LR sensitivity: per seed, the mean over the grid of

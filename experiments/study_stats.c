@@ -162,6 +162,25 @@ double st_binom_tail(int k, int n) {
   return 1 - binom_cdf(k - 1, n, 0.5);
 }
 
+/* Holm's adjusted p-values (here, below the edge statistics that use them too). */
+void st_edge_holm(const double *p, int m, double *adj) {
+  int *ord = malloc((size_t)(m > 0 ? m : 1) * sizeof *ord), nt = 0;
+  for (int i = 0; i < m; i++) adj[i] = NAN;
+  if (!ord) return;
+  for (int i = 0; i < m; i++)
+    if (!isnan(p[i])) ord[nt++] = i;
+  for (int i = 1; i < nt; i++) /* insertion sort by p, stable */
+    for (int j = i; j > 0 && p[ord[j]] < p[ord[j - 1]]; j--) { const int t = ord[j]; ord[j] = ord[j - 1]; ord[j - 1] = t; }
+  double run = 0;
+  for (int j = 0; j < nt; j++) {
+    double v = (nt - j) * p[ord[j]];
+    if (v > 1) v = 1;
+    if (v > run) run = v; /* step-down: adjusted p-values never decrease */
+    adj[ord[j]] = run;
+  }
+  free(ord);
+}
+
 int st_holm_any(const double *p, int n, double alpha) {
   double adj[MAX_LR * 8];
   if (n < 1 || n > MAX_LR * 8) return 0;

@@ -27,6 +27,7 @@
  *       tests/test_scaling.c -lm
  * (brackets only to keep the glob out of this comment).  nvfp4 is not covered here. */
 #include "testutil.h"
+#include "emulate/recipe_traits.h"
 #include <float.h>
 #include <math.h>
 #include <omp.h>
@@ -1307,6 +1308,31 @@ static void test_pow2_overflow(void) {
     }
 }
 
+/* The recipe traits row (recipe.c) agrees with what it names: each name
+ * parses to its kind with the row's group shape and state, and the block
+ * scales' nominal decomposition (the GEMM's INNER scales) is their format's. */
+static void test_traits(void) {
+  int k = 0;
+  for (; exmy__recipe_traits_of((exmy_recipe_kind)k)->name; k++) {
+    const exmy__recipe_traits *t = exmy__recipe_traits_of((exmy_recipe_kind)k);
+    char text[32], err[EXMY_ERRLEN];
+    snprintf(text, sizeof text, "%s%s", t->name, k == EXMY_RECIPE_MX_OCP ? ":ocp" : "");
+    exmy_recipe r;
+    CHECK(!exmy_recipe_parse(text, &r, err, sizeof err) && (int)r.kind == k && r.block_rows == t->block_rows &&
+              r.block_cols == t->block_cols && exmy_recipe_has_state(&r) == t->has_state,
+          "traits row %d: '%s' parses to kind %d, %zux%zu, state %d", k, text, (int)r.kind, r.block_rows, r.block_cols,
+          exmy_recipe_has_state(&r));
+    if (t->scale_format) {
+      exmy_format f;
+      CHECK(!exmy_format_parse(t->scale_format, &f, err, sizeof err) && f.emin == t->scale_emin &&
+                f.mbits == t->scale_mbits,
+            "traits row %d: scale format %s: emin %d mbits %d, the row says %d %d", k, t->scale_format, f.emin,
+            f.mbits, t->scale_emin, t->scale_mbits);
+    }
+  }
+  CHECK(k == EXMY_RECIPE_NVFP4 + 1, "traits rows: %d, expected one per kind", k);
+}
+
 int main(void) {
   uint64_t st = tu_seed(20250611);
   nmodes = 0;
@@ -1317,6 +1343,7 @@ int main(void) {
   modes[nmodes++] = make_mode("rup,sat=propagate", 0, EXMY_RUP, EXMY_SAT_PROPAGATE, 0);
   modes[nmodes++] = make_mode("sr(seed),sat=none", 0, EXMY_SR, EXMY_SAT_NONE, tu_next(&st) | 1);
   omp_set_num_threads(2);
+  test_traits();
   test_names();
   test_mx_hand();
   test_edges(&st);
