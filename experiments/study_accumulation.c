@@ -52,16 +52,17 @@ void st_report_accumulation(study *st, FILE *md) {
     const size_t k0 = g->k[0], K = g->k[g->nk - 1];
     const double f16 = st_gemm_err(st, "positive", K, "acc=f16"), c64 = st_gemm_err(st, "positive", K, "chunk=64,inner=acc=f16"),
                  c128 = st_gemm_err(st, "positive", K, "chunk=128,inner=acc=f16");
-    st_observe(st, "An FP16 accumulator loses about half of a long positive sum (Wang et al. 2018, k = 16384).",
+    st_observe(st, "An FP16 accumulator on a long positive sum (published: it loses about half; Wang et al. 2018, "
+                "k = 16384).",
                 "k = %zu, positive e4m3fn products, acc=f16: relative error %.1f%%.",
                 K, 100 * f16);
-    st_observe(st, "Chunk-based accumulation (chunks of 64) brings the error to about 0.15%.",
+    st_observe(st, "Chunk-based accumulation (published: chunks of 64 bring the error to about 0.15%).",
                 "k = %zu: chunk=64 %.3f%%, chunk=128 %.3f%% (fp16 inside each chunk, fp32 across chunks).",
                 K, 100 * c64, 100 * c128);
     const double fa0 = st_gemm_err(st, "positive", k0, "tc:hopper-fastacc"), fa1 = st_gemm_err(st, "positive", K, "tc:hopper-fastacc"),
                  pr = st_gemm_err(st, "positive", K, "tc:hopper"), fp = st_gemm_err(st, "positive", K, "fp32");
-    st_observe(st, "Limited tensor-core accumulation (fast accumulation) hurts at large k; promoting to fp32 every 128 "
-                "products fixes it (DeepSeek-V3).",
+    st_observe(st, "Limited tensor-core accumulation (fast accumulation) and promotion to fp32 every 128 products "
+                "against k (published, DeepSeek-V3: the first hurts at large k, the second fixes it).",
                 "positive data: tc:hopper-fastacc %.2e at k = %zu -> %.2e at k = %zu; tc:hopper (promotion every 128) "
                 "%.2e; fp32 %.2e. Signed data at k = %zu: fastacc %.2e, promoted %.2e.",
                 fa0, k0, fa1, K, pr, fp, K, st_gemm_err(st, "signed", K, "tc:hopper-fastacc"),
@@ -74,12 +75,13 @@ void st_report_accumulation(study *st, FILE *md) {
       break;
     }
   if (isfinite(gapfast[0]) && isfinite(gapfast[1]))
-    st_observe(st, "In training, fast accumulation costs more at the larger width (larger k).",
+    st_observe(st, "Training: fast accumulation's final loss against fp32 accumulation at each width (larger k).",
                 "final loss vs fp32 accumulation, tc:hopper-fastacc: %+.2f%% (narrow), %+.2f%% (wide), means over "
-                "seeds (the paired claim below decides, with its CI). Final losses (means over seeds): %sseed-to-seed "
+                "seeds (the paired claim decides, with its CI). Final losses (means over seeds): %sseed-to-seed "
                 "sd of the wide fp32 run: %.4f.",
                 100 * gapfast[0], 100 * gapfast[1], ev, sdw);
-  else st_observe(st, "In training, fast accumulation costs more at the larger width (larger k).", "Runs: %s", ev);
+  else st_observe(st, "Training: fast accumulation's final loss against fp32 accumulation at each width (larger k).",
+                  "Runs: %s", ev);
   {
     int nd16 = 0, n16 = 0;
     for (int i = 0; i < st->nrun; i++) {

@@ -30,15 +30,9 @@ static int after_resume(const study *st, const srun *r, double *out, int max) {
  * calibration step.  Each role's run name is its first run's (NULL: absent). */
 static const char *const ROLE_TAGS[4] = {"ref", "current", "nocal", "cal"};
 
-static const char *role_name(const study *st, const char *tag) {
-  for (int i = 0; i < st->nrun; i++)
-    if (!strcmp(st->run[i].tag, tag)) return st->run[i].name;
-  return NULL;
-}
-
 void st_report_calibration(study *st, FILE *md) {
   const char *names[4];
-  for (int k = 0; k < 4; k++) names[k] = role_name(st, ROLE_TAGS[k]);
+  for (int k = 0; k < 4; k++) names[k] = st_arm_by(st, NULL, ROLE_TAGS[k], NAN);
   double first[4][64];
   int nfirst[4] = {0};
   tbl *t = st_tbl_new(8, "continuation", "step 1", "step 2", "step 3", "step 5", "mean 1-20", "calib steps", "diverged");
@@ -111,15 +105,16 @@ void st_report_calibration(study *st, FILE *md) {
                cur = st_mean_of(first[1], nfirst[1]);
   if (isfinite(ref) && isfinite(nocal)) {
     const double j0 = nocal / ref - 1, j1 = isfinite(cal) ? cal / ref - 1 : NAN;
-    st_observe(st, "Resuming FP8 (delayed scaling) from a BF16 checkpoint without an amax history gives an abnormal "
-                "first-step loss.",
+    st_observe(st, "The first FP8 (delayed scaling) step after resuming from a BF16 checkpoint without an amax history "
+                "(published: its loss is abnormal).",
                 "first step after the resume: bf16 %.4f, delayed without calibration %.4f (%+.1f%%); abnormal = more "
                 "than 5%% above bf16.",
                 ref, nocal, 100 * j0);
     if (isfinite(j1))
-      st_observe(st, "A calibration step (high precision, fills the histories) fixes it.",
-                  "first FP8 step after one calibration step: %.4f (%+.1f%% vs bf16%s). Current scaling, which needs no history: %.4f (%+.1f%%).",
-                  cal, 100 * j1, j0 <= 0.05 ? "; the uncalibrated step was not abnormal here" : "", cur,
-                  isfinite(cur) ? 100 * (cur / ref - 1) : NAN);
+      st_observe(st, "The first FP8 step after a calibration step (high precision, fills the histories; published: it "
+                  "removes the abnormal loss).",
+                  "first FP8 step after one calibration step: %.4f (%+.1f%% vs bf16). Current scaling, which needs no "
+                  "history: %.4f (%+.1f%%).",
+                  cal, 100 * j1, cur, isfinite(cur) ? 100 * (cur / ref - 1) : NAN);
   }
 }

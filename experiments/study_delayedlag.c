@@ -201,11 +201,12 @@ void st_report_delayedlag(study *st, FILE *md) {
   char which[256] = "";
   for (int q = 0; q < nev; q++)
     if (long_ev[q]) st_cat(which, sizeof which, "%s%s", which[0] ? ", " : "", evl[q]);
-  st_observe(st, "Delayed scaling (amax history) lags a moving distribution: after a shift its scales stay off for "
-                 "many steps, where current scaling recovers at once.",
+  st_observe(st, "The scales' lag after a shift: delayed scaling (amax history) against current scaling (published: "
+                 "delayed scales lag a moving distribution).",
                  "%s: every seed lagged %d steps or more for some shift and tensor: %s%s%s%s; current scaling back "
-                 "within %g binade in 0-1 steps everywhere: %s; history 16: %s (over %d seeds).",
+                 "within %g binade in 0-1 steps everywhere: %s; %s, every seed %d steps or more for some shift and "
+                 "tensor: %s (over %d seeds).",
                  dl_arms[d].title, DL_LONG, long_all[d] ? "yes" : "no", which[0] ? " (after: " : "", which,
-                 which[0] ? ")" : "", DL_TOL, short_all[0] ? "yes" : "no", long_all[1] ? "lags too" : "recovers sooner",
-                 nseed_min);
+                 which[0] ? ")" : "", DL_TOL, short_all[0] ? "yes" : "no", dl_arms[1].title, DL_LONG,
+                 long_all[1] ? "yes" : "no", nseed_min);
 }

@@ -53,13 +53,14 @@ static int did_not_train(const srun *r, const double *lim) {
   return r->res.val_loss > lim[r->seedi];
 }
 
-/* Per seed: the reference's (tag fp32) best validation loss over the
- * learning rates plus nonconv_nats, computed once for every run's test. */
-static void ref_limits(const study *st, double *lim) {
+/* Per seed: the reference arm's (the file's `reference`) best validation
+ * loss over the learning rates plus nonconv_nats, computed once for every
+ * run's test; without a reference no run is above it. */
+static void ref_limits(const study *st, const char *ref, double *lim) {
   for (int s = 0; s < st->nseeds; s++) lim[s] = INFINITY;
-  for (int i = 0; i < st->nrun; i++) {
+  for (int i = 0; ref && i < st->nrun; i++) {
     const srun *q = &st->run[i];
-    if (!strcmp(q->tag, "fp32") && !q->failed && isfinite(q->res.val_loss))
+    if (!strcmp(q->arm, ref) && !q->failed && isfinite(q->res.val_loss))
       lim[q->seedi] = fmin(lim[q->seedi], q->res.val_loss);
   }
   const double nats = st_nonconv_nats(st);
@@ -69,7 +70,8 @@ static void ref_limits(const study *st, double *lim) {
 void st_report_failsafe(study *st, FILE *md) {
   double *lim = malloc(((size_t)st->nseeds + 1) * sizeof *lim);
   if (!lim) return;
-  ref_limits(st, lim);
+  const char *ref = st->file ? st_file_get(st->file, st->size, "reference", NULL) : NULL;
+  ref_limits(st, ref, lim);
   tbl *t = st_tbl_new(9, "arm", "lr", "did not train", "checks", "fallbacks", "first fallback - onset (per seed)",
                       "steps in bf16", "check overhead", "val");
   for (int i = 0; i < st->nrun; i++) {
@@ -121,14 +123,14 @@ void st_report_failsafe(study *st, FILE *md) {
   }
   fprintf(md, "## Check and fallback on failing runs\n\n"
               "Per arm and learning rate, over the seeds: runs that did not train (diverged, or a validation "
-              "loss more than nonconv_nats = %g above the best of the reference arm fp32 over the learning rates "
+              "loss more than nonconv_nats = %g above the best of the reference arm %s over the learning rates "
               "at the same seed, as in lrsweep), the checks made and the fallbacks they triggered; for the arms "
               "with checks, the step of the first fallback minus the onset of trouble in the same run without "
               "checks (its first spike or divergence, same seed and learning rate; negative: the check fired "
               "first; `none`: it never fired); the share of steps run in bf16 (fallbacks); the checks' overhead: "
               "two extra forwards each (bf16 and the run's precision), counted as two thirds of a step, as a share "
               "of the steps.\n\n",
-          st_nonconv_nats(st));
+          st_nonconv_nats(st), ref ? ref : "(none)");
   free(lim);
   st_tbl_emit(st, t, md, "check and fallback on failing runs:");
 }

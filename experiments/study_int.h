@@ -201,6 +201,11 @@ int st_run_diverged(const srun *r);
 void st_fmt_diverged(const srun *r, char *buf, size_t n);
 agg st_aggregate(const study *st, const char *name, int lri);
 const srun *st_find_run(const study *st, const char *name, int lri, int seedi);
+/* The name of the first run (file order) whose group, tag and x are these
+ * (a NULL group or tag, a NaN x: any), NULL when none.  Analyses find arms by
+ * what the study file declares of them (arm.ID.group, .tag, .x), never by
+ * their names, so renaming an arm changes no number (tests/test_no_arm_names.sh). */
+const char *st_arm_by(const study *st, const char *group, const char *tag, double x);
 void st_read_stats(const srun *r, const char *kind, stat_curve *c);
 /* A small CSV reader for the engine's outputs (quoted fields allowed): line
  * cut in place into at most max fields (the line end dropped); their count. */

@@ -17,6 +17,26 @@
 
 static int pick_rtz_ref(const srun *r) { return !strcmp(r->tag, "rtz") || !strcmp(r->tag, "ref"); }
 
+/* mantissa.study's arms: E8My by rounding (tag rtz, rne, sr) and mantissa
+ * bits (x); the references are tagged ref.  The name of (mode, bits), "" when
+ * the file has no such arm (st_aggregate then finds no run). */
+static const char *e8_arm(const study *st, const char *mode, int m) {
+  const char *n = st_arm_by(st, NULL, mode, m);
+  return n ? n : "";
+}
+
+/* The reference arms' names (tag ref) in file order, at most max; their count. */
+static int ref_arms(const study *st, const char **refs, int max) {
+  int n = 0;
+  for (int i = 0; i < st->nrun && n < max; i++) {
+    const srun *r = &st->run[i];
+    int seen = 0;
+    for (int k = 0; k < n; k++) seen |= !strcmp(refs[k], r->name);
+    if (!seen && !strcmp(r->tag, "ref")) refs[n++] = r->name;
+  }
+  return n;
+}
+
 void st_report_mantissa(study *st, FILE *md) {
   const char *modes[] = {"rtz", "rne", "sr"};
   char h5[48], h6[48];
@@ -34,8 +54,7 @@ void st_report_mantissa(study *st, FILE *md) {
   char divs[1024] = "", spk[1024] = "";
   for (int mode = 0; mode < 3; mode++)
     for (int m = 1; m <= 7; m++) {
-      char name[32];
-      snprintf(name, sizeof name, "e8m%d %s", m, modes[mode]);
+      const char *name = e8_arm(st, modes[mode], m);
       agg a = st_aggregate(st, name, -1);
       if (!a.n) continue;
       char b[32];
@@ -76,11 +95,10 @@ void st_report_mantissa(study *st, FILE *md) {
         st_cat(spk, sizeof spk, "%sE8M%d %.1f", ni > 1 ? ", " : "", m, rate);
       }
     }
-  const char *refs[] = {"bf16", "fp32"};
-  agg ra[2];
-  for (int k = 0; k < 2; k++) {
-    ra[k] = st_aggregate(st, refs[k], -1);
-    agg a = ra[k];
+  const char *refs[8];
+  const int nref = ref_arms(st, refs, 8);
+  for (int k = 0; k < nref; k++) {
+    agg a = st_aggregate(st, refs[k], -1);
     if (!a.n) continue;
     char b[32];
     st_tbl_cell(t, 0, "%s", refs[k]);
@@ -101,7 +119,7 @@ void st_report_mantissa(study *st, FILE *md) {
       st_tbl_cell(t, 7, "%s", per);
     }
     st_tbl_end_row(t);
-    st_cat(divs, sizeof divs, "%s %d/%d%s", refs[k], a.ndiv, a.n, k ? "" : ", ");
+    st_cat(divs, sizeof divs, "%s%s %d/%d", k ? ", " : "", refs[k], a.ndiv, a.n);
   }
   fprintf(md, "## Results per format\n\n`runs`, `diverged`, `spikes`: all learning rates and seeds together "
               "(`diverged per lr`: in the order of the learning rates above). `final, lr X`: mean over the seeds at "
@@ -115,9 +133,7 @@ void st_report_mantissa(study *st, FILE *md) {
     st_series_alloc(&s[ns], 8, modes[mode]);
     s[ns].points = 1;
     for (int m = 1; m <= 7; m++) {
-      char name[32];
-      snprintf(name, sizeof name, "e8m%d %s", m, modes[mode]);
-      agg a = st_aggregate(st, name, -1);
+      agg a = st_aggregate(st, e8_arm(st, modes[mode], m), -1);
       if (!a.n) continue;
       s[ns].x[s[ns].n] = m;
       s[ns].y[s[ns].n++] = (double)a.ndiv / a.n;
@@ -134,9 +150,7 @@ void st_report_mantissa(study *st, FILE *md) {
     st_series_alloc(&s[ns], 8, modes[mode]);
     s[ns].points = 1;
     for (int m = 1; m <= 7; m++) {
-      char name[32];
-      snprintf(name, sizeof name, "e8m%d %s", m, modes[mode]);
-      agg a = st_aggregate(st, name, 0);
+      agg a = st_aggregate(st, e8_arm(st, modes[mode], m), 0);
       if (!a.n) continue;
       s[ns].x[s[ns].n] = m;
       s[ns].y[s[ns].n++] = a.final_mean;
@@ -144,10 +158,12 @@ void st_report_mantissa(study *st, FILE *md) {
     if (s[ns].n) ns++;
     else st_series_free(&s[ns], 1);
   }
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < nref && ns < 5; k++) {
     agg a = st_aggregate(st, refs[k], 0);
     if (!a.n) continue;
-    st_series_alloc(&s[ns], 2, k ? "fp32 (level)" : "bf16 (level)");
+    char lvl[ST_NAMELEN + 16];
+    snprintf(lvl, sizeof lvl, "%s (level)", refs[k]);
+    st_series_alloc(&s[ns], 2, lvl);
     s[ns].x[0] = 1;
     s[ns].x[1] = 7;
     s[ns].y[0] = s[ns].y[1] = a.final_mean;
@@ -173,47 +189,40 @@ void st_report_mantissa(study *st, FILE *md) {
   int anydiv = 0;
   for (int i = 0; i < ni; i++) anydiv |= inst[i] > 0;
   if (ni >= 3) {
-    st_observe(st, "Instability rises as mantissa bits fall (Lee et al.: E8M3-E8M5 fail to converge at 120M; only "
-                "E8M5-E8M6 relatively stable at 7B).",
+    st_observe(st, "Divergences and spikes against mantissa bits, round-toward-zero (published: instability rises as "
+                "mantissa bits fall; Lee et al.: E8M3-E8M5 fail to converge at 120M, only E8M5-E8M6 relatively stable "
+                "at 7B).",
                 "divergences (rtz, all lrs and seeds): %s; spikes per 1000 steps: %s. Spearman rho(bits, divergence "
                 "fraction + spike rate) = %.2f%s.",
                 divs, spk, rho_i, anydiv ? "" : " (no E8My run diverged or spiked)");
-    st_observe(st, "Loss rises as mantissa bits fall (fewer bits, worse final loss).",
+    st_observe(st, "Final loss against mantissa bits, round-toward-zero.",
                 "Spearman rho(bits, final loss with diverged runs counted at their first loss) = %.2f over E8M1..E8M7 "
                 "rtz.",
                 rho_f);
     int d35 = 0, n35 = 0;
     for (int m = 3; m <= 5; m++) {
-      char name[32];
-      snprintf(name, sizeof name, "e8m%d rtz", m);
-      agg a = st_aggregate(st, name, -1);
+      agg a = st_aggregate(st, e8_arm(st, "rtz", m), -1);
       d35 += a.ndiv;
       n35 += a.n;
     }
-    st_observe(st, "E8M3, E8M4 and E8M5 fail to converge (Lee et al., 120M TinyLLaMA).",
+    st_observe(st, "E8M3, E8M4 and E8M5 with round-toward-zero (published: they fail to converge; Lee et al., 120M "
+                "TinyLLaMA).",
                 "E8M3-E8M5 rtz runs that diverged: %d/%d (this model has %.0f "
                 "parameters and trains %ld steps, far from 120M parameters and their token counts).",
                 d35, n35, st->nrun ? (double)st->run[0].res.nparams : 0.0, st->steps);
   }
   /* controls: rne and sr against rtz at the same bits */
   char ev[1024] = "";
-  int rtz_worse = 0, cmp = 0;
   for (int m = 1; m <= 7; m++) {
-    char a1[32], a2[32], a3[32];
-    snprintf(a1, sizeof a1, "e8m%d rtz", m);
-    snprintf(a2, sizeof a2, "e8m%d rne", m);
-    snprintf(a3, sizeof a3, "e8m%d sr", m);
-    agg x = st_aggregate(st, a1, -1), y = st_aggregate(st, a2, -1), z = st_aggregate(st, a3, -1);
+    agg x = st_aggregate(st, e8_arm(st, "rtz", m), -1), y = st_aggregate(st, e8_arm(st, "rne", m), -1),
+        z = st_aggregate(st, e8_arm(st, "sr", m), -1);
     if (!y.n) continue;
-    st_cat(ev, sizeof ev, "E8M%d: rtz %d/%d diverged, final %.4f; rne %d/%d, %.4f; sr %d/%d, %.4f. ", m, x.ndiv, x.n,
-        x.final_mean, y.ndiv, y.n, y.final_mean, z.ndiv, z.n, z.final_mean);
-    cmp++;
-    rtz_worse += x.ndiv > y.ndiv || (x.ndiv == y.ndiv && isfinite(x.final_mean) && isfinite(y.final_mean) &&
-                                     x.final_mean > y.final_mean);
+    st_cat(ev, sizeof ev, "%sE8M%d: rtz %d/%d diverged, final %.4f; rne %d/%d, %.4f; sr %d/%d, %.4f.", ev[0] ? " " : "",
+        m, x.ndiv, x.n, x.final_mean, y.ndiv, y.n, y.final_mean, z.ndiv, z.n, z.final_mean);
   }
-  if (cmp)
-    st_observe(st, "Control: round-toward-zero (masking) against round-to-nearest-even and stochastic rounding.",
-                "%srtz is worse than rne at %d of %d widths.", ev, rtz_worse, cmp);
+  if (ev[0])
+    st_observe(st, "Control: round-toward-zero (masking) against round-to-nearest-even and stochastic rounding.", "%s",
+               ev);
   if (st->nlr > 1) {
     char e2[1024] = "";
     int dlo = 0, dhi = 0, nlo = 0, nhi = 0;

@@ -99,20 +99,19 @@ static double gap_of(const orun *o, int n, const orun *x) {
   return p ? x->val - p->val : NAN;
 }
 
-/* Spearman over the pairs whose values are both finite: the finding */
-static void trend(study *st, double *x, double *y, int n, const char *claim, const char *what, int observation) {
+/* Spearman over the pairs whose values are both finite: an observation */
+static void trend(study *st, double *x, double *y, int n, const char *title, const char *what) {
   int k = 0;
   for (int i = 0; i < n; i++)
     if (isfinite(x[i]) && isfinite(y[i])) x[k] = x[i], y[k] = y[i], k++;
   const double rho = st_spearman(x, y, k);
-  (void)observation;
-  st_observe(st, claim, "Spearman rho(%s) = %.2f over n = %d runs%s.", what, rho, k,
-             k < RHO_MIN_N ? " (too few runs for a trend)" : "");
+  st_observe(st, title, "Spearman rho(%s) = %.2f over n = %d runs%s.", what, rho, k,
+             k < RHO_MIN_N ? " (fewer runs than a trend needs)" : "");
 }
 
 /* control (group "G ctl") minus base (group G), fp32 runs, paired by weight
- * decay and seed: a paired claim that the control lowers a metric */
-static void control_claim(study *st, const orun *o, int n, int field, const char *metric, const char *claim) {
+ * decay and seed: the paired gap of a metric with its CI (an observation) */
+static void control_gap(study *st, const orun *o, int n, int field, const char *metric, const char *title) {
   double *a = malloc((size_t)(n ? n : 1) * sizeof *a), *b = malloc((size_t)(n ? n : 1) * sizeof *b);
   int k = 0;
   for (int i = 0; a && b && i < n; i++) {
@@ -127,8 +126,8 @@ static void control_claim(study *st, const orun *o, int n, int field, const char
     k++;
   }
   st_claim c;
-  st_claim_paired(a, b, k, ST_RULE_LOWER, 0, 0x0c71 + (uint64_t)field, &c); /* a fixed bootstrap seed per claim */
-  st_observe(st, claim,
+  st_claim_paired(a, b, k, ST_RULE_LOWER, 0, 0x0c71 + (uint64_t)field, &c); /* a fixed bootstrap seed per gap */
+  st_observe(st, title,
                  "%s, controls minus base (fp32 runs, paired by architecture, weight decay and seed) over n = %d "
                  "pairs: mean %+.3f, 95%% CI [%+.3f, %+.3f] (bootstrap).",
                  metric, c.n, c.mean, c.lo, c.hi);
@@ -163,23 +162,21 @@ static int pick_flow(const orun *o, int n, const orun *r, double *x, double *y) 
 }
 static const struct {
   int (*pick)(const orun *o, int n, const orun *r, double *x, double *y);
-  const char *claim, *what;
-  int observation;              /* 1: reported without a verdict */
+  const char *title, *what;
 } TRENDS[] = {
   {pick_align,
-   "SwiGLU's gate and up weights align more as weight decay grows (Fishman et al. 2024: weight decay drives "
-   "SwiGLU weight alignment, which grows outliers under FP8).",
-   "weight decay, max gate/up |cos|; swiglu fp32", 0},
+   "SwiGLU's gate/up weight alignment against weight decay (Fishman et al. 2024: weight decay drives SwiGLU "
+   "weight alignment, which grows outliers under FP8).",
+   "weight decay, max gate/up |cos|; swiglu fp32"},
   {pick_logit, "Dose-response: the max attention logit against weight decay (fp32, no controls).",
-   "weight decay, max attention logit; gelu and swiglu fp32", 1},
+   "weight decay, max attention logit; gelu and swiglu fp32"},
   {pick_gap,
-   "FP8 failure tracks outlier magnitude: unscaled e4m3fn forward operands lose more validation loss where the "
-   "fp32 run grew larger outliers (He et al. 2024; Fishman et al. 2024).",
-   "the fp32 run's max amax/rms, the FP8 run's val gap; unscaled arms", 0},
+   "Unscaled e4m3fn forward operands: the validation-loss gap against the fp32 run's outlier magnitude "
+   "(published: FP8 failure tracks outlier magnitude; He et al. 2024; Fishman et al. 2024).",
+   "the fp32 run's max amax/rms, the FP8 run's val gap; unscaled arms"},
   {pick_flow,
-   "FP8 under/overflow tracks outlier magnitude: forward inputs with a larger amax/rms lose more values to "
-   "underflow and overflow.",
-   "the run's max amax/rms, its input underflow + overflow %; FP8 arms", 0},
+   "FP8 forward inputs: underflow plus overflow against their amax/rms.",
+   "the run's max amax/rms, its input underflow + overflow %; FP8 arms"},
 };
 
 static void cell_num(tbl *t, int col, double v) {
@@ -275,14 +272,14 @@ void st_report_outliers(study *st, FILE *md) {
   for (size_t d = 0; x && y && d < sizeof TRENDS / sizeof TRENDS[0]; d++) {
     int k = 0;
     for (int i = 0; i < n; i++) k += TRENDS[d].pick(o, n, &o[i], &x[k], &y[k]);
-    trend(st, x, y, k, TRENDS[d].claim, TRENDS[d].what, TRENDS[d].observation);
+    trend(st, x, y, k, TRENDS[d].title, TRENDS[d].what);
   }
-  control_claim(st, o, n, 0, "growth of the max attention logit (last outliers.csv row minus the first)",
-                "qk-layernorm (with z-loss) reduces the growth of the max attention logit (Wortsman et al. 2023: "
-                "qk-layernorm prevents attention-logit growth).");
-  control_claim(st, o, n, 1, "lse max",
-                "z-loss (with qk-layernorm) lowers the output logits' logsumexp (Wortsman et al. 2023: z-loss "
-                "prevents output-logit divergence).");
+  control_gap(st, o, n, 0, "growth of the max attention logit (last outliers.csv row minus the first)",
+              "qk-layernorm (with z-loss) against none: the growth of the max attention logit (Wortsman et al. 2023: "
+              "qk-layernorm prevents attention-logit growth).");
+  control_gap(st, o, n, 1, "lse max",
+              "z-loss (with qk-layernorm) against none: the output logits' logsumexp (Wortsman et al. 2023: z-loss "
+              "prevents output-logit divergence).");
   free(x);
   free(y);
   free(o);

@@ -126,7 +126,7 @@ void st_report_rangeshift(study *st, FILE *md) {
   st_series_free(sr, RS_NG);
   st_md_plot(st, md, "rangeshift", "first FP8 step after a bf16 resume with norms x 2^s");
 
-  /* the verdicts: the rule counts abnormal seeds per shift */
+  /* the observations: abnormal seeds per shift (the claims decide) */
   int s_all = -1, any_nocal = 0, k_cal = 0, n_cal = 0;
   char ev[1200] = "";
   for (int j = 0; j < ns; j++) {
@@ -139,13 +139,13 @@ void st_report_rangeshift(study *st, FILE *md) {
   if (ns) {
     char where[48] = "at no s here";
     if (s_all >= 0) snprintf(where, sizeof where, "here from s = %g", shift[s_all]);
-    st_observe(st, "Resuming FP8 delayed scaling from a BF16 checkpoint without an amax history gives an abnormal "
-                   "first step once the activations leave e4m3's range at scale 1.",
+    st_observe(st, "The first FP8 step after a BF16 resume without an amax history, against the range shift "
+                   "(published: abnormal once the activations leave e4m3's range at scale 1).",
                    "abnormal seeds without calibration (> %g%% above bf16 at the same seed): %s (every seed abnormal: %s).",
                    100 * RS_ABNORMAL, ev, where);
     double lo, hi;
     st_clopper_pearson(k_cal, n_cal, 0.95, &lo, &hi);
-    st_observe(st, "A calibration step (high precision, fills the histories) removes the abnormal first step.",
+    st_observe(st, "The first FP8 step after a calibration step (high precision, fills the histories).",
                    "with calibrate=1, abnormal first steps at the shifts where the uncalibrated run had any: %d of %d "
                    "(95%% Clopper-Pearson [%.2f, %.2f])%s.",
                    k_cal, n_cal, lo, hi, n_cal ? "" : " (no uncalibrated run was abnormal)");

@@ -13,13 +13,25 @@
 /* study: recipes                                                          */
 /* ====================================================================== */
 
+/* A delayed run's amax history length and margin, read from its input
+ * tensors' recipe (the arms' names are the study file's to choose); 0, or -1
+ * when the recipe is not delayed scaling. */
+static int delayed_of(const srun *r, int *len, int *margin) {
+  exmy_recipe rc;
+  char err[EXMY_ERRLEN];
+  if (exmy_recipe_parse(r->cfg->prec.t[XP_INPUT].recipe, &rc, err, sizeof err) || rc.kind != EXMY_RECIPE_DELAYED)
+    return -1;
+  *len = rc.history_len;
+  *margin = rc.margin;
+  return 0;
+}
 
 void st_report_recipes(study *st, FILE *md) {
   tbl *t = st_tbl_new(9, "recipe", "final", "val", "diverged", "spikes", "overflow %", "underflow %", "ratio grad (geo)",
                    "ratio input (geo)");
   stat_curve *cg = malloc(sizeof *cg), *ci = malloc(sizeof *ci), *ca = malloc(sizeof *ca);
   double dev[16], ovf[16];
-  char names[16][ST_NAMELEN];
+  int hist[16], marg[16]; /* the delayed runs' history length and margin */
   int nd = 0;
   double ovf_cur = NAN, unf_cur = NAN;
   for (int i = 0; i < st->nrun; i++) {
@@ -57,14 +69,13 @@ void st_report_recipes(study *st, FILE *md) {
       ovf_cur = st_mean_of(ca->over, ca->n);
       unf_cur = st_mean_of(ca->under, ca->n);
     }
-    if (!strcmp(r->tag, "delayed") && nd < 16) {
+    if (!strcmp(r->tag, "delayed") && nd < 16 && !delayed_of(r, &hist[nd], &marg[nd])) {
       double ad[2048];
       int k = 0;
       for (int j = 0; j < cg->n; j++) if (isfinite(lg[j])) ad[k++] = fabs(lg[j]);
       for (int j = 0; j < ci->n; j++) if (isfinite(li[j])) ad[k++] = fabs(li[j]);
       dev[nd] = k ? st_mean_of(ad, k) : NAN;
       ovf[nd] = ca->n ? st_mean_of(ca->over, ca->n) : NAN;
-      snprintf(names[nd], sizeof names[nd], "%s", r->name);
       nd++;
     }
   }
@@ -76,7 +87,12 @@ void st_report_recipes(study *st, FILE *md) {
   st_tbl_emit(st, t, md, "per recipe (statistics: seed 1):");
 
   st_plot_losses(st, md, "loss", "training loss per scaling recipe", 0, 0, NULL, st_smooth_for(st), 0, 0);
-  st_plot_gap(st, md, "loss-gap", "loss minus bf16's loss per scaling recipe (seed 1)", "bf16", 0, 0, NULL, st_smooth_for(st));
+  const char *ref = st_arm_by(st, NULL, "ref", NAN); /* the study file tags its reference arm */
+  if (ref) {
+    char ttl[160];
+    snprintf(ttl, sizeof ttl, "loss minus %s's loss per scaling recipe (seed 1)", ref);
+    st_plot_gap(st, md, "loss-gap", ttl, ref, 0, 0, NULL, st_smooth_for(st));
+  }
   /* scale ratio and overflow curves of the delayed runs (and current as the reference) */
   const char *kinds[] = {"grad", "input", "weight"};
   for (int kk = 0; kk < 3; kk++) {
@@ -84,9 +100,12 @@ void st_report_recipes(study *st, FILE *md) {
     int ns = 0;
     for (int i = 0; i < st->nrun && ns < 16; i++) {
       const srun *r = &st->run[i];
-      if (r->lri || r->seedi || strcmp(r->tag, "delayed")) continue;
+      int len, margin;
+      if (r->lri || r->seedi || strcmp(r->tag, "delayed") || delayed_of(r, &len, &margin)) continue;
       st_read_stats(r, kinds[kk], cg);
-      st_series_alloc(&s[ns], cg->n + 1, r->name + 7); /* drop "hybrid " */
+      char lbl[64];
+      snprintf(lbl, sizeof lbl, "delayed len=%d margin=%d", len, margin);
+      st_series_alloc(&s[ns], cg->n + 1, lbl);
       for (int j = 0; j < cg->n; j++) {
         s[ns].x[j] = cg->step[j];
         s[ns].y[j] = cg->ratio[j];
@@ -127,19 +146,25 @@ void st_report_recipes(study *st, FILE *md) {
   /* findings */
   if (nd) {
     char ev[1200] = "";
-    double dlen1 = NAN, dlen1024 = NAN;
+    /* the shortest and the longest history without a margin; the shortest history's smallest margin above 0 */
+    int lo = -1, hi = -1, lm = -1;
     for (int i = 0; i < nd; i++) {
-      st_cat(ev, sizeof ev, "%s: mean |log2 ratio| %.3f, overflow %.4f%%; ", names[i] + 15, dev[i], ovf[i]);
-      if (strstr(names[i], "len=1 margin=0")) dlen1 = dev[i];
-      if (strstr(names[i], "len=1024 margin=0")) dlen1024 = dev[i];
+      st_cat(ev, sizeof ev, "len=%d margin=%d: mean |log2 ratio| %.3f, overflow %.4f%%; ", hist[i], marg[i], dev[i], ovf[i]);
+      if (marg[i]) continue;
+      if (lo < 0 || hist[i] < hist[lo]) lo = i;
+      if (hi < 0 || hist[i] > hist[hi]) hi = i;
     }
-    st_observe(st, "Delayed scales lag a moving distribution: the delayed/current scale ratio departs from 1 (TE delayed "
-                "scaling).",
+    for (int i = 0; lo >= 0 && i < nd; i++)
+      if (hist[i] == hist[lo] && marg[i] > 0 && (lm < 0 || marg[i] < marg[lm])) lm = i;
+    st_observe(st, "The delayed/current scale ratio of each delayed-scaling run (published: TE's delayed scales lag a "
+                "moving distribution).",
                 "%scurrent scaling: overflow %.4f%%, underflow %.3f%%.",
                 ev, ovf_cur, unf_cur);
-    if (isfinite(dlen1) && isfinite(dlen1024))
-      st_observe(st, "A longer amax history (max over it) keeps the scale further below the current one.",
-                  "mean |log2 ratio|: history 1 %.3f, history 1024 %.3f binades (margin 0).", dlen1, dlen1024);
+    if (lo >= 0 && hist[hi] > hist[lo] && isfinite(dev[lo]) && isfinite(dev[hi]))
+      st_observe(st, "The scale ratio's distance from 1 against the amax history's length (the scale from the max over "
+                  "the history).",
+                  "mean |log2 ratio|: history %d %.3f, history %d %.3f binades (margin 0).", hist[lo], dev[lo], hist[hi],
+                  dev[hi]);
     {
       double u = 0;
       int nu = 0;
@@ -155,15 +180,10 @@ void st_report_recipes(study *st, FILE *md) {
                     "out).",
                     u / nu, unf_cur);
     }
-    double o0 = NAN, o1 = NAN;
-    for (int i = 0; i < nd; i++) {
-      if (strstr(names[i], "len=1 margin=0")) o0 = ovf[i];
-      if (strstr(names[i], "len=1 margin=1")) o1 = ovf[i];
-    }
-    if (isfinite(o0))
-      st_observe(st, "The lag makes delayed scaling overflow where current scaling does not; a margin reduces it.",
-                  "overflow (history 1): margin 0 %.4f%%, margin 1 %.4f%%; current scaling %.4f%%.",
-                  o0, o1, ovf_cur);
+    if (lo >= 0 && isfinite(ovf[lo]))
+      st_observe(st, "Overflow of delayed scaling without and with a margin, and of current scaling.",
+                  "overflow (history %d): margin 0 %.4f%%, margin %d %.4f%%; current scaling %.4f%%.", hist[lo],
+                  ovf[lo], lm >= 0 ? marg[lm] : 1, lm >= 0 ? ovf[lm] : NAN, ovf_cur);
   }
   free(cg);
   free(ci);

@@ -18,9 +18,15 @@ static int pick_master(const srun *r) { return !strcmp(r->group, "master") || !s
 static int pick_grad(const srun *r) { return !strcmp(r->group, "grad"); }
 static int pick_grad3(const srun *r) { return (!strcmp(r->group, "grad") && r->x == 3) || !strcmp(r->tag, "ref"); }
 
+/* rounding.study's arms by group and tag: the reference (tag ref), the
+ * low-mantissa gradients (group grad, x mantissa bits, tag rne or sr) and
+ * the pure bf16 weights (group master, tag rne or sr). */
 void st_report_rounding(study *st, FILE *md) {
-  agg ref = st_aggregate(st, "bf16", 0);
-  tbl *t = st_tbl_new(7, "configuration", "final", "sd", "vs bf16", "val", "diverged", "drop in 2nd half");
+  const char *rn = st_arm_by(st, NULL, "ref", NAN);
+  agg ref = rn ? st_aggregate(st, rn, 0) : (agg){.final_mean = NAN};
+  char vs[48], ttl[160];
+  snprintf(vs, sizeof vs, "vs %s", rn ? rn : "reference");
+  tbl *t = st_tbl_new(7, "configuration", "final", "sd", vs, "val", "diverged", "drop in 2nd half");
   for (int i = 0; i < st->nrun; i++) {
     const srun *r = &st->run[i];
     if (r->lri || r->seedi) continue;
@@ -47,36 +53,37 @@ void st_report_rounding(study *st, FILE *md) {
               st_smooth_for(st), 0, 0);
   st_plot_losses(st, md, "loss-master-late", "the second half (learning rate decaying to 0), seed 1", 0, 0, pick_master,
               st_smooth_for(st), st->steps / 2, 0);
-  st_plot_gap(st, md, "loss-master-gap", "pure bf16 weights: loss minus the fp32-master run's loss (seed 1)", "bf16", 0, 0,
-           pick_master, st_smooth_for(st));
+  if (rn)
+    st_plot_gap(st, md, "loss-master-gap", "pure bf16 weights: loss minus the fp32-master run's loss (seed 1)", rn, 0, 0,
+             pick_master, st_smooth_for(st));
   st_plot_losses(st, md, "loss-grad-e8m3", "E8M3 gradients: rne vs sr (seed 1)", 0, 0, pick_grad3, st_smooth_for(st), 0, 0);
-  st_plot_gap(st, md, "loss-grad-gap", "low-mantissa gradients: loss minus bf16's loss (seed 1)", "bf16", 0, 0, pick_grad,
-           st_smooth_for(st));
-  /* findings */
-  char ev[1024] = "";
-  int sr_better = 0, n = 0;
-  for (int m = 3; m <= 5; m++) {
-    char a1[64], a2[64];
-    snprintf(a1, sizeof a1, "grad e8m%d rne", m);
-    snprintf(a2, sizeof a2, "grad e8m%d sr", m);
-    agg x = st_aggregate(st, a1, 0), y = st_aggregate(st, a2, 0);
-    if (!x.n || !y.n) continue;
-    n++;
-    double vx = x.nfinal ? x.final_mean : x.first_mean, vy = y.nfinal ? y.final_mean : y.first_mean;
-    const int b = vy < vx || x.ndiv > y.ndiv;
-    sr_better += b;
-    st_cat(ev, sizeof ev, "E8M%d: rne %.4f (%d/%d diverged), sr %.4f (%d/%d), difference %+.4f vs seed sd %.4f/%.4f; ",
-        m, vx, x.ndiv, x.n, vy, y.ndiv, y.n, vy - vx, x.final_sd, y.final_sd);
+  if (rn) {
+    snprintf(ttl, sizeof ttl, "low-mantissa gradients: loss minus %s's loss (seed 1)", rn);
+    st_plot_gap(st, md, "loss-grad-gap", ttl, rn, 0, 0, pick_grad, st_smooth_for(st));
   }
-  if (n)
-    st_observe(st, "Stochastic rounding of low-mantissa gradients trains at least as well as round-to-nearest.",
-                "%sbf16 gradients: %.4f. sr's final loss is lower (or it diverges less) at %d of %d widths.",
-                ev, ref.final_mean, sr_better, n);
-  agg r = st_aggregate(st, "bf16 weights rne", 0), s = st_aggregate(st, "bf16 weights sr", 0);
+  /* observations: per mantissa width (the rne arms of group grad in file order), rne against sr */
+  char ev[1024] = "";
+  for (int i = 0; i < st->nrun; i++) {
+    const srun *q = &st->run[i];
+    if (q->lri || q->seedi || strcmp(q->group, "grad") || strcmp(q->tag, "rne")) continue;
+    const char *sr = st_arm_by(st, "grad", "sr", q->x);
+    if (!sr) continue;
+    agg x = st_aggregate(st, q->name, 0), y = st_aggregate(st, sr, 0);
+    if (!x.n || !y.n) continue;
+    double vx = x.nfinal ? x.final_mean : x.first_mean, vy = y.nfinal ? y.final_mean : y.first_mean;
+    st_cat(ev, sizeof ev, "E8M%g: rne %.4f (%d/%d diverged), sr %.4f (%d/%d), difference %+.4f vs seed sd %.4f/%.4f; ",
+        q->x, vx, x.ndiv, x.n, vy, y.ndiv, y.n, vy - vx, x.final_sd, y.final_sd);
+  }
+  if (ev[0])
+    st_observe(st, "Low-mantissa gradients: stochastic rounding against round-to-nearest-even.", "%s%s gradients: %.4f.",
+                ev, rn ? rn : "reference", ref.final_mean);
+  const char *wr = st_arm_by(st, "master", "rne", NAN), *ws = st_arm_by(st, "master", "sr", NAN);
+  agg r = wr ? st_aggregate(st, wr, 0) : (agg){0}, s = ws ? st_aggregate(st, ws, 0) : (agg){0};
   if (r.n && s.n && isfinite(ref.final_mean)) {
     const double gr = r.final_mean - ref.final_mean, gs = s.final_mean - ref.final_mean;
-    st_observe(st, "With bf16 weights, round-to-nearest updates vanish as the learning rate decays; stochastic rounding "
-                "removes the bias.",
+    st_observe(st, "Pure bf16 weights: round-to-nearest-even against stochastic rounding of the updates as the learning "
+                "rate decays (published: round-to-nearest updates vanish, stochastic rounding removes the bias; the "
+                "claims decide).",
                 "final loss above fp32 master weights: rne %+.4f, sr %+.4f (fp32 master %.4f).",
                 gr, gs, ref.final_mean);
   }

@@ -443,6 +443,15 @@ agg st_aggregate(const study *st, const char *name, int lri) {
   return a;
 }
 
+const char *st_arm_by(const study *st, const char *group, const char *tag, double x) {
+  for (int i = 0; i < st->nrun; i++) {
+    const srun *r = &st->run[i];
+    if ((!group || !strcmp(r->group, group)) && (!tag || !strcmp(r->tag, tag)) && (isnan(x) || r->x == x))
+      return r->name;
+  }
+  return NULL;
+}
+
 const srun *st_find_run(const study *st, const char *name, int lri, int seedi) {
   for (int i = 0; i < st->nrun; i++) {
     const srun *r = &st->run[i];

@@ -143,6 +143,18 @@ if [ "$rc" -eq 0 ] && [ "$(grep -c '^\[[0-9]*/8\] ' "$T/out")" -eq 8 ] &&
   pass "study FILE: arms x zipped axes x seeds, tiny. lines applied (8 runs)"
 else fail "study FILE: arms x zipped axes x seeds" "status $rc" "$(txt "$T/err")" "$(head -n 3 "$T/out" | tr '\n' '|')"; fi
 
+# analysis metadata (arm.ID.tag, group, x) is not in a run's id: a study
+# file that adds or changes it finds its finished runs done (issue 31: the
+# analyses find arms by tags, so tagging an arm must not retrain it)
+run study "$T/mine.study" --tiny --no-plots --out "$T/meta"
+ids1=$(cat "$T"/meta/runs/*/id 2>/dev/null | tr '\n' ' ')
+{ cat "$T/mine.study"; printf 'arm.wd0.tag = ref\narm.wd0.group = base\narm.wd1.x = 2\n'; } >"$T/mine-tagged.study"
+run study "$T/mine-tagged.study" --tiny --no-plots --out "$T/meta"
+ids2=$(cat "$T"/meta/runs/*/id 2>/dev/null | tr '\n' ' ')
+if [ "$rc" -eq 0 ] && [ -n "$ids1" ] && [ "$ids1" = "$ids2" ] && [ "$(grep -c 'done before' "$T/out")" -eq 8 ]; then
+  pass "study FILE: tags, groups and x leave the runs' ids alone (8 runs done before)"
+else fail "study FILE: tags, groups and x leave the runs' ids alone" "status $rc, done before: $(grep -c 'done before' "$T/out")" "ids $ids1 / $ids2"; fi
+
 # a study with a new analysis added as a file only: table.*, plot.* and
 # claim.* blocks over registered metrics, no C; 5 seeds so the claims decide
 cat >"$T/blocks.study" <<'EOF_STUDY'
