@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_no_arm_names.sh: the study analyses (experiments/study_NAME.c, the
-# report hooks of experiments/study.c) never name an arm (issue 31): they
+# report hooks of experiments/study_hooks.c) never name an arm (issue 31): they
 # find arms by what the study file declares of them (arm.ID.tag, .group, .x,
 # the `reference` key), so renaming an arm in its .study file cannot silently
 # change a table, a figure or an observation.  A source check, with the
@@ -26,8 +26,8 @@ my $src = shift @ARGV;
 my %ALLOW = map { $_ => 1 } ();
 sub slurp { my ($p) = @_; open(my $f, '<', $p) or die "cannot read $p: $!\n"; local $/; my $t = <$f>; close $f; return $t; }
 
-# the report hooks: {"NAME", st_report_NAME} in study.c
-my $table = slurp("$src/experiments/study.c");
+# the report hooks: {"NAME", st_report_NAME} in study_hooks.c
+my $table = slurp("$src/experiments/study_hooks.c");
 my @hooks;
 while ($table =~ /\{\s*"(\w+)"\s*,\s*st_report_(\w+)\s*\}/g) { push @hooks, $1 if $1 eq $2; }
 
