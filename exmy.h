@@ -24,7 +24,8 @@
  *   gives values (types spelled as exmy_dtype's: f64, f32, bf16, f16);
  * - rounding is never implied: every conversion takes an exmy_rounding, and
  *   every call that can fail checks it (exmy_rounding_check);
- * - a call that computes codes ORs the exception flags into *flags;
+ * - a call that computes codes ORs the exception flags into *flags (exmy_mma
+ *   aside: it emulates one instruction, whose hardware raises none);
  * - a GEMM's thread count is its args' threads field.
  * Old names that broke these rules are kept as deprecated wrappers at the end
  * of this header (docs/api.md, "What changed in 1.4"). */
