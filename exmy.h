@@ -14,9 +14,21 @@
  *   unsigned *flags, then err, errlen;
  * - exception flags (EXMY_FLAG_*) are always OR-ed into *flags, like IEEE
  *   sticky flags (flags may be NULL); the caller clears them;
- * - _to_string writes a caller's buffer (snprintf semantics), _name returns a
- *   static string; _init/_free pairs own memory, _view borrows it;
- * - rounding is never implied: every conversion takes an exmy_rounding. */
+ * - one meaning per suffix: _parse reads text, _to_string writes a caller's
+ *   buffer (snprintf semantics) that parses back, _name returns a static
+ *   string, _init fills defaults and owns nothing (void), _make validates
+ *   what the caller filled in and derives the rest, _new allocates and its
+ *   _free releases, _check validates only, _view borrows;
+ * - a table is walked one way: exmy_X_count() rows, exmy_X_get(i) row i;
+ * - conversions: exmy_from_<type> makes a code from a value, ..._to_<type>
+ *   gives values (types spelled as exmy_dtype's: f64, f32, bf16, f16);
+ * - rounding is never implied: every conversion takes an exmy_rounding, and
+ *   every call that can fail checks it (exmy_rounding_check);
+ * - a call that computes codes ORs the exception flags into *flags (exmy_mma
+ *   aside: it emulates one instruction, whose hardware raises none);
+ * - a GEMM's thread count is its args' threads field.
+ * Old names that broke these rules are kept as deprecated wrappers at the end
+ * of this header (docs/api.md, "What changed in 1.4"). */
 #ifndef EXMY_H
 #define EXMY_H
 
@@ -29,9 +41,9 @@ extern "C" {
 #endif
 
 #define EXMY_VERSION_MAJOR 1
-#define EXMY_VERSION_MINOR 3
+#define EXMY_VERSION_MINOR 4
 #define EXMY_VERSION_PATCH 0
-#define EXMY_VERSION "1.3.0"
+#define EXMY_VERSION "1.4.0"
 
 /* Public symbols; everything else in libexmy is hidden. */
 #if defined(__GNUC__)
@@ -45,7 +57,7 @@ extern "C" {
  * never overrun: messages are written snprintf-style). */
 #define EXMY_ERRLEN 512
 
-/* The library's version string ("1.3.0"): compare with EXMY_VERSION to catch
+/* The library's version string ("1.4.0"): compare with EXMY_VERSION to catch
  * a header that does not match the library linked. */
 EXMY_API const char *exmy_version(void);
 
@@ -81,8 +93,8 @@ typedef enum exmy_nan {
   EXMY_NAN_NONE
 } exmy_nan;
 
-/* Fill the first six fields (or call exmy_format_set), then exmy_format_init
- * validates them and derives the rest.  Never modify a format after init. */
+/* Fill the first six fields, then exmy_format_make validates them and
+ * derives the rest.  Never modify a format after that. */
 typedef struct exmy_format {
   int ebits;        /* exponent bits E, 0..11 */
   int mbits;        /* stored mantissa bits M, 0..52, 1+E+M <= 64 (E+M <= 64 unsigned) */
@@ -91,7 +103,7 @@ typedef struct exmy_format {
   int has_zero;     /* 1 normally; 0 for scale formats like e8m0fnu whose code 0 is 2^-bias */
   exmy_inf inf;
   exmy_nan nan;
-  /* ---- derived by exmy_format_init ---- */
+  /* ---- derived by exmy_format_make ---- */
   int bits;                /* total bits */
   int emin;                /* exponent of the smallest normal */
   int emax;                /* exponent of the largest finite value (floor of log2) */
@@ -107,8 +119,9 @@ typedef struct exmy_format {
 /* Default bias for E exponent bits: 2^(E-1) - 1 (1 when E = 0). */
 EXMY_API int exmy_default_bias(int ebits);
 
-/* Validate and derive.  Returns 0, or -1 with a one-line reason in err. */
-EXMY_API int exmy_format_init(exmy_format *fmt, char *err, size_t errlen);
+/* Validate the six user fields and derive the rest.  Returns 0, or -1 with a
+ * one-line reason in err. */
+EXMY_API int exmy_format_make(exmy_format *fmt, char *err, size_t errlen);
 
 /* Parse a name (e4m3fn, e5m2, bf16, e8m3, binary8p4se, ...) or a long form
  * "e4m3,bias=11,inf=none,nan=ones,sign=unsigned,zero=none".  Returns 0, or
@@ -126,7 +139,8 @@ typedef struct exmy_named_format {
   const char *note;
 } exmy_named_format;
 
-/* The table's rows; NULL for an index past the end. */
+/* The table's rows (exmy_X_count / exmy_X_get(i), as every table); NULL for
+ * an index past the end. */
 EXMY_API size_t exmy_named_format_count(void);
 EXMY_API const exmy_named_format *exmy_named_format_get(size_t index);
 
@@ -147,8 +161,9 @@ EXMY_API exmy_class exmy_classify(const exmy_format *fmt, uint64_t code);
 EXMY_API const char *exmy_class_name(exmy_class cls);
 /* Sign of a code (1 negative); 0 for unsigned formats. */
 EXMY_API int exmy_code_sign(const exmy_format *fmt, uint64_t code);
-/* Exact value as a double (every value of a valid format is representable). */
-EXMY_API double exmy_decode(const exmy_format *fmt, uint64_t code);
+/* Exact value of a code as a double (every value of a valid format is
+ * representable). */
+EXMY_API double exmy_code_to_f64(const exmy_format *fmt, uint64_t code);
 
 /* Format properties, as `exmy info` prints them. */
 typedef struct exmy_info {
@@ -199,13 +214,19 @@ typedef struct exmy_rounding {
   exmy_saturation sat;
   int ftz;          /* flush subnormal results to zero after rounding */
   int daz;          /* treat subnormal inputs (of the input's own type) as zero */
-  int sr_bits;      /* stochastic rounding: random bits used, 1..64 (0 = 64) */
+  int sr_bits;      /* stochastic rounding: random bits used, 1..64 (other modes: 0..64, unused) */
   uint64_t seed;    /* stochastic rounding key ... */
   uint64_t stream;  /* ... and stream; element index is the counter */
 } exmy_rounding;
 
-/* rne, no saturation, no ftz/daz, seed 0, stream 0. */
+/* rne, no saturation, no ftz/daz, sr_bits 64, seed 0, stream 0. */
 EXMY_API exmy_rounding exmy_rounding_default(void);
+/* Is rnd a valid rounding?  mode one of exmy_round_mode, sat one of
+ * exmy_saturation, ftz and daz 0 or 1, sr_bits 1..64 with EXMY_SR (0..64
+ * otherwise, where it is unused).  0, or -1 with err naming the bad field and
+ * its value.  Every call taking a rounding that can fail checks it; the
+ * scalar calls (exmy_from_*, exmy_round_pack) cannot report and do not. */
+EXMY_API int exmy_rounding_check(const exmy_rounding *rnd, char *err, size_t errlen);
 
 /* "rne", "rna", "rtz", "rup", "rdn", "rto", "sr": 0, or -1 with err naming
  * the bad text and the accepted names (*mode is then left as it was). */
@@ -224,10 +245,11 @@ EXMY_API uint64_t exmy_round_pack(const exmy_format *fmt, const exmy_rounding *r
                          int negative, uint64_t sig, int exp2,
                          uint64_t index, unsigned *flags);
 
-/* Scalar conversions (the reference path). */
-EXMY_API uint64_t exmy_from_double(const exmy_format *fmt, const exmy_rounding *rnd,
+/* Scalar conversions to a code (the reference path); rnd must be valid
+ * (exmy_rounding_check). */
+EXMY_API uint64_t exmy_from_f64(const exmy_format *fmt, const exmy_rounding *rnd,
                           double x, uint64_t index, unsigned *flags);
-EXMY_API uint64_t exmy_from_float(const exmy_format *fmt, const exmy_rounding *rnd,
+EXMY_API uint64_t exmy_from_f32(const exmy_format *fmt, const exmy_rounding *rnd,
                          float x, uint64_t index, unsigned *flags);
 EXMY_API uint64_t exmy_from_bf16(const exmy_format *fmt, const exmy_rounding *rnd,
                         uint16_t bits, uint64_t index, unsigned *flags);
@@ -240,7 +262,7 @@ EXMY_API uint64_t exmy_from_f16(const exmy_format *fmt, const exmy_rounding *rnd
  * The flags of all elements are OR-ed into *flags.  exmy_quantize runs with
  * OpenMP and a fast path where one applies; exmy_quantize_ref is the serial
  * scalar reference.  Both give identical codes and flags.  0, or -1 with err
- * (a src_type that is not a float type, rnd NULL). */
+ * (a src_type that is not a float type, rnd NULL or invalid). */
 EXMY_API int exmy_quantize(const exmy_format *fmt, const exmy_rounding *rnd, exmy_dtype src_type,
                   const void *src, size_t n, uint64_t index0, void *codes, unsigned *flags,
                   char *err, size_t errlen);
@@ -252,14 +274,14 @@ EXMY_API int exmy_quantize_ref(const exmy_format *fmt, const exmy_rounding *rnd,
 EXMY_API uint64_t exmy_code_get(const exmy_format *fmt, const void *codes, size_t i);
 EXMY_API void exmy_code_set(const exmy_format *fmt, void *codes, size_t i, uint64_t code);
 
-/* Decode arrays.  To double: exact.  To float: the exact value rounded to
- * nearest even binary32 (exact whenever the format fits in binary32). */
-EXMY_API void exmy_decode_f64(const exmy_format *fmt, const void *codes, size_t n, double *out);
-EXMY_API void exmy_decode_f32(const exmy_format *fmt, const void *codes, size_t n, float *out);
+/* Arrays of n codes to values.  To f64: exact.  To f32: the exact value
+ * rounded to nearest even binary32 (exact whenever the format fits in it). */
+EXMY_API void exmy_codes_to_f64(const exmy_format *fmt, const void *codes, size_t n, double *out);
+EXMY_API void exmy_codes_to_f32(const exmy_format *fmt, const void *codes, size_t n, float *out);
 
-/* Helpers for 16-bit inputs. */
-EXMY_API double exmy_bf16_to_double(uint16_t bits);
-EXMY_API double exmy_f16_to_double(uint16_t bits);
+/* 16-bit inputs (bit patterns) widened exactly. */
+EXMY_API double exmy_bf16_to_f64(uint16_t bits);
+EXMY_API double exmy_f16_to_f64(uint16_t bits);
 
 /* ---- .npy files -------------------------------------------------------- */
 
@@ -344,10 +366,10 @@ EXMY_API int exmy_recipe_to_string(const exmy_recipe *recipe, char *buf, size_t 
 /* 1 when the recipe keeps state across steps (delayed scaling). */
 EXMY_API int exmy_recipe_has_state(const exmy_recipe *recipe);
 
-/* A fresh state for recipe (empty history, scale 1); for a stateless recipe
- * an empty state that owns nothing.  0, or -1 with err (out of memory).
- * Free with exmy_recipe_state_free. */
-EXMY_API int exmy_recipe_state_init(const exmy_recipe *recipe, exmy_recipe_state *state, char *err, size_t errlen);
+/* A fresh state for recipe (empty history, scale 1), allocated; for a
+ * stateless recipe an empty state that owns nothing.  0, or -1 with err (out
+ * of memory).  Free with exmy_recipe_state_free. */
+EXMY_API int exmy_recipe_state_new(const exmy_recipe *recipe, exmy_recipe_state *state, char *err, size_t errlen);
 EXMY_API void exmy_recipe_state_free(exmy_recipe_state *state);
 /* Deep copy into an uninitialised dst (save and restore mid-sequence). */
 EXMY_API int exmy_recipe_state_copy(const exmy_recipe_state *src, exmy_recipe_state *dst, char *err, size_t errlen);
@@ -383,8 +405,8 @@ EXMY_API float exmy_scale_from_amax(float amax, float fmax, int pow2, float epsi
  * delayed, else may be NULL); delayed quantizes with the state's scale and
  * records this tensor's amax into history[0] (max with what is there); call
  * exmy_recipe_step after the step.  The casts' flags are OR-ed into *flags.
- * *out is overwritten, not freed first.  Returns 0, or -1 with err (rnd NULL,
- * a delayed recipe without state, out of memory); on -1 *out is zeroed and
+ * *out is overwritten, not freed first.  Returns 0, or -1 with err (rnd NULL
+ * or invalid, a delayed recipe without state, out of memory); on -1 *out is zeroed and
  * safe to free. */
 EXMY_API int exmy_recipe_quantize(const exmy_recipe *recipe, const exmy_format *fmt, const exmy_rounding *rnd,
                          const float *x, size_t rows, size_t cols, exmy_recipe_state *state,
@@ -402,7 +424,7 @@ EXMY_API int exmy_recipe_quantize_into(const exmy_recipe *recipe, const exmy_for
                               exmy_qtensor *out, unsigned *flags, char *err, size_t errlen);
 /* Delayed scaling: end of step (TE's fused update): roll the history and
  * compute the next scale.  No-op for other recipes (and a NULL state).  The
- * state is the one exmy_recipe_state_init made for this recipe. */
+ * state is the one exmy_recipe_state_new made for this recipe. */
 EXMY_API void exmy_recipe_step(const exmy_recipe *recipe, exmy_recipe_state *state);
 /* Delayed scaling calibration step (TE's calibrating autocast): history[0] =
  * amax of x (overwritten); fmt is the element format the scale is for (its
@@ -411,9 +433,10 @@ EXMY_API void exmy_recipe_step(const exmy_recipe *recipe, exmy_recipe_state *sta
 EXMY_API void exmy_recipe_calibrate(const exmy_recipe *recipe, const exmy_format *fmt, const float *x, size_t n,
                            exmy_recipe_state *state);
 
-/* Dequantize: decode(q) * scale_inv[g] * tensor_scale_inv, exact in double. */
-EXMY_API void exmy_qtensor_dequant_f32(const exmy_qtensor *q, float *out);
-EXMY_API void exmy_qtensor_dequant_f64(const exmy_qtensor *q, double *out);
+/* The tensor's values: decode(q) * scale_inv[g] * tensor_scale_inv, exact in
+ * double (to f32: that rounded to nearest even). */
+EXMY_API void exmy_qtensor_to_f32(const exmy_qtensor *q, float *out);
+EXMY_API void exmy_qtensor_to_f64(const exmy_qtensor *q, double *out);
 /* Free what an owned qtensor holds; on a view, only clear it. */
 EXMY_API void exmy_qtensor_free(exmy_qtensor *q);
 /* A per-tensor view of existing codes (rows x cols, row-major) with one
@@ -489,9 +512,10 @@ typedef struct exmy_accum {
  * norm=trunc|rne, promote=N (= chunk), zero=N|v1 (tc_zero).  Returns 0, or -1
  * with a one-line error naming the bad text. */
 EXMY_API int exmy_accum_parse(const char *text, exmy_accum *acc, char *err, size_t errlen);
-/* Name i of the tensor-core presets above ("hopper", ...: "tc:" + name
- * parses), in table order; NULL past the end. */
-EXMY_API const char *exmy_accum_tc_preset_name(size_t i);
+/* The tensor-core presets above: how many, and name i ("hopper", ...: "tc:"
+ * + name parses), in table order; NULL past the end. */
+EXMY_API size_t exmy_accum_tc_preset_count(void);
+EXMY_API const char *exmy_accum_tc_preset_get(size_t index);
 /* The model's canonical text (presets expanded), which exmy_accum_parse reads back. */
 EXMY_API int exmy_accum_to_string(const exmy_accum *acc, char *buf, size_t buflen);
 
@@ -515,7 +539,8 @@ typedef struct exmy_gemm_args {
 /* Fill args with: no transposes, alpha 1, beta 0, no C, scales 1, D rne
  * without saturation, model fp32. */
 EXMY_API void exmy_gemm_args_init(exmy_gemm_args *args);
-/* Check shapes, formats and scale layouts: 0 or -1 with err naming what is wrong.
+/* Check shapes, formats, scale layouts and the roundings (d_rnd, a FORMAT
+ * model's acc_rnd): 0 or -1 with err naming what is wrong.
  * On success *m, *n, *k are the problem sizes. */
 EXMY_API int exmy_gemm_check(const exmy_gemm_args *args, size_t *m, size_t *n, size_t *k,
                     char *err, size_t errlen);
@@ -544,13 +569,14 @@ EXMY_API void exmy_gemm_ws_free(exmy_gemm_ws *ws);
 EXMY_API int exmy_gemm_ws_run(const exmy_gemm_args *args, exmy_gemm_ws *ws, void *d, float *amax_d,
                               unsigned *flags, char *err, size_t errlen);
 /* count independent GEMMs, args[b] writing d[b] (amax_d NULL, or amax_d[b]
- * for each), in parallel over the batch on threads threads (0: OpenMP's
- * default); each problem runs on one thread (its args->threads is not
- * used), so the bits are exmy_gemm's for any thread count.  The flags of
- * all are OR-ed into *flags.  0, or -1 with err naming the first problem
- * that failed (the others are still computed). */
-EXMY_API int exmy_gemm_batched(const exmy_gemm_args *args, size_t count, int threads, void *const *d,
-                               float *amax_d, unsigned *flags, char *err, size_t errlen);
+ * for each), in parallel over the batch on args' threads threads (0:
+ * OpenMP's default; every args[b].threads must be the same, the batch's
+ * thread count); each problem runs on one thread, so the bits are
+ * exmy_gemm's for any thread count.  The flags of all are OR-ed into *flags.
+ * 0, or -1 with err naming the first problem that failed (the others are
+ * still computed). */
+EXMY_API int exmy_gemm_batch(const exmy_gemm_args *args, size_t count, void *const *d, float *amax_d,
+                             unsigned *flags, char *err, size_t errlen);
 
 /* ---- GPU (kernels/) ---- */
 /* CUDA kernels, cuBLASLt FP8 GEMM and the tensor-core probe
@@ -661,8 +687,11 @@ EXMY_API int exmy_gpu_gemm_plan_make(const exmy_gpu_gemm_args *args, int sm, exm
 /* Offset of scale (row, col) of a row-major rows x cols E8M0 scale matrix in
  * cuBLASLt's VEC32_UE8M0 layout (128 x 4 tiles, padded). */
 EXMY_API size_t exmy_gpu_mx_scale_offset(size_t row, size_t col, size_t cols);
-/* Run it. */
-EXMY_API int exmy_gpu_gemm(const exmy_gpu_gemm_args *args, char *err, size_t errlen);
+/* Run it.  cuBLASLt reports no exceptions: the flags are what D shows,
+ * OR-ed into *flags (may be NULL): EXMY_FLAG_INVALID for a NaN element,
+ * EXMY_FLAG_OVERFLOW for an infinite one (inexact and underflow cannot be
+ * seen; with device_ptrs D is read back to look). */
+EXMY_API int exmy_gpu_gemm_run(const exmy_gpu_gemm_args *args, unsigned *flags, char *err, size_t errlen);
 
 /* ---- tensor-core probe ---- */
 /* A dot-product engine: out[i] = the engine's sum over l < k of
@@ -702,7 +731,7 @@ typedef struct exmy_probe_result {
  * gets one line per step.  0, or -1 with err when the engine fails. */
 EXMY_API int exmy_probe_run(const exmy_probe_engine *eng, const exmy_format *fa, const exmy_format *fb, FILE *log,
                    exmy_probe_result *res, char *err, size_t errlen);
-/* Which tensor-core presets (exmy_accum_tc_preset_name) the result is, bit
+/* Which tensor-core presets (exmy_accum_tc_preset_get) the result is, bit
  * for bit: g, f, align, out and norm equal, the promotion interval too when
  * the probe could see it, every product exact, and no confirming dot
  * product different.  match gets their model texts ("tc:hopper";
@@ -762,14 +791,15 @@ typedef struct exmy_mma_instr {
 /* Parse an instruction name, optionally followed by ",zero=v1" or ",zero=v2".
  * 0, or -1 with err naming the bad text. */
 EXMY_API int exmy_mma_parse(const char *text, exmy_mma_instr *instr, char *err, size_t errlen);
-/* The number of instruction names, and name i (snprintf semantics). */
+/* The instruction names: how many, and name i written to buf (made on
+ * demand: snprintf semantics, the length needed; -1 and "" past the end). */
 EXMY_API size_t exmy_mma_count(void);
-EXMY_API int exmy_mma_name(size_t index, char *buf, size_t buflen);
+EXMY_API int exmy_mma_get(size_t index, char *buf, size_t buflen);
 /* The datapath table: the number of rows, and row i as one line of text
  * (name, algorithm, products per fused sum L, fraction bits F, ..., zero
- * exponent, output conversion, source), snprintf semantics. */
+ * exponent, output conversion, source), as exmy_mma_get. */
 EXMY_API size_t exmy_mma_datapath_count(void);
-EXMY_API int exmy_mma_datapath_text(size_t index, char *buf, size_t buflen);
+EXMY_API int exmy_mma_datapath_get(size_t index, char *buf, size_t buflen);
 /* D = A*B + C: A m x k (row-major), B k x n (row-major), C m x n, as the exact
  * values (double) of their formats; sa m x (k/block) and sb (k/block) x n the
  * scale values when has_scale (else NULL).  d: m x n codes of d_fmt (float
@@ -778,6 +808,41 @@ EXMY_API int exmy_mma_datapath_text(size_t index, char *buf, size_t buflen);
  * with err. */
 EXMY_API int exmy_mma(const exmy_mma_instr *instr, size_t m, size_t n, const double *a, const double *b,
                       const double *c, const double *sa, const double *sb, void *d, char *err, size_t errlen);
+
+/* ---- deprecated (1.4): the old names, thin wrappers -------------------- */
+/* Kept so code written for 1.0 to 1.3 builds and links unchanged; each is
+ * the call named after "use" (docs/api.md, "What changed in 1.4"). */
+/* deprecated: use exmy_format_make (_init now only fills defaults). */
+EXMY_API int exmy_format_init(exmy_format *fmt, char *err, size_t errlen);
+/* deprecated: use exmy_recipe_state_new (it allocates: _new/_free). */
+EXMY_API int exmy_recipe_state_init(const exmy_recipe *recipe, exmy_recipe_state *state, char *err, size_t errlen);
+/* deprecated: use exmy_code_to_f64, exmy_from_f64, exmy_from_f32. */
+EXMY_API double exmy_decode(const exmy_format *fmt, uint64_t code);
+EXMY_API uint64_t exmy_from_double(const exmy_format *fmt, const exmy_rounding *rnd, double x, uint64_t index,
+                                   unsigned *flags);
+EXMY_API uint64_t exmy_from_float(const exmy_format *fmt, const exmy_rounding *rnd, float x, uint64_t index,
+                                  unsigned *flags);
+/* deprecated: use exmy_codes_to_f64, exmy_codes_to_f32. */
+EXMY_API void exmy_decode_f64(const exmy_format *fmt, const void *codes, size_t n, double *out);
+EXMY_API void exmy_decode_f32(const exmy_format *fmt, const void *codes, size_t n, float *out);
+/* deprecated: use exmy_bf16_to_f64, exmy_f16_to_f64. */
+EXMY_API double exmy_bf16_to_double(uint16_t bits);
+EXMY_API double exmy_f16_to_double(uint16_t bits);
+/* deprecated: use exmy_qtensor_to_f32, exmy_qtensor_to_f64. */
+EXMY_API void exmy_qtensor_dequant_f32(const exmy_qtensor *q, float *out);
+EXMY_API void exmy_qtensor_dequant_f64(const exmy_qtensor *q, double *out);
+/* deprecated: use exmy_gemm_batch with args[b].threads = threads (this
+ * wrapper copies the args to set it). */
+EXMY_API int exmy_gemm_batched(const exmy_gemm_args *args, size_t count, int threads, void *const *d,
+                               float *amax_d, unsigned *flags, char *err, size_t errlen);
+/* deprecated: use exmy_gpu_gemm_run (flags NULL). */
+EXMY_API int exmy_gpu_gemm(const exmy_gpu_gemm_args *args, char *err, size_t errlen);
+/* deprecated: use exmy_mma_get and exmy_mma_datapath_get (the same text;
+ * these write "?" past the end and return 1). */
+EXMY_API int exmy_mma_name(size_t index, char *buf, size_t buflen);
+EXMY_API int exmy_mma_datapath_text(size_t index, char *buf, size_t buflen);
+/* deprecated: use exmy_accum_tc_preset_count and exmy_accum_tc_preset_get. */
+EXMY_API const char *exmy_accum_tc_preset_name(size_t i);
 
 #ifdef __cplusplus
 }

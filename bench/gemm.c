@@ -355,8 +355,8 @@ int main(int argc, char **argv) {
     exmy_recipe_quantize(&r, &e4, &sat, a, (size_t)n, (size_t)n, NULL, &qa, NULL, err, sizeof err);
     exmy_recipe_quantize(&r, &e4, &sat, b, (size_t)n, (size_t)n, NULL, &qb, NULL, err, sizeof err);
     /* SGEMM on the dequantized operands: the same values the models multiply */
-    exmy_qtensor_dequant_f32(&qa, a);
-    exmy_qtensor_dequant_f32(&qb, b);
+    exmy_qtensor_to_f32(&qa, a);
+    exmy_qtensor_to_f32(&qb, b);
     sg_ctx sc = {n, a, b, c};
     run_sgemm(&sc); /* warm up */
     const double flop = 2.0 * (double)n * n * n;

@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
   exmy_recipe_state st[NRECIPES];
   for (size_t k = 0; k < NRECIPES; k++)
     if (exmy_recipe_parse(recipe_text[k], &rec[k], err, sizeof err) ||
-        exmy_recipe_state_init(&rec[k], &st[k], err, sizeof err)) {
+        exmy_recipe_state_new(&rec[k], &st[k], err, sizeof err)) {
       fprintf(stderr, "bench/scaling: %s\n", err);
       return 1;
     }

@@ -163,7 +163,7 @@ void cli_quantize(const char *cmd, const char *recipe_text, const exmy_format *f
   char err[EXMY_ERRLEN];
   if (exmy_recipe_parse(recipe_text, &rc, err, sizeof err)) cli_die("%s: %s", cmd, err);
   exmy_recipe_state st; /* one tensor: a delayed recipe starts from scale 1 */
-  if (exmy_recipe_state_init(&rc, &st, err, sizeof err) ||
+  if (exmy_recipe_state_new(&rc, &st, err, sizeof err) ||
       exmy_recipe_quantize(&rc, f, r, x, rows, cols, &st, q, NULL, err, sizeof err))
     cli_die("%s: %s", cmd, err);
   exmy_recipe_state_free(&st);

@@ -88,8 +88,8 @@ int cmd_decode(int argc, char **argv) {
   if (!x.data) cli_die("decode: out of memory for %zu elements", q.count);
 
   if (!scales) {
-    if (f64) exmy_decode_f64(&f, q.data, q.count, x.data);
-    else exmy_decode_f32(&f, q.data, q.count, x.data);
+    if (f64) exmy_codes_to_f64(&f, q.data, q.count, x.data);
+    else exmy_codes_to_f32(&f, q.data, q.count, x.data);
   } else {
     if (exmy_npy_read(scales, &sc, err, sizeof err)) cli_die("decode: %s", err);
     size_t srows = sc.count == 1 ? 1 : sc.ndim == 2 ? sc.shape[0] : 0, scols = sc.count == 1 ? 1 : sc.ndim == 2 ? sc.shape[1] : 0;
@@ -120,7 +120,7 @@ int cmd_decode(int argc, char **argv) {
     } else if (sc.dtype == EXMY_DTYPE_U8 && tr && tr->scale_format) {
       exmy_format sf;
       cli_parse_format(tr->scale_format, &sf);
-      exmy_decode_f32(&sf, sc.data, sc.count, sinv);
+      exmy_codes_to_f32(&sf, sc.data, sc.count, sinv);
       if (tr->tensor_scale) {
         if (!ts_text) cli_die("decode: nvfp4 scales need --tensor-scale S_ENC (quantize-tensor prints it)");
         tsi = (float)(1.0 / tscale);
@@ -144,8 +144,8 @@ int cmd_decode(int argc, char **argv) {
     t.tensor_scale = 1.0f;
     t.is_view = 1;
     if (!rows || !cols) { /* nothing to decode */ }
-    else if (f64) exmy_qtensor_dequant_f64(&t, x.data);
-    else exmy_qtensor_dequant_f32(&t, x.data);
+    else if (f64) exmy_qtensor_to_f64(&t, x.data);
+    else exmy_qtensor_to_f32(&t, x.data);
     free(sinv);
     exmy_array_free(&sc);
   }

@@ -137,7 +137,7 @@ static int cmd_table(int argc, char **argv) {
   cli_parse_format(argv[1], &f);
   if (f.bits > 16) cli_die("table: format '%s' has %d bits (table prints formats of at most 16 bits)", argv[1], f.bits);
   for (uint64_t c = 0; c < ((uint64_t)1 << f.bits); c++) {
-    double v = exmy_decode(&f, c);
+    double v = exmy_code_to_f64(&f, c);
     exmy_class cls = exmy_classify(&f, c);
     print_code(stdout, &f, c);
     printf(" %-9s ", exmy_class_name(cls));
@@ -196,7 +196,7 @@ static int quantize_stream(const exmy_format *f, const exmy_rounding *r, int sho
     index++;
     print_code(stdout, f, code);
     putchar(' ');
-    cli_print_exact(stdout, exmy_decode(f, code));
+    cli_print_exact(stdout, exmy_code_to_f64(f, code));
     if (show_flags) print_flags(stdout, fl);
     putchar('\n');
   }
@@ -228,8 +228,8 @@ static int quantize_npy(const exmy_format *f, const exmy_rounding *r, const char
     if (x.dtype != EXMY_DTYPE_F64) d.dtype = EXMY_DTYPE_F32; /* float16/bfloat16 input: float32 */
     d.data = malloc(x.count * exmy_dtype_size(d.dtype) + 1);
     if (!d.data) cli_die("quantize: out of memory for %zu elements", x.count);
-    if (d.dtype == EXMY_DTYPE_F32) exmy_decode_f32(f, q.data, x.count, d.data);
-    else exmy_decode_f64(f, q.data, x.count, d.data);
+    if (d.dtype == EXMY_DTYPE_F32) exmy_codes_to_f32(f, q.data, x.count, d.data);
+    else exmy_codes_to_f64(f, q.data, x.count, d.data);
     if (exmy_npy_write(dq, &d, err, sizeof err)) cli_die("quantize: %s", err);
     free(d.data);
   }

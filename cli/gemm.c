@@ -186,7 +186,7 @@ int cmd_gemm(int argc, char **argv) {
            ra, rb, fd.name);
     double emax = 0;
     for (size_t t = 0; t < m * n; t++) {
-      const double v = fabs(exmy_decode(&fd, exmy_code_get(&fd, dex, t)));
+      const double v = fabs(exmy_code_to_f64(&fd, exmy_code_get(&fd, dex, t)));
       if (isfinite(v) && v > emax) emax = v;
     }
     printf("%-36s %12s %14s %14s %10s %9s\n", "model", "max ulp", "mean rel err", "max err/max|D|", "differ %",
@@ -199,7 +199,7 @@ int cmd_gemm(int argc, char **argv) {
         const uint64_t cx = exmy_code_get(&fd, dex, t), cy = exmy_code_get(&fd, d, t);
         if (cx == cy) continue;
         ndiff++;
-        const double vx = exmy_decode(&fd, cx), vy = exmy_decode(&fd, cy);
+        const double vx = exmy_code_to_f64(&fd, cx), vy = exmy_code_to_f64(&fd, cy);
         if (isnan(vx) != isnan(vy)) { nanmis++; continue; }
         if (isnan(vx)) continue;
         const double u = fabs(code_ordinal(&fd, cx) - code_ordinal(&fd, cy));

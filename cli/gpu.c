@@ -140,7 +140,7 @@ static const char *pat_name[] = {"normal", "wide", "stall", "cancel", "tiny", "n
 static void fill(const exmy_format *f, pattern pat, uint8_t *c, size_t rows, size_t cols, int along_k_is_cols,
                  uint64_t *s) {
   exmy_rounding r = exmy_rounding_default();
-  uint8_t sixteenth = (uint8_t)exmy_from_double(f, &r, 1.0 / 16, 0, NULL);
+  uint8_t sixteenth = (uint8_t)exmy_from_f64(f, &r, 1.0 / 16, 0, NULL);
   for (size_t i = 0; i < rows; i++)
     for (size_t j = 0; j < cols; j++) {
       size_t kk = along_k_is_cols ? j : i;
@@ -155,7 +155,7 @@ static void fill(const exmy_format *f, pattern pat, uint8_t *c, size_t rows, siz
       default: {
         int e = (int)((z >> 8) % 7) - 3;
         double x = ldexp(1.0 + (double)((z >> 16) % 1024) / 1024, e) * ((z & 1) ? -1 : 1);
-        v = (uint8_t)exmy_from_double(f, &r, x, 0, NULL);
+        v = (uint8_t)exmy_from_f64(f, &r, x, 0, NULL);
         if (pat == PAT_NAN && (z >> 40) % 997 == 0) v = (uint8_t)f->nan_code;
       }
       }
@@ -234,7 +234,7 @@ static int run_case(const gcase *c, int fast, const exmy_accum *model, const cha
   exmy_gpu_gemm_plan plan;
   const int unsupported = !exmy_gpu_gemm_plan_make(&g, 0, &plan, err, sizeof err) &&
                           exmy_gpu_gemm_plan_make(&g, sm, &plan, err, sizeof err);
-  const int rc = unsupported ? -1 : exmy_gpu_gemm(&g, err, sizeof err);
+  const int rc = unsupported ? -1 : exmy_gpu_gemm_run(&g, NULL, err, sizeof err);
   printf("%5zu x %5zu x %5zu  %-6s x %-6s -> %-6s %-7s %-4s ", m, n, k, fa.name, fb.name, fd.name, pat_name[c->pat],
          fast ? "fast" : "");
   if (rc) {

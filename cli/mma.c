@@ -37,7 +37,7 @@ static void list(void) {
   const size_t n = exmy_mma_count();
   for (size_t i = 0; i < n; i++) {
     char name[160], err[EXMY_ERRLEN];
-    exmy_mma_name(i, name, sizeof name);
+    exmy_mma_get(i, name, sizeof name);
     exmy_mma_instr in;
     if (exmy_mma_parse(name, &in, err, sizeof err)) cli_die("mma: %s", err);
     printf("%-48s %s%s%s\n", name, in.datapath, in.has_scale ? ", scales " : "", in.has_scale ? in.s_fmt.name : "");
@@ -58,8 +58,8 @@ static double *read_operand(const char *what, const char *text, const exmy_forma
       switch (a.dtype) {
       case EXMY_DTYPE_F32: v[i] = ((const float *)a.data)[i]; break;
       case EXMY_DTYPE_F64: v[i] = ((const double *)a.data)[i]; break;
-      case EXMY_DTYPE_F16: v[i] = exmy_f16_to_double(((const uint16_t *)a.data)[i]); break;
-      case EXMY_DTYPE_BF16: v[i] = exmy_bf16_to_double(((const uint16_t *)a.data)[i]); break;
+      case EXMY_DTYPE_F16: v[i] = exmy_f16_to_f64(((const uint16_t *)a.data)[i]); break;
+      case EXMY_DTYPE_BF16: v[i] = exmy_bf16_to_f64(((const uint16_t *)a.data)[i]); break;
       default: cli_die("mma: %s %s holds %s (accepted: float32, float64, float16, bfloat16 values)", what, text,
                        exmy_dtype_name(a.dtype));
       }
@@ -85,7 +85,7 @@ static double *read_operand(const char *what, const char *text, const exmy_forma
     if (end == p || errno || (*end && *end != ',' && *end != ' ') || code > f->mag_mask + f->sign_mask)
       cli_die("mma: bad %s code '%.*s' (hex codes of %s, e.g. 0x3c)", what, (int)strcspn(p, ", "), p, f->name);
     if (n == rows * cols) cli_die("mma: %s has more than %zu codes", what, rows * cols);
-    v[n++] = exmy_decode(f, code);
+    v[n++] = exmy_code_to_f64(f, code);
     p = end;
   }
   if (n != rows * cols) cli_die("mma: %s has %zu codes, expected %zu x %zu", what, n, rows, cols);
@@ -99,7 +99,7 @@ static void print_d(const exmy_mma_instr *in, size_t m, size_t n, const void *d)
     for (size_t j = 0; j < n; j++) {
       const uint64_t c = exmy_code_get(&in->d_fmt, d, i * n + j);
       printf("%s0x%0*llx = ", j ? "  " : "", exmy_code_hex_digits(&in->d_fmt), (unsigned long long)c);
-      cli_print_exact(stdout, exmy_decode(&in->d_fmt, c));
+      cli_print_exact(stdout, exmy_code_to_f64(&in->d_fmt, c));
     }
     printf("\n");
   }
@@ -166,7 +166,7 @@ static int replay(const exmy_mma_instr *in, char **files, int c_zero, int c_roun
     double c = c_zero ? 0.0 : f32_value(parse_bin32(lc, files[2], line));
     if (c_round) { /* the recorded fp32 C converted to C's format (nearest even) first */
       exmy_rounding r = exmy_rounding_default();
-      c = exmy_decode(&in->c_fmt, exmy_from_double(&in->c_fmt, &r, c, 0, NULL));
+      c = exmy_code_to_f64(&in->c_fmt, exmy_from_f64(&in->c_fmt, &r, c, 0, NULL));
     }
     const uint32_t want = parse_bin32(ld, files[3], line);
     uint32_t d32 = 0;
@@ -174,9 +174,9 @@ static int replay(const exmy_mma_instr *in, char **files, int c_zero, int c_roun
     void *d = in->d_fmt.bits == 16 ? (void *)&d16 : (void *)&d32;
     if (exmy_mma(in, 1, 1, a, b, &c, NULL, NULL, d, err, sizeof err)) cli_die("%s (line %zu)", err, line);
     /* an fp16 D is compared widened to fp32, as recorded (any NaN matches any NaN) */
-    const double got_v = exmy_decode(&in->d_fmt, exmy_code_get(&in->d_fmt, d, 0));
+    const double got_v = exmy_code_to_f64(&in->d_fmt, exmy_code_get(&in->d_fmt, d, 0));
     exmy_rounding r = exmy_rounding_default();
-    const uint32_t got = in->d_fmt.bits == 16 ? (uint32_t)exmy_from_double(&f32, &r, got_v, 0, NULL) : d32;
+    const uint32_t got = in->d_fmt.bits == 16 ? (uint32_t)exmy_from_f64(&f32, &r, got_v, 0, NULL) : d32;
     const int ok = got == want || (in->d_fmt.bits == 16 && isnan(got_v) && isnan(f32_value(want)));
     total++;
     if (ok) agree++;
@@ -221,7 +221,7 @@ int cmd_mma(int argc, char **argv) {
   if (do_list == 1) list();
   for (size_t i = 0; do_list == 2 && i < exmy_mma_datapath_count(); i++) {
     char line[256];
-    exmy_mma_datapath_text(i, line, sizeof line);
+    exmy_mma_datapath_get(i, line, sizeof line);
     printf("%s\n", line);
   }
   if (do_list) return 0;

@@ -29,7 +29,7 @@ int cli_round_text(const char *s, const exmy_format *f, const exmy_rounding *r, 
   const double d = strtod(s, &end); /* the grammar: strtod's (decimal, hex-float, inf, nan) */
   if (end == s || *end) return -1;
   if (isnan(d) || (isinf(d) && errno != ERANGE)) { /* the texts inf and nan (any sign) */
-    *code = exmy_from_double(f, r, d, index, flags);
+    *code = exmy_from_f64(f, r, d, index, flags);
     return 0;
   }
   /* Round to odd at 64 bits (63 bits truncated + a sticky bit): at least two

@@ -129,7 +129,7 @@ int cmd_quantize_tensor(int argc, char **argv) {
   if (dq) {
     float *d = malloc(rows * cols * sizeof *d + 1);
     if (!d) cli_die("quantize-tensor: out of memory");
-    exmy_qtensor_dequant_f32(&q, d);
+    exmy_qtensor_to_f32(&q, d);
     cli_write_npy("quantize-tensor", dq, EXMY_DTYPE_F32, rows, cols, d);
     free(d);
   }

@@ -31,7 +31,8 @@ static const tc_preset tc_presets[] = {
 };
 #define N_PRESETS (sizeof tc_presets / sizeof tc_presets[0])
 
-const char *exmy_accum_tc_preset_name(size_t i) { return i < N_PRESETS ? tc_presets[i].name : NULL; }
+size_t exmy_accum_tc_preset_count(void) { return N_PRESETS; }
+const char *exmy_accum_tc_preset_get(size_t index) { return index < N_PRESETS ? tc_presets[index].name : NULL; }
 
 static int parse_size(const char *key, const char *v, size_t lo, size_t hi, size_t *out, char *err,
                       size_t errlen) {
@@ -236,7 +237,8 @@ int exmy_accum_to_string(const exmy_accum *a, char *buf, size_t buflen) {
     if (r->mode == EXMY_SR) {
       n += snprintf(inner + n, sizeof inner - n, ",seed=%llu", (unsigned long long)r->seed);
       if (r->stream) n += snprintf(inner + n, sizeof inner - n, ",stream=%llu", (unsigned long long)r->stream);
-      if (r->sr_bits) n += snprintf(inner + n, sizeof inner - n, ",sr-bits=%d", r->sr_bits);
+      /* 64 is the default (and what 0 meant before 1.4): the text stays as it was */
+      if (r->sr_bits && r->sr_bits != 64) n += snprintf(inner + n, sizeof inner - n, ",sr-bits=%d", r->sr_bits);
     }
     break;
   }

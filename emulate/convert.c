@@ -37,8 +37,8 @@ void exmy_code_set(const exmy_format *f, void *codes, size_t i, uint64_t code) {
 static uint64_t convert_one(const exmy_format *f, const exmy_rounding *r, exmy_dtype t,
                             const void *src, size_t i, uint64_t index, unsigned *fl) {
   switch (t) {
-  case EXMY_DTYPE_F32: return exmy_from_float(f, r, ((const float *)src)[i], index, fl);
-  case EXMY_DTYPE_F64: return exmy_from_double(f, r, ((const double *)src)[i], index, fl);
+  case EXMY_DTYPE_F32: return exmy_from_f32(f, r, ((const float *)src)[i], index, fl);
+  case EXMY_DTYPE_F64: return exmy_from_f64(f, r, ((const double *)src)[i], index, fl);
   case EXMY_DTYPE_BF16: return exmy_from_bf16(f, r, ((const uint16_t *)src)[i], index, fl);
   default: return exmy_from_f16(f, r, ((const uint16_t *)src)[i], index, fl);
   }
@@ -711,7 +711,7 @@ static unsigned ident_run(const exmy__f32q *q, const float *x, size_t n, float s
   uint32_t *out = codes;
   for (size_t i = 0; i < n; i++) {
     const float v = x[i] * (scales ? scales[i] : scale);
-    if (isnan(v)) out[i] = (uint32_t)exmy_from_float(&q->f, &q->r, v, index0 + i, &fl);
+    if (isnan(v)) out[i] = (uint32_t)exmy_from_f32(&q->f, &q->r, v, index0 + i, &fl);
     else memcpy(&out[i], &v, 4);
   }
   return fl;
@@ -726,7 +726,7 @@ unsigned exmy__f32q_run(const exmy__f32q *q, const float *x, size_t n, float sca
   }
   unsigned fl = 0;
   for (size_t i = 0; i < n; i++)
-    exmy_code_set(&q->f, codes, i, exmy_from_float(&q->f, &q->r, x[i] * scale, index0 + i, &fl));
+    exmy_code_set(&q->f, codes, i, exmy_from_f32(&q->f, &q->r, x[i] * scale, index0 + i, &fl));
   return fl;
 }
 
@@ -740,7 +740,7 @@ unsigned exmy__f32q_run_v(const exmy__f32q *q, const float *x, size_t n, const f
   }
   unsigned fl = 0;
   for (size_t i = 0; i < n; i++)
-    exmy_code_set(&q->f, codes, i, exmy_from_float(&q->f, &q->r, x[i] * scales[i], index0 + i, &fl));
+    exmy_code_set(&q->f, codes, i, exmy_from_f32(&q->f, &q->r, x[i] * scales[i], index0 + i, &fl));
   return fl;
 }
 
@@ -785,7 +785,7 @@ int exmy__f32q_run_grp(const exmy__f32q *q, const float *x, size_t n, const floa
 }
 
 /* The exact-product cast (one rounding of x[i] * scales[i], as
- * exmy_from_double of the double product) through the float kernel, where it
+ * exmy_from_f64 of the double product) through the float kernel, where it
  * is the same: q->pow2_ok, every scale a normal power of two and every
  * x[i] * scales[i] finite in float (the caller knows its groups' amax).
  * fp32(x * 2^k) is the product unless it falls below 2^-126; there both round
@@ -850,7 +850,7 @@ static double *decode_lut(const exmy_format *f, size_t n) {
   size_t m = (size_t)1 << f->bits;
   double *lut = malloc(m * sizeof *lut);
   if (lut)
-    for (size_t c = 0; c < m; c++) lut[c] = exmy_decode(f, c);
+    for (size_t c = 0; c < m; c++) lut[c] = exmy_code_to_f64(f, c);
   return lut;
 }
 
@@ -874,7 +874,7 @@ static int f32_prefix_shift(const exmy_format *f) {
         const uint32_t bits = (uint32_t)(c << sh);                       \
         float v;                                                         \
         memcpy(&v, &bits, 4);                                            \
-        out[i] = isnan(v) || c >> f->bits ? (T)exmy_decode(f, c) : (T)v; \
+        out[i] = isnan(v) || c >> f->bits ? (T)exmy_code_to_f64(f, c) : (T)v; \
       }                                                                  \
       return;                                                            \
     }                                                                    \
@@ -883,7 +883,7 @@ static int f32_prefix_shift(const exmy_format *f) {
       const uint8_t *c8 = codes;                                         \
       _Pragma("omp parallel for schedule(static) if(n > EXMY_OMP_MIN_VECTOR)")         \
       for (size_t i = 0; i < n; i++)                                     \
-        out[i] = (T)(c8[i] >> f->bits ? exmy_decode(f, c8[i]) : lut[c8[i]]); \
+        out[i] = (T)(c8[i] >> f->bits ? exmy_code_to_f64(f, c8[i]) : lut[c8[i]]); \
       free(lut);                                                         \
       return;                                                            \
     }                                                                    \
@@ -891,19 +891,19 @@ static int f32_prefix_shift(const exmy_format *f) {
       const uint16_t *c16 = codes;                                       \
       _Pragma("omp parallel for schedule(static) if(n > EXMY_OMP_MIN_VECTOR)")         \
       for (size_t i = 0; i < n; i++)                                     \
-        out[i] = (T)(c16[i] >> f->bits ? exmy_decode(f, c16[i]) : lut[c16[i]]); \
+        out[i] = (T)(c16[i] >> f->bits ? exmy_code_to_f64(f, c16[i]) : lut[c16[i]]); \
       free(lut);                                                         \
       return;                                                            \
     }                                                                    \
     _Pragma("omp parallel for schedule(static) if(n > EXMY_OMP_MIN_SCALAR)")            \
     for (size_t i = 0; i < n; i++) {                                     \
       uint64_t c = exmy_code_get(f, codes, i);                           \
-      out[i] = (T)(lut && !(c >> f->bits) ? lut[c] : exmy_decode(f, c)); \
+      out[i] = (T)(lut && !(c >> f->bits) ? lut[c] : exmy_code_to_f64(f, c)); \
     }                                                                    \
     free(lut);                                                           \
   } while (0)
 
-void exmy_decode_f64(const exmy_format *f, const void *codes, size_t n, double *out) { DECODE_LOOP(double); }
+void exmy_codes_to_f64(const exmy_format *f, const void *codes, size_t n, double *out) { DECODE_LOOP(double); }
 
 /* double to float rounds to nearest even: exact whenever the value is a float */
-void exmy_decode_f32(const exmy_format *f, const void *codes, size_t n, float *out) { DECODE_LOOP(float); }
+void exmy_codes_to_f32(const exmy_format *f, const void *codes, size_t n, float *out) { DECODE_LOOP(float); }

@@ -124,9 +124,14 @@ int exmy_gemm_ws_run(const exmy_gemm_args *args, exmy_gemm_ws *ws, void *d, floa
   return gemm_run(args, args ? args->threads : 0, ws->impl, d, amax_d, flags, err, errlen);
 }
 
-int exmy_gemm_batched(const exmy_gemm_args *args, size_t count, int threads, void *const *d, float *amax_d,
-                      unsigned *flags, char *err, size_t errlen) {
+int exmy_gemm_batch(const exmy_gemm_args *args, size_t count, void *const *d, float *amax_d, unsigned *flags,
+                    char *err, size_t errlen) {
   if (count && (!args || !d)) return exmy__fail(err, errlen, "GEMM batch: no arguments or no outputs");
+  const int threads = count ? args[0].threads : 0;
+  for (size_t b = 1; b < count; b++) /* one thread count for the batch, not a guess among several */
+    if (args[b].threads != threads)
+      return exmy__fail(err, errlen, "GEMM batch, problem %zu: threads %d, but problem 0 has %d (the batch's thread "
+                        "count: every problem must say the same)", b, args[b].threads, threads);
   unsigned fl = 0;
   long bad = -1;
   char e1[EXMY_ERRLEN] = "";

@@ -11,7 +11,7 @@
 #include <string.h>
 
 double exmy__gemm_c_value(const gemm_plan *p, size_t i, size_t j) {
-  return exmy_decode(p->c_fmt, exmy_code_get(p->c_fmt, p->c, i * p->n + j));
+  return exmy_code_to_f64(p->c_fmt, exmy_code_get(p->c_fmt, p->c, i * p->n + j));
 }
 
 float exmy__gemm_epilogue(const gemm_plan *p, size_t i, size_t j, float P, unsigned *flags) {
@@ -25,7 +25,7 @@ float exmy__gemm_epilogue(const gemm_plan *p, size_t i, size_t j, float P, unsig
   }
   if (isnan(z)) z = NAN; /* NaN signs are not portable: D gets the positive NaN */
   const float x = z * p->scale_d;
-  exmy_code_set(p->d_fmt, p->d, i * p->n + j, exmy_from_float(p->d_fmt, &p->d_rnd, isnan(x) ? NAN : x, (uint64_t)i * p->n + j, flags));
+  exmy_code_set(p->d_fmt, p->d, i * p->n + j, exmy_from_f32(p->d_fmt, &p->d_rnd, isnan(x) ? NAN : x, (uint64_t)i * p->n + j, flags));
   return isnan(z) ? 0.0f : fabsf(z);
 }
 
@@ -128,7 +128,7 @@ static void epilogue_rows_f32(const gemm_plan *p, const float *P, size_t ldp, si
     if (nan)
       for (size_t j = 0; j < n; j++)
         if (isnan(Dr[j])) {
-          const uint32_t c = (uint32_t)exmy_from_float(p->d_fmt, &p->d_rnd, NAN, (uint64_t)i * n + j, &fl);
+          const uint32_t c = (uint32_t)exmy_from_f32(p->d_fmt, &p->d_rnd, NAN, (uint64_t)i * n + j, &fl);
           memcpy(&Dr[j], &c, 4);
         }
   }

@@ -164,7 +164,7 @@ static int pack_exact(const gemm_plan *p, int which, size_t rows, size_t w, int 
   if (!src) {
     if (q->fmt.bits > 8) return 0;
     /* every byte: a code with bits above the format's decodes as NaN, as the reference reads it */
-    for (size_t c = 0; c < 256; c++) lut[c] = ldexp(exmy_decode(&q->fmt, c), -lsb);
+    for (size_t c = 0; c < 256; c++) lut[c] = ldexp(exmy_code_to_f64(&q->fmt, c), -lsb);
   }
   const uint8_t *codes = q->codes;
   int finite = 1;

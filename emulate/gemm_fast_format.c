@@ -51,7 +51,7 @@ static inline double format_step(const fmt_fast *ff, double c, double pr, uint64
     if (r != 0 && fabs(r) <= ff->vmax) return r;
   }
   const uint64_t code = exmy__round_sum2(ff->f, ff->r, c, pr, index, NULL);
-  return ff->lut ? ff->lut[code] : exmy_decode(ff->f, code);
+  return ff->lut ? ff->lut[code] : exmy_code_to_f64(ff->f, code);
 }
 
 static float format_piece(const gemm_plan *p, const fmt_fast *ff, size_t i, size_t j, size_t l0, size_t l1) {
@@ -121,7 +121,7 @@ __attribute__((target("avx512f,avx512dq"))) static void piece_512(const fmt_vec 
           if (fail >> t & 1) {
             const uint64_t idx = base0 + (uint64_t)(8 * v + t) * fv->k + l0 + l;
             const uint64_t code = exmy__round_sum2(ff->f, ff->r, cs[t], ps[t], idx, NULL);
-            out[t] = ff->lut ? ff->lut[code] : exmy_decode(ff->f, code);
+            out[t] = ff->lut ? ff->lut[code] : exmy_code_to_f64(ff->f, code);
           }
         nc = _mm512_loadu_pd(out);
       }
@@ -141,8 +141,8 @@ static int format_512(const gemm_plan *p, const fmt_fast *ff, int nt, unsigned *
   double *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, (nb * k * FW + 1) * sizeof *B);
   if (!B) return 0;
   fmt_vec fv = {ff, 0, k, n};
-  const double pinf = exmy_decode(ff->f, exmy_from_double(ff->f, ff->r, INFINITY, 0, NULL));
-  const double ninf = exmy_decode(ff->f, exmy_from_double(ff->f, ff->r, -INFINITY, 0, NULL));
+  const double pinf = exmy_code_to_f64(ff->f, exmy_from_f64(ff->f, ff->r, INFINITY, 0, NULL));
+  const double ninf = exmy_code_to_f64(ff->f, exmy_from_f64(ff->f, ff->r, -INFINITY, 0, NULL));
   fv.inf_ok = pinf == INFINITY && ninf == -INFINITY;
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (size_t jb = 0; jb < nb; jb++)
@@ -194,7 +194,7 @@ int exmy__gemm_fast_format(const gemm_plan *p, int nt, unsigned *flags, float *a
 #endif
   if (!format_fast_applies(p)) return 0;
   const exmy_format *f = &p->acc.acc_fmt;
-  const fmt_fast ff = {f, &p->acc.acc_rnd, p->acc_lut, exmy_decode(f, f->max_mag), f->emin, f->mbits};
+  const fmt_fast ff = {f, &p->acc.acc_rnd, p->acc_lut, exmy_code_to_f64(f, f->max_mag), f->emin, f->mbits};
 #if defined(__x86_64__)
   if (format_512(p, &ff, nt, flags, amax)) return 1;
 #endif

@@ -109,7 +109,7 @@ static inline float dec_at(const opdec *d, size_t idx) {
     memcpy(&v, &b, 4);
     return v;
   }
-  return d->lut ? d->lut[exmy_code_get(d->f, d->codes, idx)] : (float)exmy_decode(d->f, exmy_code_get(d->f, d->codes, idx));
+  return d->lut ? d->lut[exmy_code_get(d->f, d->codes, idx)] : (float)exmy_code_to_f64(d->f, exmy_code_get(d->f, d->codes, idx));
 }
 
 
@@ -223,7 +223,7 @@ static void pack_panel(const gemm_plan *p, const opdec *d, const float *scales, 
     if (inner) {
       for (size_t x = x0; x < xe; x++)
         for (size_t l = 0; l < k; l++)
-          Xp[l * w + x - x0] = (float)(exmy_decode(d->f, exmy_code_get(d->f, d->codes, x * sx + l * sl)) *
+          Xp[l * w + x - x0] = (float)(exmy_code_to_f64(d->f, exmy_code_get(d->f, d->codes, x * sx + l * sl)) *
                                        (double)scales[x * p->nseg + l / p->seg]);
     } else if (v512 && sl == 1 && (d->sh == 0 || cut16(d) || d->ar8)) {
       const size_t kb = pack_xmajor_512(d, x0, xe - x0, sx, k, w, Xp);
@@ -274,7 +274,7 @@ static void pack_panel(const gemm_plan *p, const opdec *d, const float *scales, 
 
 /* One team only when it has two threads or more: an inactive OpenMP region
  * still starts a team and wakes a futex, per call (attention's hundreds of
- * small products run one per thread inside exmy_gemm_batched's team). */
+ * small products run one per thread inside exmy_gemm_batch's team). */
 static void pack(const gemm_plan *p, const opdec *d, const float *scales, size_t rows, size_t sx, size_t sl, size_t w,
                  float *X, int nt, int v512) {
   const size_t npan = (rows + w - 1) / w;

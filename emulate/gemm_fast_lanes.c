@@ -64,7 +64,7 @@ static float ref_piece(const lanes_ctx *x, size_t i, size_t j, size_t l0, size_t
   double c = 0.0;
   for (size_t l = l0; l < l1; l++) {
     const uint64_t code = exmy__round_sum2(x->f, x->r, c, exmy__gemm_prod(p, i, j, l), base + l, NULL);
-    c = p->acc_lut ? p->acc_lut[code] : exmy_decode(x->f, code);
+    c = p->acc_lut ? p->acc_lut[code] : exmy_code_to_f64(x->f, code);
   }
   return (float)c;
 }
@@ -159,7 +159,7 @@ __attribute__((target("avx512f,avx512dq"), noinline)) static __m512 sr_general(c
     for (int t = 0; t < 16; t++)
       if (!(ok >> t & 1)) {
         const uint64_t code = exmy__round_sum2(x->f, x->r, cs[t], ps[t], idx + (uint64_t)t * k, NULL);
-        o[t] = (float)(p->acc_lut ? p->acc_lut[code] : exmy_decode(x->f, code));
+        o[t] = (float)(p->acc_lut ? p->acc_lut[code] : exmy_code_to_f64(x->f, code));
       }
     nc = _mm512_loadu_ps(o);
   }
@@ -255,12 +255,12 @@ int exmy__gemm_fast_lanes(const gemm_plan *p, int nt, unsigned *flags, float *am
   const int sr = rnd->mode == EXMY_SR;
   lanes_ctx x = {p, &p->acc.acc_fmt, rnd, exmy__mix64(rnd->seed ^ exmy__mix64(rnd->stream + EXMY__GOLDEN_GAMMA)),
                  rnd->sr_bits <= 0 || rnd->sr_bits > 64 ? 64 : rnd->sr_bits, 0};
-  const float vmax = (float)exmy_decode(x.f, x.f->max_mag);
+  const float vmax = (float)exmy_code_to_f64(x.f, x.f->max_mag);
   memcpy(&x.vmax_bits, &vmax, 4);
   const lanes_fn kern = sr ? lanes_sr : x.f->ebits == 5 ? lanes_f16 : lanes_bf16;
   const double big = ldexp(1.0, x.f->emax + 1);
-  const int ovf_inf = sr || (exmy_decode(x.f, exmy_from_double(x.f, rnd, big, 0, NULL)) == INFINITY &&
-                             exmy_decode(x.f, exmy_from_double(x.f, rnd, -big, 0, NULL)) == -INFINITY);
+  const int ovf_inf = sr || (exmy_code_to_f64(x.f, exmy_from_f64(x.f, rnd, big, 0, NULL)) == INFINITY &&
+                             exmy_code_to_f64(x.f, exmy_from_f64(x.f, rnd, -big, 0, NULL)) == -INFINITY);
   const size_t m = p->m, n = p->n, k = p->k, nb = (n + FC - 1) / FC, nrb = (m + FR - 1) / FR;
   float *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, (nb * k * FC + 1) * sizeof *B);
   float *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, (nrb * FR * k + 1) * sizeof *A);

@@ -39,6 +39,10 @@ int exmy__gemm_plan(const exmy_gemm_args *a, gemm_plan *p, int decode, gemm_ws *
   if (!isfinite(a->alpha) || !isfinite(a->beta) || !isfinite(a->scale_c) || !isfinite(a->scale_d))
     return exmy__fail(err, errlen, "GEMM: alpha %g, beta %g, scale_c %g, scale_d %g: all must be finite",
                       (double)a->alpha, (double)a->beta, (double)a->scale_c, (double)a->scale_d);
+  char re[EXMY_ERRLEN];
+  if (exmy_rounding_check(&a->d_rnd, re, sizeof re)) return exmy__fail(err, errlen, "GEMM: D's %s", re);
+  if (a->accum->kind == EXMY_ACCUM_FORMAT && exmy_rounding_check(&a->accum->acc_rnd, re, sizeof re))
+    return exmy__fail(err, errlen, "GEMM: the accumulator's %s", re);
   const exmy_qtensor *A = a->a, *B = a->b;
   p->A = A;
   p->B = B;
@@ -132,7 +136,7 @@ int exmy__gemm_plan(const exmy_gemm_args *a, gemm_plan *p, int decode, gemm_ws *
     const size_t nc = (size_t)1 << p->acc.acc_fmt.bits;
     p->acc_lut = malloc(nc * sizeof(double));
     if (p->acc_lut)
-      for (size_t c = 0; c < nc; c++) p->acc_lut[c] = exmy_decode(&p->acc.acc_fmt, c);
+      for (size_t c = 0; c < nc; c++) p->acc_lut[c] = exmy_code_to_f64(&p->acc.acc_fmt, c);
   }
   /* k = 0: no elements, no scale groups along k; the sum is +0 and the scales are 1. */
   for (size_t s = 0; s < ns; s++) {
@@ -157,11 +161,11 @@ int exmy__gemm_plan_decode(gemm_plan *p, char *err, size_t errlen) {
     p->ad = p->bd = NULL;
     return exmy__fail(err, errlen, "GEMM: out of memory for %zu x %zu x %zu", m, n, k);
   }
-  exmy_decode_f64(&A->fmt, A->codes, A->rows * A->cols, tmp);
+  exmy_codes_to_f64(&A->fmt, A->codes, A->rows * A->cols, tmp);
 #pragma omp parallel for schedule(static) if (m * k > EXMY_OMP_MIN_TENSOR)
   for (size_t i = 0; i < m; i++)
     for (size_t l = 0; l < k; l++) p->ad[i * k + l] = p->ta ? tmp[l * A->cols + i] : tmp[i * A->cols + l];
-  exmy_decode_f64(&B->fmt, B->codes, B->rows * B->cols, tmp);
+  exmy_codes_to_f64(&B->fmt, B->codes, B->rows * B->cols, tmp);
 #pragma omp parallel for schedule(static) if (n * k > EXMY_OMP_MIN_TENSOR)
   for (size_t j = 0; j < n; j++)
     for (size_t l = 0; l < k; l++) p->bd[j * k + l] = p->tb ? tmp[j * B->cols + l] : tmp[l * B->cols + j];

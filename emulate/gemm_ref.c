@@ -124,7 +124,7 @@ static float piece(const gemm_plan *p, size_t i, size_t j, size_t l0, size_t l1)
     const uint64_t base = ((uint64_t)i * p->n + j) * p->k;
     for (size_t l = l0; l < l1; l++) {
       const uint64_t code = exmy__round_sum2(f, &p->acc.acc_rnd, c, exmy__gemm_prod(p, i, j, l), base + l, NULL);
-      c = p->acc_lut ? p->acc_lut[code] : exmy_decode(f, code);
+      c = p->acc_lut ? p->acc_lut[code] : exmy_code_to_f64(f, code);
     }
     return (float)c;
   }

@@ -142,7 +142,7 @@ float exmy__gemm_exact_elem(const gemm_plan *p, size_t i, size_t j, unsigned *fl
     const double ab = special ? (double)p->alpha * (double)p->tA * (double)p->tB * sval : 0.0;
     const double v = ab + (p->use_c ? (double)p->beta * (double)p->scale_c * cval : 0.0);
     const double vd = v * (double)p->scale_d;
-    exmy_code_set(p->d_fmt, p->d, index, exmy_from_double(p->d_fmt, &p->d_rnd, isnan(vd) ? (double)NAN : vd, index, flags));
+    exmy_code_set(p->d_fmt, p->d, index, exmy_from_f64(p->d_fmt, &p->d_rnd, isnan(vd) ? (double)NAN : vd, index, flags));
     return isnan(v) ? 0.0f : (float)fabs(v);
   }
   mpz_t z, cz;

@@ -9,14 +9,14 @@
 
 uint64_t exmy__round_sum2(const exmy_format *fmt, const exmy_rounding *rnd, double x, double y, uint64_t index,
                           unsigned *flags) {
-  if (!isfinite(x) || !isfinite(y)) return exmy_from_double(fmt, rnd, x + y, index, flags);
+  if (!isfinite(x) || !isfinite(y)) return exmy_from_f64(fmt, rnd, x + y, index, flags);
   if (x == 0 || y == 0) {
     if (x == 0 && y == 0) {
       const int nx = signbit(x) != 0, ny = signbit(y) != 0;
       const int neg = (nx && ny) || (rnd->mode == EXMY_RDN && (nx || ny));
       return exmy_round_pack(fmt, rnd, neg, 0, 0, index, flags);
     }
-    return exmy_from_double(fmt, rnd, x == 0 ? y : x, index, flags);
+    return exmy_from_f64(fmt, rnd, x == 0 ? y : x, index, flags);
   }
   int ex, ey;
   uint64_t mx = exmy__split_double(x, &ex), my = exmy__split_double(y, &ey);

@@ -25,7 +25,7 @@ const float *exmy__gemm_ws_lut16(gemm_ws *ws, int w, const exmy_format *fmt) {
   const size_t nc = (size_t)1 << fmt->bits;
   float *t = realloc(ws->lut16[w], nc * sizeof *t);
   if (!t) return NULL;
-  for (size_t c = 0; c < nc; c++) t[c] = (float)exmy_decode(fmt, c);
+  for (size_t c = 0; c < nc; c++) t[c] = (float)exmy_code_to_f64(fmt, c);
   ws->lut16[w] = t;
   ws->lut_fmt[w] = *fmt;
   return t;
@@ -33,7 +33,7 @@ const float *exmy__gemm_ws_lut16(gemm_ws *ws, int w, const exmy_format *fmt) {
 
 const float *exmy__gemm_ws_lut8(gemm_ws *ws, int w, const exmy_format *fmt) {
   if (ws->lut8_ok[w] && !memcmp(&ws->lut8_fmt[w], fmt, sizeof *fmt)) return ws->lut8[w];
-  for (size_t c = 0; c < 256; c++) ws->lut8[w][c] = (float)exmy_decode(fmt, c);
+  for (size_t c = 0; c < 256; c++) ws->lut8[w][c] = (float)exmy_code_to_f64(fmt, c);
   ws->lut8_fmt[w] = *fmt;
   ws->lut8_ok[w] = 1;
   return ws->lut8[w];

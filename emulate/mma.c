@@ -109,7 +109,7 @@ static uint64_t rho_out(const mma_ctx *x, i128 S, int q, int negzero) {
     if (top >= 128) return inf_code(d, neg);
     const uint64_t c = pack(&x->e8m13, EXMY_RTZ, neg, U, q);
     exmy_rounding r = exmy_rounding_default();
-    return exmy_from_double(d, &r, exmy_decode(&x->e8m13, c), 0, NULL); /* exact */
+    return exmy_from_f64(d, &r, exmy_code_to_f64(&x->e8m13, c), 0, NULL); /* exact */
   }
   default:
     return pack(d, EXMY_RNE, neg, U, q); /* RNE_FP16, RNE_FP32: overflow rounds to inf */
@@ -385,7 +385,7 @@ static uint64_t ftz_fdpa(const mma_ctx *x, const piece *p) {
  * other's last bit only decides the rounding, so it becomes a sticky unit. */
 static uint64_t add_last(const mma_ctx *x, uint64_t code, double c) {
   const exmy_format *d = &x->in->d_fmt;
-  const double s = exmy_decode(d, code), t = s + c; /* t only classifies NaN and inf */
+  const double s = exmy_code_to_f64(d, code), t = s + c; /* t only classifies NaN and inf */
   if (isnan(t)) return nan_code(d);
   if (isinf(t)) return inf_code(d, t < 0);
   term u, v;
@@ -420,8 +420,8 @@ static int take(const exmy_format *f, double x, double *out, const char *what, s
     *out = x;
     return f->nan == EXMY_NAN_NONE ? exmy__fail(err, errlen, "mma: %s[%zu] is NaN, which %s cannot hold", what, i, f->name) : 0;
   }
-  const uint64_t code = exmy_from_double(f, &r, x, 0, NULL);
-  const double v = exmy_decode(f, code);
+  const uint64_t code = exmy_from_f64(f, &r, x, 0, NULL);
+  const double v = exmy_code_to_f64(f, code);
   if (!tf32 && (v != x || signbit(v) != signbit(x)))
     return exmy__fail(err, errlen, "mma: %s[%zu] = %a is not a value of %s", what, i, x, f->name);
   *out = v;
@@ -488,7 +488,7 @@ int exmy_mma(const exmy_mma_instr *in, size_t m, size_t n, const double *a, cons
         else if (dp->algo == MMA_E) code = e_fdpa(&x, &p);
         else if (dp->algo == MMA_FTZ) code = ftz_fdpa(&x, &p);
         else code = tr_fdpa(&x, &p);
-        p.c = exmy_decode(&in->d_fmt, code);
+        p.c = exmy_code_to_f64(&in->d_fmt, code);
         p.cf = &in->d_fmt;
       }
       if (dp->c_last) code = add_last(&x, code, c[i * n + j]);

@@ -55,10 +55,13 @@ const mma_datapath *exmy__mma_path_find(const char *name) {
 
 size_t exmy_mma_datapath_count(void) { return exmy__mma_npaths; }
 
-int exmy_mma_datapath_text(size_t index, char *buf, size_t buflen) {
+int exmy_mma_datapath_get(size_t index, char *buf, size_t buflen) {
   static const char *algo[] = {"T", "ST", "GST", "TR", "GTR", "E", "FTZ"};
   static const char *rho[] = {"rz-fp32", "rz-e8m13", "rne-fp16", "rne-fp32"};
-  if (index >= exmy__mma_npaths) return snprintf(buf, buflen, "?");
+  if (index >= exmy__mma_npaths) {
+    if (buf && buflen) buf[0] = 0;
+    return -1;
+  }
   const mma_datapath *d = &exmy__mma_paths[index];
   char extra[32] = "", zero[16] = "-";
   if (d->algo == MMA_GST) snprintf(extra, sizeof extra, " G=%d", d->G);
@@ -246,9 +249,12 @@ size_t exmy_mma_count(void) {
   return n;
 }
 
-int exmy_mma_name(size_t index, char *buf, size_t buflen) {
+int exmy_mma_get(size_t index, char *buf, size_t buflen) {
   nth_ctx c = {index, 0, buf, buflen, 0};
-  if (!each_name(NULL, nth_fn, &c)) return snprintf(buf, buflen, "?");
+  if (!each_name(NULL, nth_fn, &c)) {
+    if (buf && buflen) buf[0] = 0;
+    return -1;
+  }
   return c.need;
 }
 

@@ -7,7 +7,7 @@
 #define EXMY_PARALLEL_H
 
 /* Scalar loops, tens of nanoseconds an element: the reference conversion,
- * decoding through exmy_decode or a table. */
+ * decoding through exmy_code_to_f64 or a table. */
 #define EXMY_OMP_MIN_SCALAR 4096
 /* Vectorized loops, about a nanosecond an element: the float32 fast path,
  * decoding binary32 truncations by a shift. */

@@ -54,7 +54,7 @@ int exmy_qtensor_stats(const exmy_qtensor *q, const float *x, exmy_qstats *st, c
       const size_t g = (i / q->block_rows) * q->scols + j / q->block_cols;
       const double xv = (double)x[k];
       const uint64_t code = exmy_code_get(&q->fmt, q->codes, k);
-      const double d = exmy_decode(&q->fmt, code) * (double)q->scale_inv[g] * (double)q->tensor_scale_inv;
+      const double d = exmy_code_to_f64(&q->fmt, code) * (double)q->scale_inv[g] * (double)q->tensor_scale_inv;
       if (xv != 0.0) { /* NaN counts as nonzero, as torch.count_nonzero */
         p.nonzero++;
         if (exmy_classify(&q->fmt, code) == EXMY_CLASS_ZERO) p.under++;
@@ -62,8 +62,8 @@ int exmy_qtensor_stats(const exmy_qtensor *q, const float *x, exmy_qstats *st, c
       if (!isnan(xv)) { /* the cast's own overflow flag, recomputed (same counter: same SR draw) */
         unsigned fl = 0;
         const float sc = q->scale[g];
-        if (q->exact_product) (void)exmy_from_double(&q->fmt, &q->rnd, xv * (double)sc, k, &fl);
-        else (void)exmy_from_float(&q->fmt, &q->rnd, x[k] * sc, k, &fl);
+        if (q->exact_product) (void)exmy_from_f64(&q->fmt, &q->rnd, xv * (double)sc, k, &fl);
+        else (void)exmy_from_f32(&q->fmt, &q->rnd, x[k] * sc, k, &fl);
         if (isinf(xv) || (fl & EXMY_FLAG_OVERFLOW)) p.over++;
       }
       if (isfinite(xv) && xv != 0.0) {

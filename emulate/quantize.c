@@ -7,6 +7,8 @@
 
 int exmy__quantize_check(const exmy_rounding *rnd, exmy_dtype src_type, char *err, size_t errlen) {
   if (!rnd) return exmy__fail(err, errlen, "quantize: no rounding given (rnd is NULL)");
+  char e[EXMY_ERRLEN];
+  if (exmy_rounding_check(rnd, e, sizeof e)) return exmy__fail(err, errlen, "quantize: %s", e);
   switch (src_type) {
   case EXMY_DTYPE_F32: case EXMY_DTYPE_F64: case EXMY_DTYPE_BF16: case EXMY_DTYPE_F16: return 0;
   default:

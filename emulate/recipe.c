@@ -150,7 +150,7 @@ int exmy_recipe_parse(const char *text, exmy_recipe *r, char *err, size_t errlen
 
 int exmy_recipe_has_state(const exmy_recipe *r) { return exmy__recipe_traits_of(r->kind)->has_state; }
 
-int exmy_recipe_state_init(const exmy_recipe *r, exmy_recipe_state *st, char *err, size_t errlen) {
+int exmy_recipe_state_new(const exmy_recipe *r, exmy_recipe_state *st, char *err, size_t errlen) {
   memset(st, 0, sizeof *st);
   st->scale = st->scale_inv = 1.0f;
   if (!exmy_recipe_has_state(r)) return 0;

@@ -15,13 +15,13 @@ uint64_t exmy_round_pack(const exmy_format *f, const exmy_rounding *r, int neg,
 
 /* ---- scalar conversions ------------------------------------------------ */
 
-uint64_t exmy_from_double(const exmy_format *f, const exmy_rounding *r, double x, uint64_t index, unsigned *flags) {
+uint64_t exmy_from_f64(const exmy_format *f, const exmy_rounding *r, double x, uint64_t index, unsigned *flags) {
   uint64_t b;
   memcpy(&b, &x, sizeof b);
   return exmy__from_f64(f, r, b, index, flags);
 }
 
-uint64_t exmy_from_float(const exmy_format *f, const exmy_rounding *r, float x, uint64_t index, unsigned *flags) {
+uint64_t exmy_from_f32(const exmy_format *f, const exmy_rounding *r, float x, uint64_t index, unsigned *flags) {
   uint32_t b;
   memcpy(&b, &x, sizeof b);
   return exmy__from_f32(f, r, b, index, flags);
@@ -35,14 +35,14 @@ uint64_t exmy_from_f16(const exmy_format *f, const exmy_rounding *r, uint16_t bi
   return exmy__from_f16(f, r, bits, index, flags);
 }
 
-double exmy_bf16_to_double(uint16_t bits) {
+double exmy_bf16_to_f64(uint16_t bits) {
   uint32_t b = (uint32_t)bits << 16;
   float x;
   memcpy(&x, &b, sizeof x);
   return x;
 }
 
-double exmy_f16_to_double(uint16_t bits) {
+double exmy_f16_to_f64(uint16_t bits) {
   const int be = (bits >> 10) & 31, mant = bits & 1023;
   double v;
   if (be == 31) v = mant ? NAN : INFINITY;

@@ -246,8 +246,8 @@ static void group_scale(const exmy_recipe *r, const exmy_recipe_state *st, const
     float sdb = fminf(amax * (s_enc * fp4_max_inv), FLT_MAX);
     exmy_rounding sat = exmy_rounding_default();
     sat.sat = EXMY_SAT_FINITE;
-    *code = (uint8_t)exmy_from_float(e4m3, &sat, sdb, 0, NULL);
-    const float sdb_q = (float)exmy_decode(e4m3, *code);
+    *code = (uint8_t)exmy_from_f32(e4m3, &sat, sdb, 0, NULL);
+    const float sdb_q = (float)exmy_code_to_f64(e4m3, *code);
     *scale = fminf(1.0f / (sdb_q * s_dec), FLT_MAX);
     *scale_inv = sdb_q;
     break;
@@ -343,7 +343,7 @@ static unsigned quantize_row(exmy_qtensor *q, const exmy__f32q *fq, const exmy_f
       continue;
     }
     for (size_t k = kk; k < kk + len; k++) /* x * 2^-e (ocp) or x * scale, exact in double: one rounding */
-      exmy_code_set(f, q->codes, k, exmy_from_double(f, rnd, isnan(scale) ? NAN : (double)x[k] * (double)scale, k, &fl));
+      exmy_code_set(f, q->codes, k, exmy_from_f64(f, rnd, isnan(scale) ? NAN : (double)x[k] * (double)scale, k, &fl));
   }
   return fl;
 }
@@ -427,9 +427,14 @@ int exmy_recipe_quantize_into(const exmy_recipe *r, const exmy_format *f, const 
     exmy_qtensor_free(q);
     return fail(err, errlen, "scaling recipe: no rounding given (rnd is NULL)");
   }
+  char re[EXMY_ERRLEN];
+  if (exmy_rounding_check(rnd_in, re, sizeof re)) {
+    exmy_qtensor_free(q);
+    return fail(err, errlen, "scaling recipe: %s", re);
+  }
   if (exmy_recipe_has_state(r) && (!st || !st->history)) {
     exmy_qtensor_free(q);
-    return fail(err, errlen, "scaling recipe: delayed scaling needs a state (exmy_recipe_state_init)");
+    return fail(err, errlen, "scaling recipe: delayed scaling needs a state (exmy_recipe_state_new)");
   }
   const exmy_rounding rnd = *rnd_in;
   exmy_qtensor lay;
@@ -616,14 +621,14 @@ void exmy_recipe_calibrate(const exmy_recipe *r, const exmy_format *f, const flo
       for (size_t i = v.r0; i < v.r1; i++)                                                     \
         for (size_t j = v.c0; j < v.c1; j++) {                                                 \
           size_t k = i * q->cols + j;                                                          \
-          out[k] = (T)(exmy_decode(&q->fmt, exmy_code_get(&q->fmt, q->codes, k)) *              \
+          out[k] = (T)(exmy_code_to_f64(&q->fmt, exmy_code_get(&q->fmt, q->codes, k)) *              \
                        (double)q->scale_inv[g] * (double)q->tensor_scale_inv);                 \
         }                                                                                      \
     }                                                                                          \
   } while (0)
 
-void exmy_qtensor_dequant_f64(const exmy_qtensor *q, double *out) { DEQUANT_LOOP(double); }
-void exmy_qtensor_dequant_f32(const exmy_qtensor *q, float *out) { DEQUANT_LOOP(float); }
+void exmy_qtensor_to_f64(const exmy_qtensor *q, double *out) { DEQUANT_LOOP(double); }
+void exmy_qtensor_to_f32(const exmy_qtensor *q, float *out) { DEQUANT_LOOP(float); }
 
 void exmy_qtensor_free(exmy_qtensor *q) {
   if (q->is_view) { /* borrowed: nothing to free */

@@ -23,7 +23,7 @@
  *      reduction of e4m3 buffers stores every hop;
  *   5. the result dequantized with scale_inv = (1/s) / R (the gradient's
  *      div_(world_size)).
- * Every conversion goes through exmy_quantize / exmy_decode_f32. */
+ * Every conversion goes through exmy_quantize / exmy_codes_to_f32. */
 #include "experiments/xp.h"
 
 #include <math.h>

@@ -61,7 +61,7 @@ int xp_ctx_init(xp_ctx *ctx, const xp_config *cfg, const struct xp_model *m, cha
     for (int t = 0; t < XP_NKIND; t++) {
       char e[EXMY_ERRLEN];
       if (exmy_recipe_parse(p->t[t].recipe, &ctx->ls[i].rec[t], e, sizeof e) ||
-          exmy_recipe_state_init(&ctx->ls[i].rec[t], &ctx->ls[i].st_rec[t], e, sizeof e)) {
+          exmy_recipe_state_new(&ctx->ls[i].rec[t], &ctx->ls[i].st_rec[t], e, sizeof e)) {
         xp_ctx_free(ctx);
         return xp_errf(err, errlen, "layer %s: %s", m->lin_name[i], e);
       }
@@ -147,7 +147,7 @@ static int make_operand(xp_ctx *ctx, const xp_tprec *t, const exmy_recipe *recip
   const exmy_recipe *rec = recipe;
   char e[EXMY_ERRLEN];
   if (!rec) { /* attention or the high-precision modes: a fresh recipe per call (no delayed state) */
-    if (exmy_recipe_parse(t->recipe, &local, e, sizeof e) || exmy_recipe_state_init(&local, &local_st, e, sizeof e))
+    if (exmy_recipe_parse(t->recipe, &local, e, sizeof e) || exmy_recipe_state_new(&local, &local_st, e, sizeof e))
       return set_err(ctx, "recipe", e), -1;
     rec = &local;
     state = &local_st;
@@ -410,9 +410,10 @@ void xp_matmul_batch(xp_ctx *ctx, const xp_gemm_desc *g, size_t count, size_t st
     ga->b = &B->q;
     ga->d_fmt = &ctx->f32;
     ga->accum = &p->accum[g->role];
+    ga->threads = ctx->cfg->threads; /* the batch's thread count */
   }
   char e[EXMY_ERRLEN];
-  if (!bad && exmy_gemm_batched(ba.args, count, ctx->cfg->threads, ba.d, NULL, NULL, e, sizeof e))
+  if (!bad && exmy_gemm_batch(ba.args, count, ba.d, NULL, NULL, e, sizeof e))
     set_err(ctx, "attention", e), bad = 1;
   if (bad)
     for (size_t i = 0; i < count; i++) nan_fill(g->d + i * stride_d, m * n);

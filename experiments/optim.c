@@ -94,13 +94,13 @@ static void fake_quant(const char *fmt_name, const char *recipe_text, float *x, 
   exmy_qtensor q;
   exmy_format_parse(fmt_name, &f, NULL, 0);
   exmy_recipe_parse(recipe_text, &r, NULL, 0);
-  exmy_recipe_state_init(&r, &st, NULL, 0);
+  exmy_recipe_state_new(&r, &st, NULL, 0);
   exmy_rounding rnd = exmy_rounding_default();
   rnd.sat = EXMY_SAT_FINITE;
   rnd.seed = seed;
   rnd.stream = stream;
   if (exmy_recipe_quantize(&r, &f, &rnd, x, 1, n, &st, &q, NULL, NULL, 0) == 0) {
-    exmy_qtensor_dequant_f32(&q, x);
+    exmy_qtensor_to_f32(&q, x);
     exmy_qtensor_free(&q);
   }
   exmy_recipe_state_free(&st);

@@ -83,5 +83,5 @@ void xp_mark_linear_weights(xp_model *m) {
 
 void xp_round_f32(const exmy_format *fmt, const exmy_rounding *rnd, float *x, size_t n, void *codes) {
   exmy_quantize(fmt, rnd, EXMY_DTYPE_F32, x, n, 0, codes, NULL, NULL, 0); /* f32 source: cannot fail */
-  exmy_decode_f32(fmt, codes, n, x);
+  exmy_codes_to_f32(fmt, codes, n, x);
 }

@@ -243,7 +243,7 @@ typedef struct xp_gemm_desc {
  * lin >= 0 must not.  On error sets ctx->failed and ctx->err and fills g->d
  * with NaN. */
 void xp_matmul(xp_ctx *ctx, const xp_gemm_desc *g);
-/* count GEMMs like g (lin < 0: attention) as one exmy_gemm_batched call,
+/* count GEMMs like g (lin < 0: attention) as one exmy_gemm_batch call,
  * parallel over the batch: problem i reads g->a.p + i stride_a and
  * g->b.p + i stride_b, writes g->d + i stride_d (floats), with sub
  * g->sub + i.  The same bits as count xp_matmul calls.  Called from one

@@ -27,7 +27,7 @@ int exmy_code_sign(const exmy_format *f, uint64_t code) {
   return (code & f->sign_mask) != 0;
 }
 
-double exmy_decode(const exmy_format *f, uint64_t code) {
+double exmy_code_to_f64(const exmy_format *f, uint64_t code) {
   exmy_class cls = exmy_classify(f, code);
   int neg = exmy_code_sign(f, code);
   if (cls == EXMY_CLASS_NAN) return neg ? -NAN : NAN;
@@ -58,7 +58,7 @@ double exmy_decode(const exmy_format *f, uint64_t code) {
 
 void exmy_format_info(const exmy_format *f, exmy_info *in) {
   memset(in, 0, sizeof *in);
-  in->max_finite = exmy_decode(f, f->max_mag);
+  in->max_finite = exmy_code_to_f64(f, f->max_mag);
   if (f->has_zero) {
     in->min_normal = ldexp(1.0, f->emin);
     in->min_subnormal = f->mbits ? ldexp(1.0, f->emin - f->mbits) : in->min_normal;

@@ -66,7 +66,7 @@ int exmy_default_bias(int ebits) {
   return (1 << (ebits - 1)) - 1;
 }
 
-int exmy_format_init(exmy_format *f, char *err, size_t errlen) {
+int exmy_format_make(exmy_format *f, char *err, size_t errlen) {
   if (f->ebits < 0 || f->ebits > 11)
     return fail(err, errlen, "exponent bits %d out of range (accepted: 0..11)", f->ebits);
   if (f->mbits < 0 || f->mbits > 52)
@@ -336,7 +336,7 @@ int exmy_format_parse(const char *text, exmy_format *f, char *err, size_t errlen
   char why[EXMY_ERRLEN];
   if (!text) return fail(err, errlen, "no format given");
   if (exmy__parse_longform(text, f, err, errlen)) return -1;
-  if (exmy_format_init(f, why, sizeof why)) return fail(err, errlen, "format '%s': %s", text, why);
+  if (exmy_format_make(f, why, sizeof why)) return fail(err, errlen, "format '%s': %s", text, why);
   return 0;
 }
 
@@ -365,5 +365,23 @@ exmy_rounding exmy_rounding_default(void) {
   memset(&r, 0, sizeof r);
   r.mode = EXMY_RNE;
   r.sat = EXMY_SAT_NONE;
+  r.sr_bits = 64; /* valid when the caller switches the mode to sr */
   return r;
+}
+
+int exmy_rounding_check(const exmy_rounding *r, char *err, size_t errlen) {
+  if (!r) return fail(err, errlen, "rounding: none given (rnd is NULL)");
+  if ((unsigned)r->mode > EXMY_SR)
+    return fail(err, errlen, "rounding: mode %d is not a rounding mode (accepted: 0..6, rne rna rtz rup rdn rto sr)",
+                (int)r->mode);
+  if ((unsigned)r->sat > EXMY_SAT_PROPAGATE)
+    return fail(err, errlen, "rounding: sat %d is not a saturation (accepted: 0..2, none finite propagate)", (int)r->sat);
+  if (r->ftz != 0 && r->ftz != 1) return fail(err, errlen, "rounding: ftz %d is not 0 or 1", r->ftz);
+  if (r->daz != 0 && r->daz != 1) return fail(err, errlen, "rounding: daz %d is not 0 or 1", r->daz);
+  /* 0 used to mean 64 silently: with sr it is now an error, not a guess */
+  if (r->mode == EXMY_SR && (r->sr_bits < 1 || r->sr_bits > 64))
+    return fail(err, errlen, "rounding: sr_bits %d out of range for sr (accepted: 1..64)", r->sr_bits);
+  if (r->sr_bits < 0 || r->sr_bits > 64)
+    return fail(err, errlen, "rounding: sr_bits %d out of range (accepted: 0..64; 1..64 for sr)", r->sr_bits);
+  return 0;
 }

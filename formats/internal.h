@@ -73,6 +73,11 @@ float exmy__fmax_f32(const exmy_format *fmt);
  * src_type a float type.  0, or -1 with err. */
 int exmy__quantize_check(const exmy_rounding *rnd, exmy_dtype src_type, char *err, size_t errlen);
 
+/* The exception flags a GPU GEMM's D (count host elements of d_type: F32,
+ * BF16 or E4M3FN) shows, since cuBLASLt reports none: EXMY_FLAG_INVALID for a
+ * NaN element, EXMY_FLAG_OVERFLOW for an infinite one (kernels/gpu_plan.c). */
+unsigned exmy__gpu_d_flags(exmy_dtype d_type, const void *d, size_t count);
+
 /* The array quantizers behind exmy_quantize / exmy_quantize_ref (arguments
  * already checked: src_type is a float type): the OR of the flags. */
 unsigned exmy__quantize(const exmy_format *fmt, const exmy_rounding *rnd, exmy_dtype src_type, const void *src,

@@ -1,4 +1,4 @@
-// gpu_gemm.cu: the cuBLASLt FP8 GEMM behind exmy_gpu_gemm.  Checks and the
+// gpu_gemm.cu: the cuBLASLt FP8 GEMM behind exmy_gpu_gemm_run.  Checks and the
 // layout come from exmy_gpu_gemm_plan_make (gpu_plan.c, tested on the CPU);
 // this file moves data and makes the cuBLASLt calls.
 #include "kernels/gpu_internal.h"
@@ -50,7 +50,7 @@ static std::vector<uint8_t> mx_scales(const uint8_t *s, size_t rows, size_t cols
   return out;
 }
 
-extern "C" int exmy_gpu_gemm(const exmy_gpu_gemm_args *x, char *err, size_t errlen) {
+extern "C" int exmy_gpu_gemm_run(const exmy_gpu_gemm_args *x, unsigned *flags, char *err, size_t errlen) {
   int sm = 0, rc = exmy__gpu_select(x->device, &sm, err, errlen);
   if (rc) return rc;
   exmy_gpu_gemm_plan p;
@@ -147,6 +147,15 @@ extern "C" int exmy_gpu_gemm(const exmy_gpu_gemm_args *x, char *err, size_t errl
                         ws_bytes, 0));
   CUDA_TRY(cudaDeviceSynchronize());
   if (!x->device_ptrs) CUDA_TRY(cudaMemcpy(x->d, D, dbytes, cudaMemcpyDeviceToHost));
+  if (flags) { // cuBLASLt raises nothing: read the flags off D (a host copy when D is on the device)
+    if (x->device_ptrs) {
+      std::vector<uint8_t> hd(dbytes);
+      CUDA_TRY(cudaMemcpy(hd.data(), D, dbytes, cudaMemcpyDeviceToHost));
+      *flags |= exmy__gpu_d_flags(x->d_type, hd.data(), m * n);
+    } else {
+      *flags |= exmy__gpu_d_flags(x->d_type, x->d, m * n);
+    }
+  }
   if (x->amax_d)
     CUDA_TRY(cudaMemcpy(x->amax_d, dsc + 3, sizeof(float), x->device_ptrs ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost));
 done:

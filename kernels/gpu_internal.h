@@ -12,6 +12,8 @@
 extern "C" int exmy__fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The quantizers' argument check (emulate/quantize.c): rnd given, a float source. */
 extern "C" int exmy__quantize_check(const exmy_rounding *rnd, exmy_dtype src_type, char *err, size_t errlen);
+/* The flags a cuBLASLt D shows (kernels/gpu_plan.c): INVALID for NaN, OVERFLOW for inf. */
+extern "C" unsigned exmy__gpu_d_flags(exmy_dtype d_type, const void *d, size_t count);
 
 #define CUDA_TRY(call)                                                                              \
   do {                                                                                              \

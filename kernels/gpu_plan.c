@@ -30,6 +30,24 @@ int exmy_gpu_hw_quant_check(const exmy_format *fmt, const exmy_rounding *rnd, ex
   return 0;
 }
 
+unsigned exmy__gpu_d_flags(exmy_dtype d_type, const void *d, size_t count) {
+  unsigned fl = 0;
+  for (size_t i = 0; i < count; i++) {
+    uint32_t u; /* the element as float32 bits (bf16: the top half) */
+    if (d_type == EXMY_DTYPE_F32) memcpy(&u, (const char *)d + 4 * i, 4);
+    else if (d_type == EXMY_DTYPE_BF16) {
+      uint16_t h;
+      memcpy(&h, (const char *)d + 2 * i, 2);
+      u = (uint32_t)h << 16;
+    } else { /* E4M3FN: no inf; NaN is S.1111.111 */
+      if ((((const uint8_t *)d)[i] & 0x7F) == 0x7F) fl |= EXMY_FLAG_INVALID;
+      continue;
+    }
+    if ((u & 0x7F800000u) == 0x7F800000u) fl |= (u & 0x007FFFFFu) ? EXMY_FLAG_INVALID : EXMY_FLAG_OVERFLOW;
+  }
+  return fl;
+}
+
 void exmy_gpu_gemm_args_init(exmy_gpu_gemm_args *args) {
   memset(args, 0, sizeof *args);
   args->alpha = 1.0f;

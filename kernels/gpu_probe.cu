@@ -151,7 +151,7 @@ extern "C" int exmy_gpu_probe_dot(void *vctx, const exmy_format *fa, const exmy_
       g.d = D.data();
       g.fast_accum = ctx->engine == EXMY_GPU_ENGINE_LT_FASTACC;
       g.device = ctx->device;
-      if (exmy_gpu_gemm(&g, err, errlen)) return -1;
+      if (exmy_gpu_gemm_run(&g, NULL, err, errlen)) return -1;
       for (size_t i = 0; i < c; i++) out[i0 + i] = D[i * mn + i];
     }
     return 0;

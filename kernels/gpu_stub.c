@@ -29,7 +29,9 @@ int exmy_gpu_quantize_f32_range(const exmy_format *fmt, const exmy_rounding *rnd
   return NO_CUDA(err, errlen);
 }
 
-int exmy_gpu_gemm(const exmy_gpu_gemm_args *args, char *err, size_t errlen) { return NO_CUDA(err, errlen); }
+int exmy_gpu_gemm_run(const exmy_gpu_gemm_args *args, unsigned *flags, char *err, size_t errlen) {
+  return NO_CUDA(err, errlen);
+}
 
 int exmy_gpu_probe_engine(exmy_gpu_probe_ctx *ctx, exmy_probe_engine *eng, char *err, size_t errlen) {
   return NO_CUDA(err, errlen);

@@ -66,8 +66,8 @@ static int batch(probe *P, size_t k, size_t count) {
 
 static uint64_t encode(probe *P, const exmy_format *f, double v, int *ok) {
   exmy_rounding r = exmy_rounding_default();
-  uint64_t c = exmy_from_double(f, &r, v, 0, NULL);
-  if (exmy_decode(f, c) != v) *ok = 0;
+  uint64_t c = exmy_from_f64(f, &r, v, 0, NULL);
+  if (exmy_code_to_f64(f, c) != v) *ok = 0;
   return c;
 }
 
@@ -128,7 +128,7 @@ static int step_products(probe *P) {
       exmy_class xa = exmy_classify(fa, ca), xb = exmy_classify(fb, cb);
       if (xa == EXMY_CLASS_NAN || xa == EXMY_CLASS_INF || xb == EXMY_CLASS_NAN || xb == EXMY_CLASS_INF) continue;
       if (exmy_code_sign(fb, cb) || xa == EXMY_CLASS_ZERO || xb == EXMY_CLASS_ZERO) continue;
-      double exact = exmy_decode(fa, ca) * exmy_decode(fb, cb);
+      double exact = exmy_code_to_f64(fa, ca) * exmy_code_to_f64(fb, cb);
       int bad = (double)P->out[i] != exact;
       int is_sub = xa == EXMY_CLASS_SUBNORMAL || xb == EXMY_CLASS_SUBNORMAL;
       R->pairs++;
@@ -529,10 +529,10 @@ int exmy_probe_match(const exmy_probe_result *res, char *match, size_t matchlen,
   int found = 0, best = -1;
   size_t best_i = 0, mlen = 0;
   if (match && matchlen) match[0] = 0;
-  for (size_t i = 0; exmy_accum_tc_preset_name(i); i++) {
+  for (size_t i = 0; i < exmy_accum_tc_preset_count(); i++) {
     char text[64];
     exmy_accum acc;
-    snprintf(text, sizeof text, "tc:%s", exmy_accum_tc_preset_name(i));
+    snprintf(text, sizeof text, "tc:%s", exmy_accum_tc_preset_get(i));
     if (exmy_accum_parse(text, &acc, NULL, 0)) continue;
     int n = differences(res, &acc, NULL, 0);
     if (!n) {
@@ -544,7 +544,7 @@ int exmy_probe_match(const exmy_probe_result *res, char *match, size_t matchlen,
   }
   char text[64];
   exmy_accum acc;
-  snprintf(text, sizeof text, "tc:%s", exmy_accum_tc_preset_name(best_i));
+  snprintf(text, sizeof text, "tc:%s", exmy_accum_tc_preset_get(best_i));
   if (nearest && nearestlen) snprintf(nearest, nearestlen, "%s", text);
   if (diff && difflen) {
     diff[0] = 0;

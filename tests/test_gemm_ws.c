@@ -12,7 +12,7 @@
  * acc=bf16 (the AVX-512 accumulator kernel; f16 overflows to inf) and
  * fp32:pairwise, whole, chunked and promoted.
  * Each case runs through exmy_gemm, exmy_gemm_ws_run with one workspace
- * kept over all cases (shapes grow and shrink) and exmy_gemm_batched on 1
+ * kept over all cases (shapes grow and shrink) and exmy_gemm_batch on 1
  * and 2 threads; on an AVX-512 machine everything runs again with
  * EXMY_NO_AVX512=1 (the AVX2 kernels).  D codes, amax_d and flags must be
  * identical.  Env: EXMY_TEST_SEED. */
@@ -153,12 +153,13 @@ static void run_batch(const tcase *t, int nc, exmy_gemm_ws *ws, const char *isa)
   for (int th = 1; th <= 2; th++) {
     unsigned fl = 0, fall = 0;
     for (int c = 0; c < nc; c++) memset(dv[c], 0x5A, b[c].dbytes), fall |= fref[c];
-    const int rc = exmy_gemm_batched(args, (size_t)nc, th, dv, abat, &fl, err, sizeof err);
-    CHECK(rc == 0 && fl == fall, "exmy_gemm_batched(threads=%d): rc %d flags %u vs %u: %s", th, rc, fl, fall,
+    for (int c = 0; c < nc; c++) args[c].threads = th;
+    const int rc = exmy_gemm_batch(args, (size_t)nc, dv, abat, &fl, err, sizeof err);
+    CHECK(rc == 0 && fl == fall, "exmy_gemm_batch(threads=%d): rc %d flags %u vs %u: %s", th, rc, fl, fall,
           rc ? err : "");
     for (int c = 0; c < nc; c++) {
       const int same = !memcmp(dv[c], dref[c], b[c].dbytes) && tu_bits32(abat[c]) == tu_bits32(aref[c]);
-      CHECK(same, "exmy_gemm_batched(threads=%d) problem %d differs from exmy_gemm_ref", th, c);
+      CHECK(same, "exmy_gemm_batch(threads=%d) problem %d differs from exmy_gemm_ref", th, c);
       if (!same) {
         describe(&t[c], isa);
         first_diff(&b[c], dv[c], dref[c], t[c].m * t[c].n);
@@ -233,10 +234,16 @@ int main(void) {
     exmy_gemm_args_init(&a[1]);
     float d0[1], d1[1];
     void *d[2] = {d0, d1};
-    CHECK(exmy_gemm_batched(a, 2, 2, NULL, NULL, NULL, err, sizeof err) == -1, "a batch without outputs is accepted");
-    CHECK(exmy_gemm_batched(a, 2, 2, d, NULL, NULL, err, sizeof err) == -1 && strstr(err, "problem 0"),
+    a[0].threads = a[1].threads = 2;
+    CHECK(exmy_gemm_batch(a, 2, NULL, NULL, NULL, err, sizeof err) == -1, "a batch without outputs is accepted");
+    CHECK(exmy_gemm_batch(a, 2, d, NULL, NULL, err, sizeof err) == -1 && strstr(err, "problem 0"),
           "a batch of invalid problems: '%s'", err);
-    CHECK(exmy_gemm_batched(a, 0, 2, NULL, NULL, NULL, err, sizeof err) == 0, "an empty batch fails: %s", err);
+    CHECK(exmy_gemm_batch(a, 0, NULL, NULL, NULL, err, sizeof err) == 0, "an empty batch fails: %s", err);
+    /* the batch's thread count is one number: problems that disagree are refused, naming the first */
+    a[1].threads = 3;
+    CHECK(exmy_gemm_batch(a, 2, d, NULL, NULL, err, sizeof err) == -1 &&
+              strstr(err, "problem 1: threads 3, but problem 0 has 2"),
+          "a batch with two thread counts: '%s'", err);
   }
   return tu_finish("test_gemm_ws");
 }

@@ -97,8 +97,10 @@ int main(void) {
     exmy_gpu_gemm_args g;
     exmy_gpu_gemm_args_init(&g);
     g.m = m; g.n = nn; g.k = k; g.a = A; g.b = B; g.d = D;
-    rc = exmy_gpu_gemm(&g, err, sizeof err);
+    unsigned gfl = 0;
+    rc = exmy_gpu_gemm_run(&g, &gfl, err, sizeof err);
     CHECK(rc == 0, "gpu gemm: %s", err);
+    CHECK(gfl == 0, "gpu gemm of finite e4m3 into f32: flags %u (no NaN or inf in D)", gfl);
     exmy_accum acc;
     exmy_accum_parse(model, &acc, err, sizeof err);
     exmy_qtensor qa, qb;

@@ -77,9 +77,8 @@ int main(void) {
   run_one("tc:ada-fastacc", &e5, &e4, "tc:ada-fastacc", NULL, NULL);
   run_one("tc:hopper", &e5, &e5, "tc:hopper", NULL, NULL);
   /* every preset is in the list above, and the list has no other names */
-  size_t np = 0;
-  while (exmy_accum_tc_preset_name(np)) np++;
-  CHECK(np == 7 && !exmy_accum_tc_preset_name(7), "%zu tensor-core presets, the test knows 7", np);
+  const size_t np = exmy_accum_tc_preset_count();
+  CHECK(np == 7 && exmy_accum_tc_preset_get(6) && !exmy_accum_tc_preset_get(7), "%zu tensor-core presets, the test knows 7", np);
   /* one parameter off a preset: no preset, the nearest named with the difference */
   char nearest[64], diff[256];
   run_one("tc:hopper,f=14", &e4, &e4, "", nearest, diff);

@@ -14,7 +14,7 @@ static void test_names(void) {
   char err[EXMY_ERRLEN];
   for (size_t i = 0; i < n; i++) {
     char name[160];
-    exmy_mma_name(i, name, sizeof name);
+    exmy_mma_get(i, name, sizeof name);
     exmy_mma_instr in;
     CHECK(exmy_mma_parse(name, &in, err, sizeof err) == 0 && !strcmp(in.name, name) && in.zero == EXMY_MMA_ZERO_V2,
           "name %zu '%s' does not parse back (%s)", i, name, err);
@@ -95,7 +95,7 @@ static void test_gemm_chain(uint64_t *st) {
     rz.mode = EXMY_RTZ;
     /* moderate values (2^-20 .. 2), so that a zero facing a huge value (v1:
      * exponent -126 + e of the huge one) sets the group's largest exponent */
-#define MODERATE(r) exmy_from_double(&f, &rz, ldexp(1 + (double)((r) & 0xffff) / 65536, -(int)(((r) >> 16) % 21)), 0, NULL)
+#define MODERATE(r) exmy_from_f64(&f, &rz, ldexp(1 + (double)((r) & 0xffff) / 65536, -(int)(((r) >> 16) % 21)), 0, NULL)
     for (size_t i = 0; i < m * k; i++) {
       const uint64_t r = tu_next(st);
       const size_t row = i / k, l = i % k;
@@ -103,7 +103,7 @@ static void test_gemm_chain(uint64_t *st) {
       if (row % 3 == 0 && l % 2 == 0) code = 0;           /* zeros ... */
       code |= (r & 1) ? f.sign_mask : 0;
       exmy_code_set(&f, ac, i, code);
-      av[i] = exmy_decode(&f, code);
+      av[i] = exmy_code_to_f64(&f, code);
     }
     for (size_t i = 0; i < k * n; i++) {
       const uint64_t r = tu_next(st);
@@ -112,7 +112,7 @@ static void test_gemm_chain(uint64_t *st) {
       if (col % 3 == 0 && l % 2 == 0 && (r & 2)) code = f.max_mag; /* ... facing huge values */
       code |= (r & 1) ? f.sign_mask : 0;
       exmy_code_set(&f, bc, i, code);
-      bv[i] = exmy_decode(&f, code);
+      bv[i] = exmy_code_to_f64(&f, code);
     }
     /* GEMM: A m x k, B as n x k (trans_b) so that codes are per output column */
     uint16_t *bt = calloc(n * k, 2);

@@ -30,8 +30,8 @@
 // input and a non-NaN oracle result, INEXACT must be set iff the oracle's
 // value differs from the input.  NaN inputs must raise INVALID.
 // Decode: every code of every format through NVIDIA's fp8/fp6/fp4->half and
-// e8m0->bf16 (and the C++ types' operator float) vs exmy_decode,
-// exmy_decode_f32 and exmy_classify.
+// e8m0->bf16 (and the C++ types' operator float) vs exmy_code_to_f64,
+// exmy_codes_to_f32 and exmy_classify.
 //
 // NaN results are compared as a class (any NaN code of the format):
 // NVIDIA's float entry turns a NaN of either sign into 0x7F (its double entry
@@ -368,8 +368,8 @@ unsigned check_one(const Oracle &o, const InputView &in, size_t i, unsigned nv, 
 
 uint64_t exmy_scalar(const Oracle &o, const InputView &in, size_t i, unsigned *flags) {
   switch (in.type) {
-  case EXMY_DTYPE_F32: return exmy_from_float(&o.fmt, &o.rnd, ((const float *)in.data)[i], i, flags);
-  case EXMY_DTYPE_F64: return exmy_from_double(&o.fmt, &o.rnd, ((const double *)in.data)[i], i, flags);
+  case EXMY_DTYPE_F32: return exmy_from_f32(&o.fmt, &o.rnd, ((const float *)in.data)[i], i, flags);
+  case EXMY_DTYPE_F64: return exmy_from_f64(&o.fmt, &o.rnd, ((const double *)in.data)[i], i, flags);
   case EXMY_DTYPE_BF16: return exmy_from_bf16(&o.fmt, &o.rnd, ((const uint16_t *)in.data)[i], i, flags);
   default: return exmy_from_f16(&o.fmt, &o.rnd, ((const uint16_t *)in.data)[i], i, flags);
   }
@@ -664,8 +664,8 @@ void check_decode() {
     for (unsigned c = 0; c < nc; ++c) codes[c] = (uint8_t)c;
     std::vector<float> f32(nc);
     std::vector<double> f64(nc);
-    exmy_decode_f32(&fmt, codes.data(), nc, f32.data());
-    exmy_decode_f64(&fmt, codes.data(), nc, f64.data());
+    exmy_codes_to_f32(&fmt, codes.data(), nc, f32.data());
+    exmy_codes_to_f64(&fmt, codes.data(), nc, f64.data());
     for (unsigned c = 0; c < nc; ++c) {
       float nvr = nv_decode_raw(F.k, c);
       float nvt = nv_decode_type(F.k, c);
@@ -678,18 +678,18 @@ void check_decode() {
       ++g_checks;
       if (nvnan != nv_is_nan(F.k, c))
         fail_line("decode %s code 0x%02x: oracle NaN set mismatch", F.n, c);
-      double exd = exmy_decode(&fmt, c);
+      double exd = exmy_code_to_f64(&fmt, c);
       ++g_checks;
       if (nvnan ? !std::isnan(exd)
                 : (exd != nvd || std::signbit(exd) != std::signbit(nvd)))
-        fail_line("decode %s code 0x%02x: exmy_decode expected %a got %a", F.n, c, nvd, exd);
+        fail_line("decode %s code 0x%02x: exmy_code_to_f64 expected %a got %a", F.n, c, nvd, exd);
       ++g_checks;
       if (nvnan ? !std::isnan(f64[c])
                 : f64_bits(f64[c]) != f64_bits(nvd))
-        fail_line("decode %s code 0x%02x: exmy_decode_f64 expected %a got %a", F.n, c, nvd, f64[c]);
+        fail_line("decode %s code 0x%02x: exmy_codes_to_f64 expected %a got %a", F.n, c, nvd, f64[c]);
       ++g_checks;
       if (nvnan ? !std::isnan(f32[c]) : f32_bits(f32[c]) != f32_bits(nvr))
-        fail_line("decode %s code 0x%02x: exmy_decode_f32 expected %a (0x%08x) got %a (0x%08x)",
+        fail_line("decode %s code 0x%02x: exmy_codes_to_f32 expected %a (0x%08x) got %a (0x%08x)",
                   F.n, c, nvr, f32_bits(nvr), f32[c], f32_bits(f32[c]));
       exmy_class cls = exmy_classify(&fmt, c);
       exmy_class want = nvnan ? EXMY_CLASS_NAN

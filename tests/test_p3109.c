@@ -9,7 +9,7 @@
  * codepoint,value,subnormal: value a C99 hex float, Inf, -Inf or NaN;
  * subnormal '*' or blank.  For every file the lowercased stem
  * (binary8p4se, ...) must parse with exmy_format_parse, and for every row
- * exmy_decode must give the value exactly (any NaN for NaN), exmy_classify
+ * exmy_code_to_f64 must give the value exactly (any NaN for NaN), exmy_classify
  * the class, and the array decoders the same.  The table has 2^K rows, one
  * per code.  exmy_format_info must agree with the table: largest finite,
  * smallest normal and subnormal, epsilon, the number of finite codes and the
@@ -221,10 +221,10 @@ static void check_table(const char *dir, const char *file) {
   for (long i = 0; i < n; i++) {
     const row *r = &rows[i];
     if (r->code >= ncodes) continue;
-    double got = exmy_decode(&fmt, r->code);
+    double got = exmy_code_to_f64(&fmt, r->code);
     exmy_class cls = exmy_classify(&fmt, r->code), want = expected_class(r);
     snprintf(gb, sizeof gb, "%a", got);
-    CHECK(same_value(got, r), "%s code 0x%02llx: exmy_decode gives %s, table says %s", file,
+    CHECK(same_value(got, r), "%s code 0x%02llx: exmy_code_to_f64 gives %s, table says %s", file,
           (unsigned long long)r->code, gb, kind_text(r, vb, sizeof vb));
     CHECK(cls == want, "%s code 0x%02llx (%s): exmy_classify gives %s, table says %s", file,
           (unsigned long long)r->code, kind_text(r, vb, sizeof vb), exmy_class_name(cls),
@@ -246,14 +246,14 @@ static void check_table(const char *dir, const char *file) {
     for (long i = 0; i < n; i++)
       CHECK(exmy_code_get(&fmt, codes, (size_t)i) == rows[i].code, "%s: exmy_code_get/set of 0x%llx",
             file, (unsigned long long)rows[i].code);
-    exmy_decode_f64(&fmt, codes, (size_t)n, d64);
-    exmy_decode_f32(&fmt, codes, (size_t)n, d32);
+    exmy_codes_to_f64(&fmt, codes, (size_t)n, d64);
+    exmy_codes_to_f32(&fmt, codes, (size_t)n, d32);
     for (long i = 0; i < n; i++) {
-      CHECK(same_value(d64[i], &rows[i]), "%s code 0x%02llx: exmy_decode_f64 gives %a, table says %s",
+      CHECK(same_value(d64[i], &rows[i]), "%s code 0x%02llx: exmy_codes_to_f64 gives %a, table says %s",
             file, (unsigned long long)rows[i].code, d64[i], kind_text(&rows[i], vb, sizeof vb));
       /* Every value of a format of at most 8 bits is a float. */
       CHECK(same_value((double)d32[i], &rows[i]),
-            "%s code 0x%02llx: exmy_decode_f32 gives %a, table says %s", file,
+            "%s code 0x%02llx: exmy_codes_to_f32 gives %a, table says %s", file,
             (unsigned long long)rows[i].code, (double)d32[i], kind_text(&rows[i], vb, sizeof vb));
     }
     free(codes);
@@ -264,7 +264,7 @@ static void check_table(const char *dir, const char *file) {
   /* Codes with bits above K set are NaN class (and do not crash). */
   CHECK(exmy_classify(&fmt, ncodes) == EXMY_CLASS_NAN && exmy_classify(&fmt, UINT64_MAX) == EXMY_CLASS_NAN,
         "%s: codes wider than %d bits are not NaN class", file, K);
-  (void)exmy_decode(&fmt, ncodes | 1);
+  (void)exmy_code_to_f64(&fmt, ncodes | 1);
 
   /* Format properties. */
   exmy_info in;

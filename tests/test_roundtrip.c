@@ -24,11 +24,11 @@ static void check_format(const exmy_format *f) {
     r.mode = modes[mi];
     r.seed = 12345;
     for (uint64_t c = 0; c < n; c++) {
-      double v = exmy_decode(f, c);
+      double v = exmy_code_to_f64(f, c);
       exmy_class cls = exmy_classify(f, c);
       vals[c] = v;
       unsigned fl = 0;
-      uint64_t q = exmy_from_double(f, &r, v, c, &fl);
+      uint64_t q = exmy_from_f64(f, &r, v, c, &fl);
       if (cls == EXMY_CLASS_NAN) {
         CHECK(q == canonical_nan(f, c) && fl == EXMY_FLAG_INVALID,
               "%s %s: NaN code 0x%" PRIx64 " -> 0x%" PRIx64 " flags %u", f->name, exmy_round_mode_name(r.mode), c, q, fl);
@@ -38,7 +38,7 @@ static void check_format(const exmy_format *f) {
       }
       if (fits_float(v)) {
         fl = 0;
-        uint64_t qf = exmy_from_float(f, &r, (float)v, c, &fl);
+        uint64_t qf = exmy_from_f32(f, &r, (float)v, c, &fl);
         CHECK(qf == q, "%s %s: float path code 0x%" PRIx64 " value %a -> 0x%" PRIx64 " (double gave 0x%" PRIx64 ")",
               f->name, exmy_round_mode_name(r.mode), c, v, qf, q);
       }
@@ -67,8 +67,8 @@ static void check_format(const exmy_format *f) {
       float *dv = malloc(n * sizeof *dv);
       double *dd = malloc(n * sizeof *dd);
       for (uint64_t c = 0; c < n; c++) exmy_code_set(f, codes, c, c);
-      exmy_decode_f32(f, codes, n, dv);
-      exmy_decode_f64(f, codes, n, dd);
+      exmy_codes_to_f32(f, codes, n, dv);
+      exmy_codes_to_f64(f, codes, n, dd);
       for (uint64_t c = 0; c < n; c++) {
         CHECK((isnan(dv[c]) && isnan(vals[c])) || tu_bits32(dv[c]) == tu_bits32((float)vals[c]),
               "%s: decode_f32 code 0x%" PRIx64, f->name, c);
@@ -80,8 +80,8 @@ static void check_format(const exmy_format *f) {
       float *dv5 = malloc(n5 * sizeof *dv5);
       double *dd5 = malloc(n5 * sizeof *dd5);
       for (size_t i = 0; i < n5; i++) exmy_code_set(f, c5, i, i % n);
-      exmy_decode_f32(f, c5, n5, dv5);
-      exmy_decode_f64(f, c5, n5, dd5);
+      exmy_codes_to_f32(f, c5, n5, dv5);
+      exmy_codes_to_f64(f, c5, n5, dd5);
       for (size_t i = 0; i < n5; i++) {
         CHECK(tu_bits32(dv5[i]) == tu_bits32(dv[i % n]), "%s: long decode_f32 code 0x%zx", f->name, i % n);
         CHECK(tu_bits64(dd5[i]) == tu_bits64(dd[i % n]), "%s: long decode_f64 code 0x%zx", f->name, i % n);

@@ -3,8 +3,8 @@
  * semantics in exmy.h, shared/design/recipes.md and docs/scaling-sources.md.
  *
  * The reference computes every group's amax, scale, scale_inv and E8M0 code
- * with its own fp32 code; element casts go through exmy_from_float /
- * exmy_from_double (tested elsewhere against MPFR).  Everything is compared
+ * with its own fp32 code; element casts go through exmy_from_f32 /
+ * exmy_from_f64 (tested elsewhere against MPFR).  Everything is compared
  * bit for bit: codes, scale, scale_inv, scale_codes, amax, both dequants, the
  * delayed-scaling state (history, scale, scale_inv) after every operation.
  *
@@ -159,8 +159,8 @@ static void rq_free(rq *q) {
 
 static uint64_t ref_cast(const exmy_format *f, const exmy_rounding *r, float x, float s, int exact, uint64_t idx,
                          unsigned *fl) {
-  if (exact) return exmy_from_double(f, r, (double)x * (double)s, idx, fl);
-  return exmy_from_float(f, r, mulf(x, s), idx, fl);
+  if (exact) return exmy_from_f64(f, r, (double)x * (double)s, idx, fl);
+  return exmy_from_f32(f, r, mulf(x, s), idx, fl);
 }
 
 /* The reference quantizer.  dscale/dscale_inv: the delayed recipe's state. */
@@ -258,8 +258,8 @@ static void ref_quantize(const rspec *s, float dscale, float dscale_inv, const e
           size_t i = rr * cols + cc;
           uint64_t q;
           if (s->kind == EXMY_RECIPE_MX_OCP)
-            q = ocp_nan ? exmy_from_double(f, r, NAN, i, &o->flags)
-                        : exmy_from_double(f, r, ldexp((double)x[i], -ocp_e), i, &o->flags);
+            q = ocp_nan ? exmy_from_f64(f, r, NAN, i, &o->flags)
+                        : exmy_from_f64(f, r, ldexp((double)x[i], -ocp_e), i, &o->flags);
           else
             q = ref_cast(f, r, x[i], sc, exact, i, &o->flags);
           o->codes[i] = q;
@@ -304,15 +304,15 @@ static void compare(const char *what, const rspec *s, const rq *e, const exmy_qt
   size_t n = e->rows * e->cols;
   double *d64 = malloc((n + 1) * sizeof *d64);
   float *d32 = malloc((n + 1) * sizeof *d32);
-  exmy_qtensor_dequant_f64(g, d64);
-  exmy_qtensor_dequant_f32(g, d32);
+  exmy_qtensor_to_f64(g, d64);
+  exmy_qtensor_to_f32(g, d32);
   for (size_t i = 0; i < n; i++) {
     size_t r = i / e->cols, c = i % e->cols;
     size_t k = (r / e->br) * e->scols + c / e->bc;
     uint64_t got = exmy_code_get(f, g->codes, i);
     CHECK(got == e->codes[i], "%s group %zu elem %zu (%zu,%zu) x=0x%08x (%a) scale 0x%08x: code 0x%" PRIx64
           ", expected 0x%" PRIx64, what, k, i, r, c, tu_bits32(x[i]), x[i], tu_bits32(e->scale[k]), got, e->codes[i]);
-    double want = exmy_decode(f, e->codes[i]) * (double)e->scale_inv[k];
+    double want = exmy_code_to_f64(f, e->codes[i]) * (double)e->scale_inv[k];
     CHECK(same_d(d64[i], want), "%s group %zu elem %zu x=0x%08x: dequant_f64 %a, expected %a", what, k, i,
           tu_bits32(x[i]), d64[i], want);
     CHECK(same_f(d32[i], (float)want), "%s group %zu elem %zu x=0x%08x: dequant_f32 %a, expected %a", what, k, i,
@@ -371,7 +371,7 @@ static int parse_case(const rcase *rc, exmy_recipe *rec) {
 }
 
 /* The parsed fields are what the reference assumes; st is a fresh
- * exmy_recipe_state_init state of rec (a delayed recipe's state starts with
+ * exmy_recipe_state_new state of rec (a delayed recipe's state starts with
  * an empty history of history_len entries and scale 1). */
 static void check_fields(const char *text, const exmy_recipe *rec, const exmy_recipe_state *st, const rspec *s) {
   CHECK(rec->kind == s->kind, "'%s': kind %d, expected %d", text, rec->kind, s->kind);
@@ -489,7 +489,7 @@ static void run_one(const rcase *rc, const exmy_format *f, const rmode *md, int 
   char err[EXMY_ERRLEN];
   if (parse_case(rc, &rec)) return;
   rec.exact_product = exact;
-  if (exmy_recipe_state_init(&rec, &rst, err, sizeof err)) {
+  if (exmy_recipe_state_new(&rec, &rst, err, sizeof err)) {
     CHECK(0, "recipe '%s': state init failed: %s", rc->text, err);
     return;
   }
@@ -840,7 +840,7 @@ static void test_delayed(uint64_t *st) {
         exmy_recipe_state rst[2];
         char ierr[EXMY_ERRLEN];
         if (parse_case(&rc, &rec0)) continue;
-        if (exmy_recipe_state_init(&rec0, &rst[0], ierr, sizeof ierr)) {
+        if (exmy_recipe_state_new(&rec0, &rst[0], ierr, sizeof ierr)) {
           CHECK(0, "'%s': state init failed: %s", rc.text, ierr);
           continue;
         }
@@ -943,7 +943,7 @@ static void test_delayed(uint64_t *st) {
     exmy_recipe_state rs;
     memset(&rs, 0, sizeof rs);
     rcase rc = {"delayed:len=3", {EXMY_RECIPE_DELAYED, 0, 0, 0, 0, 0, 3, 0, 0}, 0, 0};
-    if (parse_case(&rc, &rec) == 0 && exmy_recipe_state_init(&rec, &rs, NULL, 0) == 0 && rs.history &&
+    if (parse_case(&rc, &rec) == 0 && exmy_recipe_state_new(&rec, &rs, NULL, 0) == 0 && rs.history &&
         rs.history_len == 3) {
       const exmy_rounding cuda = cuda_rnd();
       const float am[6] = {2, 8, 0, 1, 4, 0.5f};
@@ -1117,7 +1117,7 @@ static void test_threads(uint64_t *st) {
             continue;
           }
           exmy_recipe_state rs;
-          if (exmy_recipe_state_init(&rec, &rs, err, sizeof err)) {
+          if (exmy_recipe_state_new(&rec, &rs, err, sizeof err)) {
             CHECK(0, "'%s': state init failed: %s", texts[t], err);
             continue;
           }
@@ -1182,7 +1182,7 @@ static void test_names(void) {
     exmy_recipe_state rs;
     char serr[EXMY_ERRLEN];
     if (parse_case(&cases[ci], &rec)) continue;
-    if (exmy_recipe_state_init(&rec, &rs, serr, sizeof serr)) {
+    if (exmy_recipe_state_new(&rec, &rs, serr, sizeof serr)) {
       CHECK(0, "'%s': state init failed: %s", cases[ci].text, serr);
       continue;
     }
@@ -1212,7 +1212,7 @@ static void test_interval(void) {
   const exmy_rounding cuda = cuda_rnd();
   char err[EXMY_ERRLEN];
   CHECK(exmy_recipe_parse("delayed:len=1,interval=2", &r, err, sizeof err) == 0 &&
-            exmy_recipe_state_init(&r, &rs, err, sizeof err) == 0,
+            exmy_recipe_state_new(&r, &rs, err, sizeof err) == 0,
         "interval parse: %s", err);
   const float amax[4] = {100, 50, 200, 25};
   const float want[4] = {1.0f, 448.0f / 50.0f, 448.0f / 50.0f, 448.0f / 25.0f};
@@ -1229,7 +1229,7 @@ static void test_interval(void) {
   CHECK(strstr(name, "interval=2") != NULL, "interval missing from the name '%s'", name);
   exmy_recipe_state_free(&rs);
   /* TE's flow: a calibration step before any FP8 step sets the first scale */
-  CHECK(exmy_recipe_parse("delayed", &r, err, sizeof err) == 0 && exmy_recipe_state_init(&r, &rs, err, sizeof err) == 0,
+  CHECK(exmy_recipe_parse("delayed", &r, err, sizeof err) == 0 && exmy_recipe_state_new(&r, &rs, err, sizeof err) == 0,
         "delayed parse: %s", err);
   const float xc[4] = {1, -100, 3, 0.5f};
   exmy_recipe_calibrate(&r, &f, xc, 4, &rs);
@@ -1282,7 +1282,7 @@ static void test_pow2_overflow(void) {
         return;
       }
       rec.exact_product = 1;
-      if (exmy_recipe_state_init(&rec, &rst, err, sizeof err)) {
+      if (exmy_recipe_state_new(&rec, &rst, err, sizeof err)) {
         CHECK(0, "pow2 overflow: state: %s", err);
         return;
       }
@@ -1298,7 +1298,7 @@ static void test_pow2_overflow(void) {
       rc |= exmy_recipe_quantize_into(&rec, &f, &r, big, 2, 2, &rst, &q, &fl, err, sizeof err);
       CHECK(rc == 0, "pow2 overflow: quantize failed: %s", err);
       for (size_t i = 0; rc == 0 && i < 4; i++) {
-        const uint64_t want = exmy_from_double(&f, &r, (double)big[i] * 2.0, i, &rf);
+        const uint64_t want = exmy_from_f64(&f, &r, (double)big[i] * 2.0, i, &rf);
         CHECK(exmy_code_get(&f, q.codes, i) == want, "pow2 overflow %s sat %d x=0x%08x: code 0x%" PRIx64
               ", expected 0x%" PRIx64, f.name, (int)r.sat, tu_bits32(big[i]), exmy_code_get(&f, q.codes, i), want);
       }

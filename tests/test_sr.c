@@ -13,10 +13,10 @@ static double freq_up(const exmy_format *f, exmy_rounding *r, double x, long n) 
   exmy_rounding lo = *r, hi = *r;
   lo.mode = EXMY_RTZ;
   hi.mode = x > 0 ? EXMY_RUP : EXMY_RDN;
-  uint64_t clo = exmy_from_double(f, &lo, x, 0, NULL), chi = exmy_from_double(f, &hi, x, 0, NULL);
+  uint64_t clo = exmy_from_f64(f, &lo, x, 0, NULL), chi = exmy_from_f64(f, &hi, x, 0, NULL);
   long up = 0, bad = 0;
   for (long i = 0; i < n; i++) {
-    uint64_t c = exmy_from_double(f, r, x, (uint64_t)i, NULL);
+    uint64_t c = exmy_from_f64(f, r, x, (uint64_t)i, NULL);
     if (c == chi) up++;
     else if (c != clo) bad++;
   }
@@ -70,8 +70,8 @@ int main(void) {
       exmy_rounding lo = r, hi = r;
       lo.mode = EXMY_RDN;
       hi.mode = EXMY_RUP;
-      uint64_t c = exmy_from_double(&f, &r, x, (uint64_t)i, NULL);
-      uint64_t a = exmy_from_double(&f, &lo, x, 0, NULL), b = exmy_from_double(&f, &hi, x, 0, NULL);
+      uint64_t c = exmy_from_f64(&f, &r, x, (uint64_t)i, NULL);
+      uint64_t a = exmy_from_f64(&f, &lo, x, 0, NULL), b = exmy_from_f64(&f, &hi, x, 0, NULL);
       CHECK(c == a || c == b, "%s sr x=%a: 0x%" PRIx64 " is neither 0x%" PRIx64 " nor 0x%" PRIx64, f.name, x, c, a, b);
     }
   }

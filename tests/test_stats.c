@@ -5,9 +5,9 @@
  * The reference walks the tensor element by element: it finds each
  * element's group from the qtensor's block shape, recomputes the element
  * cast of the scaled value with the scalar reference conversions
- * (exmy_from_float of fp32(x * scale[g]), or exmy_from_double of the exact
+ * (exmy_from_f32 of fp32(x * scale[g]), or exmy_from_f64 of the exact
  * product when q->exact_product is set) to get the overflow flag, decodes
- * the stored code with exmy_decode and dequantizes in double.  The format's
+ * the stored code with exmy_code_to_f64 and dequantizes in double.  The format's
  * range (fmt_log2_min/max) comes from scanning every code.
  *
  * Inputs: tensors quantized with exmy_recipe_quantize under the recipes
@@ -51,7 +51,7 @@ static void ref_fmt_range(const exmy_format *f, int *lo, int *hi, double *fmax) 
   for (uint64_t c = 0; c < ncodes; c++) {
     exmy_class k = exmy_classify(f, c);
     if (k != EXMY_CLASS_SUBNORMAL && k != EXMY_CLASS_NORMAL) continue;
-    double v = fabs(exmy_decode(f, c));
+    double v = fabs(exmy_code_to_f64(f, c));
     if (v > 0 && v < mn) mn = v;
     if (v > mx) mx = v;
   }
@@ -90,14 +90,14 @@ static void ref_stats(const exmy_qtensor *q, const float *x, exmy_qstats *st) {
       } else if (!isnan(xv)) {
         unsigned fl = 0;
         if (q->exact_product) {
-          exmy_from_double(f, &q->rnd, (double)xv * (double)q->scale[g], k, &fl);
+          exmy_from_f64(f, &q->rnd, (double)xv * (double)q->scale[g], k, &fl);
         } else {
           float v = xv * q->scale[g];          /* one fp32 rounding (-ffp-contract=off) */
-          exmy_from_float(f, &q->rnd, v, k, &fl);
+          exmy_from_f32(f, &q->rnd, v, k, &fl);
         }
         if (fl & EXMY_FLAG_OVERFLOW) n_over++;
       }
-      double d = exmy_decode(f, code) * (double)q->scale_inv[g] * (double)q->tensor_scale_inv;
+      double d = exmy_code_to_f64(f, code) * (double)q->scale_inv[g] * (double)q->tensor_scale_inv;
       double xd = xv;
       if (isfinite(xv) && xv != 0) {
         any_nz_finite = 1;
@@ -321,7 +321,7 @@ static void run_case(const tensor *t, const spec *sp, const char *fmtname,
   exmy_format f = tu_format(fmtname);
   exmy_recipe rec;
   exmy_recipe_state rs;
-  if (exmy_recipe_parse(sp->recipe, &rec, err, sizeof err) || exmy_recipe_state_init(&rec, &rs, err, sizeof err)) {
+  if (exmy_recipe_parse(sp->recipe, &rec, err, sizeof err) || exmy_recipe_state_new(&rec, &rs, err, sizeof err)) {
     CHECK(0, "%s: recipe does not parse: %s", what, err);
     return;
   }
@@ -445,7 +445,7 @@ static void double_rounding_case(uint64_t *st) {
       exmy_qtensor q;
       memset(&q, 0, sizeof q);
       over[ex][sat] = -1;
-      if (exmy_recipe_parse(rt, &rec, err, sizeof err) || exmy_recipe_state_init(&rec, &rs, err, sizeof err)) {
+      if (exmy_recipe_parse(rt, &rec, err, sizeof err) || exmy_recipe_state_new(&rec, &rs, err, sizeof err)) {
         CHECK(0, "%s: recipe does not parse: %s", what, err);
         continue;
       }

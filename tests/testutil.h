@@ -74,7 +74,7 @@ static inline exmy_format tu_random_format(uint64_t *st) {
     f.bias = exmy_default_bias(f.ebits) + (int)(tu_next(st) % 21) - 10;
     f.inf = (exmy_inf)(tu_next(st) % 3);
     f.nan = (exmy_nan)(tu_next(st) % 4);
-    if (exmy_format_init(&f, NULL, 0) == 0) return f;
+    if (exmy_format_make(&f, NULL, 0) == 0) return f;
   }
 }
 #endif

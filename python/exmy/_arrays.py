@@ -197,7 +197,7 @@ class Format:
 
     def decode_code(self, code: IntLike) -> float:
         """The exact value of one code (a Python float)."""
-        return lib.exmy_decode(ctypes.byref(self._f), int(code))
+        return lib.exmy_code_to_f64(ctypes.byref(self._f), int(code))
 
     @property
     def ml_dtype(self) -> Optional[np.dtype]:
@@ -243,7 +243,7 @@ def rounding(round: str = "rne", saturate: Saturate = False, ftz: bool = False, 
     r.seed, r.stream = _u64(seed, "seed"), _u64(stream, "stream")
     if not isinstance(sr_bits, (int, np.integer)) or isinstance(sr_bits, bool) or not 0 <= sr_bits <= 64:
         raise ValueError("exmy: sr_bits=%r: an integer 1..64 (0: 64)" % (sr_bits,))
-    r.sr_bits = int(sr_bits)
+    r.sr_bits = int(sr_bits) or 64  # Python keeps "0: 64"; the C library (1.4) wants 1..64 with sr
     return r
 
 
@@ -292,7 +292,7 @@ def values(x: np.ndarray, f: Format, dtype: DTypeLike = np.float64, daz: bool = 
     """The exact values of an array of f's codes (or f-typed floats), as dtype (float32 or float64)."""
     codes = contiguous(x).view(f.code_dtype)
     out = np.empty(codes.shape, dtype)
-    (lib.exmy_decode_f64 if out.dtype == np.float64 else lib.exmy_decode_f32)(ctypes.byref(f._f), ptr(codes),
+    (lib.exmy_codes_to_f64 if out.dtype == np.float64 else lib.exmy_codes_to_f32)(ctypes.byref(f._f), ptr(codes),
                                                                             codes.size, ptr(out))
     if daz:  # denormals of the source format are zeros
         out[np.abs(out) < f.min_normal] *= 0

@@ -3,7 +3,7 @@ and patch(attn=...)).
 
 matmul(a, b, prec) runs C = A B for every batch index as the training
 engine runs attention's two products (`exmy train`'s `attn` key,
-experiments/gpt.c): one xp_matmul_batch call (exmy_gemm_batched) with the
+experiments/gpt.c): one xp_matmul_batch call (exmy_gemm_batch) with the
 attn precision, the forward as fprop with both operands of kind input, the
 backward's dA = dC B^T as dgrad and dB = A^T dC as wgrad with dC of kind
 grad.  Each operand is handed over in the layout it is stored in (a

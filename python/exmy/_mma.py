@@ -38,7 +38,7 @@ def mma_names() -> List[str]:
     names = []
     buf = ctypes.create_string_buffer(160)
     for i in range(lib.exmy_mma_count()):
-        lib.exmy_mma_name(i, buf, 160)
+        lib.exmy_mma_get(i, buf, 160)
         names.append(buf.value.decode())
     return names
 

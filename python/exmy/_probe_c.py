@@ -40,7 +40,8 @@ _SIGS = {
     "exmy_probe_match": (c_int, [P(ProbeResult), c_char_p, c_size_t, c_char_p, c_size_t, c_char_p, c_size_t]),
     "exmy_probe_model_dot": (c_int, [c_void_p, P(Format), P(Format), c_size_t, c_size_t, P(c_u8), P(c_u8),
                                      P(c_float), c_char_p, c_size_t]),
-    "exmy_accum_tc_preset_name": (c_char_p, [c_size_t]),
+    "exmy_accum_tc_preset_count": (c_size_t, []),
+    "exmy_accum_tc_preset_get": (c_char_p, [c_size_t]),
     "exmy_gpu_model_for_sm": (c_char_p, [c_int, c_int]),
 }
 for _name, (_res, _args) in _SIGS.items():
@@ -50,14 +51,7 @@ for _name, (_res, _args) in _SIGS.items():
 
 def preset_names() -> List[str]:
     """The tensor-core presets, as accumulation models ("tc:hopper", ...)."""
-    out: List[str] = []
-    i = 0
-    while True:
-        n = lib.exmy_accum_tc_preset_name(i)
-        if n is None:
-            return out
-        out.append("tc:" + n.decode())
-        i += 1
+    return ["tc:" + lib.exmy_accum_tc_preset_get(i).decode() for i in range(lib.exmy_accum_tc_preset_count())]
 
 
 def model_for_sm(sm: int, fast_accum: bool) -> Optional[str]:

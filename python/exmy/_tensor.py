@@ -71,7 +71,7 @@ class RecipeState:
         self.recipe = as_recipe(recipe)
         self._s = _lib.RecipeState()
         err = _lib.errbuf()
-        _lib.check(lib.exmy_recipe_state_init(ctypes.byref(self.recipe._r), ctypes.byref(self._s), err,
+        _lib.check(lib.exmy_recipe_state_new(ctypes.byref(self.recipe._r), ctypes.byref(self._s), err,
                                               _lib.ERRLEN), err, MemoryError)
 
     def __del__(self) -> None:
@@ -180,7 +180,7 @@ class QTensor:
         """decode(q) * scale_inv * tensor_scale_inv, rounded to float32 (as quantize-tensor --dequant)."""
         out = np.empty((self.rows, self.cols), np.float32)
         q = self._c()
-        lib.exmy_qtensor_dequant_f32(ctypes.byref(q), ptr(out))
+        lib.exmy_qtensor_to_f32(ctypes.byref(q), ptr(out))
         return out
 
     def __repr__(self) -> str:

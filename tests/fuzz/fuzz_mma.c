@@ -24,7 +24,7 @@ static void values(const exmy_format *f, const uint8_t *p, size_t np, size_t *of
     for (int b = 0; b < (f->bits + 7) / 8; b++) c = c << 8 | (np ? p[(*off)++ % np] : 0);
     exmy_code_set(f, raw, i, c & (f->sign_mask | f->mag_mask));
   }
-  exmy_decode_f64(f, raw, n, out);
+  exmy_codes_to_f64(f, raw, n, out);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

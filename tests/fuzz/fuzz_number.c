@@ -2,7 +2,7 @@
  * rounding with MPFR.  Input: byte 0 picks the format, byte 1 the rounding
  * (mode, saturation, ftz, daz), the rest is the number's text.  Property:
  * when the text is exactly a double (MPFR reads it at 53 bits without
- * rounding, and equal to strtod's double), the code and flags equal exmy_from_double's
+ * rounding, and equal to strtod's double), the code and flags equal exmy_from_f64's
  * (deterministic modes; stochastic rounding sees 63 bits, not 53). */
 #include "tests/fuzz/fuzz.h"
 #include "cli/cli.h"
@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     mpfr_clear(x);
     if (exact && r.mode != EXMY_SR) {
       unsigned dflags = 0;
-      const uint64_t dcode = exmy_from_double(f, &r, d, 7, &dflags);
+      const uint64_t dcode = exmy_from_f64(f, &r, d, 7, &dflags);
       FUZZ_CHECK(dcode == code && dflags == flags, "'%s' in %s (mode %d sat %d ftz %d daz %d): text %llx/%x, double %a %llx/%x",
                  s, f->name, r.mode, r.sat, r.ftz, r.daz, (unsigned long long)code, flags, d,
                  (unsigned long long)dcode, dflags);

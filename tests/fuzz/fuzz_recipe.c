@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(!strcmp(buf, buf2), "'%s': canonical text '%s' is not a fixed point ('%s')", s, buf, buf2);
     if (exmy_recipe_has_state(&r)) { /* the state of an accepted recipe can be made */
       exmy_recipe_state st;
-      if (r.history_len <= 100000 && exmy_recipe_state_init(&r, &st, err2, sizeof err2) == 0) exmy_recipe_state_free(&st);
+      if (r.history_len <= 100000 && exmy_recipe_state_new(&r, &st, err2, sizeof err2) == 0) exmy_recipe_state_free(&st);
     }
   } else {
     FUZZ_CHECK(err[0], "refused '%s' without an error", s);
