@@ -5,7 +5,8 @@
  * (gemm_epilogue.c).  Calls go one way, never back up:
  *   gemm.c -> gemm_plan.c (build, free), gemm_ws.c (buffers kept across calls)
  *          -> gemm_fast.c -> gemm_fast_{fp32,exact,tc,format}.c -> gemm_block.c
- *          -> gemm_ref.c -> gemm_ref_exact.c
+ *          -> gemm_ref.c -> gemm_ref_exact.c, gemm_tc.c -> mma_fused.c (the
+ *             instruction layer's fused sums: tc runs a datapath row)
  *   kernels and reference -> gemm_epilogue.c, gemm_round.c
  * Semantics: docs/gemm.md. */
 #ifndef EXMY_GEMM_INTERNAL_H
@@ -112,7 +113,8 @@ static inline float exmy__gemm_out_scale(const gemm_plan *p, size_t i, size_t j)
 }
 
 /* Nominal decomposition: |x| = m * 2^(e - mbits), e = max(floor(log2|x|), emin);
- * zero: m = 0, e = -126 (MMA-Sim). */
+ * zero: m = 0, e = -126 (MMA-Sim v1).  The fast tc kernels' packing; the
+ * reference decomposes in mma_fused.c. */
 static inline void exmy__gemm_nominal(double x, int emin, int mbits, uint64_t *m, int *e) {
   if (x == 0) {
     *m = 0;

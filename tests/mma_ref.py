@@ -135,10 +135,12 @@ def t_fdpa(a, b, c, p, sa=None, sb=None):
             v = v * Fraction(sa[i]) * Fraction(sb[i])
         neg = (math.copysign(1, a[i]) < 0) != (math.copysign(1, b[i]) < 0)
         if v == 0:
-            if p['zero'] == 'v1':
+            if p['zero'] == 'v1':  # -126 per zero factor, block scales included (docs/gemm.md)
                 ea = nominal(a[i], p['emin_a']) if a[i] != 0 else -126
                 eb = nominal(b[i], p['emin_b']) if b[i] != 0 else -126
                 e = ea + eb
+                if sa is not None:
+                    e += sum(nominal(s, p['emin_s']) if s != 0 else -126 for s in (sa[i], sb[i]))
             else:
                 e = p['e_zero']
         else:

@@ -230,7 +230,7 @@ int main(void) {
     for (size_t c = 0; c < NCASE; c++) seen |= !strcmp(cases[c].preset, exmy_accum_tc_preset_name(i));
     CHECK(seen, "preset tc:%s has no case", exmy_accum_tc_preset_name(i));
   }
-  for (int r = 0; r < 40; r++)
+  for (int r = 0; r < 200; r++)
     for (size_t c = 0; c < NCASE; c++) run((int)c, &st);
   return tu_finish("test_tc_datapath");
 }
