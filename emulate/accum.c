@@ -147,10 +147,13 @@ static int parse_tc(const char *text, exmy_accum *a, char *err, size_t errlen) {
       size_t i;
       for (i = 0; i < N_PRESETS; i++)
         if (!strcmp(tok, tc_presets[i].name)) break;
-      if (!first || i == N_PRESETS)
-        return exmy__fail(err, errlen,
-                          "accumulation model: unknown tensor-core preset '%s' (accepted: hopper, hopper-fastacc, ada, "
-                          "ada-fastacc, hopper-bf16, ampere-bf16, blackwell; first after 'tc:')", tok);
+      if (!first || i == N_PRESETS) {
+        char names[160] = ""; /* the table's names: a new preset is one row */
+        for (size_t j = 0, o = 0; j < N_PRESETS && o < sizeof names; j++)
+          o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", j ? ", " : "", tc_presets[j].name);
+        return exmy__fail(err, errlen, "accumulation model: unknown tensor-core preset '%s' (accepted: %s; first after 'tc:')",
+                          tok, names);
+      }
       tc_apply(a, &tc_presets[i]);
       continue;
     }

@@ -11,7 +11,8 @@
  *
  * The operands are random codes: whole exponent ranges, zeros, leading
  * products that cancel, NVFP4 scales from 2^-9 to 2^8 (and zero), E8M0
- * scales 2^-20..2^20.  A failure prints the output's A row, B column and
+ * scales 2^-20..2^20; k a multiple of the instruction's (NVFP4: of 16, the
+ * last instruction zero-padded).  A failure prints the output's A row, B column and
  * scales in hex.  EXMY_TEST_SEED changes the inputs. */
 #include "testutil.h"
 
@@ -80,6 +81,9 @@ static void make(prob *p, int c, uint64_t *st, size_t K, size_t promote) {
   p->n = 1 + tu_next(st) % 5;
   const size_t unit = promote > K ? promote : K;
   p->k = K * (1 + tu_next(st) % (unit / K + 3));
+  /* NVFP4: any multiple of 16 (a last fused sum of fewer than 64, the
+   * instruction's zero-padded: zero products and their groups add nothing) */
+  if (kind == K_NVFP4 && tu_next(st) % 2) p->k = 16 * (1 + tu_next(st) % 16);
   const size_t m = p->m, n = p->n, k = p->k;
   p->nb = p->blk ? k / p->blk : 0;
   p->ac = calloc(m * k, 2), p->bc = calloc(n * k, 2);
@@ -186,8 +190,16 @@ static void run(int c, uint64_t *st) {
       for (size_t q0 = 0; q0 < k; q0 += piece) {
         double cv = 0.0;
         for (size_t l0 = q0; l0 < q0 + piece && l0 < k; l0 += K) {
-          for (size_t l = 0; l < K; l++) a1[l] = p.av[i * k + l0 + l], b1[l] = p.bv[(l0 + l) * n + j];
-          for (size_t s = 0; s < nbK; s++) sa1[s] = p.sa[i * p.nb + l0 / p.blk + s], sb1[s] = p.sb[j * p.nb + l0 / p.blk + s];
+          for (size_t l = 0; l < K; l++) {
+            const int in_k = l0 + l < k; /* past k: zeros (NVFP4) */
+            a1[l] = in_k ? p.av[i * k + l0 + l] : 0.0;
+            b1[l] = in_k ? p.bv[(l0 + l) * n + j] : 0.0;
+          }
+          for (size_t s = 0; s < nbK; s++) {
+            const size_t gi = l0 / p.blk + s;
+            sa1[s] = gi < p.nb ? p.sa[i * p.nb + gi] : 1.0;
+            sb1[s] = gi < p.nb ? p.sb[j * p.nb + gi] : 1.0;
+          }
           if (exmy_mma(&in, 1, 1, a1, b1, &cv, sa1, sb1, &dm, err, sizeof err)) {
             CHECK(0, "%s: %s", cases[c].instr, err);
             break;
