@@ -194,19 +194,24 @@ static void add_cut(const term *t, int F, int emax, int rne, i128 *S, int *nz) {
 }
 
 /* T and ST: products (with their scales) and c in one truncated fused sum.
- * Two passes over the products (largest exponent, then the sum), so any L. */
+ * Two passes over the products (largest exponent, then the sum); the terms
+ * of up to 64 products are kept between them, longer pieces (the GEMM's g up
+ * to 4096) are decomposed again. */
 static uint64_t t_fdpa(const mma_unit *u, const mma_piece *p) {
   const mma_datapath *dp = u->dp;
   const term c = c_term(u, p);
+  term buf[64];
+  const int keep = p->L <= 64;
   int emax = c.e;
   for (int l = 0; l < p->L; l++) {
     const term t = prod_term(u, p, l);
+    if (keep) buf[l] = t;
     if (t.e > emax) emax = t.e;
   }
   i128 S = 0;
   int nz = 1;
   for (int l = 0; l < p->L; l++) {
-    const term t = prod_term(u, p, l);
+    const term t = keep ? buf[l] : prod_term(u, p, l);
     add_cut(&t, dp->F, emax, dp->align_rne, &S, &nz);
   }
   add_cut(&c, dp->F, emax, dp->align_rne, &S, &nz);

@@ -2,7 +2,7 @@
 datapaths, in exact rationals (fractions.Fraction), written from the MMA-Sim v2
 paper's description (arXiv 2511.10909: T-FDPA, ST-FDPA, GST-FDPA of NVIDIA,
 TR-FDPA, GTR-FDPA and the exact FDPA of AMD CDNA).  It shares no code with
-emulate/mma.c: values come from ml_dtypes, sums are Fractions, roundings are
+emulate/mma.c and mma_fused.c: values come from ml_dtypes, sums are Fractions, roundings are
 written out here.  Used by tests/test_mma_ref.py."""
 import math
 import struct
