@@ -2,7 +2,7 @@
  * text form, presets and validation.  One table of tensor-core presets. */
 #include "exmy.h"
 #include "formats/internal.h"
-#include "emulate/mma_internal.h"
+#include "emulate/tc_preset.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,23 +11,27 @@
 
 typedef struct tc_preset {
   const char *name;
-  const char *path; /* the instruction datapath row (emulate/mma_table.c) */
+  const char *path;  /* the instruction datapath row (emulate/mma_table.c) */
   size_t promote;
+  const char *block; /* the row for block-scaled operands (NULL: path, scales in the products) */
+  const char *nvf4;  /* the row for NVFP4 operands (NULL: as block) */
 } tc_preset;
 
 /* Each preset is a row of the MMA datapath table (group = L, f = F, out and
  * rounding from its output conversion, zero-term exponent), so the GEMM and
  * exmy mma cannot drift apart; plus cuBLASLt's promotion interval, assumed to
  * be CUTLASS's 4 wgmma (128) until the GPU probe measures it
- * (docs/gpu-crosscheck.md). */
+ * (docs/gpu-crosscheck.md).  A GPU with block-scaled instructions issues
+ * another instruction, another row, for MX and NVFP4 operands (tcgen05's
+ * kind::mxf8f6f4 and kind::mxf4nvf4): the last two columns. */
 static const tc_preset tc_presets[] = {
-  {"hopper", "hopper-fp8-f32", 128},
-  {"hopper-fastacc", "hopper-fp8-f32", 0},
-  {"ada", "ada-fp8-f32", 128},
-  {"ada-fastacc", "ada-fp8-f32", 0},
-  {"hopper-bf16", "hopper-16bit-f32", 0},
-  {"ampere-bf16", "ampere-16bit-f32", 0},
-  {"blackwell", "blackwell-f8f6f4-f32", 0},
+  {"hopper", "hopper-fp8-f32", 128, NULL, NULL},
+  {"hopper-fastacc", "hopper-fp8-f32", 0, NULL, NULL},
+  {"ada", "ada-fp8-f32", 128, NULL, NULL},
+  {"ada-fastacc", "ada-fp8-f32", 0, NULL, NULL},
+  {"hopper-bf16", "hopper-16bit-f32", 0, NULL, NULL},
+  {"ampere-bf16", "ampere-16bit-f32", 0, NULL, NULL},
+  {"blackwell", "blackwell-f8f6f4-f32", 0, "blackwell-mx", "blackwell-mxf4nvf4"},
 };
 #define N_PRESETS (sizeof tc_presets / sizeof tc_presets[0])
 
@@ -54,6 +58,25 @@ static void tc_apply(exmy_accum *a, const tc_preset *p) {
   a->tc_norm_rne = d->rho == MMA_RNE_FP32 || d->rho == MMA_RNE_FP16;
   a->tc_zero = d->e_zero;
   a->chunk = p->promote;
+}
+
+/* acc's keys are preset i's (the promotion interval aside). */
+static int is_preset(const exmy_accum *a, size_t i) {
+  exmy_accum p;
+  memset(&p, 0, sizeof p);
+  tc_apply(&p, &tc_presets[i]);
+  return p.tc_group == a->tc_group && p.tc_frac == a->tc_frac && p.tc_out_frac == a->tc_out_frac &&
+         p.tc_align_rne == a->tc_align_rne && p.tc_norm_rne == a->tc_norm_rne && p.tc_zero == a->tc_zero;
+}
+
+const mma_datapath *exmy__tc_preset_path(const exmy_accum *acc, tc_operands ops) {
+  for (size_t i = 0; i < N_PRESETS; i++) {
+    if (!is_preset(acc, i)) continue;
+    const tc_preset *t = &tc_presets[i];
+    const char *row = ops == TC_NVF4 && t->nvf4 ? t->nvf4 : ops != TC_PLAIN && t->block ? t->block : t->path;
+    return exmy__mma_path_find(row);
+  }
+  return NULL;
 }
 
 static int is_round_key(const char *tok) {
@@ -125,10 +148,13 @@ static int parse_tc(const char *text, exmy_accum *a, char *err, size_t errlen) {
       size_t i;
       for (i = 0; i < N_PRESETS; i++)
         if (!strcmp(tok, tc_presets[i].name)) break;
-      if (!first || i == N_PRESETS)
-        return exmy__fail(err, errlen,
-                          "accumulation model: unknown tensor-core preset '%s' (accepted: hopper, hopper-fastacc, ada, "
-                          "ada-fastacc, hopper-bf16, ampere-bf16, blackwell; first after 'tc:')", tok);
+      if (!first || i == N_PRESETS) {
+        char names[160] = ""; /* the table's names: a new preset is one row */
+        for (size_t j = 0, o = 0; j < N_PRESETS && o < sizeof names; j++)
+          o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", j ? ", " : "", tc_presets[j].name);
+        return exmy__fail(err, errlen, "accumulation model: unknown tensor-core preset '%s' (accepted: %s; first after 'tc:')",
+                          tok, names);
+      }
       tc_apply(a, &tc_presets[i]);
       continue;
     }
@@ -248,15 +274,8 @@ int exmy_accum_to_string(const exmy_accum *a, char *buf, size_t buflen) {
     else snprintf(z, sizeof z, "v1");
     snprintf(t, sizeof t, "tc:g=%d,f=%d,align=%s,out=%d,norm=%s,promote=%zu,zero=%s", a->tc_group, a->tc_frac,
              a->tc_align_rne ? "rne" : "trunc", a->tc_out_frac, a->tc_norm_rne ? "rne" : "trunc", a->chunk, z);
-    for (size_t i = 0; i < N_PRESETS; i++) {
-      exmy_accum p;
-      memset(&p, 0, sizeof p);
-      tc_apply(&p, &tc_presets[i]);
-      if (p.tc_group == a->tc_group && p.tc_frac == a->tc_frac && p.tc_out_frac == a->tc_out_frac &&
-          p.tc_align_rne == a->tc_align_rne && p.tc_norm_rne == a->tc_norm_rne && p.chunk == a->chunk &&
-          p.tc_zero == a->tc_zero)
-        snprintf(t, sizeof t, "tc:%s", tc_presets[i].name);
-    }
+    for (size_t i = 0; i < N_PRESETS; i++)
+      if (is_preset(a, i) && tc_presets[i].promote == a->chunk) snprintf(t, sizeof t, "tc:%s", tc_presets[i].name);
     return snprintf(buf, buflen, "%s", t);
   }
   }

@@ -6,7 +6,8 @@
  *   gemm.c -> gemm_plan.c (build, free), gemm_ws.c (buffers kept across calls)
  *          -> gemm_fast.c -> gemm_fast_{fp32,exact,tc,format}.c
  *               fp32, exact -> gemm_block.c; tc -> gemm_fast_tc16.c; format -> gemm_fast_lanes.c
- *          -> gemm_ref.c -> gemm_ref_exact.c
+ *          -> gemm_ref.c -> gemm_ref_exact.c, gemm_tc.c -> mma_fused.c (the
+ *             instruction layer's fused sums: tc runs a datapath row)
  *   kernels and reference -> gemm_epilogue.c, gemm_round.c, gemm_ws.c, and
  *   the inline pieces of gemm_plan.h and gemm_bits.h */
 #include "emulate/gemm_plan.h"

@@ -1,6 +1,7 @@
 /* gemm_fast_tc.c: the fast kernel of acc=tc (docs/gemm.md, the block FMA),
- * vectorized across 16 columns, taken only where its steps are exact
- * (truncation, no INNER scales, bounds checked in exmy__gemm_fast_tc), then
+ * vectorized across 16 columns, taken only for the datapath rows it
+ * implements (tc_fast_takes: T, truncating, no block scales) and where its
+ * steps are exact (bounds checked in exmy__gemm_fast_tc), then
  * the row epilogue.  Operands are packed from their 8-bit codes through a
  * table (or from the decoded doubles) into the plan's workspace: values as
  * floats and nominal exponents.  Each group's largest exponent
@@ -18,6 +19,7 @@
 #include "emulate/gemm_ws.h"
 #include "emulate/gemm_epilogue.h"
 #include "emulate/gemm_bits.h"
+#include "emulate/gemm_tc.h"
 #include "formats/internal.h"
 
 #include <math.h>
@@ -511,9 +513,31 @@ static int tc_pack(const gemm_plan *p, int which, float *v, int32_t *e, int nt) 
   return !nonfinite;
 }
 
+/* The datapath rows these kernels (and gemm_fast_tc16.c) implement: the
+ * algorithms and output conversions below, every term cut toward zero, no
+ * block scales, no interleaved pieces, C inside the sum; the row's L, F, out
+ * and zero exponent are the accumulation's tc_group, tc_frac, tc_out_frac and
+ * tc_zero, which the kernels read (accum.c makes a preset's keys from its row).
+ * Any other row (ST, GST, rounding to nearest) takes the reference. */
+static const mma_algo tc_fast_algos[] = {MMA_T};
+static const struct { mma_rho rho; int out; } tc_fast_rhos[] = {{MMA_RZ_FP32, 23}, {MMA_RZ_E8M13, 13}, {MMA_OUT_FP32, -1}};
+
+static int tc_fast_takes(const gemm_plan *p) {
+  const exmy_accum *a = &p->acc;
+  mma_datapath own;
+  const mma_datapath *dp = exmy__gemm_tc_path(p, &own);
+  int algo = 0, out = -2;
+  for (size_t i = 0; i < sizeof tc_fast_algos / sizeof tc_fast_algos[0]; i++) algo |= dp->algo == tc_fast_algos[i];
+  for (size_t i = 0; i < sizeof tc_fast_rhos / sizeof tc_fast_rhos[0]; i++)
+    if (dp->rho == tc_fast_rhos[i].rho) out = tc_fast_rhos[i].out < 0 ? dp->out : tc_fast_rhos[i].out;
+  return algo && out == a->tc_out_frac && !(dp->rho == MMA_OUT_FP32 && dp->out_rne) && !dp->align_rne &&
+         p->style != GEMM_INNER && !dp->W && !dp->c_last && !dp->widen && dp->L == a->tc_group && dp->F == a->tc_frac &&
+         dp->e_zero == a->tc_zero;
+}
+
 int exmy__gemm_fast_tc(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
   const exmy_accum *a = &p->acc;
-  if (a->tc_align_rne || a->tc_norm_rne || p->style == GEMM_INNER) return 0;
+  if (!tc_fast_takes(p)) return 0;
   const exmy_format *fa = &p->A->fmt, *fb = &p->B->fmt;
   const int F = a->tc_frac;
   int lg = 0, lk = 0;

@@ -9,41 +9,44 @@
 #include <string.h>
 
 #define V2 "MMA-Sim v2 Table 4"
-/* name, algo, L, F, F2, G, e_zero, output, W, c_last, widen, source */
+/* name, algo, L, F, F2, G, e_zero, output, W, c_last, widen, source; the
+ * fields that only rows made from a GEMM's tc keys set are 0 */
+#define ROW(name, algo, L, F, F2, G, e_zero, rho, W, c_last, widen, source) \
+  {name, algo, L, F, F2, G, e_zero, rho, W, c_last, widen, source, 0, 0, 0}
 const mma_datapath exmy__mma_paths[] = {
-  {"volta-f16-f32", MMA_T, 4, 23, 0, 0, -131, MMA_RZ_FP32, 0, 0, NULL, V2 " (Volta)"},
-  {"volta-f16-f16", MMA_T, 4, 23, 0, 0, -20, MMA_RNE_FP16, 0, 0, NULL, V2 " (Volta)"},
-  {"ampere-16bit-f32", MMA_T, 8, 24, 0, 0, -132, MMA_RZ_FP32, 0, 0, NULL, V2 " (Turing f16; Ampere, Ada f16/bf16)"},
-  {"ampere-f16-f16", MMA_T, 8, 24, 0, 0, -21, MMA_RNE_FP16, 0, 0, NULL, V2 " (Turing, Ampere, Ada)"},
-  {"ampere-tf32", MMA_T, 4, 24, 0, 0, -132, MMA_RZ_FP32, 0, 0, NULL, V2 " (Ampere, Ada; inputs truncated to tf32)"},
-  {"ada-fp8-f32", MMA_T, 16, 13, 0, 0, -132, MMA_RZ_E8M13, 0, 0, NULL, V2 " (Ada)"},
-  {"ada-fp8-f16", MMA_T, 16, 13, 0, 0, -21, MMA_RNE_FP16, 0, 0, NULL, V2 " (Ada)"},
-  {"hopper-tf32", MMA_T, 8, 25, 0, 0, -133, MMA_RZ_FP32, 0, 0, NULL, V2 " (Hopper, Blackwell; inputs truncated to tf32)"},
-  {"hopper-16bit-f32", MMA_T, 16, 25, 0, 0, -133, MMA_RZ_FP32, 0, 0, NULL, V2 " (Hopper, Blackwell f16/bf16)"},
-  {"hopper-f16-f16", MMA_T, 16, 25, 0, 0, -133, MMA_RNE_FP16, 0, 0, NULL, V2 " (wgmma, tcgen05)"},
-  {"hopper-f16-f16-mma", MMA_T, 16, 25, 0, 0, -22, MMA_RNE_FP16, 0, 0, NULL, V2 " (mma.sync on sm_90+)"},
-  {"hopper-fp8-f32", MMA_T, 32, 13, 0, 0, -133, MMA_RZ_E8M13, 0, 0, NULL, V2 " (Hopper)"},
-  {"hopper-fp8-f16", MMA_T, 32, 13, 0, 0, -133, MMA_RNE_FP16, 0, 0, NULL, V2 " (Hopper)"},
+  ROW("volta-f16-f32", MMA_T, 4, 23, 0, 0, -131, MMA_RZ_FP32, 0, 0, NULL, V2 " (Volta)"),
+  ROW("volta-f16-f16", MMA_T, 4, 23, 0, 0, -20, MMA_RNE_FP16, 0, 0, NULL, V2 " (Volta)"),
+  ROW("ampere-16bit-f32", MMA_T, 8, 24, 0, 0, -132, MMA_RZ_FP32, 0, 0, NULL, V2 " (Turing f16; Ampere, Ada f16/bf16)"),
+  ROW("ampere-f16-f16", MMA_T, 8, 24, 0, 0, -21, MMA_RNE_FP16, 0, 0, NULL, V2 " (Turing, Ampere, Ada)"),
+  ROW("ampere-tf32", MMA_T, 4, 24, 0, 0, -132, MMA_RZ_FP32, 0, 0, NULL, V2 " (Ampere, Ada; inputs truncated to tf32)"),
+  ROW("ada-fp8-f32", MMA_T, 16, 13, 0, 0, -132, MMA_RZ_E8M13, 0, 0, NULL, V2 " (Ada)"),
+  ROW("ada-fp8-f16", MMA_T, 16, 13, 0, 0, -21, MMA_RNE_FP16, 0, 0, NULL, V2 " (Ada)"),
+  ROW("hopper-tf32", MMA_T, 8, 25, 0, 0, -133, MMA_RZ_FP32, 0, 0, NULL, V2 " (Hopper, Blackwell; inputs truncated to tf32)"),
+  ROW("hopper-16bit-f32", MMA_T, 16, 25, 0, 0, -133, MMA_RZ_FP32, 0, 0, NULL, V2 " (Hopper, Blackwell f16/bf16)"),
+  ROW("hopper-f16-f16", MMA_T, 16, 25, 0, 0, -133, MMA_RNE_FP16, 0, 0, NULL, V2 " (wgmma, tcgen05)"),
+  ROW("hopper-f16-f16-mma", MMA_T, 16, 25, 0, 0, -22, MMA_RNE_FP16, 0, 0, NULL, V2 " (mma.sync on sm_90+)"),
+  ROW("hopper-fp8-f32", MMA_T, 32, 13, 0, 0, -133, MMA_RZ_E8M13, 0, 0, NULL, V2 " (Hopper)"),
+  ROW("hopper-fp8-f16", MMA_T, 32, 13, 0, 0, -133, MMA_RNE_FP16, 0, 0, NULL, V2 " (Hopper)"),
   /* sm_90 has no FP8 mma.sync unit: the recordings fit FP8 widened to f16, two
      f16 mma fused sums (k mod 4 in {0,1}, then {2,3}) from +0, then C added */
-  {"hopper-fp8-f16-mma", MMA_T, 16, 25, 0, 0, -22, MMA_RNE_FP16, 2, 1, "f16",
-   "recorded H100/H200 (Khattak & Mikaitis), 20,000 of 20,000; pieces as hopper-f16-f16-mma"},
+  ROW("hopper-fp8-f16-mma", MMA_T, 16, 25, 0, 0, -22, MMA_RNE_FP16, 2, 1, "f16",
+   "recorded H100/H200 (Khattak & Mikaitis), 20,000 of 20,000; pieces as hopper-f16-f16-mma"),
   /* sm_100 mma.sync FP8 with f32 D: the same f16 pieces, each cut and summed as
      an f16 mma with f32 accumulation (toward zero), then C added by an fp32 add */
-  {"blackwell-fp8-f32-mma", MMA_T, 16, 25, 0, 0, -133, MMA_RZ_FP32, 2, 1, "f16",
-   "recorded B200 (Khattak & Mikaitis), E4M3 5000 of 5000; pieces as hopper-16bit-f32"},
-  {"blackwell-f8f6f4-f32", MMA_T, 32, 25, 0, 0, -133, MMA_RZ_FP32, 0, 0, NULL, V2 " (Blackwell, RTX Blackwell)"},
-  {"blackwell-f8f6f4-f16", MMA_T, 32, 25, 0, 0, -133, MMA_RNE_FP16, 0, 0, NULL, V2 " (tcgen05)"},
-  {"blackwell-f8f6f4-f16-mma", MMA_T, 32, 25, 0, 0, -22, MMA_RNE_FP16, 0, 0, NULL, V2 " (mma.sync, RTX Blackwell)"},
-  {"blackwell-mx", MMA_ST, 32, 25, 0, 0, -133, MMA_RZ_FP32, 0, 0, NULL, V2 " (MXFP8/6/4, scales in the products)"},
-  {"blackwell-mxf4nvf4", MMA_GST, 64, 35, 0, 16, -139, MMA_RZ_FP32, 0, 0, NULL, "MMA-Sim v2 Table 5 (exact 16-product sums)"},
-  {"cdna1-f16", MMA_E, 4, 0, 0, 0, 0, MMA_RNE_FP32, 0, 0, NULL, "MMA-Sim v2 amd/sim.py (CDNA1: exact sum of 4)"},
-  {"cdna1-bf16", MMA_E, 2, 0, 0, 0, 0, MMA_RNE_FP32, 0, 0, NULL, "MMA-Sim v2 amd/sim.py (CDNA1: exact sum of 2)"},
-  {"cdna2-p2", MMA_FTZ, 64, 0, 0, 2, 0, MMA_RNE_FP32, 0, 0, NULL, "MMA-Sim v2 amd/sim.py (CDNA2 bf16: flush-to-zero multiply-add in pairs)"},
-  {"cdna2-p4", MMA_FTZ, 64, 0, 0, 4, 0, MMA_RNE_FP32, 0, 0, NULL, "MMA-Sim v2 amd/sim.py (CDNA2 f16, bf16_1k: flush-to-zero multiply-add in fours)"},
-  {"cdna3-16bit", MMA_TR, 8, 24, 31, 0, 0, MMA_RNE_FP32, 0, 0, NULL, "MMA-Sim v2 amd/sim.py (CDNA3 f16/bf16)"},
-  {"cdna3-xf32", MMA_TR, 4, 24, 31, 0, 0, MMA_RNE_FP32, 0, 0, NULL, "MMA-Sim v2 amd/sim.py (CDNA3 xf32, inputs truncated to tf32)"},
-  {"cdna3-fp8", MMA_GTR, 16, 24, 31, 0, 0, MMA_RNE_FP32, 0, 0, NULL, "MMA-Sim v2 amd/sim.py (CDNA3 FP8: even and odd halves)"},
+  ROW("blackwell-fp8-f32-mma", MMA_T, 16, 25, 0, 0, -133, MMA_RZ_FP32, 2, 1, "f16",
+   "recorded B200 (Khattak & Mikaitis), E4M3 5000 of 5000; pieces as hopper-16bit-f32"),
+  ROW("blackwell-f8f6f4-f32", MMA_T, 32, 25, 0, 0, -133, MMA_RZ_FP32, 0, 0, NULL, V2 " (Blackwell, RTX Blackwell)"),
+  ROW("blackwell-f8f6f4-f16", MMA_T, 32, 25, 0, 0, -133, MMA_RNE_FP16, 0, 0, NULL, V2 " (tcgen05)"),
+  ROW("blackwell-f8f6f4-f16-mma", MMA_T, 32, 25, 0, 0, -22, MMA_RNE_FP16, 0, 0, NULL, V2 " (mma.sync, RTX Blackwell)"),
+  ROW("blackwell-mx", MMA_ST, 32, 25, 0, 0, -133, MMA_RZ_FP32, 0, 0, NULL, V2 " (MXFP8/6/4, scales in the products)"),
+  ROW("blackwell-mxf4nvf4", MMA_GST, 64, 35, 0, 16, -139, MMA_RZ_FP32, 0, 0, NULL, "MMA-Sim v2 Table 5 (exact 16-product sums)"),
+  ROW("cdna1-f16", MMA_E, 4, 0, 0, 0, 0, MMA_RNE_FP32, 0, 0, NULL, "MMA-Sim v2 amd/sim.py (CDNA1: exact sum of 4)"),
+  ROW("cdna1-bf16", MMA_E, 2, 0, 0, 0, 0, MMA_RNE_FP32, 0, 0, NULL, "MMA-Sim v2 amd/sim.py (CDNA1: exact sum of 2)"),
+  ROW("cdna2-p2", MMA_FTZ, 64, 0, 0, 2, 0, MMA_RNE_FP32, 0, 0, NULL, "MMA-Sim v2 amd/sim.py (CDNA2 bf16: flush-to-zero multiply-add in pairs)"),
+  ROW("cdna2-p4", MMA_FTZ, 64, 0, 0, 4, 0, MMA_RNE_FP32, 0, 0, NULL, "MMA-Sim v2 amd/sim.py (CDNA2 f16, bf16_1k: flush-to-zero multiply-add in fours)"),
+  ROW("cdna3-16bit", MMA_TR, 8, 24, 31, 0, 0, MMA_RNE_FP32, 0, 0, NULL, "MMA-Sim v2 amd/sim.py (CDNA3 f16/bf16)"),
+  ROW("cdna3-xf32", MMA_TR, 4, 24, 31, 0, 0, MMA_RNE_FP32, 0, 0, NULL, "MMA-Sim v2 amd/sim.py (CDNA3 xf32, inputs truncated to tf32)"),
+  ROW("cdna3-fp8", MMA_GTR, 16, 24, 31, 0, 0, MMA_RNE_FP32, 0, 0, NULL, "MMA-Sim v2 amd/sim.py (CDNA3 FP8: even and odd halves)"),
 };
 const size_t exmy__mma_npaths = sizeof exmy__mma_paths / sizeof exmy__mma_paths[0];
 
@@ -57,7 +60,7 @@ size_t exmy_mma_datapath_count(void) { return exmy__mma_npaths; }
 
 int exmy_mma_datapath_get(size_t index, char *buf, size_t buflen) {
   static const char *algo[] = {"T", "ST", "GST", "TR", "GTR", "E", "FTZ"};
-  static const char *rho[] = {"rz-fp32", "rz-e8m13", "rne-fp16", "rne-fp32"};
+  static const char *rho[] = {"rz-fp32", "rz-e8m13", "rne-fp16", "rne-fp32", "out-fp32"};
   if (index >= exmy__mma_npaths) {
     if (buf && buflen) buf[0] = 0;
     return -1;

@@ -2,7 +2,7 @@
 datapaths, in exact rationals (fractions.Fraction), written from the MMA-Sim v2
 paper's description (arXiv 2511.10909: T-FDPA, ST-FDPA, GST-FDPA of NVIDIA,
 TR-FDPA, GTR-FDPA and the exact FDPA of AMD CDNA).  It shares no code with
-emulate/mma.c: values come from ml_dtypes, sums are Fractions, roundings are
+emulate/mma.c and mma_fused.c: values come from ml_dtypes, sums are Fractions, roundings are
 written out here.  Used by tests/test_mma_ref.py."""
 import math
 import struct
@@ -135,10 +135,12 @@ def t_fdpa(a, b, c, p, sa=None, sb=None):
             v = v * Fraction(sa[i]) * Fraction(sb[i])
         neg = (math.copysign(1, a[i]) < 0) != (math.copysign(1, b[i]) < 0)
         if v == 0:
-            if p['zero'] == 'v1':
+            if p['zero'] == 'v1':  # -126 per zero factor, block scales included (docs/gemm.md)
                 ea = nominal(a[i], p['emin_a']) if a[i] != 0 else -126
                 eb = nominal(b[i], p['emin_b']) if b[i] != 0 else -126
                 e = ea + eb
+                if sa is not None:
+                    e += sum(nominal(s, p['emin_s']) if s != 0 else -126 for s in (sa[i], sb[i]))
             else:
                 e = p['e_zero']
         else:

@@ -42,6 +42,9 @@
  *    zero product or zero c has exponent tc_zero; with zero=v1, e = -126
  *    for a zero element and a zero product's e is -126 + e of the other
  *    factor (MMA-Sim v1; docs/gemm.md says so).
+ *  - tc:blackwell (its keys exactly) on NVFP4 operands with E2M1 elements
+ *    on both sides runs the GST datapath of kind::mxf4nvf4 (docs/gemm.md);
+ *    keys changed after the preset, or other elements, keep T/ST.
  *  - k = 0: every sum is +0 and the scales are 1 (docs/gemm.md).
  *
  * Options: --long (a bigger sweep, minutes), --verbose, --part=N (each part
@@ -300,6 +303,44 @@ static double mx_odd_double(mpfr_srcptr x) {
  * (an integer 0 times a float) and docs/gemm.md. */
 typedef struct tcterm { int neg; uint64_t S; int Mt; int e; } tcterm;
 
+/* Step 4: v = sum * 2^lsb normalized to out fraction bits below
+ * 2^max(floor(log2|v|), -126), cut toward zero or (rne) to nearest even; a
+ * value cut to zero is +0, 2^128 or more inf. */
+static float tc_out(__int128 sum, int lsb, int out, int rne) {
+  if (sum == 0) return 0.0f;
+  int neg = sum < 0;
+  unsigned __int128 N = neg ? (unsigned __int128)(-sum) : (unsigned __int128)sum;
+  int nb = 0;
+  for (unsigned __int128 t2 = N; t2; t2 >>= 1) nb++;
+  int E = nb - 1 + lsb;
+  if (E < -126) E = -126;
+  int qe = E - out;       /* exponent of the kept last bit */
+  int drop = qe - lsb;
+  if (drop > 0) {
+    if (drop >= 127) N = 0; /* cannot happen for valid parameters */
+    else {
+      unsigned __int128 kept = N >> drop;
+      if (rne) {
+        unsigned __int128 rem = N & ((((unsigned __int128)1) << drop) - 1);
+        unsigned __int128 half = ((unsigned __int128)1) << (drop - 1);
+        if (rem > half || (rem == half && (kept & 1))) kept++;
+      }
+      N = kept;
+    }
+    lsb = qe;
+  }
+  if (N == 0) return 0.0f;
+  if ((uint64_t)(N >> 64) != 0 || (uint64_t)N >= ((uint64_t)1 << 62)) {
+    printf("internal: tc normalized significand too wide\n");
+    exit(2);
+  }
+  double v = ldexp((double)(uint64_t)N, lsb);
+  if (v >= 0x1p128) return neg ? -INFINITY : INFINITY;
+  float r = (float)v;
+  if ((double)r != v) { printf("internal: tc result %a not an fp32 value\n", v); exit(2); }
+  return neg ? -r : r;
+}
+
 static float tc_fused(const exmy_accum *ac, float c, const tcterm *t, const double *pv, int nt) {
   /* 1: NaN / inf from the double sum */
   double ds = 0;
@@ -345,39 +386,7 @@ static float tc_fused(const exmy_accum *ac, float c, const tcterm *t, const doub
     sum += x->neg ? -(__int128)tv : (__int128)tv;
   }
   /* 4: v = S 2^(Emax - f), normalized to out fraction bits */
-  if (sum == 0) return 0.0f;
-  int neg = sum < 0;
-  unsigned __int128 N = neg ? (unsigned __int128)(-sum) : (unsigned __int128)sum;
-  int nb = 0;
-  for (unsigned __int128 t2 = N; t2; t2 >>= 1) nb++;
-  int lsb = Emax - f;                 /* exponent of N's last bit */
-  int E = nb - 1 + lsb;
-  if (E < -126) E = -126;
-  int qe = E - ac->tc_out_frac;       /* exponent of the kept last bit */
-  int drop = qe - lsb;
-  if (drop > 0) {
-    if (drop >= 127) N = 0; /* cannot happen for valid parameters */
-    else {
-      unsigned __int128 kept = N >> drop;
-      if (ac->tc_norm_rne) {
-        unsigned __int128 rem = N & ((((unsigned __int128)1) << drop) - 1);
-        unsigned __int128 half = ((unsigned __int128)1) << (drop - 1);
-        if (rem > half || (rem == half && (kept & 1))) kept++;
-      }
-      N = kept;
-    }
-    lsb = qe;
-  }
-  if (N == 0) return 0.0f;
-  if ((uint64_t)(N >> 64) != 0 || (uint64_t)N >= ((uint64_t)1 << 62)) {
-    printf("internal: tc normalized significand too wide\n");
-    exit(2);
-  }
-  double v = ldexp((double)(uint64_t)N, lsb);
-  if (v >= 0x1p128) return neg ? -INFINITY : INFINITY;
-  float r = (float)v;
-  if ((double)r != v) { printf("internal: tc result %a not an fp32 value\n", v); exit(2); }
-  return neg ? -r : r;
+  return tc_out(sum, Emax - f, ac->tc_out_frac, ac->tc_norm_rne);
 }
 
 /* per-element scratch for one output */
@@ -463,6 +472,79 @@ static uint64_t fmt_add(const exmy_accum *ac, uint64_t ccode, const piecectx *p,
   return exmy_round_pack(F, &ac->acc_rnd, neg, sig, e2, ctr, NULL);
 }
 
+/* ---- tc:blackwell on NVFP4 operands: GST (docs/gemm.md, tc) -------------
+ * The preset blackwell with E2M1 x E2M1 elements and NVFP4 (E4M3, 16 along
+ * k) scales runs tcgen05's kind::mxf4nvf4: fused sums of 64 products from
+ * the piece's start; inside one, each run of products between multiples of
+ * 16 along k is summed exactly and multiplied by its two scales, a term
+ * aligned by the scales' exponents alone (-139 when its products are all
+ * zero or a scale is zero); these terms and c (zero: -139) are cut toward
+ * zero at F = 35 bits below the largest exponent and summed exactly; the sum
+ * is cut to fp32 (23 bits below 2^max(E, -126)), a zero is +0. */
+static int is_blackwell_preset(const exmy_accum *ac) {
+  return ac->tc_group == 32 && ac->tc_frac == 25 && ac->tc_out_frac == 23 && !ac->tc_align_rne && !ac->tc_norm_rne &&
+         ac->tc_zero == -133;
+}
+
+static int is_e2m1(const exmy_format *f) { return f->ebits == 2 && f->mbits == 1 && f->bias == 1 && f->is_signed; }
+
+static int gst_case(const piecectx *p) {
+  return p->style == ST_INNER && is_blackwell_preset(&p->g->acc) && p->A->q->recipe == EXMY_RECIPE_NVFP4 &&
+         p->B->q->recipe == EXMY_RECIPE_NVFP4 && is_e2m1(&p->A->q->fmt) && is_e2m1(&p->B->q->fmt);
+}
+
+static float gst_piece(const piecectx *p, size_t l0, size_t l1) {
+  const opnd *A = p->A, *B = p->B;
+  float c = 0.0f;
+  for (size_t g0 = l0; g0 < l1; g0 += 64) {
+    const size_t g1 = g0 + 64 < l1 ? g0 + 64 : l1;
+    double ds = c;
+    for (size_t l = g0; l < g1; l++) ds += prod_double(p, l);
+    if (isnan(ds)) { c = tu_f32(0x7FFFFFFFu); continue; }
+    if (isinf(ds)) { c = (float)ds; continue; }
+    __int128 tv[8];  /* signed significands: value tv * 2^(te - tm) */
+    int te[8], tm[8], nt = 0;
+    for (size_t s0 = g0, s1; s0 < g1; s0 = s1, nt++) {
+      s1 = (s0 / 16 + 1) * 16 < g1 ? (s0 / 16 + 1) * 16 : g1;
+      __int128 P = 0; /* in units 2^-2: E2M1 values are multiples of 1/2 */
+      int allzero = 1;
+      for (size_t l = s0; l < s1; l++) {
+        const long ia = (long)(elem_a(p, l) * 2), ib = (long)(elem_b(p, l) * 2);
+        P += (__int128)ia * ib;
+        allzero &= ia * ib == 0;
+      }
+      const size_t ga = A->grp[p->i * A->k + s0], gb = B->grp[p->j * B->k + s0];
+      tv[nt] = P * (__int128)A->gS[ga] * (__int128)B->gS[gb];
+      tm[nt] = 2 + A->gM[ga] + B->gM[gb];
+      te[nt] = allzero || A->gS[ga] == 0 || B->gS[gb] == 0 ? -139 : A->ge[ga] + B->ge[gb];
+    }
+    uint64_t Sc;
+    int ec;
+    decomp((double)c, 23, -126, &Sc, &ec);
+    tv[nt] = signbit(c) ? -(__int128)Sc : (__int128)Sc;
+    tm[nt] = 23;
+    te[nt] = Sc == 0 ? -139 : ec;
+    nt++;
+    int Emax = te[0];
+    for (int t = 1; t < nt; t++) if (te[t] > Emax) Emax = te[t];
+    __int128 sum = 0;
+    for (int t = 0; t < nt; t++) {
+      const int sh = 35 + te[t] - Emax - tm[t];
+      const unsigned __int128 mag = tv[t] < 0 ? (unsigned __int128)(-tv[t]) : (unsigned __int128)tv[t];
+      unsigned __int128 cut;
+      if (sh >= 0) {
+        if (sh > 60) { printf("internal: gst shift %d\n", sh); exit(2); }
+        cut = mag << sh;
+      } else {
+        cut = -sh >= 120 ? 0 : mag >> -sh;
+      }
+      sum += tv[t] < 0 ? -(__int128)cut : (__int128)cut;
+    }
+    c = tc_out(sum, Emax - 35, 23, 0);
+  }
+  return c;
+}
+
 /* one piece [l0, l1) summed from +0 by the model: P */
 static float piece_value(const piecectx *p, size_t l0, size_t l1) {
   const exmy_accum *ac = &p->g->acc;
@@ -488,6 +570,7 @@ static float piece_value(const piecectx *p, size_t l0, size_t l1) {
     return (float)exmy_code_to_f64(F, c);
   }
   case EXMY_ACCUM_TC: {
+    if (gst_case(p)) return gst_piece(p, l0, l1);
     const int G = ac->tc_group;
     tcterm *t = malloc((size_t)(G + 1) * sizeof *t);
     double *pv = malloc((size_t)(G + 1) * sizeof *pv);
@@ -1203,6 +1286,7 @@ static void part_anchor_zero(void);
 static void part_anchor_oor(void);
 static void part_anchor_tc_edges(void);
 static void part_anchor_nanscale(void);
+static void part_anchor_nvfp4_tc(void);
 static void part_anchors(void) {
   /* the Hopper signature: A = B = 1/16, k = 32768 */
   static const struct { const char *model; float want; } hop[] = {
@@ -1494,6 +1578,7 @@ static void part_anchors(void) {
   part_anchor_oor();
   part_anchor_tc_edges();
   part_anchor_nanscale();
+  part_anchor_nvfp4_tc();
 }
 
 /* tc zero rule (v2): a zero product (from a zero in A's row or in B's column) has
@@ -1618,6 +1703,25 @@ static void part_anchor_nanscale(void) {
     make_operand(&g, 1, "e4m3fn", NULL, "current", P_ONES, 0, 0);
     g.A.scale_inv[0] = NAN;
     nan_everywhere(&g, models[t]);
+  }
+}
+
+/* tc:blackwell on NVFP4 operands (E2M1 x E2M1), data over many binades so that the
+ * block scales spread (the GST datapath of kind::mxf4nvf4, gst_piece); and the same with
+ * a key changed after the preset (zero=-133 restated is still the preset; f=25,g=64 is
+ * not: T with the scales in the products). */
+static void part_anchor_nvfp4_tc(void) {
+  static const size_t ks[] = {64, 128, 192, 100, 48};
+  static const char *models[] = {"tc:blackwell", "tc:blackwell,zero=-133", "tc:blackwell,promote=128", "tc:blackwell,g=64"};
+  for (int t = 0; t < 24; t++) {
+    gcase g;
+    base_case(&g, 1 + rndu(6), 1 + rndu(6), ks[t % 5], 0, 1);
+    set_model(&g, models[t % 4]);
+    g.what = "tc:blackwell on NVFP4 operands, block scales spread over many binades";
+    make_operand(&g, 0, "e2m1fn", NULL, "nvfp4", t % 3 ? P_RANDOM : P_CANCEL, 24 + (int)rndu(12), (int)rndu(9) - 4);
+    make_operand(&g, 1, "e2m1fn", NULL, "nvfp4", t % 3 ? P_RANDOM : P_CANCEL, 24 + (int)rndu(12), (int)rndu(9) - 4);
+    run_case(&g);
+    free_case(&g);
   }
 }
 

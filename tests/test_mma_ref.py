@@ -163,7 +163,8 @@ CASES = [
 ]
 # the v1 zero rule as a named variant
 CASES += [(n + ',zero=v1', dict(p, zero='v1'), a, b, k) for n, p, a, b, k in CASES if n in
-          ('sm_90:wgmma.f32.bf16.bf16', 'sm_80:mma.m16n8k16.f32.bf16.bf16', 'sm_90:wgmma.f32.e4m3.e4m3')]
+          ('sm_90:wgmma.f32.bf16.bf16', 'sm_80:mma.m16n8k16.f32.bf16.bf16', 'sm_90:wgmma.f32.e4m3.e4m3',
+           'sm_100:tcgen05.kind::mxf8f6f4.e4m3.e5m2')]
 
 MODES = ['random', 'finite', 'zeros', 'huge', 'subnormal', 'cut', 'cancel']
 M = N = 8
