@@ -1,12 +1,119 @@
-/* gemm_block.c: the packed block engine under the fp32 and exact kernels, in
- * the GotoBLAS/BLIS shape: GEMM_MR x nr register tiles of fused multiply-adds
- * (one per lane, so each output element still sees c = fma(a, b, c) in k
- * order), row blocks of GEMM_MC in parallel, blocks of k chosen by the
- * caller.  AVX-512 and AVX2 micro-kernels for float and double. */
+/* gemm_block.c: the blocking frame (gemm_block.h).  exmy__gemm_frame_run:
+ * the pieces driver (packing, tasks in parallel, promotion, epilogue) for
+ * any gemm_frame_kernel.  exmy__gemm_block_run: the running-sums engine
+ * under the fp32 and exact kernels, in the GotoBLAS/BLIS shape: mr x nr
+ * register tiles of fused multiply-adds (one per lane, so each output
+ * element still sees c = fma(a, b, c) in k order), row blocks of GEMM_MC in
+ * parallel, blocks of k chosen by the caller.  AVX-512 and AVX2
+ * micro-kernels for float and double. */
 #include "emulate/gemm_block.h"
+#include "emulate/gemm_ws.h"
+#include "emulate/gemm_epilogue.h"
 #include "formats/internal.h"
 
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* Panel pan ([l][w], zero padded) of X (rows x k, the plan's doubles). */
+static void pack_decoded(const double *X, size_t rows, size_t k, size_t pan, size_t w, int f32, void *Xp) {
+  float *F = Xp;
+  double *D = Xp;
+  for (size_t l = 0; l < k; l++)
+    for (size_t r = 0; r < w; r++) {
+      const size_t x = pan * w + r;
+      const double v = x < rows ? X[x * k + l] : 0.0;
+      if (f32) F[l * w + r] = (float)v;
+      else D[l * w + r] = v;
+    }
+}
+
+int exmy__gemm_pack_a_f32(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Ap) {
+  (void)ctx;
+  pack_decoded(p->ad, p->m, p->k, pan, w, 1, Ap);
+  return 1;
+}
+int exmy__gemm_pack_b_f32(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Bp) {
+  (void)ctx;
+  pack_decoded(p->bd, p->n, p->k, pan, w, 1, Bp);
+  return 1;
+}
+int exmy__gemm_pack_a_f64(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Ap) {
+  (void)ctx;
+  pack_decoded(p->ad, p->m, p->k, pan, w, 0, Ap);
+  return 1;
+}
+int exmy__gemm_pack_b_f64(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Bp) {
+  (void)ctx;
+  pack_decoded(p->bd, p->n, p->k, pan, w, 0, Bp);
+  return 1;
+}
+
+/* Packs every panel of A and of B in one team; 0 when a pack declined. */
+static int frame_pack(const gemm_frame_kernel *kd, const gemm_plan *p, size_t apan, size_t bpan, char *A, char *B,
+                      int nt) {
+  const size_t abytes = p->k * kd->mr * kd->esz_a, bbytes = p->k * kd->nr * kd->esz_b;
+  int ok = 1;
+#pragma omp parallel num_threads(nt) reduction(& : ok) if (nt > 1 && apan + bpan > 2)
+  {
+#pragma omp for schedule(static) nowait
+    for (size_t pn = 0; pn < apan; pn++) ok &= kd->pack_a(kd->ctx, p, pn, kd->mr, A + pn * abytes) != 0;
+#pragma omp for schedule(static)
+    for (size_t pn = 0; pn < bpan; pn++) ok &= kd->pack_b(kd->ctx, p, pn, kd->nr, B + pn * bbytes) != 0;
+  }
+  return ok;
+}
+
+/* Task (ib, jb) of the pieces driver: rows [ib mt, ib mt + mt) x the
+ * columns of B panel jb; each piece of every micro-tile, promoted into P as
+ * the reference. */
+static void frame_task(const gemm_frame_kernel *kd, const gemm_plan *p, const char *A, const char *B, float *P,
+                       size_t ib, size_t jb) {
+  const size_t m = p->m, n = p->n, k = p->k, mr = kd->mr, nr = kd->nr;
+  const size_t j0 = jb * nr, cols = n - j0 < nr ? n - j0 : nr;
+  const size_t ie = (ib + 1) * kd->mt < m ? (ib + 1) * kd->mt : m;
+  const int promote = p->style == GEMM_PROMOTE, pieces = p->acc.chunk || promote;
+  const char *Bp = B + jb * k * nr * kd->esz_b;
+  float c[GEMM_FRAME_TILE];
+  for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
+    l1 = pieces ? exmy__gemm_piece_end(p, l0) : k;
+    for (size_t i0 = ib * kd->mt; i0 < ie; i0 += mr) {
+      const size_t rows = ie - i0 < mr ? ie - i0 : mr;
+      kd->micro(kd->ctx, i0, j0, l0, l1 - l0, A + (i0 * k + l0 * mr) * kd->esz_a, Bp + l0 * nr * kd->esz_b, rows, cols,
+                c);
+      for (size_t r = 0; r < rows; r++) {
+        float *Pr = P + (i0 + r) * n + j0;
+        const float *cr = c + r * nr;
+        if (!pieces) memcpy(Pr, cr, cols * sizeof *Pr);
+        else if (!promote) /* fmaf(1, s, F) is s + F, one rounding (F = +0 first: -0 + +0 is +0, as fmaf) */
+          for (size_t q = 0; q < cols; q++) Pr[q] = (l0 ? Pr[q] : 0.0f) + cr[q];
+        else
+          for (size_t q = 0; q < cols; q++)
+            Pr[q] = fmaf(exmy__gemm_promote_w(p, i0 + r, j0 + q, l0), cr[q], l0 ? Pr[q] : 0.0f);
+      }
+    }
+  }
+}
+
+int exmy__gemm_frame_run(const gemm_frame_kernel *kd, const gemm_plan *p, int nt, unsigned *flags, float *amax) {
+  const size_t m = p->m, n = p->n, k = p->k, mr = kd->mr, nr = kd->nr;
+  if (kd->mr * kd->nr > GEMM_FRAME_TILE || kd->mt % mr) return 0;
+  const size_t apan = (m + mr - 1) / mr, bpan = (n + nr - 1) / nr, nrb = (m + kd->mt - 1) / kd->mt;
+  char *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, apan * k * mr * kd->esz_a + 1);
+  char *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, bpan * k * nr * kd->esz_b + 1);
+  float *P = exmy__gemm_ws_get(p->ws, GEMM_WS_P, (m * n + 1) * sizeof *P); /* the model's P, m x n */
+  if (!A || !B || !P) return 0;
+  if (k == 0) {
+    memset(P, 0, m * n * sizeof *P); /* every sum from +0 */
+  } else {
+    if (!frame_pack(kd, p, apan, bpan, A, B, nt)) return 0;
+    /* a team only with two threads or more (an inactive region still costs a team start) */
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
+    for (size_t t = 0; t < nrb * bpan; t++) frame_task(kd, p, A, B, P, t / bpan, t % bpan);
+  }
+  *flags |= kd->epilogue ? kd->epilogue(kd->ctx, p, P, n, nt, amax) : exmy__gemm_epilogue_all_ld(p, P, n, nt, amax);
+  return 1;
+}
 #if defined(__x86_64__)
 #include <immintrin.h>
 

@@ -1,7 +1,36 @@
-/* gemm_block.h: the packed block engine (gemm_block.c) under the fp32 and
- * exact kernels; knows the packed panels, not the plan. */
+/* gemm_block.h: the blocking frame (gemm_block.c): operands packed in
+ * panels, D cut into tiles run in parallel, micro-kernels plugged in.  Two
+ * drivers share it:
+ *  - exmy__gemm_block_run, running sums: the micro-kernel carries C across
+ *    slabs of k (acc=fp32, chunk=, promote, and the exact model in double);
+ *  - exmy__gemm_frame_run, pieces: the micro-kernel returns each piece's
+ *    sums from +0 as floats; the frame promotes them into fp32 and ends with
+ *    the epilogue (acc=FORMAT: gemm_fast_format.c, gemm_fast_lanes.c).
+ *
+ * A new accumulation model on the pieces frame fills a gemm_frame_kernel:
+ *  - ctx: its constants (read only: the hooks run on many threads at once);
+ *  - mr x nr: the micro-tile; mt: the rows of a parallel task (a multiple of
+ *    mr); esz_a, esz_b: the bytes of one packed element of A and of B;
+ *  - pack_a (pack_b): panel pan of op(A) (of op(B)^T), rows [pan w, pan w
+ *    + w) (w = mr; for B columns, w = nr), all k steps, as [l][w], zero
+ *    beyond m (n); panels are packed in parallel; return 0 when the model
+ *    cannot take these operands (the frame then returns 0: the next kernel
+ *    or the reference runs).  exmy__gemm_pack_{a,b}_{f32,f64} pack the
+ *    plan's decoded operands (ad, bd);
+ *  - micro: c[r nr + q] (r < rows, q < cols; the rest is ignored) = the
+ *    model's sum from +0 over steps [l0, l0 + len) of output (i0 + r, j0 +
+ *    q), bit for bit the reference's piece (its fallbacks included), as a
+ *    float; Ap and Bp point at step l0 of their panels;
+ *  - epilogue: NULL for exmy__gemm_epilogue_all_ld, else its own.
+ * The frame owns the rest, written once: the workspace (slots A, B, P), the
+ * packing and tiling loops, the OpenMP teams (none for one thread), the
+ * pieces (exmy__gemm_piece_end) and their promotion P = fmaf(w, piece, P) as
+ * the reference's, and k = 0 (P = +0).  Any split of the tasks gives the
+ * same bits: each output's pieces are summed in k order. */
 #ifndef EXMY_GEMM_BLOCK_H
 #define EXMY_GEMM_BLOCK_H
+#include "emulate/gemm_plan.h"
+
 #include <stddef.h>
 
 #if defined(__x86_64__)
@@ -28,4 +57,31 @@ int exmy__gemm_micro(int dbl, gemm_micro *mk);
 void exmy__gemm_block_run(const gemm_micro *mk, size_t esz, const void *A, size_t apan, const void *B, size_t bpan,
                           size_t k, size_t k0, size_t k1, void *P, size_t ldp, int zero, size_t pl, int nt);
 #endif
+
+/* The pieces frame's kernel descriptor (the contract above). */
+typedef struct gemm_frame_kernel {
+  const void *ctx;
+  size_t mr, nr, mt;
+  size_t esz_a, esz_b;
+  int (*pack_a)(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Ap);
+  int (*pack_b)(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Bp);
+  void (*micro)(const void *ctx, size_t i0, size_t j0, size_t l0, size_t len, const void *Ap, const void *Bp,
+                size_t rows, size_t cols, float *c);
+  unsigned (*epilogue)(const void *ctx, const gemm_plan *p, const float *P, size_t ldp, int nt, float *amax);
+} gemm_frame_kernel;
+
+/* Stock pack hooks: the plan's decoded operands (ad, bd) as floats (the
+ * model must know each value is exact in float) or as doubles. */
+int exmy__gemm_pack_a_f32(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Ap);
+int exmy__gemm_pack_b_f32(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Bp);
+int exmy__gemm_pack_a_f64(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Ap);
+int exmy__gemm_pack_b_f64(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Bp);
+
+/* The largest micro-tile (mr nr floats) the frame keeps on a thread's stack. */
+enum { GEMM_FRAME_TILE = 4096 };
+
+/* The whole GEMM of p with kd on nt threads: D written, flags ORed in, amax
+ * raised; 0 (nothing written) when a pack declines or the workspace cannot
+ * grow. */
+int exmy__gemm_frame_run(const gemm_frame_kernel *kd, const gemm_plan *p, int nt, unsigned *flags, float *amax);
 #endif

@@ -2,10 +2,10 @@
  * even: each step c = round_fmt(c + p) by one double addition of a magic
  * constant where that is exact, else the reference step
  * (exmy__round_sum2); pieces promoted into fp32 as the reference, then the
- * element epilogue. */
+ * epilogue (with AVX-512: on the blocking frame, gemm_block.h). */
 #include "emulate/gemm_kernels.h"
 #include "emulate/gemm_fast_lanes.h"
-#include "emulate/gemm_ws.h"
+#include "emulate/gemm_block.h"
 #include "emulate/gemm_round.h"
 #include "emulate/gemm_epilogue.h"
 #include "formats/internal.h"
@@ -131,59 +131,31 @@ __attribute__((target("avx512f,avx512dq"))) static void piece_512(const fmt_vec 
   for (int v = 0; v < 4; v++) _mm512_storeu_pd(c + 8 * v, vc[v]);
 }
 
-/* The whole GEMM with piece_512: B packed in blocks of FW columns, tiles of
- * (rows, FW columns) in parallel; P of each piece promoted as the reference;
- * then the element epilogue.  0 when it does not apply. */
+/* piece_512 on the blocking frame (gemm_block.h): the plan's doubles, A one
+ * row a panel, B in panels of FW columns, tasks of RB rows; the frame
+ * promotes the pieces and runs the epilogue. */
+enum { RB = 16 };
+
+static void fmt_micro(const void *ctx, size_t i0, size_t j0, size_t l0, size_t len, const void *Ap, const void *Bp,
+                      size_t rows, size_t cols, float *c) {
+  const fmt_vec *fv = ctx;
+  double cd[FW] = {0};
+  (void)rows; /* mr = 1 */
+  piece_512(fv, Ap, Bp, len, cd, (unsigned)cols, ((uint64_t)i0 * fv->n + j0) * fv->k, l0);
+  for (size_t q = 0; q < cols; q++) c[q] = (float)cd[q];
+}
+
+/* The whole GEMM with piece_512; 0 when it does not apply. */
 static int format_512(const gemm_plan *p, const fmt_fast *ff, int nt, unsigned *flags, float *amax) {
   if (p->style == GEMM_INNER || !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512dq")) return 0;
   if (exmy__avx512_disabled()) return 0;
-  const size_t m = p->m, n = p->n, k = p->k, nb = (n + FW - 1) / FW;
-  double *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, (nb * k * FW + 1) * sizeof *B);
-  if (!B) return 0;
-  fmt_vec fv = {ff, 0, k, n};
+  fmt_vec fv = {ff, 0, p->k, p->n};
   const double pinf = exmy_code_to_f64(ff->f, exmy_from_f64(ff->f, ff->r, INFINITY, 0, NULL));
   const double ninf = exmy_code_to_f64(ff->f, exmy_from_f64(ff->f, ff->r, -INFINITY, 0, NULL));
   fv.inf_ok = pinf == INFINITY && ninf == -INFINITY;
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-  for (size_t jb = 0; jb < nb; jb++)
-    for (size_t l = 0; l < k; l++)
-      for (size_t t = 0; t < FW; t++) {
-        const size_t j = jb * FW + t;
-        B[(jb * k + l) * FW + t] = j < n ? p->bd[j * k + l] : 0.0;
-      }
-  const int pieces = p->acc.chunk || p->style == GEMM_PROMOTE;
-  const size_t RB = 16, nrb = (m + RB - 1) / RB;
-  unsigned fl = 0;
-  float am = 0.0f;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) reduction(| : fl) reduction(max : am) if (nt > 1)
-  for (size_t t = 0; t < nrb * nb; t++) {
-    const size_t jb = t % nb, i0 = (t / nb) * RB, i1 = i0 + RB < m ? i0 + RB : m;
-    const size_t j0 = jb * FW, nv = n - j0 < FW ? n - j0 : FW;
-    unsigned f1 = 0;
-    for (size_t i = i0; i < i1; i++) {
-      float P[FW];
-      double c[FW];
-      const uint64_t base0 = ((uint64_t)i * n + j0) * k;
-      if (!pieces) {
-        memset(c, 0, sizeof c);
-        piece_512(&fv, p->ad + i * k, B + jb * k * FW, k, c, (unsigned)nv, base0, 0);
-        for (size_t q = 0; q < nv; q++) P[q] = (float)c[q];
-      } else { /* as the reference: pieces promoted into fp32 */
-        for (size_t q = 0; q < nv; q++) P[q] = 0.0f;
-        for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
-          l1 = exmy__gemm_piece_end(p, l0);
-          memset(c, 0, sizeof c);
-          piece_512(&fv, p->ad + i * k + l0, B + (jb * k + l0) * FW, l1 - l0, c, (unsigned)nv, base0, l0);
-          for (size_t q = 0; q < nv; q++) P[q] = fmaf(exmy__gemm_promote_w(p, i, j0 + q, l0), (float)c[q], P[q]);
-        }
-      }
-      for (size_t q = 0; q < nv; q++) am = fmaxf(am, exmy__gemm_epilogue(p, i, j0 + q, P[q], &f1));
-    }
-    fl |= f1;
-  }
-  *flags |= fl;
-  *amax = fmaxf(*amax, am);
-  return 1;
+  const gemm_frame_kernel kd = {&fv, 1, FW, RB, sizeof(double), sizeof(double), exmy__gemm_pack_a_f64,
+                                exmy__gemm_pack_b_f64, fmt_micro, NULL};
+  return exmy__gemm_frame_run(&kd, p, nt, flags, amax);
 }
 
 #endif

@@ -12,17 +12,18 @@
  *    of the lane's SplitMix64 draw (key, index) decide the increment as
  *    exmy_round_pack does; inexact sums, overflow and NaN take the reference
  *    step lane by lane.
- * Tiles of FR rows x FC columns in parallel, pieces promoted into fp32 as the
- * reference, then the row epilogue. */
+ * On the blocking frame (gemm_block.h): tiles of FR rows x FC columns in
+ * parallel, pieces promoted into fp32 as the reference, then the row
+ * epilogue. */
 #include "emulate/gemm_fast_lanes.h"
-#include "emulate/gemm_ws.h"
+#include "emulate/gemm_block.h"
 #include "emulate/gemm_round.h"
-#include "emulate/gemm_epilogue.h"
 #include "emulate/gemm_bits.h"
 #include "emulate/round_core.h"
 #include "emulate/rng_avx512.h"
 #include "formats/internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,11 +82,11 @@ __attribute__((target("avx512f"))) static inline __m512 round_bf16(__m512 x) {
   return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u)));
 }
 
-/* rne: c[r][0..FC) = the accumulator's sums from +0 of rows A + r*lda
- * (r < FR) against the packed columns Bp ([l][FC]) over len steps. */
+/* rne: c[r][0..FC) = the accumulator's sums from +0 of the packed rows A
+ * ([l][FR], r < FR) against the packed columns Bp ([l][FC]) over len steps. */
 #define F32_LANES_KERNEL(NAME, ROUND)                                                                           \
   __attribute__((target("avx512f"))) static void NAME(const lanes_ctx *x, size_t i0, size_t j0, size_t l0,     \
-                                                      const float *A, size_t lda, const float *Bp, size_t len,  \
+                                                      const float *A, const float *Bp, size_t len,              \
                                                       float c[FR][FC]) {                                        \
     __m512 v00 = _mm512_setzero_ps(), v01 = v00, v02 = v00, v03 = v00, v10 = v00, v11 = v00, v12 = v00,         \
            v13 = v00, v20 = v00, v21 = v00, v22 = v00, v23 = v00, v30 = v00, v31 = v00, v32 = v00, v33 = v00;   \
@@ -93,16 +94,16 @@ __attribute__((target("avx512f"))) static inline __m512 round_bf16(__m512 x) {
       const float *b = Bp + l * FC;                                                                             \
       const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + 32),        \
                    b3 = _mm512_loadu_ps(b + 48);                                                                \
-      __m512 a = _mm512_set1_ps(A[l]);                                                                          \
+      __m512 a = _mm512_set1_ps(A[FR * l]);                                                                      \
       v00 = ROUND(_mm512_fmadd_ps(a, b0, v00)), v01 = ROUND(_mm512_fmadd_ps(a, b1, v01));                       \
       v02 = ROUND(_mm512_fmadd_ps(a, b2, v02)), v03 = ROUND(_mm512_fmadd_ps(a, b3, v03));                       \
-      a = _mm512_set1_ps(A[lda + l]);                                                                           \
+      a = _mm512_set1_ps(A[FR * l + 1]);                                                                        \
       v10 = ROUND(_mm512_fmadd_ps(a, b0, v10)), v11 = ROUND(_mm512_fmadd_ps(a, b1, v11));                       \
       v12 = ROUND(_mm512_fmadd_ps(a, b2, v12)), v13 = ROUND(_mm512_fmadd_ps(a, b3, v13));                       \
-      a = _mm512_set1_ps(A[2 * lda + l]);                                                                       \
+      a = _mm512_set1_ps(A[FR * l + 2]);                                                                        \
       v20 = ROUND(_mm512_fmadd_ps(a, b0, v20)), v21 = ROUND(_mm512_fmadd_ps(a, b1, v21));                       \
       v22 = ROUND(_mm512_fmadd_ps(a, b2, v22)), v23 = ROUND(_mm512_fmadd_ps(a, b3, v23));                       \
-      a = _mm512_set1_ps(A[3 * lda + l]);                                                                       \
+      a = _mm512_set1_ps(A[FR * l + 3]);                                                                        \
       v30 = ROUND(_mm512_fmadd_ps(a, b0, v30)), v31 = ROUND(_mm512_fmadd_ps(a, b1, v31));                       \
       v32 = ROUND(_mm512_fmadd_ps(a, b2, v32)), v33 = ROUND(_mm512_fmadd_ps(a, b3, v33));                       \
     }                                                                                                           \
@@ -221,7 +222,7 @@ __attribute__((target("avx512f,avx512dq"))) static void sr_row32(const lanes_ctx
     C = ok == 0xffff ? _mm512_castsi512_ps(rb) : sr_general(x, C, pv, ut, idx0 + (uint64_t)(16 * (H)) * k + l);    \
   } while (0)
   for (size_t l = 0; l < len; l++) {
-    const __m512 va = _mm512_set1_ps(a[l]);
+    const __m512 va = _mm512_set1_ps(a[FR * l]); /* a: one row of an A panel ([l][FR]) */
     SR_STEP(c0, z0, z1, 0);
     SR_STEP(c1, z2, z3, 1);
   }
@@ -230,24 +231,48 @@ __attribute__((target("avx512f,avx512dq"))) static void sr_row32(const lanes_ctx
   _mm512_storeu_ps(out + 16, c1);
 }
 
-static void lanes_sr(const lanes_ctx *x, size_t i0, size_t j0, size_t l0, const float *A, size_t lda, const float *Bp,
-                     size_t len, float c[FR][FC]) {
+static void lanes_sr(const lanes_ctx *x, size_t i0, size_t j0, size_t l0, const float *A, const float *Bp, size_t len,
+                     float c[FR][FC]) {
   const gemm_plan *p = x->p;
   for (size_t r = 0; r < FR; r++)
     for (size_t h = 0; h < FC / 32; h++)
-      sr_row32(x, ((uint64_t)(i0 + r) * p->n + j0 + 32 * h) * p->k + l0, A + r * lda, Bp + 32 * h, len, c[r] + 32 * h);
+      sr_row32(x, ((uint64_t)(i0 + r) * p->n + j0 + 32 * h) * p->k + l0, A + r, Bp + 32 * h, len, c[r] + 32 * h);
 }
 
-typedef void (*lanes_fn)(const lanes_ctx *x, size_t i0, size_t j0, size_t l0, const float *A, size_t lda,
-                         const float *Bp, size_t len, float c[FR][FC]);
+typedef void (*lanes_fn)(const lanes_ctx *x, size_t i0, size_t j0, size_t l0, const float *A, const float *Bp,
+                         size_t len, float c[FR][FC]);
 
-/* The whole GEMM on float lanes: op(A) as float rows (padded to FR), B packed
- * in blocks of FC columns, tiles of (FR rows, FC columns) in parallel; P of
- * each piece promoted as the reference; then the row epilogue.  rne: an
- * overflow is IEEE's (+-inf, which then stays), so the reference's when the
- * format rounds a finite overflow to +-inf (no saturation); a lane that ends
- * NaN, or infinite under saturation, is redone by the reference.  sr: lanes
- * already took the reference step where needed.  0 when it does not apply. */
+/* The micro-kernel: the lanes' sums, then the reference for a lane that
+ * ends NaN, or infinite where an overflow is not IEEE's (saturation). */
+typedef struct lanes_micro_ctx {
+  const lanes_ctx *x;
+  lanes_fn kern;
+  int ovf_inf; /* an overflow of the sum is +-inf, as the reference's */
+} lanes_micro_ctx;
+
+static void lanes_micro(const void *ctx, size_t i0, size_t j0, size_t l0, size_t len, const void *Ap, const void *Bp,
+                        size_t rows, size_t cols, float *c) {
+  const lanes_micro_ctx *mc = ctx;
+  float (*cc)[FC] = (float (*)[FC])c;
+  mc->kern(mc->x, i0, j0, l0, Ap, Bp, len, cc);
+  int odd = 0; /* any lane NaN or infinite: one vectorized pass, then the lanes one by one */
+  for (size_t t = 0; t < FR * FC; t++) odd |= !(fabsf(c[t]) <= FLT_MAX);
+  if (!odd) return;
+  for (size_t r = 0; r < rows; r++)
+    for (size_t q = 0; q < cols; q++) {
+      const float s = cc[r][q];
+      if (isnan(s) || (isinf(s) && !mc->ovf_inf)) cc[r][q] = ref_piece(mc->x, i0 + r, j0 + q, l0, l0 + len);
+    }
+}
+
+/* The whole GEMM on float lanes, on the blocking frame: op(A) in panels of
+ * FR rows, B of FC columns, as floats (exact: lanes_apply), tasks of FR rows
+ * x FC columns; the frame promotes the pieces and runs the row epilogue.
+ * rne: an overflow is IEEE's (+-inf, which then stays), so the reference's
+ * when the format rounds a finite overflow to +-inf (no saturation); a lane
+ * that ends NaN, or infinite under saturation, is redone by the reference.
+ * sr: lanes already took the reference step where needed.  0 when it does
+ * not apply. */
 int exmy__gemm_fast_lanes(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
   if (!lanes_apply(p) || !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512dq")) return 0;
   if (exmy__avx512_disabled()) return 0;
@@ -257,48 +282,12 @@ int exmy__gemm_fast_lanes(const gemm_plan *p, int nt, unsigned *flags, float *am
                  rnd->sr_bits <= 0 || rnd->sr_bits > 64 ? 64 : rnd->sr_bits, 0};
   const float vmax = (float)exmy_code_to_f64(x.f, x.f->max_mag);
   memcpy(&x.vmax_bits, &vmax, 4);
-  const lanes_fn kern = sr ? lanes_sr : x.f->ebits == 5 ? lanes_f16 : lanes_bf16;
   const double big = ldexp(1.0, x.f->emax + 1);
-  const int ovf_inf = sr || (exmy_code_to_f64(x.f, exmy_from_f64(x.f, rnd, big, 0, NULL)) == INFINITY &&
-                             exmy_code_to_f64(x.f, exmy_from_f64(x.f, rnd, -big, 0, NULL)) == -INFINITY);
-  const size_t m = p->m, n = p->n, k = p->k, nb = (n + FC - 1) / FC, nrb = (m + FR - 1) / FR;
-  float *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, (nb * k * FC + 1) * sizeof *B);
-  float *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, (nrb * FR * k + 1) * sizeof *A);
-  float *Pm = exmy__gemm_ws_get(p->ws, GEMM_WS_P, (m * n + 1) * sizeof *Pm); /* the model's P, m x n */
-  if (!A || !B || !Pm) return 0;
-#pragma omp parallel num_threads(nt) if (nt > 1)
-  {
-#pragma omp for schedule(static) nowait
-    for (size_t i = 0; i < nrb * FR; i++)
-      for (size_t l = 0; l < k; l++) A[i * k + l] = i < m ? (float)p->ad[i * k + l] : 0.0f;
-#pragma omp for schedule(static)
-    for (size_t jb = 0; jb < nb; jb++)
-      for (size_t l = 0; l < k; l++)
-        for (size_t t = 0; t < FC; t++) {
-          const size_t j = jb * FC + t;
-          B[(jb * k + l) * FC + t] = j < n ? (float)p->bd[j * k + l] : 0.0f;
-        }
-  }
-  const int pieces = p->acc.chunk || p->style == GEMM_PROMOTE;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
-  for (size_t t = 0; t < nrb * nb; t++) {
-    const size_t jb = t % nb, i0 = (t / nb) * FR, j0 = jb * FC, nv = n - j0 < FC ? n - j0 : FC;
-    const size_t nr = m - i0 < FR ? m - i0 : FR;
-    float P[FR][FC], c[FR][FC];
-    for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
-      l1 = pieces ? exmy__gemm_piece_end(p, l0) : k;
-      kern(&x, i0, j0, l0, A + i0 * k + l0, k, B + (jb * k + l0) * FC, l1 - l0, c);
-      for (size_t r = 0; r < nr; r++)
-        for (size_t q = 0; q < nv; q++) {
-          float s = c[r][q];
-          if (isnan(s) || (isinf(s) && !ovf_inf)) s = ref_piece(&x, i0 + r, j0 + q, l0, l1);
-          if (!pieces) P[r][q] = s;
-          else P[r][q] = fmaf(exmy__gemm_promote_w(p, i0 + r, j0 + q, l0), s, l0 ? P[r][q] : 0.0f);
-        }
-    }
-    for (size_t r = 0; r < nr; r++) memcpy(Pm + (i0 + r) * n + j0, P[r], nv * sizeof(float));
-  }
-  *flags |= exmy__gemm_epilogue_all(p, Pm, nt, amax); /* rows at once (vectorized for an f32 D) */
-  return 1;
+  const lanes_micro_ctx mc = {&x, sr ? lanes_sr : x.f->ebits == 5 ? lanes_f16 : lanes_bf16,
+                              sr || (exmy_code_to_f64(x.f, exmy_from_f64(x.f, rnd, big, 0, NULL)) == INFINITY &&
+                                     exmy_code_to_f64(x.f, exmy_from_f64(x.f, rnd, -big, 0, NULL)) == -INFINITY)};
+  const gemm_frame_kernel kd = {&mc, FR, FC, FR, sizeof(float), sizeof(float), exmy__gemm_pack_a_f32,
+                                exmy__gemm_pack_b_f32, lanes_micro, NULL};
+  return exmy__gemm_frame_run(&kd, p, nt, flags, amax);
 }
 #endif /* __x86_64__ */
