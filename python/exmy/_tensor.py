@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import weakref
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Literal, Optional, Tuple, Union, overload
 
 import numpy as np
@@ -73,11 +74,10 @@ class RecipeState:
         err = _lib.errbuf()
         _lib.check(lib.exmy_recipe_state_new(ctypes.byref(self.recipe._r), ctypes.byref(self._s), err,
                                               _lib.ERRLEN), err, MemoryError)
-
-    def __del__(self) -> None:
-        if getattr(self, "_s", None) is not None:
-            lib.exmy_recipe_state_free(ctypes.byref(self._s))
-            self._s = None  # type: ignore[assignment]  # freed
+        # freed by a finalizer that holds the function and the struct itself: a
+        # __del__ run during interpreter teardown could find the module's `lib`
+        # already gone ("Exception ignored in ... __del__")
+        weakref.finalize(self, lib.exmy_recipe_state_free, ctypes.byref(self._s))
 
     def step(self) -> None:
         """End of step: roll the history and compute the next scale."""

@@ -144,3 +144,19 @@ def test_delayed_state():
         st.step()
         assert st.steps == s + 1
     assert not exmy.Recipe("current").has_state
+
+
+def test_state_freed_after_module_teardown():
+    """A RecipeState freed while the interpreter tears its modules down (their
+    globals set to None) frees its C state without "Exception ignored": the
+    finalizer holds what it calls."""
+    import subprocess
+    import sys
+    code = ("import sys, exmy\n"
+            "st = exmy.RecipeState('delayed:len=2')\n"
+            "sys.modules['exmy._tensor'].lib = None\n"
+            "del st\n"
+            "print('done')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "done", (r.returncode, r.stdout, r.stderr)
+    assert "Exception ignored" not in r.stderr, r.stderr
