@@ -16,7 +16,15 @@
 static double m_val(const study *st, const srun *r) { (void)st; return r->res.val_loss; }
 static double m_final(const study *st, const srun *r) { (void)st; return r->res.final_loss_avg; }
 static double m_min(const study *st, const srun *r) { (void)st; return r->res.min_loss; }
-static double m_first(const study *st, const srun *r) { (void)st; return r->res.first_loss; }
+/* A continuation's (from = ARM) first step is the one after its parent's
+ * checkpoint: its loss array keeps the parent's steps before it, so loss[0]
+ * (res.first_loss, the divergence threshold) is the parent's first step,
+ * the same for every continuation of one parent. */
+static double m_first(const study *st, const srun *r) {
+  if (r->parent < 0) return r->res.first_loss;
+  const long at = st->run[r->parent].res.steps_done;
+  return at >= 0 && at < r->res.steps_done ? r->res.loss[at] : NAN;
+}
 static double m_spikes(const study *st, const srun *r) {
   (void)st;
   return r->res.steps_done > 0 ? 1000.0 * (double)r->res.spikes / (double)r->res.steps_done : NAN;
@@ -29,7 +37,8 @@ static const st_metric METRICS[] = {
     {"val_loss", "validation loss at the end (nats; the held-out split)", ST_MK_VALUE, 1, m_val},
     {"final_loss", "mean training loss of the last 10% of steps (nats)", ST_MK_VALUE, 1, m_final},
     {"min_loss", "lowest training loss of any step (nats)", ST_MK_VALUE, 1, m_min},
-    {"first_loss", "loss of the run's first step (nats)", ST_MK_VALUE, 0, m_first},
+    {"first_loss", "loss of the run's first step (nats; a continuation's first step after the resume)", ST_MK_VALUE, 0,
+     m_first},
     {"spikes", "loss spikes per 1000 steps", ST_MK_VALUE, 0, m_spikes},
     {"diverged", "diverged: the loss went non-finite, or the final loss ended above the first step's", ST_MK_RATE, 0,
      m_diverged},
