@@ -21,7 +21,7 @@
  * steps and leave no loss). */
 static int after_resume(const study *st, const srun *r, double *out, int max) {
   int k = 0;
-  for (long i = st->steps; i < r->res.steps_done && k < max; i++) out[k++] = r->res.loss[i];
+  for (long i = st_own_start(st, r); i < r->res.steps_done && k < max; i++) out[k++] = r->res.loss[i];
   return k;
 }
 

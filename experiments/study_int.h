@@ -197,6 +197,10 @@ int st_build_configs(study *st, char *err, size_t errlen);
 void st_run_all(study *st);
 int st_run_mine(const study *st, int i);
 int st_run_diverged(const srun *r);
+/* The index in r's loss array of its first own training step: 0, or for a
+ * continuation (from = ARM) the step after its parent's checkpoint (its loss
+ * array keeps the parent's steps before it) */
+long st_own_start(const study *st, const srun *r);
 /* "yes (from step N)", "no" or "no (excursion at step N)" (st_run_diverged's word) */
 void st_fmt_diverged(const srun *r, char *buf, size_t n);
 agg st_aggregate(const study *st, const char *name, int lri);

@@ -16,13 +16,12 @@
 static double m_val(const study *st, const srun *r) { (void)st; return r->res.val_loss; }
 static double m_final(const study *st, const srun *r) { (void)st; return r->res.final_loss_avg; }
 static double m_min(const study *st, const srun *r) { (void)st; return r->res.min_loss; }
-/* A continuation's (from = ARM) first step is the one after its parent's
- * checkpoint: its loss array keeps the parent's steps before it, so loss[0]
- * (res.first_loss, the divergence threshold) is the parent's first step,
- * the same for every continuation of one parent. */
+/* The run's own first step: for a continuation (from = ARM) not loss[0]
+ * (res.first_loss, the divergence threshold), which is its parent's first
+ * step, the same for every continuation of one parent. */
 static double m_first(const study *st, const srun *r) {
   if (r->parent < 0) return r->res.first_loss;
-  const long at = st->run[r->parent].res.steps_done;
+  const long at = st_own_start(st, r);
   return at >= 0 && at < r->res.steps_done ? r->res.loss[at] : NAN;
 }
 static double m_spikes(const study *st, const srun *r) {

@@ -23,8 +23,9 @@ static const struct {
 
 /* The loss of the first training step after the resume (NaN: none). */
 static double first_after(const study *st, const srun *r) {
-  if (r->failed || r->res.steps_done <= st->steps || !r->res.loss) return NAN;
-  return r->res.loss[st->steps];
+  const long at = st_own_start(st, r);
+  if (r->failed || r->res.steps_done <= at || !r->res.loss) return NAN;
+  return r->res.loss[at];
 }
 
 typedef struct rs_cell {

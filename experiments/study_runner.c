@@ -399,6 +399,10 @@ int st_run_diverged(const srun *r) {
   return !isfinite(r->res.final_loss) || !isfinite(r->res.final_loss_avg) || r->res.final_loss_avg > r->res.first_loss;
 }
 
+long st_own_start(const study *st, const srun *r) {
+  return r->parent < 0 ? 0 : st->run[r->parent].res.steps_done;
+}
+
 /* The rule's word for a run, with the step where its loss first rose above
  * the first step's: "yes (from step N)", "no", or "no (excursion at step N)"
  * for a run that came back (the progress line and the runs table said
