@@ -177,13 +177,17 @@ static void eval_rate(const study *st, st_claim_row *c, const srun **ra, const s
   c->mde = st_mde_rate(c->nseeds, ng, 0.05);
 }
 
+const char *st_claim_point(const study *st, const st_claim_row *c) {
+  for (int i = 0; i < st->nrun; i++)
+    if (!strcmp(st->run[i].arm, c->a) && st_point_match(st->run[i].point, c->at)) return st->run[i].point;
+  return NULL;
+}
+
 /* One EDGE claim (lr_edge, lr_sens): the arms' statistics over the
- * learning-rate axis at A's first axis point (of those `at` selects),
- * paired by seed (study_edge.c). */
+ * learning-rate axis at its point (st_claim_point), paired by seed
+ * (study_edge.c). */
 static void eval_edge(const study *st, st_claim_row *c) {
-  const char *point = NULL;
-  for (int i = 0; i < st->nrun && !point; i++)
-    if (!strcmp(st->run[i].arm, c->a) && st_point_match(st->run[i].point, c->at)) point = st->run[i].point;
+  const char *point = st_claim_point(st, c);
   if (!point) return;
   st_edge_buf *ba = malloc(sizeof *ba), *bb = malloc(sizeof *bb);
   st_edge_arm a, b;

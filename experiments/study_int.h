@@ -528,6 +528,9 @@ typedef struct st_claim_row {
   int has_shift;
   double edge_a, edge_b;        /* lr_sens claims: each arm's sensitivity */
 } st_claim_row;
+/* The axis point a claim's edges are read at: arm A's first point of those its
+ * `at` selects (NULL: A has no run there) */
+const char *st_claim_point(const study *st, const st_claim_row *c);
 /* An arm's (learning rate x seed) outcomes at one axis point, for
  * study_edge.c: buffers the caller owns (lr[MAX_LR], out and loss
  * [nseeds * MAX_LR], init[nseeds]); 0 when the study has no such runs. */

@@ -60,9 +60,7 @@ int st_refine_propose(study *st, char *err, size_t errlen) {
     const st_claim_row *c = &st->claim[k];
     if (c->m->kind != ST_MK_EDGE || strcmp(c->m->name, "lr_edge")) continue;
     nedge++;
-    const char *point = NULL; /* A's first point of those `at` selects, as the claim uses */
-    for (int i = 0; i < st->nrun && !point; i++)
-      if (!strcmp(st->run[i].arm, c->a) && st_point_match(st->run[i].point, c->at)) point = st->run[i].point;
+    const char *point = st_claim_point(st, c); /* the point the claim's edges are read at */
     if (!point) { nodata++; continue; }
     const double effect = c->effect > 0 ? c->effect : 1; /* one octave when the claim states none */
     for (int s = 0; s < 2 && nadd < 2 * ST_MAXARM; s++) {
