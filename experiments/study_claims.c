@@ -283,14 +283,18 @@ static void decide(const study *st, st_claim_row *c) {
       c->verdict = ST_V_NOT_REPRODUCED;
       snprintf(c->why, sizeof c->why, "not reproduced: at every learning rate the exact 95%% intervals exclude a "
                "difference of %.2f (the published effect)", E);
-    } else if (E > 0 && c->mde > E) {
+    } else if (isinf(c->mde) || (E > 0 && c->mde > E)) { /* no power: any effect, stated or not, goes unseen */
       c->verdict = ST_V_NOT_TESTABLE;
       int need = 1; /* the fewest seeds whose all-discordant outcome rejects at 5% / groups */
       while (st_binom_tail(need, need) > 0.05 / c->ngroups) need++;
-      if (isinf(c->mde))
+      if (isinf(c->mde) && E > 0)
         snprintf(c->why, sizeof c->why, "not testable here: %d seeds per learning rate can never reach significance "
                  "over %d learning rate%s (Holm at 5%% needs at least %d), against a published effect of %.2f",
                  c->nseeds, c->ngroups, c->ngroups == 1 ? "" : "s", need, E);
+      else if (isinf(c->mde))
+        snprintf(c->why, sizeof c->why, "not testable here: %d seeds per learning rate can never reach significance "
+                 "over %d learning rate%s (Holm at 5%% needs at least %d)", c->nseeds, c->ngroups,
+                 c->ngroups == 1 ? "" : "s", need);
       else
         snprintf(c->why, sizeof c->why, "not testable here: with %d seeds per learning rate the smallest detectable "
                  "difference in rate is %.2f (80%% power, 5%%, best case), above the published effect %.2f",
@@ -322,6 +326,13 @@ static void decide(const study *st, st_claim_row *c) {
   if (c->m->kind == ST_MK_EDGE && !isfinite(s->lo + s->hi) && !(lo > 0) && !(hi < 0)) {
     snprintf(c->why, sizeof c->why, "inconclusive: the bootstrap interval is open (edges at the grid's end in some "
              "resamples)");
+    return;
+  }
+  if (c->m->kind == ST_MK_VALUE && s->n > 0 && !c->nfailed && c->mde == 0 && s->mean == 0) {
+    /* every pair equal and none failed: what tells the arms apart never acted (a fallback that never fired) */
+    c->verdict = ST_V_NOT_TESTABLE;
+    snprintf(c->why, sizeof c->why, "not testable here: the two arms gave the same %s in all %d pairs, so what tells "
+             "them apart never acted in this setup", c->m->name, s->n);
     return;
   }
   if (lo > 0) {

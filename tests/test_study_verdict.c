@@ -3,7 +3,7 @@
  * verdict word and its edges: one seed, four seeds (below ST_MIN_SEEDS),
  * every run of an arm failed (ranked worst, never dropped), an errored run
  * (dropped), ties, NaN, a null with too little power (not testable here), a
- * failed positive control, rates never pooled over learning rates (exact
+ * failed positive control, arms equal in every pair (not testable), rates never pooled over learning rates (exact
  * McNemar per lr, Holm), divergence judged on the final loss (a transient
  * spike is not one), under-training flagged apart.  Noise from
  * EXMY_TEST_SEED's generator; the verdicts do not depend on it. */
@@ -125,16 +125,16 @@ int main(void) {
   for (int s = 0; s < 5; s++) { const double b = 2 + noise(0.05); add("a", 0, s, b - 0.1 + noise(0.01)), add("b", 0, s, b); }
   EXPECT("c", ST_V_NOT_REPRODUCED);
 
-  /* ties: identical arms */
+  /* ties: identical arms, none failed: what tells them apart never acted here */
   what = "ties, no effect stated";
   setup(HIGHER);
   for (int s = 0; s < 5; s++) add("a", 0, s, 2 + 0.1 * s), add("b", 0, s, 2 + 0.1 * s);
-  EXPECT("c", ST_V_INCONCLUSIVE);
-  what = "ties, the published effect 0.01 excluded";
+  EXPECT("c", ST_V_NOT_TESTABLE);
+  what = "ties, a published effect of 0.01";
   snprintf(buf, sizeof buf, "%sclaim.c.effect = 0.01\n", HIGHER);
   setup(buf);
   for (int s = 0; s < 5; s++) add("a", 0, s, 2 + 0.1 * s), add("b", 0, s, 2 + 0.1 * s);
-  EXPECT("c", ST_V_NOT_REPRODUCED);
+  EXPECT("c", ST_V_NOT_TESTABLE);
   what = "ties, tracks within 0.02";
   setup("claim.c.arms = a, b\nclaim.c.metric = val_loss\nclaim.c.rule = tracks\nclaim.c.margin = 0.02\n");
   for (int s = 0; s < 5; s++) add("a", 0, s, 2 + 0.1 * s), add("b", 0, s, 2 + 0.1 * s);
@@ -221,7 +221,7 @@ int main(void) {
   what = "5 of 5 failures at one of two learning rates (1/32 > 0.05 / 2)";
   setup("claim.c.arms = a, b\nclaim.c.metric = failed\nclaim.c.rule = higher\n");
   for (int s = 0; s < 5; s++) add_div("a", 0, s), add("b", 0, s, 2), add("a", 1, s, 2), add("b", 1, s, 2);
-  EXPECT("c", ST_V_INCONCLUSIVE);
+  EXPECT("c", ST_V_NOT_TESTABLE); /* 5 seeds over 2 learning rates: Holm needs 6 */
   what = "6 of 6 failures at one of two learning rates (1/64 <= 0.05 / 2)";
   setup("claim.c.arms = a, b\nclaim.c.metric = failed\nclaim.c.rule = higher\n");
   for (int s = 0; s < 6; s++) add_div("a", 0, s), add("b", 0, s, 2), add("a", 1, s, 2), add("b", 1, s, 2);
@@ -232,7 +232,7 @@ int main(void) {
     const int l = s % 2;
     (s < 5 ? add_div("a", l, s / 2 + 5 * l) : add("a", l, s / 2 + 5 * l, 2)), add("b", l, s / 2 + 5 * l, 2);
   }
-  EXPECT("c", ST_V_INCONCLUSIVE);
+  EXPECT("c", ST_V_NOT_TESTABLE); /* 5 seeds over 2 learning rates: Holm needs 6 */
   what = "the other arm fails";
   setup("claim.c.arms = a, b\nclaim.c.metric = failed\nclaim.c.rule = higher\n");
   for (int s = 0; s < 6; s++) add("a", 0, s, 2), add_div("b", 0, s);
@@ -245,6 +245,22 @@ int main(void) {
   setup("claim.c.arms = a, b\nclaim.c.metric = failed\nclaim.c.rule = higher\nclaim.c.effect = 0.5\n");
   for (int s = 0; s < 40; s++) add("a", 0, s, 2), add("b", 0, s, 2);
   EXPECT("c", ST_V_NOT_REPRODUCED);
+
+  what = "no failures, 5 seeds over 2 learning rates, no stated effect: no power at all";
+  setup("claim.c.arms = a, b\nclaim.c.metric = failed\nclaim.c.rule = higher\n");
+  for (int s = 0; s < 5; s++)
+    for (int l = 0; l < 2; l++) add("a", l, s, 2), add("b", l, s, 2);
+  EXPECT("c", ST_V_NOT_TESTABLE);
+
+  /* two arms equal in every pair: what tells them apart never acted (a fallback that never fired) */
+  what = "identical arms in all 5 pairs";
+  setup("claim.c.arms = a, b\nclaim.c.metric = val_loss\nclaim.c.rule = lower\n");
+  for (int s = 0; s < 5; s++) { const double b = 2 + noise(0.05); add("a", 0, s, b), add("b", 0, s, b); }
+  EXPECT("c", ST_V_NOT_TESTABLE);
+  what = "a constant nonzero gap in all 5 pairs";
+  setup("claim.c.arms = a, b\nclaim.c.metric = val_loss\nclaim.c.rule = lower\n");
+  for (int s = 0; s < 5; s++) add("a", 0, s, 1.5), add("b", 0, s, 2);
+  EXPECT("c", ST_V_REPRODUCED);
 
   /* a positive control that fails makes the claim not testable */
   what = "a claim whose positive control was not reproduced";
@@ -311,7 +327,7 @@ int main(void) {
   what = "under-trained";
   setup("reference = b\nclaim.c.arms = a, b\nclaim.c.metric = failed\nclaim.c.rule = higher\n");
   for (int s = 0; s < 5; s++) add("a", 0, s, 3.0), add("b", 0, s, 2.9), add("a", 1, s, 2.0), add("b", 1, s, 2.0);
-  EXPECT("c", ST_V_INCONCLUSIVE);
+  EXPECT("c", ST_V_NOT_TESTABLE); /* 5 seeds over 2 learning rates: Holm needs 6 */
   CHECK(runs[0].undertrained && !runs[0].nonconv && !runs[2].undertrained, "%s: flags %d %d %d", what,
         runs[0].undertrained, runs[0].nonconv, runs[2].undertrained);
 
