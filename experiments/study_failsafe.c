@@ -44,40 +44,22 @@ static long onset(const srun *r) {
   return a < 0 ? b : b < 0 ? a : a < b ? a : b;
 }
 
-/* lrsweep's "did not train": diverged, errored, or a validation loss more
- * than nonconv_nats above the reference's best over the learning rates at
- * the same seed (this study's runs stay finite where they fail); lim[seed]:
- * that bound, from ref_limits. */
-static int did_not_train(const srun *r, const double *lim) {
-  if (r->failed || r->res.diverged_at >= 0 || !isfinite(r->res.val_loss)) return 1;
-  return r->res.val_loss > lim[r->seedi];
-}
-
-/* Per seed: the reference arm's (the file's `reference`) best validation
- * loss over the learning rates plus nonconv_nats, computed once for every
- * run's test; without a reference no run is above it. */
-static void ref_limits(const study *st, const char *ref, double *lim) {
-  for (int s = 0; s < st->nseeds; s++) lim[s] = INFINITY;
-  for (int i = 0; ref && i < st->nrun; i++) {
-    const srun *q = &st->run[i];
-    if (!strcmp(q->arm, ref) && !q->failed && isfinite(q->res.val_loss))
-      lim[q->seedi] = fmin(lim[q->seedi], q->res.val_loss);
-  }
-  const double nats = st_nonconv_nats(st);
-  for (int s = 0; s < st->nseeds; s++) lim[s] += nats;
+/* 1 when metric M (a RATE of the registry: the claims' own rule) holds for R; an errored run counts as failed. */
+static int rate_of(const st_metric *m, const study *st, const srun *r) {
+  if (r->failed) return m && !strcmp(m->name, "failed");
+  const double v = m ? st_metric_run(m, st, r) : NAN;
+  return v == 1;
 }
 
 void st_report_failsafe(study *st, FILE *md) {
-  double *lim = malloc(((size_t)st->nseeds + 1) * sizeof *lim);
-  if (!lim) return;
   const char *ref = st->file ? st_file_get(st->file, st->size, "reference", NULL) : NULL;
-  ref_limits(st, ref, lim);
-  tbl *t = st_tbl_new(9, "arm", "lr", "did not train", "checks", "fallbacks", "first fallback - onset (per seed)",
+  const st_metric *mfail = st_metric_find("failed"), *munder = st_metric_find("undertrained");
+  tbl *t = st_tbl_new(10, "arm", "lr", "failed", "under-trained", "checks", "fallbacks", "first fallback - onset (per seed)",
                       "steps in bf16", "check overhead", "val");
   for (int i = 0; i < st->nrun; i++) {
     const srun *r0 = &st->run[i];
     if (r0->seedi) continue; /* one row per arm and lr: the seeds are gathered below */
-    int n = 0, nfail = 0;
+    int n = 0, nfail = 0, nunder = 0;
     long checks = 0, fallbacks = 0, high = 0, steps = 0;
     double val = 0;
     int nval = 0;
@@ -87,7 +69,8 @@ void st_report_failsafe(study *st, FILE *md) {
       const srun *r = &st->run[j];
       if (strcmp(r->arm, r0->arm) || r->lri != r0->lri) continue;
       n++;
-      nfail += did_not_train(r, lim);
+      nfail += rate_of(mfail, st, r);
+      nunder += rate_of(munder, st, r);
       checks += r->res.checks;
       fallbacks += r->res.fallbacks;
       steps += r->res.steps_done;
@@ -112,25 +95,27 @@ void st_report_failsafe(study *st, FILE *md) {
     st_tbl_cell(t, 0, "%s", r0->name);
     st_tbl_cell(t, 1, "%s", lr);
     st_tbl_cell(t, 2, "%d/%d", nfail, n);
-    st_tbl_cell(t, 3, "%ld", checks);
-    st_tbl_cell(t, 4, "%ld", fallbacks);
-    st_tbl_cell(t, 5, "%s", has_check ? lat : "-");
-    st_tbl_cell(t, 6, "%.1f%%", steps ? 100.0 * (double)high / (double)steps : 0.0);
+    st_tbl_cell(t, 3, "%d/%d", nunder, n);
+    st_tbl_cell(t, 4, "%ld", checks);
+    st_tbl_cell(t, 5, "%ld", fallbacks);
+    st_tbl_cell(t, 6, "%s", has_check ? lat : "-");
+    st_tbl_cell(t, 7, "%.1f%%", steps ? 100.0 * (double)high / (double)steps : 0.0);
     /* a check is two extra forwards (bf16 and the run's precision), about two thirds of a step */
-    st_tbl_cell(t, 7, "%.1f%%", steps ? 100.0 * (2.0 / 3) * (double)checks / (double)steps : 0.0);
-    st_tbl_cell(t, 8, nval ? "%.4f" : "-", nval ? val / nval : NAN);
+    st_tbl_cell(t, 8, "%.1f%%", steps ? 100.0 * (2.0 / 3) * (double)checks / (double)steps : 0.0);
+    st_tbl_cell(t, 9, nval ? "%.4f" : "-", nval ? val / nval : NAN);
     st_tbl_end_row(t);
   }
   fprintf(md, "## Check and fallback on failing runs\n\n"
-              "Per arm and learning rate, over the seeds: runs that did not train (diverged, or a validation "
-              "loss more than nonconv_nats = %g above the best of the reference arm %s over the learning rates "
-              "at the same seed, as in lrsweep), the checks made and the fallbacks they triggered; for the arms "
+              "Per arm and learning rate, over the seeds, by the rules the claims use: runs that failed (diverged: "
+              "a final loss above the first or not finite; or did not converge: a validation loss more than "
+              "nonconv_nats = %g above the reference arm %s's at the same seed and learning rate; or an error), "
+              "runs under-trained (not failed, but that far above the reference's best over the learning rates "
+              "at the same seed: a flag, not a failure), the checks made and the fallbacks they triggered; for the arms "
               "with checks, the step of the first fallback minus the onset of trouble in the same run without "
               "checks (its first spike or divergence, same seed and learning rate; negative: the check fired "
               "first; `none`: it never fired); the share of steps run in bf16 (fallbacks); the checks' overhead: "
               "two extra forwards each (bf16 and the run's precision), counted as two thirds of a step, as a share "
               "of the steps.\n\n",
           st_nonconv_nats(st), ref ? ref : "(none)");
-  free(lim);
   st_tbl_emit(st, t, md, "check and fallback on failing runs:");
 }
