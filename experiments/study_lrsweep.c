@@ -17,7 +17,9 @@
  *                   offset; shown beside the verdict, not deciding it);
  *   sensitivity     Wortsman et al. 2023: the mean over the grid of
  *                   min(loss, l0) minus its minimum (l0: the first loss);
- *   did not train   loss is +inf or above best(s) + nonconv_nats. */
+ *   failed, under-trained   the claims' own rules per run (the registry's
+ *                   `failed` and `undertrained`, study_claims.c), counted per
+ *                   learning rate, never pooled over learning rates. */
 #include "experiments/study_int.h"
 
 #include <math.h>
@@ -51,7 +53,8 @@ typedef struct curve {
   double *loss;   /* [seed * nlr + k] */
   double *l0;     /* per seed */
   double *best;   /* per seed: the reference curve's lowest loss (+inf: no reference, or it never trained) */
-  int *untrained; /* per learning rate: seeds that did not train */
+  int *nfail;     /* per learning rate: seeds whose run failed (the claims' rule) */
+  int *nunder;    /* per learning rate: seeds whose run is under-trained (a flag, not a failure) */
   int *ran;       /* per learning rate: seeds whose run is there (not missing) */
   int ref;        /* index of the reference curve at the same point, -1 none */
   int unstable;   /* arm.NAME.tag = unstable: the published claim predicts a lower LR_max */
@@ -101,6 +104,7 @@ void st_report_lrsweep(study *st, FILE *md) {
   for (int k = 0; k < nlr; k++) pos[ord[k]] = k;
   const double step = nlr > 1 ? log2(st->lr[ord[1]] / st->lr[ord[0]]) : 1;
 
+  const st_metric *mfail = st_metric_find("failed"), *munder = st_metric_find("undertrained");
   /* curves in the order their runs appear */
   curve *cv = calloc((size_t)st->nrun + 1, sizeof *cv);
   int nc = 0;
@@ -114,7 +118,8 @@ void st_report_lrsweep(study *st, FILE *md) {
       cv[c].loss = malloc((size_t)ns * nlr * sizeof *cv[c].loss);
       cv[c].l0 = malloc((size_t)ns * sizeof *cv[c].l0);
       cv[c].best = malloc((size_t)ns * sizeof *cv[c].best);
-      cv[c].untrained = calloc((size_t)nlr, sizeof *cv[c].untrained);
+      cv[c].nfail = calloc((size_t)nlr, sizeof *cv[c].nfail);
+      cv[c].nunder = calloc((size_t)nlr, sizeof *cv[c].nunder);
       cv[c].ran = calloc((size_t)nlr, sizeof *cv[c].ran);
       for (int j = 0; j < ns * nlr; j++) cv[c].loss[j] = NAN;
       for (int j = 0; j < ns; j++) cv[c].l0[j] = NAN;
@@ -123,6 +128,11 @@ void st_report_lrsweep(study *st, FILE *md) {
     }
     if (r->seedi >= ns || r->lri >= nlr) continue;
     cv[c].loss[r->seedi * nlr + pos[r->lri]] = run_loss(r);
+    if (!r->missing) { /* an errored run counts as failed */
+      cv[c].ran[pos[r->lri]]++;
+      cv[c].nfail[pos[r->lri]] += r->failed || st_metric_run(mfail, st, r) == 1;
+      cv[c].nunder[pos[r->lri]] += !r->failed && st_metric_run(munder, st, r) == 1;
+    }
     if (!r->failed && !r->missing && isfinite(r->res.first_loss) && !isfinite(cv[c].l0[r->seedi]))
       cv[c].l0[r->seedi] = r->res.first_loss;
   }
@@ -131,20 +141,12 @@ void st_report_lrsweep(study *st, FILE *md) {
     for (int q = 0; refarm && q < nc; q++)
       if (!strcmp(cv[q].arm, refarm) && !strcmp(cv[q].point, cv[c].point)) cv[c].ref = q;
   }
-  /* the reference's best per seed, then who did not train: +inf, or above that best + nats */
+  /* the reference's best per seed (LR_max's yardstick) */
   for (int c = 0; c < nc; c++)
     for (int sd = 0; sd < ns; sd++)
       cv[c].best[sd] = cv[c].ref < 0 ? INFINITY
                        : complete(cv[cv[c].ref].loss + (size_t)sd * nlr, nlr) ? min_of(cv[cv[c].ref].loss + (size_t)sd * nlr, nlr)
                                                                                : NAN; /* a reference run missing */
-  for (int c = 0; c < nc; c++)
-    for (int sd = 0; sd < ns; sd++)
-      for (int k = 0; k < nlr; k++) {
-        const double v = cv[c].loss[(size_t)sd * nlr + k], b = cv[c].best[sd];
-        if (isnan(v)) continue; /* not run yet */
-        cv[c].ran[k]++;
-        cv[c].untrained[k] += !isfinite(v) || (isfinite(b) && v > b + nats);
-      }
 
   fprintf(md, "## LR_max and LR sensitivity\n\n"
               "Per arm and seed: `LR_max` is the largest learning rate whose validation loss is within "
@@ -153,17 +155,20 @@ void st_report_lrsweep(study *st, FILE *md) {
               "95%% bootstrap CI over the seeds (2000 resamples, seeded). An arm that never comes within lr_delta "
               "at a seed is placed one grid step below the smallest learning rate (censored: the true shift is "
               "at least that large). A format whose loss sits more than lr_delta above fp32's at every learning rate has no LR_max by this definition even when it is stable, so `shift vs own best` repeats the measure with each arm's LR_max taken within lr_delta of *its own* best loss at the seed: the stability edge apart from a loss offset (shown, not deciding the verdict). `LR sensitivity` (Wortsman et al. 2023): the mean over the grid of "
-              "min(loss, first loss) minus its minimum, per seed. A run *did not train* when it diverged, "
-              "errored, or ended more than nonconv_nats = %g nats above the reference's best loss at its seed "
-              "(the claims' non-convergence rule below compares with the reference at the same learning rate "
-              "instead); rates with exact (Clopper-Pearson) 95%% intervals.\n\n",
+              "min(loss, first loss) minus its minimum, per seed. Failures and under-training per learning rate "
+              "by the claims' own rules (never pooled over learning rates): a run *failed* when it diverged (a "
+              "final loss above the first, or not finite), errored, or ended more than nonconv_nats = %g nats above "
+              "the reference's validation loss at the same seed and learning rate; it is *under-trained* (a flag, "
+              "not a failure) when it did not fail but ended that far above the reference's best over the "
+              "learning rates at its seed.\n\n",
           delta, refarm ? refarm : "none", refarm ? refarm : "none", step, nats);
   if (!refarm) fprintf(md, "No `reference = ARM` line: LR_max and failures cannot be measured.\n\n");
 
-  char h_fail[96];
-  snprintf(h_fail, sizeof h_fail, "did not train, per lr (of %d)", ns);
+  char h_fail[96], h_under[96];
+  snprintf(h_fail, sizeof h_fail, "failed, per lr (of %d)", ns);
+  snprintf(h_under, sizeof h_under, "under-trained, per lr (of %d)", ns);
   tbl *t = st_tbl_new(8, "arm", "seeds", "LR_max (median)", "shift, log2 [95% CI]", "shift vs own best", "LR sensitivity [95% CI]", h_fail,
-                      "did not train, all lrs [95% CI]");
+                      h_under);
   double *gap = malloc((size_t)ns * sizeof *gap), *sens = malloc((size_t)ns * sizeof *sens);
   double *own = malloc((size_t)ns * sizeof *own);
   for (int c = 0; c < nc; c++) {
@@ -216,18 +221,14 @@ void st_report_lrsweep(study *st, FILE *md) {
     }
     fmt_ci(b, sizeof b, sm, nsens > 1 ? slo : NAN, shi);
     st_tbl_cell(t, 5, "%s", b);
-    char per[160] = "";
-    int nfail = 0, nran = 0;
-    for (int k = 0; k < nlr; k++) {
-      nfail += a->untrained[k];
-      nran += a->ran[k];
-      if (a->ran[k] < ns) st_cat(per, sizeof per, "%s%d/%d", k ? " " : "", a->untrained[k], a->ran[k]); /* runs missing */
-      else st_cat(per, sizeof per, "%s%d", k ? " " : "", a->untrained[k]);
+    for (int col = 6; col <= 7; col++) {
+      const int *cnt = col == 6 ? a->nfail : a->nunder;
+      char per[160] = "";
+      for (int k = 0; k < nlr; k++)
+        if (a->ran[k] < ns) st_cat(per, sizeof per, "%s%d/%d", k ? " " : "", cnt[k], a->ran[k]); /* runs missing */
+        else st_cat(per, sizeof per, "%s%d", k ? " " : "", cnt[k]);
+      st_tbl_cell(t, col, "%s", per);
     }
-    st_tbl_cell(t, 6, "%s", per);
-    double plo, phi;
-    st_clopper_pearson(nfail, nran, 0.95, &plo, &phi);
-    st_tbl_cell(t, 7, "%d/%d [%.0f%%, %.0f%%]", nfail, nran, 100 * plo, 100 * phi);
     st_tbl_end_row(t);
     if (!rf || a == rf || st->nfind >= MAX_FIND) continue;
     /* the observation: LR_max against the reference's, paired by seed (the claims decide) */
@@ -274,25 +275,25 @@ void st_report_lrsweep(study *st, FILE *md) {
   st_plot_draw(st, "loss-vs-lr", ttl, "learning rate (log axis)", "validation loss (nats)", 10, 0, nc, sr, NAN);
   st_series_free(sr, nc);
   st_md_plot(st, md, "loss-vs-lr", ttl);
-  /* the rate of runs that did not train against the learning rate */
+  /* the rate of failed runs against the learning rate */
   for (int c = 0; c < nc; c++) {
     char name[170];
     snprintf(name, sizeof name, "%s%s", cv[c].arm[0] ? cv[c].arm : "base", cv[c].point);
     st_series_alloc(&sr[c], nlr, name);
     sr[c].points = 1;
     for (int k = 0; k < nlr; k++) {
-      const int nf = cv[c].untrained[k];
+      const int nf = cv[c].nfail[k];
       sr[c].x[k] = st->lr[ord[k]];
       sr[c].y[k] = cv[c].ran[k] ? (double)nf / cv[c].ran[k] : NAN;
     }
     sr[c].n = nlr;
   }
-  snprintf(ttl, sizeof ttl, "runs that did not train (diverged, or ended > %g nats above the reference's best) per learning rate", nats);
-  st_plot_draw(st, "failed-vs-lr", ttl, "learning rate (log axis)", "did not train (fraction of seeds)", 10, 0, nc, sr, NAN);
+  snprintf(ttl, sizeof ttl, "failed runs (diverged, or ended > %g nats above the reference at the same lr) per learning rate", nats);
+  st_plot_draw(st, "failed-vs-lr", ttl, "learning rate (log axis)", "failed (fraction of seeds)", 10, 0, nc, sr, NAN);
   st_series_free(sr, nc);
   st_md_plot(st, md, "failed-vs-lr", ttl);
   if (ns < 5)
-    fprintf(md, "With %d seed%s per point, the rates of runs that did not train carry wide exact intervals (a rate of 0/%d has a 95%% upper "
+    fprintf(md, "With %d seed%s per point, the failure rates carry wide exact intervals (a rate of 0/%d has a 95%% upper "
                 "bound of %.0f%%).\n\n", ns, ns > 1 ? "s" : "", ns, 100 * (1 - pow(0.025, 1.0 / ns)));
   free(sr);
   free(gap);
@@ -302,7 +303,8 @@ void st_report_lrsweep(study *st, FILE *md) {
     free(cv[c].loss);
     free(cv[c].l0);
     free(cv[c].best);
-    free(cv[c].untrained);
+    free(cv[c].nfail);
+    free(cv[c].nunder);
     free(cv[c].ran);
   }
   free(cv);
