@@ -114,21 +114,31 @@ static int seed_count(const srun *const *r, int n) {
 
 /* One paired VALUE claim: the verdict from the gaps' CIs (st_claim_paired's
  * numbers), ST_MIN_SEEDS, the effect and the minimum detectable effect. */
-static void eval_value(const study *st, st_claim_row *c, const srun **ra, const srun **rb, int n) {
-  double *a = malloc((size_t)(n + 1) * sizeof *a), *b = malloc((size_t)(n + 1) * sizeof *b);
-  if (!a || !b) { free(a); free(b); return; }
+static void eval_value(const study *st, st_claim_row *c, const srun **ra, const srun **rb, const srun **rc,
+                       const srun **rd, int n) {
+  const size_t sz = (size_t)(n + 1) * sizeof(double);
+  double *a = malloc(sz), *b = malloc(sz), *cc = malloc(sz), *dd = malloc(sz);
+  if (!a || !b || !cc || !dd) { free(a); free(b); free(cc); free(dd); return; }
   int m = 0;
   for (int i = 0; i < n; i++) {
     const double va = st_metric_run(c->m, st, ra[i]), vb = st_metric_run(c->m, st, rb[i]);
-    if (isnan(va) || isnan(vb)) continue; /* an error or a metric the run lacks: no pair */
-    c->nfailed += isinf(va) + isinf(vb);
-    a[m] = va, b[m] = vb, ra[m] = ra[i], rb[m] = rb[i];
+    const double vc = rc ? st_metric_run(c->m, st, rc[i]) : 0, vd = rd ? st_metric_run(c->m, st, rd[i]) : 0;
+    if (isnan(va) || isnan(vb) || isnan(vc) || isnan(vd)) continue; /* an error or a metric the run lacks: no pair */
+    c->nfailed += isinf(va) + isinf(vb) + isinf(vc) + isinf(vd);
+    a[m] = va, b[m] = vb, cc[m] = vc, dd[m] = vd, ra[m] = ra[i], rb[m] = rb[i];
+    if (rc) rc[m] = rc[i], rd[m] = rd[i];
     m++;
   }
   worst_fill(ra, rb, a, b, m);
+  if (rc) { /* a difference in differences: (A - B) against (C - D), paired */
+    worst_fill(rc, rd, cc, dd, m);
+    for (int i = 0; i < m; i++) a[i] -= b[i], b[i] = cc[i] - dd[i];
+  }
   st_claim_paired(a, b, m, c->rule, c->margin, 1, &c->c); /* bootstrap seed 1: a report is a function of its runs */
   free(a);
   free(b);
+  free(cc);
+  free(dd);
   c->nseeds = seed_count(ra, m);
   c->mde = st_mde_paired(c->c.sd, c->c.n);
 }
@@ -359,6 +369,7 @@ static void claim_setup(const study *st, const char *name, st_claim_row *c) {
   const char *v;
   snprintf(c->name, sizeof c->name, "%.63s", name);
   split2((v = field(st, name, "arms")) ? v : "", c->a, c->b, sizeof c->a);
+  split2((v = field(st, name, "minus")) ? v : "", c->mc, c->md, sizeof c->mc);
   c->m = st_metric_find((v = field(st, name, "metric")) ? v : "val_loss");
   if (!c->m) c->m = st_metric_find("val_loss");
   snprintf(c->text, sizeof c->text, "%.399s", (v = field(st, name, "text")) ? v : name);
@@ -396,10 +407,14 @@ static void evidence(const st_claim_row *c, char *ev, size_t n) {
     snprintf(ev, n, "%s: %s %d/%d, %s %d/%d over %d learning-rate group%s (never pooled for the test), %d seed%s each",
              c->metric_name, c->a, s->ka, s->na, c->b, s->kb, s->nb, c->ngroups, c->ngroups == 1 ? "" : "s", c->nseeds,
              c->nseeds == 1 ? "" : "s");
-  else
-    snprintf(ev, n, "%s %s - %s over n = %d pairs (%d seed%s%s): mean %+.4f, 95%% CI [%+.4f, %+.4f], 90%% CI "
-             "[%+.4f, %+.4f] (bootstrap, 2000 resamples)", c->metric_name, c->a, c->b, s->n, c->nseeds,
+  else {
+    char gap[300];
+    if (c->mc[0]) snprintf(gap, sizeof gap, "(%s - %s) - (%s - %s)", c->a, c->b, c->mc, c->md);
+    else snprintf(gap, sizeof gap, "%s - %s", c->a, c->b);
+    snprintf(ev, n, "%s %s over n = %d pairs (%d seed%s%s): mean %+.4f, 95%% CI [%+.4f, %+.4f], 90%% CI "
+             "[%+.4f, %+.4f] (bootstrap, 2000 resamples)", c->metric_name, gap, s->n, c->nseeds,
              c->nseeds == 1 ? "" : "s", c->nfailed ? ", failed runs counted at the worst value" : "", s->mean, s->lo, s->hi, s->lo90, s->hi90);
+  }
 }
 
 void st_claims_eval(study *st) {
@@ -418,8 +433,9 @@ void st_claims_eval(study *st) {
   }
   if (!nn) return;
   st->claim = calloc((size_t)nn, sizeof *st->claim);
-  const srun **ra = malloc((size_t)(st->nrun + 1) * sizeof *ra), **rb = malloc((size_t)(st->nrun + 1) * sizeof *rb);
-  if (!st->claim || !ra || !rb) { free(ra); free(rb); return; }
+  const size_t rsz = (size_t)(st->nrun + 1) * sizeof(const srun *);
+  const srun **ra = malloc(rsz), **rb = malloc(rsz), **rc = malloc(rsz), **rd = malloc(rsz);
+  if (!st->claim || !ra || !rb || !rc || !rd) { free(ra); free(rb); free(rc); free(rd); return; }
   /* controls first: a claim whose control is named is decided after it */
   for (int pass = 0; pass < 2; pass++)
     for (int k = 0; k < nn; k++) {
@@ -435,15 +451,22 @@ void st_claims_eval(study *st) {
         if (!q || r->missing || q->missing) continue;
         if (isfinite(c->lr) && fabs(r->lr - c->lr) > 1e-9 * fabs(c->lr)) continue;
         if (!st_point_match(r->point, c->at)) continue;
+        if (c->mc[0]) { /* minus = C, D: both at the same seed, learning rate and point */
+          const srun *x = partner(st, r, c->mc), *y = partner(st, r, c->md);
+          if (!x || !y || x->missing || y->missing) continue;
+          rc[n] = x, rd[n] = y;
+        }
         ra[n] = r, rb[n] = q, n++;
       }
       if (c->m->kind == ST_MK_RATE) eval_rate(st, c, ra, rb, n);
       else if (c->m->kind == ST_MK_EDGE) eval_edge(st, c);
-      else eval_value(st, c, ra, rb, n);
+      else eval_value(st, c, ra, rb, c->mc[0] ? rc : NULL, c->mc[0] ? rd : NULL, n);
       decide(st, c);
     }
   free(ra);
   free(rb);
+  free(rc);
+  free(rd);
   /* the findings, in the file's order */
   for (int k = 0; k < nn; k++)
     for (int i = 0; i < st->nclaim; i++) {

@@ -18,7 +18,7 @@
  *                                            start from ARM's final checkpoint
  *                                            (same point, lr, seed), N steps more
  *   gemm.FIELD = VALUE                       a direct GEMM experiment (study_gemm.c)
- *   claim.NAME.FIELD = VALUE                 text, published, arms (A, B), metric,
+ *   claim.NAME.FIELD = VALUE                 text, published, arms (A, B), minus (C, D), metric,
  *                                            rule (tracks, higher, lower), margin
  *   tiny.KEY, default.KEY, full.KEY = VALUE  any line, only at that size
  *                                            (--tiny, no size option, --full)
@@ -35,7 +35,7 @@
 #include <string.h>
 
 static const char *const ARM_META[] = {"group", "tag", "x", "phase", "name", "from", "more_steps"};
-static const char *const CLAIM_FIELDS[] = {"text", "published", "arms", "metric", "rule", "margin", "effect", "control", "lr", "at"};
+static const char *const CLAIM_FIELDS[] = {"text", "published", "arms", "metric", "rule", "margin", "effect", "control", "lr", "at", "minus"};
 static const char *const TABLE_FIELDS[] = {"metrics", "title"};
 static const char *const PLOT_FIELDS[] = {"kind", "title", "ref", "metric", "x"};
 static const char *const PLOT_KINDS[] = {"loss", "gap", "metric", "edge"};
@@ -156,7 +156,7 @@ static int check_line(const study_file *f, const xp_config *base, int ln, const 
     const char *dot = strchr(key + 6, '.');
     if (!dot || dot == key + 6 || IN(dot + 1, CLAIM_FIELDS) < 0)
       return ferr(err, errlen, f, ln, "'%s': expected claim.NAME.FIELD with FIELD one of text, published, arms, metric, "
-                  "rule, margin, effect, control, lr, at", key);
+                  "rule, margin, effect, control, lr, at, minus", key);
     const char *fl = dot + 1;
     if (!strcmp(fl, "metric") && !st_metric_find(val)) return bad_metric(f, ln, val, err, errlen);
     if (!strcmp(fl, "metric") && !strcmp(val, "lr_edge_fit"))
@@ -169,9 +169,11 @@ static int check_line(const study_file *f, const xp_config *base, int ln, const 
       return ferr(err, errlen, f, ln, "%s = %s: expected a positive number", fl, val);
     if (!strcmp(fl, "at") && (!strchr(val, '=') || strchr(val, '=') == val))
       return ferr(err, errlen, f, ln, "at = %s: expected an axis point, KEY=VALUE (e.g. d_model=64)", val);
-    if (!strcmp(fl, "arms")) {
+    if (!strcmp(fl, "arms") || !strcmp(fl, "minus")) {
       const char *c = strchr(val, ',');
-      if (!c || strchr(c + 1, ',')) return ferr(err, errlen, f, ln, "arms = %s: expected two arms, A, B (A minus B)", val);
+      if (!c || strchr(c + 1, ','))
+        return ferr(err, errlen, f, ln, "%s = %s: expected two arms, %s", fl, val,
+                    fl[0] == 'a' ? "A, B (A minus B)" : "C, D (the gap is (A - B) - (C - D))");
     }
     return 0;
   }
@@ -433,7 +435,18 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
   for (int i = 0; i < f->nline; i++) {
     const sf_line *L = &f->line[i];
     const size_t kl = strlen(L->key);
-    if (strncmp(L->key, "claim.", 6) || kl < 5 || strcmp(L->key + kl - 5, ".arms") || !st_file_effective(f, sz, i)) continue;
+    const int minus = kl >= 6 && !strcmp(L->key + kl - 6, ".minus");
+    if (strncmp(L->key, "claim.", 6) || kl < 5 || (strcmp(L->key + kl - 5, ".arms") && !minus) || !st_file_effective(f, sz, i))
+      continue;
+    if (minus) { /* a difference in differences: VALUE metrics only */
+      char mk[ST_NAMELEN + 16];
+      snprintf(mk, sizeof mk, "%.*smetric", (int)(kl - 5), L->key);
+      const char *mv = st_file_get(f, sz, mk, NULL);
+      if (!mv) mv = "val_loss";
+      const st_metric *m = st_metric_find(mv);
+      if (m && m->kind != ST_MK_VALUE)
+        return ferr(err, errlen, f, L->ln, "%s: a difference in differences needs a per-run metric, not %s", L->key, mv);
+    }
     char two[ST_VALLEN];
     snprintf(two, sizeof two, "%s", L->val);
     for (char *tok = strtok(two, ","); tok; tok = strtok(NULL, ",")) {

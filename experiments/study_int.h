@@ -515,6 +515,7 @@ void st_edge_shift_ci(const st_edge_shift *s, double *lo, double *hi);
 /* A claim as the engine evaluates it (study_claims.c). */
 typedef struct st_claim_row {
   char name[64], a[64], b[64], metric_name[32], text[400], published[400], control[64];
+  char mc[64], md[64];          /* minus = C, D: the gap is (A - B) - (C - D), a difference in differences ("" none) */
   const st_metric *m;
   int rule;
   double margin, effect, lr;    /* lr: NAN for every learning rate */
