@@ -28,7 +28,8 @@ wall = re.search(r"^(\d+) runs in (.*)$", con, re.M)
 runs = f"{wall.group(2)} wall time for {wall.group(1)} runs, 2 at a time" if wall else "wall time in the console"
 if wall_text:
     runs = wall_text
-size = "default-size run" if not args else "run"
+# the study's size: options that change it make it "a run"; --out, --report, --threads do not
+size = "run" if re.search(r"--(tiny|full|steps|seeds|set|lrs|first-seed)\b", args) else "default-size run"
 # the folder the run wrote (--out), as its console names it
 out = re.search(r"; results in (\S+)$", con, re.M)
 folder = out.group(1) if out else f"results/{name}"
