@@ -34,7 +34,7 @@ run study --help
 if [ "$rc" -eq 0 ] && grep -q "usage: exmy study" "$T/out"; then pass "study --help"; else fail "study --help" "status $rc"; fi
 
 run study --list
-studies="default mantissa recipes fallback calibration accumulation rounding lrsweep rangeshift delayedlag failsafe outliers faithful ladder"
+studies="default mantissa recipes fallback calibration accumulation rounding lrsweep rangeshift delayedlag failsafe outliers faithful ladder e5m7confirm"
 ok=1
 for s in $studies; do grep -Eq "^$s +[a-zA-Z0-9]" "$T/out" || ok=0; done
 if [ "$rc" -eq 0 ] && [ $ok -eq 1 ]; then pass "study --list names every study with a description"
@@ -476,6 +476,7 @@ ladder: - **inconclusive**: E8M3 with round-toward-zero on every GEMM input has 
 ladder: - **inconclusive**: E8M5 with round-toward-zero on every GEMM input has a lower stability edge than fp32, at width 64 (Lee et al. 2024: E8M3-E8M5 fail to converge at 120M). at d_model=64: lr_edge: no paired runs of e8m5 rtz and fp32 at d_model=64; inconclusive: 0 paired seeds, fewer than 5.
 ladder: - **inconclusive**: HYBRID FP8 (current scaling) keeps fp32's stability edge within one octave of learning rate, at width 64 (Micikevicius et al. 2022 (arXiv 2209.05433): FP8 training matches 16-bit training). at d_model=64: lr_edge: no paired runs of hybrid and fp32 at d_model=64; inconclusive: 0 paired seeds, fewer than 5.
 ladder: - **inconclusive**: MS-AMP O1 keeps fp32's stability edge within one octave of learning rate, at width 64 (Peng et al. 2023 (FP8-LM, MS-AMP): O1 trains as stably as BF16). at d_model=64: lr_edge: no paired runs of msamp o1 and fp32 at d_model=64; inconclusive: 0 paired seeds, fewer than 5.
+e5m7confirm: - **inconclusive**: E5M7 clamped to its range without scaling fails more often than fp32 at lr 0.133 (confirmatory, fresh seeds) (Lee et al. 2024: exponent cuts were their main destabiliser; lrsweep --full's 7/10 against 1/10). failed: e5m7 clamp 0/1, fp32 0/1 over 1 learning-rate group (never pooled for the test), 1 seed each; inconclusive: 1 paired seed, fewer than 5.
 END_OF_VERDICTS
 }
 
