@@ -210,7 +210,8 @@ static void eval_edge(const study *st, st_claim_row *c) {
     st_edge_sens s;
     st_edge_sensitivity(&a, &b, 1, 0.95, &s);
     c->nseeds = s.n;
-    c->c.n = s.n, c->c.mean = s.d, c->c.lo = s.lo, c->c.hi = s.hi;
+    c->c.n = s.n, c->c.mean = s.d, c->c.lo = s.lo, c->c.hi = s.hi, c->c.sd = s.sd;
+    c->mde = st_mde_paired(s.sd, s.n); /* the paired sensitivities' noise, as for any per-run gap */
     c->edge_a = s.a, c->edge_b = s.b;
     st_edge_sensitivity(&a, &b, 1, 0.90, &s); /* tracks: the 90% interval (TOST) */
     c->c.lo90 = s.lo, c->c.hi90 = s.hi;

@@ -443,7 +443,7 @@ static double sens_of(const st_edge_arm *a, int s) {
 
 void st_edge_sensitivity(const st_edge_arm *a, const st_edge_arm *b, uint64_t seed, double conf, st_edge_sens *s) {
   memset(s, 0, sizeof *s);
-  s->a = s->b = s->d = s->lo = s->hi = NAN;
+  s->a = s->b = s->d = s->lo = s->hi = s->sd = NAN;
   if (!a->loss || (b && (!b->loss || b->nlr != a->nlr || b->nseed != a->nseed))) return;
   double *v = malloc(3 * (size_t)a->nseed * sizeof *v);
   if (!v) return;
@@ -459,6 +459,7 @@ void st_edge_sensitivity(const st_edge_arm *a, const st_edge_arm *b, uint64_t se
     s->b = st_mean_of(vb, s->n);
     s->d = st_mean_of(dd, s->n);
     if (s->n >= 2) {
+      s->sd = st_sd_of(dd, s->n);
       st_bootstrap(dd, s->n, seed ^ STREAM_SENS, conf, &s->lo, &s->hi);
       s->sign = s->lo > 0 ? 1 : s->hi < 0 ? -1 : 0;
     }

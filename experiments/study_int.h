@@ -462,6 +462,7 @@ typedef struct st_edge_sens {
   int n;                     /* seeds used */
   double a, b;               /* mean sensitivity of A, of B (nats; b NaN without B) */
   double d, lo, hi;          /* paired mean A - B, percentile bootstrap CI (NaN without B or n < 2) */
+  double sd;                 /* the paired differences' sample sd (NaN without B or n < 2) */
   int sign;                  /* +1 A more sensitive (CI above 0), -1 less (below 0), 0 the CI holds 0 */
 } st_edge_sens;
 void st_edge_sensitivity(const st_edge_arm *a, const st_edge_arm *b, uint64_t seed, double conf, st_edge_sens *s);

@@ -312,6 +312,22 @@ int main(void) {
   edge_grid(4, 1, 3);
   EXPECT("c", ST_V_INCONCLUSIVE);
 
+  /* LR sensitivity (lr_sens): its smallest detectable gap comes from the paired sensitivities' noise */
+  what = "a noisy null in LR sensitivity against a small stated effect";
+  setup("claim.c.arms = a, b\nclaim.c.metric = lr_sens\nclaim.c.rule = higher\nclaim.c.effect = 0.01\n");
+  st.nlr = 4;
+  for (int k = 0; k < 4; k++) st.lr[k] = 0.001 * (1 << k);
+  st.nseeds = 5;
+  {
+    const double g[5] = {0.4, -0.4, 0.2, -0.3, 0.1}; /* a bump at one lr: sensitivity |g| / 4 in a (g > 0) or b */
+    for (int sd = 0; sd < 5; sd++)
+      for (int k = 0; k < 4; k++)
+        add("a", k, sd, 2 + (k == 1 && g[sd] > 0 ? g[sd] : 0)), add("b", k, sd, 2 + (k == 1 && g[sd] < 0 ? -g[sd] : 0));
+  }
+  EXPECT("c", ST_V_NOT_TESTABLE);
+  CHECK(st.claim[0].mde > 0.05 && st.claim[0].mde < 0.2, "%s: smallest detectable gap %a (want about 0.1)", what,
+        st.claim[0].mde);
+
   /* an edge that tracks within a margin (octaves): the 90% interval, widened to the grid */
   what = "equal edges track within 1.5 octaves";
   edge_grid_rule(5, 2, 2, "tracks\nclaim.c.margin = 1.5");
