@@ -2,8 +2,8 @@
  * runs are a study file's arms crossed with axis.lr and seeds, e.g.
  * experiments/studies/lrsweep.study).  Definitions (docs/studies/README.md,
  * "The lrsweep analysis"), per arm a (and axis point), seed s, learning rate lr:
- *   loss(a, lr, s)  the run's validation loss; +inf when it diverged, failed
- *                   or is not finite; unknown (NaN) when it has not run yet:
+ *   loss(a, lr, s)  the run's validation loss; +inf when it failed (diverged,
+ *                   did not converge, errored) or is not finite; unknown (NaN) when it has not run yet:
  *                   a seed with an unknown loss in the arm or the reference
  *                   is left out of LR_max, the shifts and the sensitivity, and
  *                   a run not yet run counts in no failure rate;
@@ -80,7 +80,8 @@ static int complete(const double *v, int n) {
 
 static double run_loss(const srun *r) {
   if (r->missing) return NAN; /* not run yet: unknown, not a failure */
-  if (r->failed || st_run_diverged(r) || !isfinite(r->res.val_loss)) return INFINITY;
+  /* failed by the claims' rule (diverged or did not converge): its first loss in the sensitivity, as lr_sens counts it */
+  if (r->failed || st_run_diverged(r) || r->nonconv || !isfinite(r->res.val_loss)) return INFINITY;
   return r->res.val_loss;
 }
 

@@ -328,6 +328,41 @@ int main(void) {
   CHECK(st.claim[0].mde > 0.05 && st.claim[0].mde < 0.2, "%s: smallest detectable gap %a (want about 0.1)", what,
         st.claim[0].mde);
 
+  /* lrsweep's analysis counts a run that did not converge at its first loss in the LR sensitivity, as lr_sens
+   * does: a's losses 2, 2, 3 (0.5+ above b: failed), 2 give (2 + 2 + 4.17 + 2) / 4 - 2 = 0.54, not 0.25 */
+  what = "lrsweep's LR sensitivity column counts a failed run as lr_sens does";
+  setup("reference = b\n");
+  st.nlr = 4;
+  for (int k = 0; k < 4; k++) st.lr[k] = 0.001 * (1 << k);
+  st.nseeds = 1;
+  for (int k = 0; k < 4; k++) add("a", k, 0, k == 2 ? 3.0 : 2.0), add("b", k, 0, 2.0);
+  st_rules_eval(&st);
+  {
+    static const study_def def = {"lrsweep", "synthetic", "", NULL};
+    char dir[] = "/tmp/exmy-verdict-lrsweep-XXXXXX"; /* the analysis writes its plots' data and scripts there */
+    st.def = &def;
+    snprintf(st.dir, sizeof st.dir, "%s", mkdtemp(dir) ? dir : "/tmp");
+    FILE *md = tmpfile();
+    FILE *log = st.log;
+    st.log = fopen("/dev/null", "w");
+    if (md && st.log) st_report_lrsweep(&st, md);
+    char line[512] = "", row[512] = "";
+    if (md) rewind(md);
+    while (md && fgets(line, sizeof line, md))
+      if (!strncmp(line, "| a |", 5)) snprintf(row, sizeof row, "%s", line);
+    CHECK(runs[4].nonconv && strstr(row, "| +0.54 |"), "%s: nonconv %d, row '%s'", what, runs[4].nonconv, row);
+    if (md) fclose(md);
+    if (st.log) fclose(st.log);
+    st.log = log;
+    static const char *const left[] = {"loss-vs-lr.dat", "loss-vs-lr.gp", "failed-vs-lr.dat", "failed-vs-lr.gp"};
+    for (int i = 0; i < 4; i++) {
+      char p[sizeof dir + 32];
+      snprintf(p, sizeof p, "%s/%s", dir, left[i]);
+      unlink(p);
+    }
+    rmdir(dir);
+  }
+
   /* an edge that tracks within a margin (octaves): the 90% interval, widened to the grid */
   what = "equal edges track within 1.5 octaves";
   edge_grid_rule(5, 2, 2, "tracks\nclaim.c.margin = 1.5");
