@@ -1,10 +1,11 @@
 /* gemm_fast_tc.c: the fast kernel of acc=tc (docs/gemm.md, the block FMA),
  * vectorized across 16 columns, taken only for the datapath rows it
  * implements (tc_fast_takes: T, truncating, no block scales) and where its
- * steps are exact (bounds checked in exmy__gemm_fast_tc), then
- * the row epilogue.  Operands are packed from their 8-bit codes through a
- * table (or from the decoded doubles) into the plan's workspace: values as
- * floats and nominal exponents.  Each group's largest exponent
+ * steps are exact (bounds checked in exmy__gemm_fast_tc), on the
+ * blocking frame (gemm_block.h: packing, tasks, the epilogue).  Operands
+ * are packed from their 8-bit codes through a table (or from the decoded
+ * doubles) into the frame's panels: values as floats and nominal
+ * exponents.  Each group's largest exponent
  * emax is a max over exponent sums; then the terms, truncated at 2^(emax - F):
  *  - AVX-512 (tc_tile_512): fused multiply-adds rounded toward zero into two
  *    accumulators that stay in the binade of +-1.5 2^(emax - F + 23), whose

@@ -14,7 +14,9 @@
  * Two terms of 16 columns take six integer operations (and two in the
  * exponent pass), where the float kernel spends two masked FMAs and three
  * mask operations on each term (and two in its exponent pass); it runs
- * where exmy__gemm_fast_tc's AVX-512 checks pass and the CPU has VNNI. */
+ * where exmy__gemm_fast_tc's AVX-512 checks pass and the CPU has VNNI, on
+ * the blocking frame (gemm_block.h: packing, tasks, the k blocks' order,
+ * the epilogue). */
 #include "emulate/gemm_fast_tc16.h"
 #include "emulate/gemm_block.h"
 #include "emulate/gemm_ws.h"
