@@ -1,6 +1,6 @@
 /* gemm_block.c: the blocking frame (gemm_block.h).  exmy__gemm_frame_run:
- * the pieces driver (packing, tasks in parallel, promotion, epilogue) for
- * any gemm_frame_kernel.  exmy__gemm_block_run: the running-sums engine
+ * the pieces driver (packing, tasks in parallel, promotion or the kernel's
+ * blocks of k, epilogue) for any gemm_frame_kernel (acc=FORMAT, acc=tc).  exmy__gemm_block_run: the running-sums engine
  * under the fp32 and exact kernels, in the GotoBLAS/BLIS shape: mr x nr
  * register tiles of fused multiply-adds (one per lane, so each output
  * element still sees c = fma(a, b, c) in k order), row blocks of GEMM_MC in
@@ -107,19 +107,25 @@ static void frame_task(const gemm_frame_kernel *kd, const gemm_plan *p, const ch
   }
 }
 
+int exmy__gemm_frame_pack(const gemm_frame_kernel *kd, const gemm_plan *p, int nt, void **A, void **B) {
+  const size_t apan = (p->m + kd->mr - 1) / kd->mr, bpan = (p->n + kd->nr - 1) / kd->nr;
+  *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, apan * kd->pa + 64);
+  *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, bpan * kd->pb + 64);
+  return *A && *B && (p->k == 0 || frame_pack(kd, p, apan, bpan, *A, *B, nt));
+}
+
 int exmy__gemm_frame_run(const gemm_frame_kernel *kd, const gemm_plan *p, int nt, unsigned *flags, float *amax) {
   const size_t m = p->m, n = p->n, k = p->k, mr = kd->mr, nr = kd->nr;
   const size_t tile = kd->block_end ? kd->mt * nr * (kd->sw > 1 ? kd->sw : 1) : mr * nr;
   if (tile > GEMM_FRAME_TILE || kd->mt % mr) return 0;
-  const size_t apan = (m + mr - 1) / mr, bpan = (n + nr - 1) / nr, nrb = (m + kd->mt - 1) / kd->mt;
-  char *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, apan * kd->pa + 64);
-  char *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, bpan * kd->pb + 64);
+  const size_t bpan = (n + nr - 1) / nr, nrb = (m + kd->mt - 1) / kd->mt;
+  void *A, *B;
+  if (!exmy__gemm_frame_pack(kd, p, nt, &A, &B)) return 0;
   float *P = exmy__gemm_ws_get(p->ws, GEMM_WS_P, (m * n + 1) * sizeof *P); /* the model's P, m x n */
-  if (!A || !B || !P) return 0;
+  if (!P) return 0;
   if (k == 0) {
     memset(P, 0, m * n * sizeof *P); /* every sum from +0 */
   } else {
-    if (!frame_pack(kd, p, apan, bpan, A, B, nt)) return 0;
     /* a team only with two threads or more (an inactive region still costs a team start) */
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
     for (size_t t = 0; t < nrb * bpan; t++) frame_task(kd, p, A, B, P, t / bpan, t % bpan);

@@ -3,6 +3,7 @@
  * drivers share it:
  *  - exmy__gemm_block_run, running sums: the micro-kernel carries C across
  *    slabs of k (acc=fp32, chunk=, promote, and the exact model in double);
+ *    their operands are packed by the frame's packing (exmy__gemm_frame_pack);
  *  - exmy__gemm_frame_run, pieces: the micro-kernel returns each piece's
  *    sums from +0 as floats; the frame promotes them into fp32 and ends with
  *    the epilogue (acc=FORMAT: gemm_fast_format.c, gemm_fast_lanes.c); or,
@@ -105,4 +106,12 @@ enum { GEMM_FRAME_TILE = 4096 };
  * raised; 0 (nothing written) when a pack declines or the workspace cannot
  * grow. */
 int exmy__gemm_frame_run(const gemm_frame_kernel *kd, const gemm_plan *p, int nt, unsigned *flags, float *amax);
+
+/* The frame's packing alone, for the running-sums drivers too (fp32,
+ * pairwise, exact: their panels are exmy__gemm_block_run's): every panel of
+ * op(A) and op(B)^T through kd's pack hooks (mr, nr, pa, pb, pack_a, pack_b
+ * are read, nothing else) into the workspace slots A and B (*A, *B: apan
+ * pa and bpan pb bytes), in one team of nt threads; nothing is packed when
+ * k = 0.  0 when a pack declines or the workspace cannot grow. */
+int exmy__gemm_frame_pack(const gemm_frame_kernel *kd, const gemm_plan *p, int nt, void **A, void **B);
 #endif
