@@ -1,7 +1,9 @@
 /* gemm_block.c: the blocking frame (gemm_block.h).  exmy__gemm_frame_run:
  * the pieces driver (packing, tasks in parallel, promotion or the kernel's
- * blocks of k, epilogue) for any gemm_frame_kernel (acc=FORMAT, acc=tc).  exmy__gemm_block_run: the running-sums engine
- * under the fp32 and exact kernels, in the GotoBLAS/BLIS shape: mr x nr
+ * blocks of k, epilogue) for any gemm_frame_kernel (acc=FORMAT, acc=tc);
+ * exmy__gemm_frame_pack, its packing alone.  exmy__gemm_block_run: the
+ * running-sums engine under the fp32 and exact kernels (packed by
+ * exmy__gemm_frame_pack), in the GotoBLAS/BLIS shape: mr x nr
  * register tiles of fused multiply-adds (one per lane, so each output
  * element still sees c = fma(a, b, c) in k order), row blocks of GEMM_MC in
  * parallel, blocks of k chosen by the caller.  AVX-512 and AVX2
@@ -67,7 +69,7 @@ static int frame_pack(const gemm_frame_kernel *kd, const gemm_plan *p, size_t ap
 /* Task (ib, jb) of the pieces driver: rows [ib mt, ib mt + mt) x the
  * columns of B panel jb; each piece of every micro-tile, promoted into P as
  * the reference.  With block_end, the micro-kernel's blocks instead, each
- * over all the tiles, the tiles' states in st; then their sums into P. */
+ * over all the tiles, tile t's state at c + t ts; then their sums into P. */
 static void frame_task(const gemm_frame_kernel *kd, const gemm_plan *p, const char *A, const char *B, float *P,
                        size_t ib, size_t jb) {
   const size_t m = p->m, n = p->n, k = p->k, mr = kd->mr, nr = kd->nr;
