@@ -1,7 +1,9 @@
 /* gemm_block.c: the blocking frame (gemm_block.h).  exmy__gemm_frame_run:
- * the pieces driver (packing, tasks in parallel, promotion, epilogue) for
- * any gemm_frame_kernel.  exmy__gemm_block_run: the running-sums engine
- * under the fp32 and exact kernels, in the GotoBLAS/BLIS shape: mr x nr
+ * the pieces driver (packing, tasks in parallel, promotion or the kernel's
+ * blocks of k, epilogue) for any gemm_frame_kernel (acc=FORMAT, acc=tc);
+ * exmy__gemm_frame_pack, its packing alone.  exmy__gemm_block_run: the
+ * running-sums engine under the fp32 and exact kernels (packed by
+ * exmy__gemm_frame_pack), in the GotoBLAS/BLIS shape: mr x nr
  * register tiles of fused multiply-adds (one per lane, so each output
  * element still sees c = fma(a, b, c) in k order), row blocks of GEMM_MC in
  * parallel, blocks of k chosen by the caller.  AVX-512 and AVX2
@@ -52,7 +54,7 @@ int exmy__gemm_pack_b_f64(const void *ctx, const gemm_plan *p, size_t pan, size_
 /* Packs every panel of A and of B in one team; 0 when a pack declined. */
 static int frame_pack(const gemm_frame_kernel *kd, const gemm_plan *p, size_t apan, size_t bpan, char *A, char *B,
                       int nt) {
-  const size_t abytes = p->k * kd->mr * kd->esz_a, bbytes = p->k * kd->nr * kd->esz_b;
+  const size_t abytes = kd->pa, bbytes = kd->pb;
   int ok = 1;
 #pragma omp parallel num_threads(nt) reduction(& : ok) if (nt > 1 && apan + bpan > 2)
   {
@@ -66,21 +68,33 @@ static int frame_pack(const gemm_frame_kernel *kd, const gemm_plan *p, size_t ap
 
 /* Task (ib, jb) of the pieces driver: rows [ib mt, ib mt + mt) x the
  * columns of B panel jb; each piece of every micro-tile, promoted into P as
- * the reference. */
+ * the reference.  With block_end, the micro-kernel's blocks instead, each
+ * over all the tiles, tile t's state at c + t ts; then their sums into P. */
 static void frame_task(const gemm_frame_kernel *kd, const gemm_plan *p, const char *A, const char *B, float *P,
                        size_t ib, size_t jb) {
   const size_t m = p->m, n = p->n, k = p->k, mr = kd->mr, nr = kd->nr;
   const size_t j0 = jb * nr, cols = n - j0 < nr ? n - j0 : nr;
-  const size_t ie = (ib + 1) * kd->mt < m ? (ib + 1) * kd->mt : m;
+  const size_t i00 = ib * kd->mt, ie = (ib + 1) * kd->mt < m ? (ib + 1) * kd->mt : m;
   const int promote = p->style == GEMM_PROMOTE, pieces = p->acc.chunk || promote;
-  const char *Bp = B + jb * k * nr * kd->esz_b;
+  const char *Bp = B + jb * kd->pb;
   float c[GEMM_FRAME_TILE];
+  if (kd->block_end) {
+    const size_t ts = (kd->sw > 1 ? kd->sw : 1) * mr * nr; /* a tile's state */
+    for (size_t lb = 0, le; lb < k; lb = le) {
+      le = kd->block_end(kd->ctx, p, lb);
+      for (size_t i0 = i00, t = 0; i0 < ie; i0 += mr, t++)
+        kd->micro(kd->ctx, i0, j0, lb, le - lb, A + i0 / mr * kd->pa, Bp, ie - i0 < mr ? ie - i0 : mr, cols,
+                  c + t * ts);
+    }
+    for (size_t i0 = i00, t = 0; i0 < ie; i0 += mr, t++)
+      for (size_t r = 0; r < mr && i0 + r < ie; r++) memcpy(P + (i0 + r) * n + j0, c + t * ts + r * nr, cols * sizeof *P);
+    return;
+  }
   for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
     l1 = pieces ? exmy__gemm_piece_end(p, l0) : k;
-    for (size_t i0 = ib * kd->mt; i0 < ie; i0 += mr) {
+    for (size_t i0 = i00; i0 < ie; i0 += mr) {
       const size_t rows = ie - i0 < mr ? ie - i0 : mr;
-      kd->micro(kd->ctx, i0, j0, l0, l1 - l0, A + (i0 * k + l0 * mr) * kd->esz_a, Bp + l0 * nr * kd->esz_b, rows, cols,
-                c);
+      kd->micro(kd->ctx, i0, j0, l0, l1 - l0, A + i0 / mr * kd->pa, Bp, rows, cols, c);
       for (size_t r = 0; r < rows; r++) {
         float *Pr = P + (i0 + r) * n + j0;
         const float *cr = c + r * nr;
@@ -95,18 +109,25 @@ static void frame_task(const gemm_frame_kernel *kd, const gemm_plan *p, const ch
   }
 }
 
+int exmy__gemm_frame_pack(const gemm_frame_kernel *kd, const gemm_plan *p, int nt, void **A, void **B) {
+  const size_t apan = (p->m + kd->mr - 1) / kd->mr, bpan = (p->n + kd->nr - 1) / kd->nr;
+  *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, apan * kd->pa + 64);
+  *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, bpan * kd->pb + 64);
+  return *A && *B && (p->k == 0 || frame_pack(kd, p, apan, bpan, *A, *B, nt));
+}
+
 int exmy__gemm_frame_run(const gemm_frame_kernel *kd, const gemm_plan *p, int nt, unsigned *flags, float *amax) {
   const size_t m = p->m, n = p->n, k = p->k, mr = kd->mr, nr = kd->nr;
-  if (kd->mr * kd->nr > GEMM_FRAME_TILE || kd->mt % mr) return 0;
-  const size_t apan = (m + mr - 1) / mr, bpan = (n + nr - 1) / nr, nrb = (m + kd->mt - 1) / kd->mt;
-  char *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, apan * k * mr * kd->esz_a + 1);
-  char *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, bpan * k * nr * kd->esz_b + 1);
+  const size_t tile = kd->block_end ? kd->mt * nr * (kd->sw > 1 ? kd->sw : 1) : mr * nr;
+  if (tile > GEMM_FRAME_TILE || kd->mt % mr) return 0;
+  const size_t bpan = (n + nr - 1) / nr, nrb = (m + kd->mt - 1) / kd->mt;
+  void *A, *B;
+  if (!exmy__gemm_frame_pack(kd, p, nt, &A, &B)) return 0;
   float *P = exmy__gemm_ws_get(p->ws, GEMM_WS_P, (m * n + 1) * sizeof *P); /* the model's P, m x n */
-  if (!A || !B || !P) return 0;
+  if (!P) return 0;
   if (k == 0) {
     memset(P, 0, m * n * sizeof *P); /* every sum from +0 */
   } else {
-    if (!frame_pack(kd, p, apan, bpan, A, B, nt)) return 0;
     /* a team only with two threads or more (an inactive region still costs a team start) */
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
     for (size_t t = 0; t < nrb * bpan; t++) frame_task(kd, p, A, B, P, t / bpan, t % bpan);

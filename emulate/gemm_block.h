@@ -3,30 +3,49 @@
  * drivers share it:
  *  - exmy__gemm_block_run, running sums: the micro-kernel carries C across
  *    slabs of k (acc=fp32, chunk=, promote, and the exact model in double);
+ *    their operands are packed by the frame's packing (exmy__gemm_frame_pack);
  *  - exmy__gemm_frame_run, pieces: the micro-kernel returns each piece's
  *    sums from +0 as floats; the frame promotes them into fp32 and ends with
- *    the epilogue (acc=FORMAT: gemm_fast_format.c, gemm_fast_lanes.c).
+ *    the epilogue (acc=FORMAT: gemm_fast_format.c, gemm_fast_lanes.c); or,
+ *    with block_end, the micro-kernel walks the pieces and promotes them
+ *    itself, over blocks of k the frame hands it in order (acc=tc:
+ *    gemm_fast_tc.c, gemm_fast_tc16.c).
  *
  * A new accumulation model on the pieces frame fills a gemm_frame_kernel:
  *  - ctx: its constants (read only: the hooks run on many threads at once);
  *  - mr x nr: the micro-tile; mt: the rows of a parallel task (a multiple of
- *    mr); esz_a, esz_b: the bytes of one packed element of A and of B;
+ *    mr); pa, pb: the bytes of one packed panel of A (mr rows) and of B (nr
+ *    columns): k mr esz and k nr esz for the stock [l][w] layout of esz-byte
+ *    elements, any size for a model's own layout;
  *  - pack_a (pack_b): panel pan of op(A) (of op(B)^T), rows [pan w, pan w
- *    + w) (w = mr; for B columns, w = nr), all k steps, as [l][w], zero
- *    beyond m (n); panels are packed in parallel; return 0 when the model
- *    cannot take these operands (the frame then returns 0: the next kernel
- *    or the reference runs).  exmy__gemm_pack_{a,b}_{f32,f64} pack the
- *    plan's decoded operands (ad, bd);
- *  - micro: c[r nr + q] (r < rows, q < cols; the rest is ignored) = the
- *    model's sum from +0 over steps [l0, l0 + len) of output (i0 + r, j0 +
- *    q), bit for bit the reference's piece (its fallbacks included), as a
- *    float; Ap and Bp point at step l0 of their panels;
+ *    + w) (w = mr; for B columns, w = nr), all k steps, into pa (pb) bytes:
+ *    the stock layout is [l][w], zero beyond m (n); a model may lay out
+ *    its panel as it likes (values beside exponents, steps in pairs,
+ *    sidecars), only its micro reads it; panels are packed in parallel;
+ *    return 0 when the model cannot take these operands (a value not
+ *    finite, say: the frame then returns 0 and the next kernel or the
+ *    reference runs).  exmy__gemm_pack_{a,b}_{f32,f64} pack the plan's
+ *    decoded operands (ad, bd) as [l][w];
+ *  - micro: Ap and Bp are the panels of rows [i0, i0 + mr) and columns
+ *    [j0, j0 + nr), from their start (step 0; the steps begin at l0);
+ *    without block_end, c[r nr + q] (r < rows, q < cols; the rest is
+ *    ignored) = the model's sum from +0 over steps [l0, l0 + len) of output
+ *    (i0 + r, j0 + q), bit for bit the reference's piece (its fallbacks
+ *    included), as a float;
+ *  - block_end (optional): the micro owns the pieces and their promotion.
+ *    The frame calls it on blocks [lb, block_end(ctx, p, lb)) of k, in
+ *    order from 0 to k, each block over every micro-tile of the task
+ *    before the next (so a block of B's panel stays in L1); c is then the
+ *    tile's state, sw mr nr floats, kept by the frame across the blocks of
+ *    a task (uninitialized at lb = 0), and after the last block c[r nr + q]
+ *    must hold output (i0 + r, j0 + q)'s promoted sum (the model's P);
  *  - epilogue: NULL for exmy__gemm_epilogue_all_ld, else its own.
  * The frame owns the rest, written once: the workspace (slots A, B, P), the
  * packing and tiling loops, the OpenMP teams (none for one thread), the
  * pieces (exmy__gemm_piece_end) and their promotion P = fmaf(w, piece, P) as
- * the reference's, and k = 0 (P = +0).  Any split of the tasks gives the
- * same bits: each output's pieces are summed in k order. */
+ * the reference's (without block_end), and k = 0 (P = +0).  Any split of
+ * the tasks gives the same bits: each output's pieces are summed in k
+ * order. */
 #ifndef EXMY_GEMM_BLOCK_H
 #define EXMY_GEMM_BLOCK_H
 #include "emulate/gemm_plan.h"
@@ -62,12 +81,14 @@ void exmy__gemm_block_run(const gemm_micro *mk, size_t esz, const void *A, size_
 typedef struct gemm_frame_kernel {
   const void *ctx;
   size_t mr, nr, mt;
-  size_t esz_a, esz_b;
+  size_t pa, pb; /* bytes of a packed panel of A, of B */
   int (*pack_a)(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Ap);
   int (*pack_b)(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Bp);
   void (*micro)(const void *ctx, size_t i0, size_t j0, size_t l0, size_t len, const void *Ap, const void *Bp,
                 size_t rows, size_t cols, float *c);
   unsigned (*epilogue)(const void *ctx, const gemm_plan *p, const float *P, size_t ldp, int nt, float *amax);
+  size_t (*block_end)(const void *ctx, const gemm_plan *p, size_t lb); /* NULL: the frame's pieces */
+  size_t sw; /* with block_end: a tile's state in mr nr floats (0 or 1: one) */
 } gemm_frame_kernel;
 
 /* Stock pack hooks: the plan's decoded operands (ad, bd) as floats (the
@@ -77,11 +98,20 @@ int exmy__gemm_pack_b_f32(const void *ctx, const gemm_plan *p, size_t pan, size_
 int exmy__gemm_pack_a_f64(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Ap);
 int exmy__gemm_pack_b_f64(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Bp);
 
-/* The largest micro-tile (mr nr floats) the frame keeps on a thread's stack. */
+/* The most floats the frame keeps on a thread's stack for a task: a
+ * micro-tile (mr nr), or with block_end every tile's state (mt nr sw). */
 enum { GEMM_FRAME_TILE = 4096 };
 
 /* The whole GEMM of p with kd on nt threads: D written, flags ORed in, amax
  * raised; 0 (nothing written) when a pack declines or the workspace cannot
  * grow. */
 int exmy__gemm_frame_run(const gemm_frame_kernel *kd, const gemm_plan *p, int nt, unsigned *flags, float *amax);
+
+/* The frame's packing alone, for the running-sums drivers too (fp32,
+ * pairwise, exact: their panels are exmy__gemm_block_run's): every panel of
+ * op(A) and op(B)^T through kd's pack hooks (mr, nr, pa, pb, pack_a, pack_b
+ * are read, nothing else) into the workspace slots A and B (*A, *B: apan
+ * pa and bpan pb bytes), in one team of nt threads; nothing is packed when
+ * k = 0.  0 when a pack declines or the workspace cannot grow. */
+int exmy__gemm_frame_pack(const gemm_frame_kernel *kd, const gemm_plan *p, int nt, void **A, void **B);
 #endif

@@ -150,40 +150,41 @@ static void exact_epilogue_rows(const gemm_plan *p, const double *S, size_t lds,
   *amax = fmaxf(*amax, am);
 }
 
-/* op(A) (rows = m) or op(B)^T (rows = n) as integers x * 2^-lsb in panels
- * of w rows ([panel][l][w], zero padded): from the decoded doubles when the
- * plan has them, else straight from 8-bit codes through a table.  0 when
- * an element is not finite (the reference runs) or the codes are wider
- * than 8 bits without decoded doubles. */
-static int pack_exact(const gemm_plan *p, int which, size_t rows, size_t w, int lsb, double *X, int nt) {
+/* op(A) (which 0, rows = m) or op(B)^T (which 1, rows = n) as integers
+ * x * 2^-lsb in panels of w rows ([l][w], zero padded), panel pn into Xp:
+ * from the decoded doubles when the plan has them, else straight from
+ * 8-bit codes through lut (the caller declines wider codes).  Returns
+ * whether every element is finite (else the reference runs). */
+typedef struct exact_pack {
+  int lsb[2];
+  double lut[2][256]; /* A's, B's codes: every byte (a code with bits above the format's decodes as NaN, as the reference reads it) */
+} exact_pack;
+
+static int pack_exact(const exact_pack *x, const gemm_plan *p, int which, size_t pn, size_t w, double *Xp) {
   const exmy_qtensor *q = which ? p->B : p->A;
-  const double *src = which ? p->bd : p->ad;
-  const size_t k = p->k, npan = (rows + w - 1) / w, cols = q->cols;
-  const int tr = which ? !p->tb : p->ta; /* 1: element (x, l) stored at l*cols + x, else x*cols + l */
-  double lut[256];
-  if (!src) {
-    if (q->fmt.bits > 8) return 0;
-    /* every byte: a code with bits above the format's decodes as NaN, as the reference reads it */
-    for (size_t c = 0; c < 256; c++) lut[c] = ldexp(exmy_code_to_f64(&q->fmt, c), -lsb);
-  }
+  const double *src = which ? p->bd : p->ad, *lut = x->lut[which];
+  const size_t k = p->k, rows = which ? p->n : p->m, cols = q->cols;
+  const int tr = which ? !p->tb : p->ta, lsb = x->lsb[which]; /* tr 1: element (x, l) stored at l*cols + x, else x*cols + l */
   const uint8_t *codes = q->codes;
-  int finite = 1;
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(& : finite) if (nt > 1 && npan > 1)
-  for (size_t pn = 0; pn < npan; pn++) {
-    double *Xp = X + pn * k * w;
-    const size_t x0 = pn * w, xe = x0 + w < rows ? x0 + w : rows;
-    double acc = 0.0; /* 0 * (sum of the values): NaN when one is not finite */
-    for (size_t l = 0; l < k; l++)
-      for (size_t r = 0; r < w; r++) {
-        const size_t x = x0 + r;
-        double v = 0.0;
-        if (x < xe) v = src ? ldexp(src[x * k + l], -lsb) : lut[codes[tr ? l * cols + x : x * cols + l]];
-        acc += 0.0 * v;
-        Xp[l * w + r] = v;
-      }
-    finite &= acc == 0.0;
-  }
-  return finite;
+  const size_t x0 = pn * w, xe = x0 + w < rows ? x0 + w : rows;
+  double acc = 0.0; /* 0 * (sum of the values): NaN when one is not finite */
+  for (size_t l = 0; l < k; l++)
+    for (size_t r = 0; r < w; r++) {
+      const size_t xx = x0 + r;
+      double v = 0.0;
+      if (xx < xe) v = src ? ldexp(src[xx * k + l], -lsb) : lut[codes[tr ? l * cols + xx : xx * cols + l]];
+      acc += 0.0 * v;
+      Xp[l * w + r] = v;
+    }
+  return acc == 0.0;
+}
+
+/* The blocking frame's pack hooks (gemm_block.h). */
+static int exact_pack_a(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Ap) {
+  return pack_exact(ctx, p, 0, pan, w, Ap);
+}
+static int exact_pack_b(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Bp) {
+  return pack_exact(ctx, p, 1, pan, w, Bp);
 }
 
 int exmy__gemm_fast_exact(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
@@ -203,11 +204,18 @@ int exmy__gemm_fast_exact(const gemm_plan *p, int nt, unsigned *flags, float *am
   const int la = fa->emin - fa->mbits, lb = fb->emin - fb->mbits;
   const size_t k = p->k, apan = (p->m + mr - 1) / mr, bpan = (p->n + nr - 1) / nr;
   const size_t ldp = bpan * nr;
-  double *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, (apan * k * mr + 1) * sizeof *A);
-  double *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, (bpan * k * nr + 1) * sizeof *B);
+  exact_pack x = {{la, lb}, {{0}}};
+  for (int w = 0; w < 2; w++) {
+    const exmy_qtensor *q = w ? p->B : p->A;
+    if (w ? p->bd : p->ad) continue; /* from the decoded doubles */
+    if (q->fmt.bits > 8) return 0;
+    for (size_t c = 0; c < 256; c++) x.lut[w][c] = ldexp(exmy_code_to_f64(&q->fmt, c), -x.lsb[w]);
+  }
+  const gemm_frame_kernel kd = {.ctx = &x, .mr = mr, .nr = nr, .pa = k * mr * sizeof(double),
+                                .pb = k * nr * sizeof(double), .pack_a = exact_pack_a, .pack_b = exact_pack_b};
+  void *A, *B;
   double *P = exmy__gemm_ws_get(p->ws, GEMM_WS_P, (apan * mr * ldp + 1) * sizeof *P);
-  if (!A || !B || !P) return 0;
-  if (!pack_exact(p, 0, p->m, mr, la, A, nt) || !pack_exact(p, 1, p->n, nr, lb, B, nt)) return 0;
+  if (!P || !exmy__gemm_frame_pack(&kd, p, nt, &A, &B)) return 0;
   for (size_t k0 = 0; k0 < k; k0 += GEMM_KC)
     exmy__gemm_block_run(&mk, sizeof(double), A, apan, B, bpan, k, k0, k0 + GEMM_KC < k ? k0 + GEMM_KC : k, P,
                          ldp, k0 == 0, 0, nt);

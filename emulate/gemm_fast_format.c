@@ -141,7 +141,8 @@ static void fmt_micro(const void *ctx, size_t i0, size_t j0, size_t l0, size_t l
   const fmt_vec *fv = ctx;
   double cd[FW] = {0};
   (void)rows; /* mr = 1 */
-  piece_512(fv, Ap, Bp, len, cd, (unsigned)cols, ((uint64_t)i0 * fv->n + j0) * fv->k, l0);
+  piece_512(fv, (const double *)Ap + l0, (const double *)Bp + l0 * FW, len, cd, (unsigned)cols,
+            ((uint64_t)i0 * fv->n + j0) * fv->k, l0);
   for (size_t q = 0; q < cols; q++) c[q] = (float)cd[q];
 }
 
@@ -153,8 +154,9 @@ static int format_512(const gemm_plan *p, const fmt_fast *ff, int nt, unsigned *
   const double pinf = exmy_code_to_f64(ff->f, exmy_from_f64(ff->f, ff->r, INFINITY, 0, NULL));
   const double ninf = exmy_code_to_f64(ff->f, exmy_from_f64(ff->f, ff->r, -INFINITY, 0, NULL));
   fv.inf_ok = pinf == INFINITY && ninf == -INFINITY;
-  const gemm_frame_kernel kd = {&fv, 1, FW, RB, sizeof(double), sizeof(double), exmy__gemm_pack_a_f64,
-                                exmy__gemm_pack_b_f64, fmt_micro, NULL};
+  const gemm_frame_kernel kd = {.ctx = &fv, .mr = 1, .nr = FW, .mt = RB, .pa = p->k * sizeof(double),
+                                .pb = p->k * FW * sizeof(double), .pack_a = exmy__gemm_pack_a_f64,
+                                .pack_b = exmy__gemm_pack_b_f64, .micro = fmt_micro};
   return exmy__gemm_frame_run(&kd, p, nt, flags, amax);
 }
 

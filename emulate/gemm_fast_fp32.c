@@ -208,14 +208,13 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static void pack_xrows_ar8(
 }
 
 /* Packed operand: element (x, l) of op(A) (x < rows = m) or op(B)^T (x < n)
- * at stored index x*sx + l*sl, into panels of w rows ([panel][l][w]), zero
+ * at stored index x*sx + l*sl, panel pn of w rows ([l][w]) into Xp, zero
  * padded.  Under INNER the value is fp32(a * sa), as the reference. */
 static void pack_panel(const gemm_plan *p, const opdec *d, const float *scales, size_t rows, size_t sx, size_t sl,
-                       size_t w, float *X, size_t pn, int v512) {
+                       size_t w, float *Xp, size_t pn, int v512) {
   const size_t k = p->k;
   const int inner = p->style == GEMM_INNER;
   {
-    float *Xp = X + pn * k * w;
     const size_t x0 = pn * w, xe = x0 + w < rows ? x0 + w : rows;
     if (xe - x0 < w)
       for (size_t l = 0; l < k; l++)
@@ -272,18 +271,37 @@ static void pack_panel(const gemm_plan *p, const opdec *d, const float *scales, 
   }
 }
 
-/* One team only when it has two threads or more: an inactive OpenMP region
- * still starts a team and wakes a futex, per call (attention's hundreds of
- * small products run one per thread inside exmy_gemm_batch's team). */
-static void pack(const gemm_plan *p, const opdec *d, const float *scales, size_t rows, size_t sx, size_t sl, size_t w,
-                 float *X, int nt, int v512) {
-  const size_t npan = (rows + w - 1) / w;
-  if (nt > 1 && npan > 1) {
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (size_t pn = 0; pn < npan; pn++) pack_panel(p, d, scales, rows, sx, sl, w, X, pn, v512);
-  } else {
-    for (size_t pn = 0; pn < npan; pn++) pack_panel(p, d, scales, rows, sx, sl, w, X, pn, v512);
-  }
+/* The blocking frame's pack hooks (gemm_block.h; its packing loop starts a
+ * team only with two threads or more: an inactive OpenMP region still
+ * starts a team and wakes a futex, per call, and attention's hundreds of
+ * small products run one per thread inside exmy_gemm_batch's team).
+ * op(A)(i, l): A stored m x k at i*ca + l, or k x m at l*ca + i; op(B)(l,
+ * j): k x n at l*cb + j, or n x k at j*cb + l. */
+typedef struct fp32_pack {
+  opdec da, db;
+  size_t ca, cb;
+  int v512; /* the AVX-512 packer (with the AVX-512 micro-kernel) */
+} fp32_pack;
+
+static int fp32_pack_a(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Ap) {
+  const fp32_pack *x = ctx;
+  pack_panel(p, &x->da, p->as, p->m, p->ta ? 1 : x->ca, p->ta ? x->ca : 1, w, Ap, pan, x->v512);
+  return 1;
+}
+static int fp32_pack_b(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Bp) {
+  const fp32_pack *x = ctx;
+  pack_panel(p, &x->db, p->bs, p->n, p->tb ? x->cb : 1, p->tb ? 1 : x->cb, w, Bp, pan, x->v512);
+  return 1;
+}
+
+/* The frame's packing of p's operands in panels of mr rows of A and nr
+ * columns of B into *A, *B; 0 when the workspace cannot grow. */
+static int fp32_packs(const gemm_plan *p, size_t mr, size_t nr, int v512, int nt, void **A, void **B) {
+  fp32_pack x = {.ca = p->A->cols, .cb = p->B->cols, .v512 = v512};
+  if (opdec_init(&x.da, p->ws, 0, p->A) || opdec_init(&x.db, p->ws, 1, p->B)) return 0;
+  const gemm_frame_kernel kd = {.ctx = &x, .mr = mr, .nr = nr, .pa = p->k * mr * sizeof(float),
+                                .pb = p->k * nr * sizeof(float), .pack_a = fp32_pack_a, .pack_b = fp32_pack_b};
+  return exmy__gemm_frame_pack(&kd, p, nt, A, B);
 }
 
 int exmy__gemm_fast_fp32(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
@@ -295,17 +313,10 @@ int exmy__gemm_fast_fp32(const gemm_plan *p, int nt, unsigned *flags, float *ama
   const int fused = ch && ch <= GEMM_KC && p->style != GEMM_PROMOTE; /* chunks inside the micro-kernel */
   const int promoted = !fused && (ch || p->style == GEMM_PROMOTE);
   gemm_ws *ws = p->ws;
-  float *A = exmy__gemm_ws_get(ws, GEMM_WS_A, (apan * k * mr + 1) * sizeof(float));
-  float *B = exmy__gemm_ws_get(ws, GEMM_WS_B, (bpan * k * nr + 1) * sizeof(float));
+  void *A, *B;
   float *P = exmy__gemm_ws_get(ws, GEMM_WS_P, (rows * ldp + 1) * sizeof(float));
   float *F = promoted ? exmy__gemm_ws_get(ws, GEMM_WS_F, (m * n + 1) * sizeof(float)) : NULL;
-  opdec da, db;
-  if (!A || !B || !P || (promoted && !F) || opdec_init(&da, ws, 0, p->A) || opdec_init(&db, ws, 1, p->B)) return 0;
-  const size_t ca = p->A->cols, cb = p->B->cols;
-  /* op(A)(i, l): A stored m x k at i*ca + l, or k x m at l*ca + i; op(B)(l, j): k x n at l*cb + j, or n x k at j*cb + l */
-  const int v512 = nr == 32; /* the AVX-512 packer with the AVX-512 micro-kernel */
-  pack(p, &da, p->as, m, p->ta ? 1 : ca, p->ta ? ca : 1, mr, A, nt, v512);
-  pack(p, &db, p->bs, n, p->tb ? cb : 1, p->tb ? 1 : cb, nr, B, nt, v512);
+  if (!P || (promoted && !F) || !fp32_packs(p, mr, nr, nr == 32, nt, &A, &B)) return 0;
   const float *R = P;
   size_t ldr = ldp;
   if (k == 0) {
@@ -409,16 +420,10 @@ __attribute__((target("avx512f"))) static void pw_tile(const gemm_plan *p, const
 int exmy__gemm_fast_pairwise(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx512f") || exmy__avx512_disabled()) return 0;
-  const size_t m = p->m, n = p->n, k = p->k, bpan = (n + 31) / 32, ldp = bpan * 32;
-  gemm_ws *ws = p->ws;
-  float *A = exmy__gemm_ws_get(ws, GEMM_WS_A, (m * k + 1) * sizeof(float));
-  float *B = exmy__gemm_ws_get(ws, GEMM_WS_B, (bpan * k * 32 + 1) * sizeof(float));
-  float *P = exmy__gemm_ws_get(ws, GEMM_WS_P, (m * ldp + 1) * sizeof(float));
-  opdec da, db;
-  if (!A || !B || !P || opdec_init(&da, ws, 0, p->A) || opdec_init(&db, ws, 1, p->B)) return 0;
-  const size_t ca = p->A->cols, cb = p->B->cols;
-  pack(p, &da, p->as, m, p->ta ? 1 : ca, p->ta ? ca : 1, 1, A, nt, 1);
-  pack(p, &db, p->bs, n, p->tb ? cb : 1, p->tb ? 1 : cb, 32, B, nt, 1);
+  const size_t m = p->m, n = p->n, bpan = (n + 31) / 32, ldp = bpan * 32;
+  void *A, *B;
+  float *P = exmy__gemm_ws_get(p->ws, GEMM_WS_P, (m * ldp + 1) * sizeof(float));
+  if (!P || !fp32_packs(p, 1, 32, 1, nt, &A, &B)) return 0;
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 4) if (nt > 1)
   for (size_t t = 0; t < m * bpan; t++) pw_tile(p, A, B, t / bpan, t % bpan, P + (t / bpan) * ldp + (t % bpan) * 32);
   *flags |= exmy__gemm_epilogue_all_ld(p, P, ldp, nt, amax);

@@ -254,7 +254,7 @@ static void lanes_micro(const void *ctx, size_t i0, size_t j0, size_t l0, size_t
                         size_t rows, size_t cols, float *c) {
   const lanes_micro_ctx *mc = ctx;
   float (*cc)[FC] = (float (*)[FC])c;
-  mc->kern(mc->x, i0, j0, l0, Ap, Bp, len, cc);
+  mc->kern(mc->x, i0, j0, l0, (const float *)Ap + l0 * FR, (const float *)Bp + l0 * FC, len, cc);
   int odd = 0; /* any lane NaN or infinite: one vectorized pass, then the lanes one by one */
   for (size_t t = 0; t < FR * FC; t++) odd |= !(fabsf(c[t]) <= FLT_MAX);
   if (!odd) return;
@@ -286,8 +286,9 @@ int exmy__gemm_fast_lanes(const gemm_plan *p, int nt, unsigned *flags, float *am
   const lanes_micro_ctx mc = {&x, sr ? lanes_sr : x.f->ebits == 5 ? lanes_f16 : lanes_bf16,
                               sr || (exmy_code_to_f64(x.f, exmy_from_f64(x.f, rnd, big, 0, NULL)) == INFINITY &&
                                      exmy_code_to_f64(x.f, exmy_from_f64(x.f, rnd, -big, 0, NULL)) == -INFINITY)};
-  const gemm_frame_kernel kd = {&mc, FR, FC, FR, sizeof(float), sizeof(float), exmy__gemm_pack_a_f32,
-                                exmy__gemm_pack_b_f32, lanes_micro, NULL};
+  const gemm_frame_kernel kd = {.ctx = &mc, .mr = FR, .nr = FC, .mt = FR, .pa = p->k * FR * sizeof(float),
+                                .pb = p->k * FC * sizeof(float), .pack_a = exmy__gemm_pack_a_f32,
+                                .pack_b = exmy__gemm_pack_b_f32, .micro = lanes_micro};
   return exmy__gemm_frame_run(&kd, p, nt, flags, amax);
 }
 #endif /* __x86_64__ */

@@ -1,10 +1,11 @@
 /* gemm_fast_tc.c: the fast kernel of acc=tc (docs/gemm.md, the block FMA),
  * vectorized across 16 columns, taken only for the datapath rows it
  * implements (tc_fast_takes: T, truncating, no block scales) and where its
- * steps are exact (bounds checked in exmy__gemm_fast_tc), then
- * the row epilogue.  Operands are packed from their 8-bit codes through a
- * table (or from the decoded doubles) into the plan's workspace: values as
- * floats and nominal exponents.  Each group's largest exponent
+ * steps are exact (bounds checked in exmy__gemm_fast_tc), on the
+ * blocking frame (gemm_block.h: packing, tasks, the epilogue).  Operands
+ * are packed from their 8-bit codes through a table (or from the decoded
+ * doubles) into the frame's panels: values as floats and nominal
+ * exponents.  Each group's largest exponent
  * emax is a max over exponent sums; then the terms, truncated at 2^(emax - F):
  *  - AVX-512 (tc_tile_512): fused multiply-adds rounded toward zero into two
  *    accumulators that stay in the binade of +-1.5 2^(emax - F + 23), whose
@@ -16,8 +17,8 @@
  *    truncation, summed exactly. */
 #include "emulate/gemm_kernels.h"
 #include "emulate/gemm_fast_tc16.h"
+#include "emulate/gemm_block.h"
 #include "emulate/gemm_ws.h"
-#include "emulate/gemm_epilogue.h"
 #include "emulate/gemm_bits.h"
 #include "emulate/gemm_tc.h"
 #include "formats/internal.h"
@@ -35,15 +36,23 @@ typedef int64_t v8di __attribute__((vector_size(64)));
 typedef int64_t v16di __attribute__((vector_size(128)));
 typedef int32_t v8si __attribute__((vector_size(32)));
 typedef float v8sf __attribute__((vector_size(32)));
-#define TC_MR 4
-#define TC_NR 16
+#define TC_MR 4  /* rows of a register tile */
+#define TC_NR 16 /* columns of a B panel, of a tile */
+#define TC_PR 16 /* rows of an A panel: the frame's micro-tile, of 4-row tiles and 1-row ones */
 
+/* The panels on the blocking frame (gemm_block.h), each values then nominal
+ * exponents: A's 16 rows as [16][k] floats and [16][k] int32 (a row's steps
+ * in order), B's 16 columns as [k][16] and [k][16].  The micro-kernel runs
+ * over all of k at once and promotes the pieces itself. */
 typedef struct tc_ctx {
   const gemm_plan *p;
-  const float *av; const int32_t *ae;   /* op(A): m x k values and nominal exponents */
-  const float *bv; const int32_t *be;   /* op(B) panels: [panel][l][16] */
-  float *out;                           /* m x n: the model's P (promoted F) */
-  int wide;                             /* int64 sums */
+  int wide;           /* int64 sums */
+  int v2;             /* tc_zero != 0 */
+  int pack512;        /* the codes' packs in AVX-512 (cpu512) */
+  const float *lut[2]; /* A's, B's decode tables (8-bit codes), or NULL: the decoded doubles */
+  float lv[2][256];    /* without pack512, tc_pack's tables from lut: value (0 when not finite), exponent, not finite */
+  int32_t le[2][256];
+  uint8_t bad[2][256];
 } tc_ctx;
 
 /* A zero element's exponent under the v2 zero rule: far below every real
@@ -102,16 +111,13 @@ static inline __attribute__((always_inline)) void tc_normalize(v16sf *res, const
 /* One tile of NRW rows x 16 columns over all of k; NRW, WIDE (int64 sums)
  * and EZ (the v2 zero rule: tc_zero != 0) are constants at each call so the
  * per-row vectors stay in registers and the other variants' code drops out. */
-static inline __attribute__((always_inline)) void tc_tile(const tc_ctx *x, size_t ib, size_t jp, const int NRW,
-                                                          const int WIDE, const int EZ) {
+static inline __attribute__((always_inline)) void tc_tile(const tc_ctx *x, const float *av, const int32_t *ae,
+                                                          const float *bv, const int32_t *be, size_t ib, size_t j0,
+                                                          float *res, const int NRW, const int WIDE, const int EZ) {
   const gemm_plan *p = x->p;
   const size_t k = p->k, n = p->n, g = (size_t)p->acc.tc_group;
   const int F = p->acc.tc_frac, out = p->acc.tc_out_frac, ez = p->acc.tc_zero;
   const int promoted = p->acc.chunk || p->style == GEMM_PROMOTE;
-  const float *bv = x->bv + jp * k * TC_NR;
-  const int32_t *be = x->be + jp * k * TC_NR;
-  const float *av = x->av + ib * k;
-  const int32_t *ae = x->ae + ib * k;
   v16sf Fs[TC_MR], c[TC_MR];
   for (int r = 0; r < NRW; r++) Fs[r] = (v16sf){0};
   for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
@@ -189,32 +195,43 @@ static inline __attribute__((always_inline)) void tc_tile(const tc_ctx *x, size_
     if (promoted)
       for (int r = 0; r < NRW; r++)
         for (int t = 0; t < TC_NR; t++) {
-          const size_t i = ib + (size_t)r, j = jp * TC_NR + (size_t)t;
+          const size_t i = ib + (size_t)r, j = j0 + (size_t)t;
           Fs[r][t] = fmaf(j < n ? exmy__gemm_promote_w(p, i, j, l0) : 1.0f, c[r][t], Fs[r][t]);
         }
   }
   for (int r = 0; r < NRW; r++)
-    for (int t = 0; t < TC_NR && jp * TC_NR + (size_t)t < n; t++)
-      x->out[(ib + (size_t)r) * n + jp * TC_NR + (size_t)t] = promoted ? Fs[r][t] : (k ? c[r][t] : 0.0f);
+    for (int t = 0; t < TC_NR; t++) res[r * TC_NR + t] = promoted ? Fs[r][t] : (k ? c[r][t] : 0.0f);
 }
 
+/* A panel's values and exponents (A: TC_PR rows, B: TC_NR columns, k steps each). */
+#define TC_PANEL(Xp, V, E)                                                                                            \
+  const float *V = (const float *)(Xp);                                                                               \
+  const int32_t *E = (const int32_t *)(V + 16 * k)
+
+/* The frame's micro-kernel (gemm_block.h, with block_end: all of k at once):
+ * rows [i0, i0 + rows) x the 16 columns of B's panel from j0 into c, 4-row
+ * tiles and then 1-row ones. */
 __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-static void tc_rows(const tc_ctx *x, size_t i0, size_t i1) {
-  const size_t npan = (x->p->n + TC_NR - 1) / TC_NR;
-  const int wide = x->wide, ez = x->p->acc.tc_zero != 0;
+static void tc_micro(const void *ctx, size_t i0, size_t j0, size_t l0, size_t len, const void *Ap, const void *Bp,
+                     size_t rows, size_t cols, float *c) {
+  const tc_ctx *x = ctx;
+  const size_t k = x->p->k;
+  const int wide = x->wide, ez = x->v2;
+  TC_PANEL(Ap, av, ae);
+  TC_PANEL(Bp, bv, be);
+  (void)l0, (void)len, (void)cols;
 /* the tiles of one variant: TC_MR rows at a time, then the rest one by one */
 #define TC_TILES(W, Z)                                                                                                \
   do {                                                                                                                \
-    for (; ib + TC_MR <= i1; ib += TC_MR) tc_tile(x, ib, jp, TC_MR, W, Z);                                            \
-    for (; ib < i1; ib++) tc_tile(x, ib, jp, 1, W, Z);                                                                \
+    for (; r + TC_MR <= rows; r += TC_MR)                                                                             \
+      tc_tile(x, av + r * k, ae + r * k, bv, be, i0 + r, j0, c + r * TC_NR, TC_MR, W, Z);                             \
+    for (; r < rows; r++) tc_tile(x, av + r * k, ae + r * k, bv, be, i0 + r, j0, c + r * TC_NR, 1, W, Z);             \
   } while (0)
-  for (size_t jp = 0; jp < npan; jp++) {
-    size_t ib = i0;
-    if (wide && ez) TC_TILES(1, 1);
-    else if (wide) TC_TILES(1, 0);
-    else if (ez) TC_TILES(0, 1);
-    else TC_TILES(0, 0);
-  }
+  size_t r = 0;
+  if (wide && ez) TC_TILES(1, 1);
+  else if (wide) TC_TILES(1, 0);
+  else if (ez) TC_TILES(0, 1);
+  else TC_TILES(0, 0);
 #undef TC_TILES
 }
 
@@ -248,15 +265,12 @@ row_has_zero(const int32_t *e, size_t g0, size_t g1) {
  * clear and N += a b elsewhere (a zero product adds exactly 0 to either); the sum is
  * P + N (exact), cut to `out` fraction bits. */
 __attribute__((target("avx512f,avx512dq,avx512bw"))) static inline __attribute__((always_inline)) void
-tc_tile_512(const tc_ctx *x, size_t ib, size_t jp, const int NRW, const int EZ) {
+tc_tile_512(const tc_ctx *x, const float *av, const int32_t *ae, const float *bv, const int32_t *be, size_t ib, size_t j0,
+            float *res, const int NRW, const int EZ) {
   const gemm_plan *p = x->p;
-  const size_t k = p->k, n = p->n, g = (size_t)p->acc.tc_group;
+  const size_t k = p->k, g = (size_t)p->acc.tc_group;
   const int F = p->acc.tc_frac, out = p->acc.tc_out_frac, ez = p->acc.tc_zero;
   const int promoted = p->acc.chunk || p->style == GEMM_PROMOTE;
-  const float *bv = x->bv + jp * k * TC_NR;
-  const int32_t *be = x->be + jp * k * TC_NR;
-  const float *av = x->av + ib * k;
-  const int32_t *ae = x->ae + ib * k;
   const __m512i cut = _mm512_set1_epi32((int32_t)(~0u << (23 - out)));
   /* fs: the promoted sums, in memory (touched once a piece); c is not live while the terms
    * are summed, nor M (P + N is exact without it), so NRW rows fit the registers */
@@ -333,32 +347,34 @@ tc_tile_512(const tc_ctx *x, size_t ib, size_t jp, const int NRW, const int EZ) 
       for (int r = 0; r < NRW; r++) {
         /* fs = fmaf(w, c, fs): w = 1 (a chunk; fmaf(1, c, fs) is c + fs) or PROMOTE's fp32(sa sb) */
         float wr[16];
-        exmy__gemm_promote_w16(p, ib + (size_t)r, jp * TC_NR, l0, wr);
+        exmy__gemm_promote_w16(p, ib + (size_t)r, j0, l0, wr);
         _mm512_storeu_ps(fs[r], _mm512_fmadd_ps(_mm512_loadu_ps(wr), c[r], _mm512_loadu_ps(fs[r])));
       }
   }
-  const size_t nv = n - jp * TC_NR < TC_NR ? n - jp * TC_NR : TC_NR;
-  const __mmask16 kout = (__mmask16)((1u << nv) - 1);
   _Pragma("GCC unroll 4")
   for (int r = 0; r < NRW; r++)
-    _mm512_mask_storeu_ps(x->out + (ib + (size_t)r) * n + jp * TC_NR, kout,
-                          promoted ? _mm512_loadu_ps(fs[r]) : (k ? c[r] : _mm512_setzero_ps()));
+    _mm512_storeu_ps(res + r * TC_NR, promoted ? _mm512_loadu_ps(fs[r]) : k ? c[r] : _mm512_setzero_ps());
 }
 
 #undef TC_EXP
 
-__attribute__((target("avx512f,avx512dq,avx512bw"))) static void tc_rows_512(const tc_ctx *x, size_t i0, size_t i1) {
-  const size_t npan = (x->p->n + TC_NR - 1) / TC_NR;
-  const int ez = x->p->acc.tc_zero != 0;
-  for (size_t jp = 0; jp < npan; jp++) {
-    size_t ib = i0;
-    if (ez) {
-      for (; ib + TC_MR <= i1; ib += TC_MR) tc_tile_512(x, ib, jp, TC_MR, 1);
-      for (; ib < i1; ib++) tc_tile_512(x, ib, jp, 1, 1);
-    } else {
-      for (; ib + TC_MR <= i1; ib += TC_MR) tc_tile_512(x, ib, jp, TC_MR, 0);
-      for (; ib < i1; ib++) tc_tile_512(x, ib, jp, 1, 0);
-    }
+/* tc_micro with tc_tile_512. */
+__attribute__((target("avx512f,avx512dq,avx512bw"))) static void tc_micro_512(const void *ctx, size_t i0, size_t j0,
+                                                                               size_t l0, size_t len, const void *Ap,
+                                                                               const void *Bp, size_t rows, size_t cols,
+                                                                               float *c) {
+  const tc_ctx *x = ctx;
+  const size_t k = x->p->k;
+  TC_PANEL(Ap, av, ae);
+  TC_PANEL(Bp, bv, be);
+  (void)l0, (void)len, (void)cols;
+  size_t r = 0;
+  if (x->v2) {
+    for (; r + TC_MR <= rows; r += TC_MR) tc_tile_512(x, av + r * k, ae + r * k, bv, be, i0 + r, j0, c + r * TC_NR, TC_MR, 1);
+    for (; r < rows; r++) tc_tile_512(x, av + r * k, ae + r * k, bv, be, i0 + r, j0, c + r * TC_NR, 1, 1);
+  } else {
+    for (; r + TC_MR <= rows; r += TC_MR) tc_tile_512(x, av + r * k, ae + r * k, bv, be, i0 + r, j0, c + r * TC_NR, TC_MR, 0);
+    for (; r < rows; r++) tc_tile_512(x, av + r * k, ae + r * k, bv, be, i0 + r, j0, c + r * TC_NR, 1, 0);
   }
 }
 
@@ -396,11 +412,10 @@ TC_512 static inline __attribute__((always_inline)) __m512i codes16(const uint8_
                           t[1], t[0]);
 }
 
-/* tc_pack's AVX-512 form for 8-bit codes, block pn (16 rows of A or a panel
- * of B): 16 codes a vector through a gather from the table (inf and NaN kept
- * in lv, so a class test finds them).  Returns whether a value is not finite.
- * (A function of its own: clang does not give an OpenMP region's body its
- * function's target.) */
+/* tc_pack's AVX-512 form for 8-bit codes, panel pn (16 rows of A or 16
+ * columns of B) into v and e: 16 codes a vector through a gather from the
+ * table (inf and NaN kept in lv, so a class test finds them).  Returns
+ * whether a value is not finite. */
 TC_512 static int tc_pack_blk_512(const gemm_plan *p, int which, const float *lv, float *v, int32_t *e, size_t pn) {
   const exmy_qtensor *q = which ? p->B : p->A;
   const size_t k = p->k, rows = which ? p->n : p->m, cols = q->cols;
@@ -413,64 +428,40 @@ TC_512 static int tc_pack_blk_512(const gemm_plan *p, int which, const float *lv
   if (which) /* B: a panel, l by l */
     for (size_t l = 0; l < k; l++) {
       const __m512i idx = tr ? codes16(codes + l * cols + x0, 1, nx) : codes16(codes + x0 * cols + l, cols, nx);
-      const size_t o = (pn * k + l) * TC_NR;
-      nf |= pack16_512(idx, kx, 1, lv, emin, ze, v + o, e + o);
+      nf |= pack16_512(idx, kx, 1, lv, emin, ze, v + l * TC_NR, e + l * TC_NR);
     }
   else /* A: rows, 16 l at a time */
     for (size_t x = x0; x < xe; x++)
       for (size_t l0 = 0; l0 < k; l0 += TC_NR) {
         const size_t nl = k - l0 < TC_NR ? k - l0 : TC_NR;
         const __m512i idx = tr ? codes16(codes + l0 * cols + x, cols, nl) : codes16(codes + x * cols + l0, 1, nl);
-        nf |= pack16_512(idx, (__mmask16)((1u << nl) - 1), 0, lv, emin, ze, v + x * k + l0, e + x * k + l0);
+        nf |= pack16_512(idx, (__mmask16)((1u << nl) - 1), 0, lv, emin, ze, v + (x - x0) * k + l0,
+                         e + (x - x0) * k + l0);
       }
   return nf;
 }
 
-static int tc_pack_512(const gemm_plan *p, int which, const float *lv, float *v, int32_t *e, int nt) {
-  const size_t rows = which ? p->n : p->m, nblk = (rows + TC_NR - 1) / TC_NR;
-  int nonfinite = 0;
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : nonfinite) if (nt > 1 && nblk > 1)
-  for (size_t pn = 0; pn < nblk; pn++) nonfinite |= tc_pack_blk_512(p, which, lv, v, e, pn);
-  return !nonfinite;
-}
-
-/* op(A) (which 0: rows = m, row-major m x k) or op(B)^T (which 1: panels
- * [panel][l][16], zero padded) as floats and nominal exponents:
- * from the decoded doubles when the plan has them, else from 8-bit codes
- * through a table.  0 when an element is not finite (the reference runs) or
- * the codes are wider than 8 bits without decoded doubles. */
-static int tc_pack(const gemm_plan *p, int which, float *v, int32_t *e, int nt) {
+/* Panel pn of op(A) (which 0: rows [16 pn, 16 pn + 16), each along k) or
+ * of op(B)^T (which 1: [l][16], zero padded) as floats and nominal
+ * exponents (TC_PANEL): from the decoded doubles when the plan has them,
+ * else from 8-bit codes through a table.  Returns whether an element is not
+ * finite. */
+static int tc_pack(const tc_ctx *x, int which, size_t pn, void *Xp) {
+  const gemm_plan *p = x->p;
   const exmy_qtensor *q = which ? p->B : p->A;
   const exmy_format *f = &q->fmt;
   const double *src = which ? p->bd : p->ad;
   const size_t k = p->k, rows = which ? p->n : p->m, cols = q->cols;
-  const size_t nblk = (rows + TC_NR - 1) / TC_NR;
   const int tr = which ? !p->tb : p->ta; /* 1: element (x, l) stored at l*cols + x, else x*cols + l */
-  const int v2 = p->acc.tc_zero != 0;
-  if (!src && f->bits > 8) return 0;
-  if (!src && cpu512()) return tc_pack_512(p, which, exmy__gemm_ws_lut8(p->ws, which, f), v, e, nt);
-  float lv[256];
-  int32_t le[256];
-  uint8_t bad[256]; /* 1: not finite */
-  if (!src) {
-    /* every byte (a code with bits above the format's is NaN), from the workspace's table,
-     * kept across calls: decoding 256 codes per call cost more than small GEMMs */
-    const float *t = exmy__gemm_ws_lut8(p->ws, which, f);
-    for (size_t c = 0; c < 256; c++) {
-      bad[c] = !isfinite(t[c]);
-      lv[c] = bad[c] ? 0.0f : t[c];
-      le[c] = bad[c] ? 0 : nominal_exp(t[c], f->emin, v2);
-    }
-  }
-  const uint8_t *codes = q->codes;
-  int nonfinite = 0;
-  /* 16 rows (A) or columns (B) at a time: B's panels with l outer (a panel is written in
-   * order); A's rows in pieces of 64 l each (a row written in order: 16 rows with l
-   * outer would store 4 KiB apart when k = 1024, into the same cache set) */
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : nonfinite) if (nt > 1 && nblk > 1)
-  for (size_t pn = 0; pn < nblk; pn++) {
-    const size_t x0 = pn * TC_NR, xe = x0 + TC_NR < rows ? x0 + TC_NR : rows;
-    int nf = 0;
+  const int v2 = x->v2;
+  float *v = Xp;
+  int32_t *e = (int32_t *)(v + 16 * k);
+  if (!src && x->pack512) return tc_pack_blk_512(p, which, x->lut[which], v, e, pn);
+  const float *lv = x->lv[which];
+  const int32_t *le = x->le[which];
+  const uint8_t *bad = x->bad[which], *codes = q->codes;
+  const size_t x0 = pn * TC_NR, xe = x0 + TC_NR < rows ? x0 + TC_NR : rows;
+  int nf = 0;
 #define TC_ELEM(X, L, FV, FE)                                                                                         \
   do {                                                                                                                \
     if (src) {                                                                                                        \
@@ -485,32 +476,48 @@ static int tc_pack(const gemm_plan *p, int which, float *v, int32_t *e, int nt) 
       FE = le[cd_];                                                                                                   \
     }                                                                                                                 \
   } while (0)
-    if (which) {
-      for (size_t l = 0; l < k; l++) {
-        for (size_t x = x0; x < x0 + TC_NR; x++) {
-          float fv = 0.0f;
-          int32_t fe = v2 ? ZERO_E : -126; /* padding columns: zeros */
-          if (x < xe) TC_ELEM(x, l, fv, fe);
-          const size_t o = (pn * k + l) * TC_NR + (x - x0);
-          v[o] = fv;
-          e[o] = fe;
-        }
+  /* B's panel with l outer (written in order); A's rows in pieces of 64 l each (a row
+   * written in order: 16 rows with l outer would store 4 KiB apart when k = 1024, into the
+   * same cache set) */
+  if (which) {
+    for (size_t l = 0; l < k; l++) {
+      for (size_t xx = x0; xx < x0 + TC_NR; xx++) {
+        float fv = 0.0f;
+        int32_t fe = v2 ? ZERO_E : -126; /* padding columns: zeros */
+        if (xx < xe) TC_ELEM(xx, l, fv, fe);
+        v[l * TC_NR + (xx - x0)] = fv;
+        e[l * TC_NR + (xx - x0)] = fe;
       }
-    } else {
-      for (size_t l0 = 0; l0 < k; l0 += 64)
-        for (size_t x = x0; x < xe; x++)
-          for (size_t l = l0; l < k && l < l0 + 64; l++) {
-            float fv;
-            int32_t fe;
-            TC_ELEM(x, l, fv, fe);
-            v[x * k + l] = fv;
-            e[x * k + l] = fe;
-          }
     }
-#undef TC_ELEM
-    nonfinite |= nf;
+  } else {
+    for (size_t l0 = 0; l0 < k; l0 += 64)
+      for (size_t xx = x0; xx < xe; xx++)
+        for (size_t l = l0; l < k && l < l0 + 64; l++) {
+          float fv;
+          int32_t fe;
+          TC_ELEM(xx, l, fv, fe);
+          v[(xx - x0) * k + l] = fv;
+          e[(xx - x0) * k + l] = fe;
+        }
   }
-  return !nonfinite;
+#undef TC_ELEM
+  return nf;
+}
+
+/* The frame's pack hooks: 0 when an element is not finite (the reference runs). */
+static int tc_pack_a(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Ap) {
+  (void)p, (void)w;
+  return !tc_pack(ctx, 0, pan, Ap);
+}
+static int tc_pack_b(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Bp) {
+  (void)p, (void)w;
+  return !tc_pack(ctx, 1, pan, Bp);
+}
+
+/* All of k is one block: the tiles walk their pieces themselves. */
+static size_t tc_whole(const void *ctx, const gemm_plan *p, size_t lb) {
+  (void)ctx, (void)lb;
+  return p->k;
 }
 
 /* The datapath rows these kernels (and gemm_fast_tc16.c) implement: the
@@ -560,25 +567,26 @@ int exmy__gemm_fast_tc(const gemm_plan *p, int nt, unsigned *flags, float *amax)
                      a->tc_out_frac <= 23 && (a->tc_zero ? (a->tc_zero < lo_e ? a->tc_zero : lo_e) : lo_e) - F + 23 >= -126 &&
                      fa->emax + fb->emax + lk + 2 - F + 24 <= 127;
   if (use512 && exmy__gemm_fast_tc16(p, nt, flags, amax)) return 1; /* 8-bit operands in 16-bit lanes */
-  const size_t m = p->m, n = p->n, k = p->k, npan = (n + TC_NR - 1) / TC_NR;
-  const size_t na = m * k + 1, nb = npan * k * TC_NR + 1;
-  /* one buffer per operand: values, then exponents */
-  char *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, na * (sizeof(float) + sizeof(int32_t)));
-  char *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, nb * (sizeof(float) + sizeof(int32_t)));
-  float *P = exmy__gemm_ws_get(p->ws, GEMM_WS_P, (m * n + 1) * sizeof *P);
-  if (!A || !B || !P) return 0;
-  float *av = (float *)A, *bv = (float *)B;
-  int32_t *ae = (int32_t *)(A + na * sizeof(float)), *be = (int32_t *)(B + nb * sizeof(float));
-  if (!tc_pack(p, 0, av, ae, nt) || !tc_pack(p, 1, bv, be, nt)) return 0;
-  tc_ctx x = {p, av, ae, bv, be, P, wide};
-  const size_t blk = 16, nblk = (m + blk - 1) / blk;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-  for (size_t b = 0; b < nblk; b++) {
-    const size_t i0 = b * blk, i1 = (b + 1) * blk < m ? (b + 1) * blk : m;
-    if (use512) tc_rows_512(&x, i0, i1);
-    else tc_rows(&x, i0, i1);
+  tc_ctx x = {p, wide, a->tc_zero != 0, cpu512(), {NULL, NULL}, {{0}}, {{0}}, {{0}}};
+  for (int w = 0; w < 2; w++) {
+    const exmy_format *f = w ? fb : fa;
+    if ((w ? p->bd : p->ad) != NULL) continue; /* from the decoded doubles */
+    if (f->bits > 8) return 0;
+    /* every byte (a code with bits above the format's is NaN), from the workspace's table,
+     * kept across calls: decoding 256 codes per call cost more than small GEMMs */
+    x.lut[w] = exmy__gemm_ws_lut8(p->ws, w, f);
+    for (size_t c = 0; !x.pack512 && c < 256; c++) {
+      x.bad[w][c] = !isfinite(x.lut[w][c]);
+      x.lv[w][c] = x.bad[w][c] ? 0.0f : x.lut[w][c];
+      x.le[w][c] = x.bad[w][c] ? 0 : nominal_exp(x.lut[w][c], f->emin, x.v2);
+    }
   }
-  *flags |= exmy__gemm_epilogue_all(p, P, nt, amax);
-  return 1;
+  const size_t k = p->k;
+  const gemm_frame_kernel kd = {.ctx = &x, .mr = TC_PR, .nr = TC_NR, .mt = TC_PR,
+                                .pa = TC_PR * k * (sizeof(float) + sizeof(int32_t)),
+                                .pb = k * TC_NR * (sizeof(float) + sizeof(int32_t)),
+                                .pack_a = tc_pack_a, .pack_b = tc_pack_b,
+                                .micro = use512 ? tc_micro_512 : tc_micro, .block_end = tc_whole};
+  return exmy__gemm_frame_run(&kd, p, nt, flags, amax);
 }
 #endif /* __x86_64__ */

@@ -14,10 +14,12 @@
  * Two terms of 16 columns take six integer operations (and two in the
  * exponent pass), where the float kernel spends two masked FMAs and three
  * mask operations on each term (and two in its exponent pass); it runs
- * where exmy__gemm_fast_tc's AVX-512 checks pass and the CPU has VNNI. */
+ * where exmy__gemm_fast_tc's AVX-512 checks pass and the CPU has VNNI, on
+ * the blocking frame (gemm_block.h: packing, tasks, the k blocks' order,
+ * the epilogue). */
 #include "emulate/gemm_fast_tc16.h"
+#include "emulate/gemm_block.h"
 #include "emulate/gemm_ws.h"
-#include "emulate/gemm_epilogue.h"
 #include "emulate/gemm_bits.h"
 #include "formats/internal.h"
 
@@ -30,7 +32,8 @@
 
 #define T16_MR 4
 #define T16_NR 16
-#define T16_BAND 64 /* most rows a thread takes at a time (a band) */
+#define T16_PR 16   /* rows of an A panel: the frame's micro-tile, of 4-row tiles and 1-row ones */
+#define T16_BAND 64 /* most rows a thread takes at a time (a band: the frame's task) */
 /* v2's zero element: every exponent sum with it is below -4096, under every
  * real one (a zero's term is 0: s = 0); also the padding term of an odd k */
 #define T16_ZM (-8192)
@@ -133,59 +136,49 @@ T16 static inline __attribute__((always_inline)) __m512i t16_quad8(__m512i e0, _
   return _mm512_or_si512(x0, _mm512_slli_epi32(x1, 16));
 }
 
-/* op(A)'s row i (not transposed: codes along k, 32 a load) or its rows
- * [16 ib, 16 ib + 16) (transposed: along m, two rows of 16 interleaved a
- * pair), in t16_aw's layouts, and their 8-bit exponents into a8 (not NULL:
- * the stored exponent less d8).  Returns whether an element is not finite.
- * (Functions of their own, the OpenMP loops outside: clang does not give an
- * OpenMP region's body its function's target.) */
-T16 static int t16_pack_a1(const gemm_plan *p, const t16_tab *t, int16_t *a, size_t kp16, size_t i, int8_t *a8, int d8) {
-  const size_t k = p->k, cols = p->A->cols;
+/* op(A)'s panel pn, rows [16 pn, 16 pn + 16) (not transposed: each row's
+ * codes along k, 32 a load; transposed: along m, two rows of 16
+ * interleaved a pair), in t16_aw's layouts from the panel's start a (the
+ * rows less 16 pn), and their 8-bit exponents into a8 (not NULL: the
+ * stored exponent less d8).  Returns whether an element is not finite. */
+T16 static int t16_pack_a1(const gemm_plan *p, const t16_tab *t, int16_t *a, size_t kp16, size_t pn, int8_t *a8, int d8) {
+  const size_t k = p->k, cols = p->A->cols, i0 = pn * T16_PR, ni = p->m - i0 < T16_PR ? p->m - i0 : T16_PR;
   const uint8_t *codes = p->A->codes;
   int bad = 0;
   if (p->ta) {
-    const size_t i0 = i * 16, ni = p->m - i0 < 16 ? p->m - i0 : 16;
     for (size_t q = 0; q < kp16; q++) {
       const size_t l = 2 * q;
       bad |= t16_put_pair(codes + (l < k ? l : 0) * cols + i0, l + 1 < k ? codes + (l + 1) * cols + i0 : NULL,
-                          l < k ? ni : 0, t, a + 2 * t16_aw(1, kp16, i0, q), 1);
+                          l < k ? ni : 0, t, a + 2 * t16_aw(1, kp16, 0, q), 1);
     }
     if (a8)
       for (size_t q = 0; q < kp16; q += 2) {
-        const int16_t *e0 = a + 2 * t16_aw(1, kp16, i0, q) + 32, *e1 = a + 2 * t16_aw(1, kp16, i0, q + 1) + 32;
-        _mm512_storeu_si512((int32_t *)a8 + t16_a8w(1, kp16, i0) + q / 2 * 16,
+        const int16_t *e0 = a + 2 * t16_aw(1, kp16, 0, q) + 32, *e1 = a + 2 * t16_aw(1, kp16, 0, q + 1) + 32;
+        _mm512_storeu_si512((int32_t *)a8 + t16_a8w(1, kp16, 0) + q / 2 * 16,
                             t16_quad8(_mm512_loadu_si512(e0), _mm512_loadu_si512(e1), d8));
       }
     return bad;
   }
-  for (size_t l0 = 0; l0 < 2 * kp16; l0 += 32) {
-    const __mmask32 kv = l0 >= k ? 0 : k - l0 >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << (k - l0)) - 1);
-    int16_t *o = a + 2 * t16_aw(0, kp16, i, l0 / 2);
-    bad |= t16_put32(_mm256_maskz_loadu_epi8(kv, codes + i * cols + (l0 < k ? l0 : 0)), kv, t, o, 1);
-    if (a8) /* the block's 32 exponents are terms l0 .. l0 + 31 in order */
-      _mm256_storeu_si256((__m256i *)(a8 + 4 * t16_a8w(0, kp16, i) + l0),
-                          _mm512_cvtsepi16_epi8(_mm512_sub_epi16(_mm512_loadu_si512(o + 32), _mm512_set1_epi16((short)d8))));
-  }
+  for (size_t il = 0; il < ni; il++)
+    for (size_t l0 = 0; l0 < 2 * kp16; l0 += 32) {
+      const __mmask32 kv = l0 >= k ? 0 : k - l0 >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << (k - l0)) - 1);
+      int16_t *o = a + 2 * t16_aw(0, kp16, il, l0 / 2);
+      bad |= t16_put32(_mm256_maskz_loadu_epi8(kv, codes + (i0 + il) * cols + (l0 < k ? l0 : 0)), kv, t, o, 1);
+      if (a8) /* the block's 32 exponents are terms l0 .. l0 + 31 in order */
+        _mm256_storeu_si256((__m256i *)(a8 + 4 * t16_a8w(0, kp16, il) + l0),
+                            _mm512_cvtsepi16_epi8(_mm512_sub_epi16(_mm512_loadu_si512(o + 32), _mm512_set1_epi16((short)d8))));
+    }
   return bad;
 }
 
-/* Returns 0 when an element of op(A) is not finite. */
-static int t16_pack_a(const gemm_plan *p, const t16_tab *t, int16_t *a, size_t kp16, int8_t *a8, int d8, int nt) {
-  const size_t nu = p->ta ? (p->m + 15) / 16 : p->m; /* 16-row blocks or rows */
-  int bad = 0;
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (nt > 1 && nu > 16)
-  for (size_t u = 0; u < nu; u++) bad |= t16_pack_a1(p, t, a, kp16, u, a8, d8);
-  return !bad;
-}
-
-/* op(B)^T: panels of 16 columns, [panel][pair][sig, ex, sg][32]: lane 2t is
+/* op(B)^T: panels of 16 columns, [pair][sig, ex, sg][32]: lane 2t is
  * column t's term l = 2 pair, lane 2t + 1 its l + 1 (padding columns and
- * terms: zeros); panel pn here.  B along n (not transposed): two rows of 16
+ * terms: zeros); panel pn here, from its start b.  B along n (not transposed): two rows of 16
  * codes interleaved a pair (t16_put_pair).  Transposed (a column's codes
  * along k): 32 codes of each of the 16 columns through the tables into tmp,
  * then each pair's vectors gathered across the columns.  Then the 8-bit
- * exponents into b8 (not NULL: kq quads a panel, the stored exponent plus
- * d8).  Returns whether an element is not finite. */
+ * exponents into b8 (not NULL: kq quads, the stored exponent plus d8).
+ * Returns whether an element is not finite. */
 T16 static int t16_pack_b1(const gemm_plan *p, const t16_tab *t, int16_t *b, size_t kp, size_t pn, int8_t *b8, size_t kq,
                            int d8) {
   const size_t n = p->n, k = p->k, cols = p->B->cols;
@@ -196,7 +189,7 @@ T16 static int t16_pack_b1(const gemm_plan *p, const t16_tab *t, int16_t *b, siz
     for (size_t q = 0; q < kp; q++) {
       const size_t l = 2 * q;
       bad |= t16_put_pair(codes + l * cols + x0, l + 1 < k ? codes + (l + 1) * cols + x0 : NULL, nx, t,
-                          b + (pn * kp + q) * 6 * T16_NR, 0);
+                          b + q * 6 * T16_NR, 0);
     }
   } else {
     _Alignas(64) int16_t tmp[T16_NR][96]; /* column t's 16 pairs as t16_put32 stores them */
@@ -209,7 +202,7 @@ T16 static int t16_pack_b1(const gemm_plan *p, const t16_tab *t, int16_t *b, siz
         bad |= t16_put32(_mm256_maskz_loadu_epi8(tt < nx ? kv : 0, codes + (x0 + (tt < nx ? tt : 0)) * cols + l0),
                          tt < nx ? kv : 0, t, tmp[tt], 0);
       for (size_t qq = 0; qq < 16 && l0 / 2 + qq < kp; qq++) {
-        int16_t *o = b + (pn * kp + l0 / 2 + qq) * 6 * T16_NR;
+        int16_t *o = b + (l0 / 2 + qq) * 6 * T16_NR;
         for (int w = 0; w < 3; w++)
           _mm512_storeu_si512(o + 32 * w, _mm512_i32gather_epi32(_mm512_add_epi32(gi, _mm512_set1_epi32(16 * w + (int)qq)),
                                                                  (const void *)tmp, 4));
@@ -218,44 +211,48 @@ T16 static int t16_pack_b1(const gemm_plan *p, const t16_tab *t, int16_t *b, siz
   }
   if (b8)
     for (size_t u = 0; u < kq; u++) {
-      const int16_t *e0 = b + (pn * kp + 2 * u) * 6 * T16_NR + 32;
+      const int16_t *e0 = b + 2 * u * 6 * T16_NR + 32;
       const __m512i v0 = _mm512_loadu_si512(e0),
                     v1 = 2 * u + 1 < kp ? _mm512_loadu_si512(e0 + 6 * T16_NR) : _mm512_set1_epi16(T16_ZM);
-      _mm512_storeu_si512(b8 + (pn * kq + u) * 64, t16_quad8(v0, v1, -d8));
+      _mm512_storeu_si512(b8 + u * 64, t16_quad8(v0, v1, -d8));
     }
   return bad;
 }
 
-/* Returns 0 when an element of op(B) is not finite. */
-static int t16_pack_b(const gemm_plan *p, const t16_tab *t, int16_t *b, size_t kp, int8_t *b8, size_t kq, int d8, int nt) {
-  const size_t npan = (p->n + T16_NR - 1) / T16_NR;
-  int bad = 0;
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (nt > 1 && npan > 1)
-  for (size_t pn = 0; pn < npan; pn++) bad |= t16_pack_b1(p, t, b, kp, pn, b8, kq, d8);
-  return !bad;
-}
-
+/* The kernel on the blocking frame (gemm_block.h): A's panels of 16 rows
+ * (t16_aw's words, then with e8 the 8-bit exponents, t16_a8w's, a8off
+ * bytes on), B's of 16 columns (kp pairs, then with e8 kq quads of 8-bit
+ * exponents, b8off bytes on); the micro-kernel 16 rows (4-row tiles and
+ * 1-row ones), over the blocks of k of t16_block_end, its state the rows'
+ * promoted sums and c mid-piece. */
 typedef struct t16_ctx {
   const gemm_plan *p;
-  const int32_t *a; /* op(A): m rows of kp16 / 16 blocks of sig, ex, sg (16 pairs each) */
-  const int16_t *b; /* op(B) panels */
-  const int32_t *a8; /* 8-bit exponents (t16_a8w), or NULL: the exponent pass in 16-bit lanes */
-  const int8_t *b8;
-  size_t kp, kp16, kq, band; /* kq: quads of a panel in b8; band: rows a thread takes at a time, <= T16_BAND */
-  int e8up;                  /* an 8-bit sum plus e8up is the biased field (e + 127) */
-  int at;                    /* op(A) packed along m (t16_aw) */
-  float *out; /* m x n: the model's P (promoted F) */
+  t16_tab ta, tb; /* A's and B's code tables */
+  size_t kp, kp16, kq; /* pairs of k, padded to 16 in A; kq: quads of a panel in b8 */
+  size_t a8off, b8off; /* where a panel's 8-bit exponents start */
+  int e8;              /* the exponent pass in 8-bit lanes (else 16-bit) */
+  int d8a, d8b;        /* the packs' 8-bit biases */
+  int e8up;            /* an 8-bit sum plus e8up is the biased field (e + 127) */
+  int at;              /* op(A) packed along m (t16_aw) */
 } t16_ctx;
+
+/* The frame's pack hooks: 0 when an element is not finite (the reference runs). */
+static int t16_pack_a(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Ap) {
+  const t16_ctx *x = ctx;
+  (void)w;
+  return !t16_pack_a1(p, &x->ta, Ap, x->kp16, pan, x->e8 ? (int8_t *)Ap + x->a8off : NULL, x->d8a);
+}
+static int t16_pack_b(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Bp) {
+  const t16_ctx *x = ctx;
+  (void)w;
+  return !t16_pack_b1(p, &x->tb, Bp, x->kp, pan, x->e8 ? (int8_t *)Bp + x->b8off : NULL, x->kq, x->d8b);
+}
 
 /* k is walked in blocks of about T16_KB terms (whole groups), each block over
  * the tiles of a band of rows before the next, so that the block of the B
  * panel is read from L1 by all but the first tile.  Between blocks a tile
- * keeps its state in t16_state: c inside a piece, the promoted sums. */
+ * keeps its state in the frame's: the promoted sums, c inside a piece. */
 #define T16_KB 256
-
-typedef struct t16_state {
-  float c[T16_NR], fs[T16_NR]; /* one row's c (mid-piece) and promoted sums */
-} t16_state;
 
 /* A block [lb, le) of k: whether lb is inside a piece, and the first chunk
  * and PROMOTE segment ends after lb (SIZE_MAX when there are none), so a
@@ -289,19 +286,21 @@ static size_t t16_block_end(const gemm_plan *p, size_t lb) {
 }
 
 /* One tile of NRW rows x 16 columns over the block [lb, le) of k (the steps of
- * tc_tile_512); the last block (le = k) writes it.  Exponents are carried
+ * tc_tile_512): rows ib.. of the A panel a (a8: its 8-bit exponents), output
+ * rows ig.., columns j0.. (B's panel b, b8); row r's promoted sums at fs + 16 r,
+ * its c mid-piece at cs + 16 r; the last block (le = k) leaves the tile's
+ * sums in fs.  Exponents are carried
  * as biased fields (e + 127): A's packed exponents hold the 127, so a sum
  * of an A and a B exponent is the product's, and c's is its float field
  * (at least 1, the -126 floor).  E8: the exponent pass in 8-bit lanes. */
-T16 static inline __attribute__((always_inline)) void t16_tile(const t16_ctx *x, size_t ib, size_t jp, const int NRW,
-                                                               const t16_blk *bk, t16_state *st, const int E8) {
+T16 static inline __attribute__((always_inline)) void t16_tile(const t16_ctx *x, const int32_t *a, const int32_t *a8p,
+                                                               const int16_t *b, const int8_t *b8, size_t ib, size_t ig,
+                                                               size_t j0, const int NRW, const t16_blk *bk, float *fs,
+                                                               float *cs, const int E8) {
   const gemm_plan *p = x->p;
-  const size_t k = p->k, n = p->n, g = (size_t)p->acc.tc_group, kp = x->kp, kp16 = x->kp16;
+  const size_t k = p->k, g = (size_t)p->acc.tc_group, kp16 = x->kp16;
   const int F = p->acc.tc_frac, out = p->acc.tc_out_frac, at = x->at;
   const int promoted = p->acc.chunk || p->style == GEMM_PROMOTE;
-  const int16_t *b = x->b + jp * kp * 6 * T16_NR;
-  const int8_t *b8 = E8 ? x->b8 + jp * x->kq * 64 : NULL;
-  const int32_t *a = x->a;
   const __m512i e8up = _mm512_set1_epi32(x->e8up);
   const size_t qs = at ? 48 : 1, us = at ? 16 : 1; /* A's step from a pair (in a 16-pair block) / a quad to the next */
   size_t ro[T16_MR], r8[T16_MR]; /* the rows' words (t16_aw, t16_a8w; a pair's offset from them depends on q only) */
@@ -319,8 +318,8 @@ T16 static inline __attribute__((always_inline)) void t16_tile(const t16_ctx *x,
   size_t nc = bk->nc, ns = bk->ns; /* the next chunk and segment ends after the piece's start */
   _Pragma("GCC unroll 4")
   for (int r = 0; r < NRW; r++) {
-    if (lb == 0) _mm512_storeu_ps(st[r].fs, _mm512_setzero_ps());
-    c[r] = bk->mid ? _mm512_loadu_ps(st[r].c) : _mm512_setzero_ps();
+    if (lb == 0) _mm512_storeu_ps(fs + r * T16_NR, _mm512_setzero_ps());
+    c[r] = bk->mid ? _mm512_loadu_ps(cs + r * T16_NR) : _mm512_setzero_ps();
   }
   for (size_t l0 = lb, l1, pe; l0 < le; l0 = l1) {
     /* exmy__gemm_piece_end(p, l0) without its divisions */
@@ -338,7 +337,7 @@ T16 static inline __attribute__((always_inline)) void t16_tile(const t16_ctx *x,
       if (E8) {
         /* the products' largest exponent, four terms a lane (g0 a multiple of 4), then the
          * largest of the four: in the top byte, sign-extended */
-        const int32_t *a8 = x->a8 + q0 / 2 * us;
+        const int32_t *a8 = a8p + q0 / 2 * us;
         _Pragma("GCC unroll 4")
         for (int r = 0; r < NRW; r++) em[r] = _mm512_set1_epi8(-128);
         for (size_t u = q0 / 2; u < (q1 + 1) / 2; u++, a8 += us) {
@@ -415,47 +414,51 @@ T16 static inline __attribute__((always_inline)) void t16_tile(const t16_ctx *x,
     }
     if (l1 < pe) { /* the block ends mid-piece: c waits in st */
       _Pragma("GCC unroll 4")
-      for (int r = 0; r < NRW; r++) _mm512_storeu_ps(st[r].c, c[r]);
+      for (int r = 0; r < NRW; r++) _mm512_storeu_ps(cs + r * T16_NR, c[r]);
     } else if (p->style == GEMM_PROMOTE) {
       for (int r = 0; r < NRW; r++) {
         float wr[16];
-        exmy__gemm_promote_w16(p, ib + (size_t)r, jp * T16_NR, l0, wr);
-        _mm512_storeu_ps(st[r].fs, _mm512_fmadd_ps(_mm512_loadu_ps(wr), c[r], _mm512_loadu_ps(st[r].fs)));
+        exmy__gemm_promote_w16(p, ig + (size_t)r, j0, l0, wr);
+        _mm512_storeu_ps(fs + r * T16_NR, _mm512_fmadd_ps(_mm512_loadu_ps(wr), c[r], _mm512_loadu_ps(fs + r * T16_NR)));
       }
     } else if (promoted) {
       /* a chunk's weight is 1: fmaf(1, c, fs) is c + fs */
       _Pragma("GCC unroll 4")
-      for (int r = 0; r < NRW; r++) _mm512_storeu_ps(st[r].fs, _mm512_add_ps(c[r], _mm512_loadu_ps(st[r].fs)));
+      for (int r = 0; r < NRW; r++) _mm512_storeu_ps(fs + r * T16_NR, _mm512_add_ps(c[r], _mm512_loadu_ps(fs + r * T16_NR)));
     }
   }
-  if (le < k) return;
-  const size_t nv = n - jp * T16_NR < T16_NR ? n - jp * T16_NR : T16_NR;
-  const __mmask16 kout = (__mmask16)((1u << nv) - 1);
+  if (le < k || promoted) return; /* promoted: the sums are in fs already */
   _Pragma("GCC unroll 4")
-  for (int r = 0; r < NRW; r++)
-    _mm512_mask_storeu_ps(x->out + (ib + (size_t)r) * n + jp * T16_NR, kout,
-                          promoted ? _mm512_loadu_ps(st[r].fs) : (k ? c[r] : _mm512_setzero_ps()));
+  for (int r = 0; r < NRW; r++) _mm512_storeu_ps(fs + r * T16_NR, k ? c[r] : _mm512_setzero_ps());
 }
 
-T16 static void t16_rows(const t16_ctx *x, size_t i0, size_t i1) {
-  const size_t npan = (x->p->n + T16_NR - 1) / T16_NR, k = x->p->k;
-  const int e8 = x->a8 != NULL;
-  t16_state st[T16_BAND]; /* i1 - i0 <= band */
-  for (size_t jp = 0; jp < npan; jp++)
-    for (size_t lb = 0, le; lb < k || (lb == 0 && k == 0); lb = le) {
-      le = t16_block_end(x->p, lb);
-      t16_blk bk;
-      t16_blk_init(x->p, lb, le, &bk);
-      size_t ib = i0;
-      if (e8) {
-        for (; ib + T16_MR <= i1; ib += T16_MR) t16_tile(x, ib, jp, T16_MR, &bk, st + (ib - i0), 1);
-        for (; ib < i1; ib++) t16_tile(x, ib, jp, 1, &bk, st + (ib - i0), 1);
-      } else {
-        for (; ib + T16_MR <= i1; ib += T16_MR) t16_tile(x, ib, jp, T16_MR, &bk, st + (ib - i0), 0);
-        for (; ib < i1; ib++) t16_tile(x, ib, jp, 1, &bk, st + (ib - i0), 0);
-      }
-      if (k == 0) break;
-    }
+/* The frame's micro-kernel (gemm_block.h, with block_end): rows [i0, i0 +
+ * rows) of the A panel Ap x the 16 columns of B's panel Bp over the block
+ * [l0, l0 + len) of k, 4-row tiles and then 1-row ones; c: the rows'
+ * promoted sums (16 floats a row), then their c mid-piece. */
+T16 static void t16_micro(const void *ctx, size_t i0, size_t j0, size_t l0, size_t len, const void *Ap, const void *Bp,
+                          size_t rows, size_t cols, float *c) {
+  const t16_ctx *x = ctx;
+  t16_blk bk;
+  t16_blk_init(x->p, l0, l0 + len, &bk);
+  const int32_t *a = Ap, *a8 = x->e8 ? (const int32_t *)((const char *)Ap + x->a8off) : NULL;
+  const int16_t *b = Bp;
+  const int8_t *b8 = x->e8 ? (const int8_t *)Bp + x->b8off : NULL;
+  float *fs = c, *cs = c + T16_PR * T16_NR;
+  size_t r = 0;
+  (void)cols;
+  if (x->e8) {
+    for (; r + T16_MR <= rows; r += T16_MR) t16_tile(x, a, a8, b, b8, r, i0 + r, j0, T16_MR, &bk, fs + r * T16_NR, cs + r * T16_NR, 1);
+    for (; r < rows; r++) t16_tile(x, a, a8, b, b8, r, i0 + r, j0, 1, &bk, fs + r * T16_NR, cs + r * T16_NR, 1);
+  } else {
+    for (; r + T16_MR <= rows; r += T16_MR) t16_tile(x, a, a8, b, b8, r, i0 + r, j0, T16_MR, &bk, fs + r * T16_NR, cs + r * T16_NR, 0);
+    for (; r < rows; r++) t16_tile(x, a, a8, b, b8, r, i0 + r, j0, 1, &bk, fs + r * T16_NR, cs + r * T16_NR, 0);
+  }
+}
+
+static size_t t16_bend(const void *ctx, const gemm_plan *p, size_t lb) {
+  (void)ctx;
+  return t16_block_end(p, lb);
 }
 
 int exmy__gemm_fast_tc16(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
@@ -479,33 +482,26 @@ int exmy__gemm_fast_tc16(const gemm_plan *p, int nt, unsigned *flags, float *ama
   const int ha = fa->emax > fa->emin ? fa->emax : fa->emin, hb = fb->emax > fb->emin ? fb->emax : fb->emin; /* top nominal exponents */
   const int e8 = a->tc_zero && a->tc_group % 4 == 0 && a->chunk % 4 == 0 && (p->style != GEMM_PROMOTE || p->seg % 4 == 0) &&
                  ha - fa->emin <= 120 && hb - fb->emin <= 120 && ha + hb <= 60 && ha + hb >= -60;
-  const size_t m = p->m, n = p->n, k = p->k, kp = (k + 1) / 2, kp16 = (kp + 15) / 16 * 16,
-               npan = (n + T16_NR - 1) / T16_NR, kq = (kp + 1) / 2;
-  t16_tab ta, tb;
-  if (!t16_table(exmy__gemm_ws_lut8(p->ws, 0, fa), fa, 0, !a->tc_zero, 127, 1, &ta) ||
-      !t16_table(exmy__gemm_ws_lut8(p->ws, 1, fb), fb, L, !a->tc_zero, 0, 0, &tb))
+  const size_t m = p->m, k = p->k, kp = (k + 1) / 2, kp16 = (kp + 15) / 16 * 16, kq = (kp + 1) / 2;
+  t16_ctx x = {.p = p, .kp = kp, .kp16 = kp16, .kq = kq, .e8 = e8, .at = p->ta, .e8up = ha + hb};
+  if (!t16_table(exmy__gemm_ws_lut8(p->ws, 0, fa), fa, 0, !a->tc_zero, 127, 1, &x.ta) ||
+      !t16_table(exmy__gemm_ws_lut8(p->ws, 1, fb), fb, L, !a->tc_zero, 0, 0, &x.tb))
     return 0;
-  const size_t na = (m + 15) / 16 * 16 * kp16 + 1, nb = npan * kp * 2 * T16_NR + 1;
-  /* A's 8-bit exponents after its pack (2 kp16 bytes a row), B's after its (64 kq a panel) */
-  const size_t na8 = e8 ? (m + 15) / 16 * 16 * kp16 * 2 : 0, nb8 = e8 ? npan * kq * 64 : 0;
-  char *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, 3 * na * sizeof(int32_t) + na8 + 64);
-  char *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, 3 * nb * sizeof(int16_t) + nb8 + 64);
-  float *P = exmy__gemm_ws_get(p->ws, GEMM_WS_P, (m * n + 1) * sizeof *P);
-  if (!A || !B || !P) return 0;
-  int8_t *a8 = e8 ? (int8_t *)(A + (3 * na * sizeof(int32_t) + 63) / 64 * 64) : NULL;
-  int8_t *b8 = e8 ? (int8_t *)(B + (3 * nb * sizeof(int16_t) + 63) / 64 * 64) : NULL;
-  /* A8 = e + 63 - ha = (e + 127) - (64 + ha); B8 = e + 64 - hb */
-  if (!t16_pack_a(p, &ta, (int16_t *)A, kp16, a8, 64 + ha, nt) || !t16_pack_b(p, &tb, (int16_t *)B, kp, b8, kq, 64 - hb, nt))
-    return 0;
+  /* A's panel: 16 rows of 3 kp16 words, then 2 kp16 bytes a row of 8-bit exponents; B's:
+   * kp pairs of 3 vectors of 32 words, then 64 kq bytes; A8 = e + 63 - ha = (e + 127) -
+   * (64 + ha); B8 = e + 64 - hb */
+  x.a8off = T16_PR * 3 * kp16 * sizeof(int32_t);
+  x.b8off = kp * 6 * T16_NR * sizeof(int16_t);
+  x.d8a = 64 + ha;
+  x.d8b = 64 - hb;
   /* bands of up to 64 rows (the more tiles read a block of B from L1, the better), at
-   * least two a thread when m allows (a multiple of the tile's 4 rows) */
+   * least two a thread when m allows (a multiple of the panel's 16 rows) */
   size_t band = (m + 2 * (size_t)nt - 1) / (2 * (size_t)nt);
-  band = band > T16_BAND ? T16_BAND : (band + T16_MR - 1) / T16_MR * T16_MR;
-  t16_ctx x = {p, (const int32_t *)A, (const int16_t *)B, (const int32_t *)a8, b8, kp, kp16, kq, band, ha + hb, p->ta, P};
-  const size_t nblk = (m + band - 1) / band;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-  for (size_t b = 0; b < nblk; b++) t16_rows(&x, b * band, (b + 1) * band < m ? (b + 1) * band : m);
-  *flags |= exmy__gemm_epilogue_all(p, P, nt, amax);
-  return 1;
+  band = band > T16_BAND ? T16_BAND : (band + T16_PR - 1) / T16_PR * T16_PR;
+  const gemm_frame_kernel kd = {.ctx = &x, .mr = T16_PR, .nr = T16_NR, .mt = band ? band : T16_PR,
+                                .pa = x.a8off + (e8 ? T16_PR * 2 * kp16 : 0), .pb = x.b8off + (e8 ? 64 * kq : 0),
+                                .pack_a = t16_pack_a, .pack_b = t16_pack_b, .micro = t16_micro,
+                                .block_end = t16_bend, .sw = 2};
+  return exmy__gemm_frame_run(&kd, p, nt, flags, amax);
 }
 #endif /* __x86_64__ */

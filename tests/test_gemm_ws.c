@@ -10,7 +10,11 @@
  * direct epilogue) and bf16; inputs with zeros, subnormals, inf and NaN;
  * the exact model too (packed from 8-bit codes) and acc=f16 / chunked
  * acc=bf16 (the AVX-512 accumulator kernel; f16 overflows to inf) and
- * fp32:pairwise, whole, chunked and promoted.
+ * fp32:pairwise, whole, chunked and promoted; and acc=tc on 8-bit operands
+ * (the 16-bit kernel's two exponent passes, its k blocks of 256 over
+ * bands of 64 rows, a chunk inside a block; the float kernel's AVX-512
+ * form, f = 14 and 15, and its generic one, f = 15 and int64 sums), whole
+ * and promoted (block:1x128).
  * Each case runs through exmy_gemm, exmy_gemm_ws_run with one workspace
  * kept over all cases (shapes grow and shrink) and exmy_gemm_batch on 1
  * and 2 threads; on an AVX-512 machine everything runs again with
@@ -179,9 +183,13 @@ static void sweep(const char *isa, exmy_gemm_ws *ws) {
   static const char *fmts[] = {"f32", "bf16", "f16", "e4m3fn", "e5m2"};
   static const char *models[] = {"fp32", "chunk=64,inner=fp32", "chunk=100,inner=fp32", "chunk=300,inner=fp32",
                                  "fp32", "fp32", "exact", "acc=f16", "chunk=64,inner=acc=bf16",
-                                 "fp32:pairwise", "chunk=100,inner=fp32:pairwise", "fp32:pairwise"};
+                                 "fp32:pairwise", "chunk=100,inner=fp32:pairwise", "fp32:pairwise",
+                                 "tc", "tc:hopper-fastacc", "tc:hopper,zero=v1", "tc:ada", "chunk=100,inner=tc:hopper-fastacc",
+                                 "tc:hopper,f=14", "tc:blackwell", "tc:ada,f=15,zero=v1", "tc:hopper,f=15"};
   static const char *recipes[] = {"none", "none", "current", "current", "block:1x128", "mx", "none", "none", "block:1x128",
-                                  "current", "none", "block:1x128"};
+                                  "current", "none", "block:1x128",
+                                  "block:1x128", "current", "none", "block:1x128", "current", "block:1x128", "none",
+                                  "current", "block:1x128"};
   const int nshape = (int)(sizeof shapes / sizeof *shapes), nmodel = (int)(sizeof models / sizeof *models);
   tcase batch[NB];
   int nb = 0, ncase = 0;
@@ -199,6 +207,8 @@ static void sweep(const char *isa, exmy_gemm_ws *ws) {
       if (!strcmp(t.recipe, "current") && !strcmp(t.fa, "f32")) t.fa = "bf16";
       if (!strcmp(t.model, "exact")) /* formats whose products and sums fit the double kernel */
         t.fa = (r >> 2) & 1 ? "e4m3fn" : "e3m2fn", t.fb = (r >> 5) & 1 ? "e4m3fn" : "e2m1fn";
+      if (strstr(t.model, "tc")) /* 8-bit operands: the tc kernels' own packs */
+        t.fa = (r >> 2) & 1 ? "e4m3fn" : "e5m2", t.fb = (r >> 5) & 1 ? "e4m3fn" : "e5m2";
       t.dfmt = (r >> 8) % 4 ? "f32" : "bf16";
       t.special = (r >> 10) % 3 == 0 || !strcmp(t.model, "exact");
       t.alpha = (r >> 12) % 3 ? 1.0f : -0.75f;
