@@ -388,8 +388,10 @@ void xp_matmul_batch(xp_ctx *ctx, const xp_gemm_desc *g, size_t count, size_t st
   const xp_prec *p = prec_of(ctx, g->lin);
   int bad = 0;
   long nb = (long)count;
-  /* operands: a view of the floats, or quantized with the problem's own SR stream */
-#pragma omp parallel for schedule(static) if (count > 1) reduction(| : bad)
+  /* operands: a view of the floats, or quantized with the problem's own SR stream
+   * (in parallel only then: views cost less than waking the team) */
+  const int views = p->t[g->a.kind].is_f32 && p->t[g->b.kind].is_f32;
+#pragma omp parallel for schedule(static) if (count > 1 && !views) reduction(| : bad)
   for (long i = 0; i < nb; i++) {
     operand *A = &ba.ops[2 * i], *B = A + 1;
     const int sub = g->sub + (int)i;
