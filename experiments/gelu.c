@@ -141,11 +141,6 @@ typedef uint32_t vu __attribute__((vector_size(VL * 4)));
 XP_INLINE vf sel(vi m, vf a, vf b) { return AS_F((AS_U(a) & (vu)m) | (AS_U(b) & ~(vu)m)); }
 XP_INLINE vi seli(vi m, vi a, vi b) { return (a & m) | (b & ~m); }
 
-#if defined(__x86_64__) && !defined(__clang__) && !defined(XP_NO_CLONES)
-#define XP_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define XP_CLONES
-#endif
 
 /* tanh of 16 finite lanes */
 XP_INLINE vf tanh16(vf x) {

@@ -39,20 +39,23 @@ int xp_linear_forward(xp_ctx *ctx, int lin, const float *x, const float *w, cons
 int xp_linear_backward(xp_ctx *ctx, int lin, const float *dy, const float *x, const float *w,
                        float *dw, float *db, float *dx, float *scratch, size_t T, size_t in,
                        size_t out) {
-  if (dx) {
+  const xp_gemm_desc wgrad = {.lin = lin, .role = XP_WGRAD,
+                              .a = {.kind = XP_GRAD, .trans = 1, .p = dy},
+                              .b = {.kind = XP_INPUT, .p = x},
+                              .m = out, .n = in, .k = T, .d = dw};
+  if (dx) { /* dgrad and wgrad: independent, as a pair (a thread each with 2) */
     float *d = scratch ? scratch : dx;
-    xp_matmul(ctx, &(xp_gemm_desc){.lin = lin, .role = XP_DGRAD,
-                                   .a = {.kind = XP_GRAD, .p = dy},
-                                   .b = {.kind = XP_WEIGHT, .p = w},
-                                   .m = T, .n = in, .k = out, .d = d});
+    const xp_gemm_desc dgrad = {.lin = lin, .role = XP_DGRAD,
+                                .a = {.kind = XP_GRAD, .p = dy},
+                                .b = {.kind = XP_WEIGHT, .p = w},
+                                .m = T, .n = in, .k = out, .d = d};
+    xp_matmul_pair(ctx, &dgrad, &wgrad);
     if (ctx->failed) return -1;
     if (scratch) xp_accumulate(dx, scratch, T * in);
+  } else {
+    xp_matmul(ctx, &wgrad);
+    if (ctx->failed) return -1;
   }
-  xp_matmul(ctx, &(xp_gemm_desc){.lin = lin, .role = XP_WGRAD,
-                                 .a = {.kind = XP_GRAD, .trans = 1, .p = dy},
-                                 .b = {.kind = XP_INPUT, .p = x},
-                                 .m = out, .n = in, .k = T, .d = dw});
-  if (ctx->failed) return -1;
   if (db) xp_colsum(dy, db, T, out);
   return 0;
 }
@@ -60,17 +63,27 @@ int xp_linear_backward(xp_ctx *ctx, int lin, const float *dy, const float *x, co
 /* Column sums of x (T x C) into s (C): each column in double over the rows
  * in order.  A block of XP_CB columns at a time with the rows streamed (a
  * column walked down alone would read one float per cache line). */
+XP_CLONES static void colsum_block(const float *x, float *s, size_t T, size_t C, size_t c0, size_t w) {
+  double acc[XP_CB] = {0};
+  if (w == XP_CB) /* a full block: the accumulators stay in registers */
+    for (size_t t = 0; t < T; t++) {
+      const float *r = x + t * C + c0;
+      for (size_t j = 0; j < XP_CB; j++) acc[j] += r[j];
+    }
+  else
+    for (size_t t = 0; t < T; t++) {
+      const float *r = x + t * C + c0;
+      for (size_t j = 0; j < w; j++) acc[j] += r[j];
+    }
+  for (size_t j = 0; j < w; j++) s[c0 + j] = (float)acc[j];
+}
+
 void xp_colsum(const float *x, float *s, size_t T, size_t C) {
   long nblk = (long)((C + XP_CB - 1) / XP_CB);
 #pragma omp parallel for schedule(static)
   for (long ob = 0; ob < nblk; ob++) {
     const size_t c0 = (size_t)ob * XP_CB, w = C - c0 < XP_CB ? C - c0 : XP_CB;
-    double acc[XP_CB] = {0};
-    for (size_t t = 0; t < T; t++) {
-      const float *r = x + t * C + c0;
-      for (size_t j = 0; j < w; j++) acc[j] += r[j];
-    }
-    for (size_t j = 0; j < w; j++) s[c0 + j] = (float)acc[j];
+    colsum_block(x, s, T, C, c0, w);
   }
 }
 
@@ -105,7 +118,7 @@ static inline __attribute__((always_inline)) void norm_stats(int rms, const floa
 }
 
 /* y = (x - m) r g (+ b) for one row */
-static void norm_row(const float *xr, const float *g, const float *b, float m, float r, float *yr, size_t C) {
+static inline __attribute__((always_inline)) void norm_row(const float *xr, const float *g, const float *b, float m, float r, float *yr, size_t C) {
   if (b)
     for (size_t c = 0; c < C; c++) yr[c] = (xr[c] - m) * r * g[c] + b[c];
   else
@@ -113,7 +126,7 @@ static void norm_row(const float *xr, const float *g, const float *b, float m, f
 }
 
 /* The norm of rows [t0, t0 + nr) of x. */
-static void norm_block(int rms, const float *x, const float *g, const float *b, float *y, float *mean,
+XP_CLONES static void norm_block(int rms, const float *x, const float *g, const float *b, float *y, float *mean,
                        float *rstd, size_t t0, size_t nr, size_t C) {
   if (nr == XP_NR) norm_stats(rms, x + t0 * C, XP_NR, C, mean + t0, rstd + t0);
   else norm_stats(rms, x + t0 * C, nr, C, mean + t0, rstd + t0);
@@ -152,7 +165,7 @@ void xp_residual_norm_forward(int rms, const float *x, const float *branch, cons
 }
 
 /* dx of nr <= XP_NR rows (t0 ...): the row sums of dn and dn n side by side */
-static inline __attribute__((always_inline)) void norm_bwd_rows(int rms, const float *dy, const float *x,
+static inline __attribute__((always_inline)) void norm_bwd_rows_n(int rms, const float *dy, const float *x,
                                                                 const float *g, const float *mean,
                                                                 const float *rstd, float *dx, size_t t0,
                                                                 size_t nr, size_t C) {
@@ -183,6 +196,38 @@ static inline __attribute__((always_inline)) void norm_bwd_rows(int rms, const f
   }
 }
 
+XP_CLONES static void norm_bwd_rows(int rms, const float *dy, const float *x, const float *g, const float *mean,
+                                    const float *rstd, float *dx, size_t t0, size_t nr, size_t C) {
+  if (nr == XP_NR) norm_bwd_rows_n(rms, dy, x, g, mean, rstd, dx, t0, XP_NR, C);
+  else norm_bwd_rows_n(rms, dy, x, g, mean, rstd, dx, t0, nr, C);
+}
+
+/* dg, db of channels [c0, c0 + w): per channel, tokens in order */
+XP_CLONES static void norm_bwd_cols(const float *dy, const float *x, const float *mean, const float *rstd, float *dg,
+                                    float *db, size_t T, size_t C, size_t c0, size_t w) {
+  double sg[XP_CB] = {0}, sb[XP_CB] = {0};
+  for (size_t t = 0; t < T; t++) {
+    const float *xr = x + t * C + c0, *dyr = dy + t * C + c0;
+    const float m = mean[t], r = rstd[t];
+    if (w == XP_CB)
+      for (size_t j = 0; j < XP_CB; j++) {
+        float n = (xr[j] - m) * r, d = dyr[j];
+        sg[j] += (double)d * n;
+        sb[j] += d;
+      }
+    else
+      for (size_t j = 0; j < w; j++) {
+        float n = (xr[j] - m) * r, d = dyr[j];
+        sg[j] += (double)d * n;
+        sb[j] += d;
+      }
+  }
+  for (size_t j = 0; j < w; j++) {
+    dg[c0 + j] = (float)sg[j];
+    if (db) db[c0 + j] = (float)sb[j];
+  }
+}
+
 /* dy (T x C) -> dx (T x C, added), dg, db (C, overwritten).
  * With n = (x - mean) * rstd and dn = dy * g:
  *   LayerNorm: dx = rstd * (dn - mean(dn) - n * mean(dn * n))
@@ -195,27 +240,13 @@ void xp_norm_backward(int rms, const float *dy, const float *x, const float *g, 
 #pragma omp for schedule(static) nowait
     for (long k = 0; k < nblk; k++) {
       const size_t t0 = (size_t)k * XP_NR, nr = T - t0 < XP_NR ? T - t0 : XP_NR;
-      if (nr == XP_NR) norm_bwd_rows(rms, dy, x, g, mean, rstd, dx, t0, XP_NR, C);
-      else norm_bwd_rows(rms, dy, x, g, mean, rstd, dx, t0, nr, C);
+      norm_bwd_rows(rms, dy, x, g, mean, rstd, dx, t0, nr, C);
     }
     /* gain and bias: per channel, tokens in order; XP_CB channels at a time */
 #pragma omp for schedule(static)
     for (long cb = 0; cb < ncb; cb++) {
       const size_t c0 = (size_t)cb * XP_CB, w = C - c0 < XP_CB ? C - c0 : XP_CB;
-      double sg[XP_CB] = {0}, sb[XP_CB] = {0};
-      for (size_t t = 0; t < T; t++) {
-        const float *xr = x + t * C + c0, *dyr = dy + t * C + c0;
-        const float m = mean[t], r = rstd[t];
-        for (size_t j = 0; j < w; j++) {
-          float n = (xr[j] - m) * r, d = dyr[j];
-          sg[j] += (double)d * n;
-          sb[j] += d;
-        }
-      }
-      for (size_t j = 0; j < w; j++) {
-        dg[c0 + j] = (float)sg[j];
-        if (db) db[c0 + j] = (float)sb[j];
-      }
+      norm_bwd_cols(dy, x, mean, rstd, dg, db, T, C, c0, w);
     }
   }
 }

@@ -132,11 +132,6 @@ typedef struct adamw_coef {
   float coef, b1, b2, bc1, bc2, eps, lr, fs;
 } adamw_coef;
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(XP_NO_CLONES)
-#define XP_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define XP_CLONES
-#endif
 
 /* AdamW on n elements: each element's update alone, in float, the same
  * operations in the same order at any vector width (wd_mode independent:
