@@ -141,11 +141,6 @@ typedef uint32_t vu __attribute__((vector_size(VL * 4)));
 XP_INLINE vf sel(vi m, vf a, vf b) { return AS_F((AS_U(a) & (vu)m) | (AS_U(b) & ~(vu)m)); }
 XP_INLINE vi seli(vi m, vi a, vi b) { return (a & m) | (b & ~m); }
 
-#if defined(__x86_64__) && !defined(__clang__) && !defined(XP_NO_CLONES)
-#define XP_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define XP_CLONES
-#endif
 
 /* tanh of 16 finite lanes */
 XP_INLINE vf tanh16(vf x) {
@@ -189,14 +184,18 @@ XP_INLINE vf tanh16(vf x) {
   const vf y1 = t1 - (e - xr);                    /* 2 <= k < 23 */
   const vf y2 = (xr - (e + t2)) + 1.0f;           /* 23 <= k <= 56 */
   const vf rmid = AS_F(AS_U(sel((vi)(k < 23), y1, y2)) + ksh);
-  vf r = sel((vi)(k <= -2) | (vi)(k > 56), rfar, rmid);
+  /* k <= -2 or k > 56, as one unsigned compare (two signed ones OR-ed
+   * were taken apart lane by lane by GCC 12) */
+  vf r = sel((vi)((vu)(k + 1) > 57u), rfar, rmid);
   r = sel((vi)(k == 1), rp1, r);
   r = sel((vi)(k == -1), rm1, r);
   r = sel((vi)(k == 0), r0, r);
   r = sel(red | (vi)(hx >= 0x33000000u), r, a);   /* |a| < 2^-25: a */
   r = sel(neg & (vi)(hx >= 0x4195b844u), (vf){0} - 1.0f, r); /* unreachable for |x| < 22; kept as in expm1f */
   /* tanh from t = expm1f(a) */
-  vf z = sel(big, 1.0f - 2.0f / (r + 2.0f), -r / (r + 2.0f));
+  /* 1 - 2 / (t + 2) or -t / (t + 2): one division of the lane's numerator */
+  const vf q = sel(big, (vf){0} + 2.0f, -r) / (r + 2.0f);
+  vf z = sel(big, 1.0f - q, q);
   z = sel((vi)(ix >= 0x41b00000u), (vf){0} + 1.0f, z);
   z = AS_F(AS_U(z) ^ (jx & 0x80000000u));
   return sel((vi)(ix < 0x24000000u), x, z);       /* |x| < 2^-55: x (1 + x) == x */
@@ -299,6 +298,17 @@ void xp_gelu_forward(const float *x, float *y, float *th, size_t n) {
     float local[GELU_BLOCK];
     size_t i = (size_t)b * GELU_BLOCK, len = n - i < GELU_BLOCK ? n - i : GELU_BLOCK;
     gelu_fwd_block(x + i, y + i, th ? th + i : local, len);
+  }
+}
+
+void xp_bias_gelu_forward(float *x, const float *bias, float *y, float *th, size_t T, size_t H) {
+  long rows = (long)T;
+#pragma omp parallel for schedule(static)
+  for (long t = 0; t < rows; t++) {
+    float *xr = x + (size_t)t * H;
+    if (bias)
+      for (size_t j = 0; j < H; j++) xr[j] += bias[j];
+    gelu_fwd_block(xr, y + (size_t)t * H, th + (size_t)t * H, H);
   }
 }
 

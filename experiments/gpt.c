@@ -308,28 +308,37 @@ static int act_ensure(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
 
 /* ---- attention ----------------------------------------------------------- */
 
-/* Head h of sequence b: q, k, v (T x hd each, contiguous) out of qkv (BT x 3C). */
-static void gather_head(const float *qkv, size_t T, size_t C, size_t hd, size_t b, size_t h, float *q, float *k,
-                        float *v) {
+/* Head h of sequence b: q, k, v (T x hd each, contiguous) out of qkv (BT x 3C).
+ * bias (3C) or NULL: qkv's bias, added to the head's columns of qkv first
+ * (in place: the backward gathers the biased values again). */
+static void gather_head(float *qkv, const float *bias, size_t T, size_t C, size_t hd, size_t b, size_t h, float *q,
+                        float *k, float *v) {
+  float *const dst[3] = {q, k, v};
   for (size_t t = 0; t < T; t++) {
-    const float *row = qkv + (b * T + t) * 3 * C + h * hd;
-    memcpy(q + t * hd, row, hd * sizeof(float));
-    memcpy(k + t * hd, row + C, hd * sizeof(float));
-    memcpy(v + t * hd, row + 2 * C, hd * sizeof(float));
+    float *row = qkv + (b * T + t) * 3 * C + h * hd;
+    for (size_t part = 0; part < 3; part++) {
+      float *src = row + part * C, *d = dst[part] + t * hd;
+      if (bias) {
+        const float *bp = bias + part * C + h * hd;
+        for (size_t j = 0; j < hd; j++) d[j] = src[j] = src[j] + bp[j];
+      } else {
+        memcpy(d, src, hd * sizeof(float));
+      }
+    }
   }
 }
 
 /* Every head's q, k, v into the per-(sequence, head) buffers hq, hk, hv
- * ((B NH) x T x hd), and, when dx is given, its columns of dx (BT x C) into
- * hdo. */
-static void gather_heads(const gpt_state *s, const float *qkv, const float *dx, size_t B, size_t T, size_t C,
-                         size_t NH) {
+ * ((B NH) x T x hd), qkv's bias added first when bias is given (the
+ * forward), and, when dx is given, its columns of dx (BT x C) into hdo. */
+static void gather_heads(const gpt_state *s, float *qkv, const float *bias, const float *dx, size_t B, size_t T,
+                         size_t C, size_t NH) {
   const size_t hd = C / NH, th = T * hd;
   long nbh = (long)(B * NH);
 #pragma omp parallel for schedule(static)
   for (long bh = 0; bh < nbh; bh++) {
     size_t b = (size_t)bh / NH, h = (size_t)bh % NH, o = (size_t)bh * th;
-    gather_head(qkv, T, C, hd, b, h, s->hq + o, s->hk + o, s->hv + o);
+    gather_head(qkv, bias, T, C, hd, b, h, s->hq + o, s->hk + o, s->hv + o);
     if (dx)
       for (size_t t = 0; t < T; t++) memcpy(s->hdo + o + t * hd, dx + (b * T + t) * C + h * hd, hd * sizeof(float));
   }
@@ -373,7 +382,7 @@ static void rope_apply(const gpt_state *s, float *x, size_t nbh, size_t T, size_
  * each product for every (sequence, head) at once (xp_matmul_batch).  With
  * ctx->collect_outliers, s->lmax[l] = max |S / sqrt(hd)| over the causal
  * entries. */
-static int attention_forward(const xp_model *m, xp_ctx *ctx, int l, size_t B, const float *qkv,
+static int attention_forward(const xp_model *m, xp_ctx *ctx, int l, size_t B, float *qkv, const float *qkv_bias,
                              float *att, float *atty) {
   const gpt_state *s = m->act;
   size_t T = (size_t)m->mc.seq_len, C = (size_t)m->mc.d_model, NH = (size_t)m->mc.n_head;
@@ -381,7 +390,7 @@ static int attention_forward(const xp_model *m, xp_ctx *ctx, int l, size_t B, co
   float scale = (float)(1.0 / sqrt((double)hd));
   long nbh = (long)(B * NH);
   const int want_max = ctx->collect_outliers;
-  gather_heads(s, qkv, NULL, B, T, C, NH);
+  gather_heads(s, qkv, qkv_bias, NULL, B, T, C, NH);
   if (m->mc.qk_layernorm) qk_norm_forward(m, &s->blk[l], B);
   if (s->rcos) {
     rope_apply(s, s->hq, (size_t)nbh, T, hd, 0);
@@ -453,7 +462,7 @@ static int attention_backward(const xp_model *m, xp_ctx *ctx, int l, size_t B, c
   float scale = (float)(1.0 / sqrt((double)hd));
   long nbh = (long)(B * NH);
   nb = (size_t)nbh;
-  gather_heads(s, qkv, datty, B, T, C, NH);
+  gather_heads(s, (float *)qkv, NULL, datty, B, T, C, NH); /* no bias: read only */
   const gpt_block_idx *k = &s->blk[l];
   if (m->mc.qk_layernorm) qk_norm_forward(m, k, B);
   if (s->rcos) { /* the forward's rotated q and k (the same bits) */
@@ -560,26 +569,41 @@ static int forward_logits(xp_model *m, xp_ctx *ctx, const xp_batch *b) {
     for (size_t c = 0; c < C; c++) x0[(size_t)i * C + c] = e[c] + p[c];
   }
 
+  /* Each sublayer's residual add (with its projection's bias) runs in one
+   * pass with the norm that reads the sum (xp_residual_norm_forward): the
+   * block's norm2, the next block's norm1, or the final norm. */
+  xp_norm_forward(rms, x0, P(s->blk[0].ln1g), PN(s->blk[0].ln1b), s->act[0].ln1, s->act[0].ln1_mean,
+                  s->act[0].ln1_rstd, BT, C);
   for (int l = 0; l < L; l++) {
     const gpt_block_idx *k = &s->blk[l];
     gpt_block_act *a = &s->act[l];
     float *x = s->res + (size_t)(2 * l) * stride, *xa = x + stride, *xm = xa + stride;
-    /* attention sublayer: xa = x + proj(attn(norm1(x))) */
-    xp_norm_forward(rms, x, P(k->ln1g), PN(k->ln1b), a->ln1, a->ln1_mean, a->ln1_rstd, BT, C);
-    if (xp_linear_forward(ctx, k->lin[LIN_QKV], a->ln1, P(k->qkvw), PN(k->qkvb), a->qkv, BT, C, 3 * C)) return -1;
-    if (attention_forward(m, ctx, l, B, a->qkv, a->att, a->atty)) return -1;
-    if (xp_linear_forward(ctx, k->lin[LIN_PROJ], a->atty, P(k->projw), PN(k->projb), s->tmp, BT, C, C)) return -1;
-    xp_add(xa, x, s->tmp, BT * C);
-    /* MLP sublayer: xm = xa + fc2(act(fc(norm2(xa)))) */
-    xp_norm_forward(rms, xa, P(k->ln2g), PN(k->ln2b), a->ln2, a->ln2_mean, a->ln2_rstd, BT, C);
-    if (xp_linear_forward(ctx, k->lin[LIN_FC], a->ln2, P(k->fcw), PN(k->fcb), a->fch, BT, C, F)) return -1;
-    if (m->mc.swiglu) xp_swiglu_forward(a->fch, a->fcact, BT, H);
-    else xp_gelu_forward(a->fch, a->fcact, a->fcth, BT * H);
-    if (xp_linear_forward(ctx, k->lin[LIN_FC2], a->fcact, P(k->fc2w), PN(k->fc2b), s->tmp, BT, H, C)) return -1;
-    xp_add(xm, xa, s->tmp, BT * C);
+    /* attention sublayer: xa = x + proj(attn(norm1(x))), then norm2(xa) */
+    /* qkv's bias is added in attention's gather of the heads */
+    if (xp_linear_forward(ctx, k->lin[LIN_QKV], a->ln1, P(k->qkvw), NULL, a->qkv, BT, C, 3 * C)) return -1;
+    if (attention_forward(m, ctx, l, B, a->qkv, PN(k->qkvb), a->att, a->atty)) return -1;
+    if (xp_linear_forward(ctx, k->lin[LIN_PROJ], a->atty, P(k->projw), NULL, s->tmp, BT, C, C)) return -1;
+    xp_residual_norm_forward(rms, x, s->tmp, PN(k->projb), xa, P(k->ln2g), PN(k->ln2b), a->ln2, a->ln2_mean,
+                             a->ln2_rstd, BT, C);
+    /* MLP sublayer: xm = xa + fc2(act(fc(norm2(xa)))), then the next norm of xm */
+    if (m->mc.swiglu) {
+      if (xp_linear_forward(ctx, k->lin[LIN_FC], a->ln2, P(k->fcw), PN(k->fcb), a->fch, BT, C, F)) return -1;
+      xp_swiglu_forward(a->fch, a->fcact, BT, H);
+    } else { /* fc's bias added in GELU's pass */
+      if (xp_linear_forward(ctx, k->lin[LIN_FC], a->ln2, P(k->fcw), NULL, a->fch, BT, C, F)) return -1;
+      xp_bias_gelu_forward(a->fch, PN(k->fcb), a->fcact, a->fcth, BT, H);
+    }
+    if (xp_linear_forward(ctx, k->lin[LIN_FC2], a->fcact, P(k->fc2w), NULL, s->tmp, BT, H, C)) return -1;
+    if (l + 1 < L) {
+      const gpt_block_idx *kn = &s->blk[l + 1];
+      gpt_block_act *an = &s->act[l + 1];
+      xp_residual_norm_forward(rms, xa, s->tmp, PN(k->fc2b), xm, P(kn->ln1g), PN(kn->ln1b), an->ln1,
+                               an->ln1_mean, an->ln1_rstd, BT, C);
+    } else {
+      xp_residual_norm_forward(rms, xa, s->tmp, PN(k->fc2b), xm, P(s->lnfg), PN(s->lnfb), s->lnf, s->lnf_mean,
+                               s->lnf_rstd, BT, C);
+    }
   }
-  float *xl = s->res + (size_t)(2 * L) * stride;
-  xp_norm_forward(rms, xl, P(s->lnfg), PN(s->lnfb), s->lnf, s->lnf_mean, s->lnf_rstd, BT, C);
   return xp_linear_forward(ctx, s->lin_head, s->lnf, P(s->head), PN(s->headb), s->logits, BT, C, V);
 }
 

@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* columns per block of the column reductions (xp_colsum, the norms' gains) */
+#define XP_CB 32
+
 /* ---- linear ---------------------------------------------------------------- */
 
 /* x (T x in) . W^T (in x out) + bias -> y (T x out) */
@@ -36,59 +39,192 @@ int xp_linear_forward(xp_ctx *ctx, int lin, const float *x, const float *w, cons
 int xp_linear_backward(xp_ctx *ctx, int lin, const float *dy, const float *x, const float *w,
                        float *dw, float *db, float *dx, float *scratch, size_t T, size_t in,
                        size_t out) {
-  if (dx) {
+  const xp_gemm_desc wgrad = {.lin = lin, .role = XP_WGRAD,
+                              .a = {.kind = XP_GRAD, .trans = 1, .p = dy},
+                              .b = {.kind = XP_INPUT, .p = x},
+                              .m = out, .n = in, .k = T, .d = dw};
+  if (dx) { /* dgrad and wgrad: independent, as a pair (a thread each with 2) */
     float *d = scratch ? scratch : dx;
-    xp_matmul(ctx, &(xp_gemm_desc){.lin = lin, .role = XP_DGRAD,
-                                   .a = {.kind = XP_GRAD, .p = dy},
-                                   .b = {.kind = XP_WEIGHT, .p = w},
-                                   .m = T, .n = in, .k = out, .d = d});
+    const xp_gemm_desc dgrad = {.lin = lin, .role = XP_DGRAD,
+                                .a = {.kind = XP_GRAD, .p = dy},
+                                .b = {.kind = XP_WEIGHT, .p = w},
+                                .m = T, .n = in, .k = out, .d = d};
+    xp_matmul_pair(ctx, &dgrad, &wgrad);
     if (ctx->failed) return -1;
     if (scratch) xp_accumulate(dx, scratch, T * in);
+  } else {
+    xp_matmul(ctx, &wgrad);
+    if (ctx->failed) return -1;
   }
-  xp_matmul(ctx, &(xp_gemm_desc){.lin = lin, .role = XP_WGRAD,
-                                 .a = {.kind = XP_GRAD, .trans = 1, .p = dy},
-                                 .b = {.kind = XP_INPUT, .p = x},
-                                 .m = out, .n = in, .k = T, .d = dw});
-  if (ctx->failed) return -1;
-  if (db) {
-    long cols = (long)out;
-#pragma omp parallel for schedule(static)
-    for (long o = 0; o < cols; o++) {
-      double s = 0.0;
-      for (size_t t = 0; t < T; t++) s += dy[t * out + (size_t)o];
-      db[o] = (float)s;
-    }
-  }
+  if (db) xp_colsum(dy, db, T, out);
   return 0;
+}
+
+/* Column sums of x (T x C) into s (C): each column in double over the rows
+ * in order.  A block of XP_CB columns at a time with the rows streamed (a
+ * column walked down alone would read one float per cache line). */
+XP_CLONES static void colsum_block(const float *x, float *s, size_t T, size_t C, size_t c0, size_t w) {
+  double acc[XP_CB] = {0};
+  if (w == XP_CB) /* a full block: the accumulators stay in registers */
+    for (size_t t = 0; t < T; t++) {
+      const float *r = x + t * C + c0;
+      for (size_t j = 0; j < XP_CB; j++) acc[j] += r[j];
+    }
+  else
+    for (size_t t = 0; t < T; t++) {
+      const float *r = x + t * C + c0;
+      for (size_t j = 0; j < w; j++) acc[j] += r[j];
+    }
+  for (size_t j = 0; j < w; j++) s[c0 + j] = (float)acc[j];
+}
+
+void xp_colsum(const float *x, float *s, size_t T, size_t C) {
+  long nblk = (long)((C + XP_CB - 1) / XP_CB);
+#pragma omp parallel for schedule(static)
+  for (long ob = 0; ob < nblk; ob++) {
+    const size_t c0 = (size_t)ob * XP_CB, w = C - c0 < XP_CB ? C - c0 : XP_CB;
+    colsum_block(x, s, T, C, c0, w);
+  }
 }
 
 /* ---- norms ----------------------------------------------------------------- */
 
+/* The norms work on blocks of XP_NR rows: a row's sums run in double over
+ * its columns in order (a chain of dependent additions), and the rows of a
+ * block run their chains side by side; every row gets the bits it would get
+ * alone. */
+#define XP_NR 8
+
+/* mean and rstd of nr <= XP_NR rows of x (C wide).  Inlined with nr =
+ * XP_NR, the accumulators stay in registers. */
+static inline __attribute__((always_inline)) void norm_stats(int rms, const float *x, size_t nr, size_t C,
+                                                             float *mean, float *rstd) {
+  double mu[XP_NR] = {0}, v[XP_NR] = {0};
+  if (!rms) {
+    for (size_t c = 0; c < C; c++)
+      for (size_t r = 0; r < nr; r++) mu[r] += x[r * C + c];
+    for (size_t r = 0; r < nr; r++) mu[r] /= (double)C;
+  }
+  for (size_t c = 0; c < C; c++)
+    for (size_t r = 0; r < nr; r++) {
+      double dev = x[r * C + c] - mu[r];
+      v[r] += dev * dev;
+    }
+  for (size_t r = 0; r < nr; r++) {
+    v[r] /= (double)C;
+    mean[r] = (float)mu[r];
+    rstd[r] = (float)(1.0 / sqrt(v[r] + (double)XP_NORM_EPS));
+  }
+}
+
+/* y = (x - m) r g (+ b) for one row */
+static inline __attribute__((always_inline)) void norm_row(const float *xr, const float *g, const float *b, float m, float r, float *yr, size_t C) {
+  if (b)
+    for (size_t c = 0; c < C; c++) yr[c] = (xr[c] - m) * r * g[c] + b[c];
+  else
+    for (size_t c = 0; c < C; c++) yr[c] = (xr[c] - m) * r * g[c];
+}
+
+/* The norm of rows [t0, t0 + nr) of x. */
+XP_CLONES static void norm_block(int rms, const float *x, const float *g, const float *b, float *y, float *mean,
+                       float *rstd, size_t t0, size_t nr, size_t C) {
+  if (nr == XP_NR) norm_stats(rms, x + t0 * C, XP_NR, C, mean + t0, rstd + t0);
+  else norm_stats(rms, x + t0 * C, nr, C, mean + t0, rstd + t0);
+  for (size_t r = 0; r < nr; r++)
+    norm_row(x + (t0 + r) * C, g, b, mean[t0 + r], rstd[t0 + r], y + (t0 + r) * C, C);
+}
+
 /* x (T x C), g, b (C) -> y (T x C), mean, rstd (T).  Row statistics in double. */
 void xp_norm_forward(int rms, const float *x, const float *g, const float *b, float *y,
                      float *mean, float *rstd, size_t T, size_t C) {
-  long rows = (long)T;
+  long nblk = (long)((T + XP_NR - 1) / XP_NR);
 #pragma omp parallel for schedule(static)
-  for (long t = 0; t < rows; t++) {
-    const float *xr = x + (size_t)t * C;
-    float *yr = y + (size_t)t * C;
-    double mu = 0.0, v = 0.0;
-    if (!rms) {
-      for (size_t c = 0; c < C; c++) mu += xr[c];
-      mu /= (double)C;
+  for (long k = 0; k < nblk; k++) {
+    const size_t t0 = (size_t)k * XP_NR, nr = T - t0 < XP_NR ? T - t0 : XP_NR;
+    norm_block(rms, x, g, b, y, mean, rstd, t0, nr, C);
+  }
+}
+
+/* xa = x + (branch + bias), then the norm of xa: xp_linear_forward's bias,
+ * xp_add and xp_norm_forward in one pass (the same operations per element). */
+void xp_residual_norm_forward(int rms, const float *x, const float *branch, const float *bias, float *xa,
+                              const float *g, const float *b, float *y, float *mean, float *rstd, size_t T,
+                              size_t C) {
+  long nblk = (long)((T + XP_NR - 1) / XP_NR);
+#pragma omp parallel for schedule(static)
+  for (long k = 0; k < nblk; k++) {
+    const size_t t0 = (size_t)k * XP_NR, nr = T - t0 < XP_NR ? T - t0 : XP_NR;
+    for (size_t i = t0 * C; i < (t0 + nr) * C; i += C) {
+      if (bias)
+        for (size_t c = 0; c < C; c++) xa[i + c] = x[i + c] + (branch[i + c] + bias[c]);
+      else
+        for (size_t c = 0; c < C; c++) xa[i + c] = x[i + c] + branch[i + c];
     }
+    norm_block(rms, xa, g, b, y, mean, rstd, t0, nr, C);
+  }
+}
+
+/* dx of nr <= XP_NR rows (t0 ...): the row sums of dn and dn n side by side */
+static inline __attribute__((always_inline)) void norm_bwd_rows_n(int rms, const float *dy, const float *x,
+                                                                const float *g, const float *mean,
+                                                                const float *rstd, float *dx, size_t t0,
+                                                                size_t nr, size_t C) {
+  double s_dn[XP_NR] = {0}, s_dnn[XP_NR] = {0};
+  float m[XP_NR], rs[XP_NR], a[XP_NR], bb[XP_NR];
+  for (size_t r = 0; r < nr; r++) m[r] = mean[t0 + r], rs[r] = rstd[t0 + r];
+  const float *xb = x + t0 * C, *dyb = dy + t0 * C;
+  for (size_t c = 0; c < C; c++) {
+    const float gc = g[c];
+    for (size_t r = 0; r < nr; r++) {
+      float n = (xb[r * C + c] - m[r]) * rs[r], dn = dyb[r * C + c] * gc;
+      s_dn[r] += dn;
+      s_dnn[r] += (double)dn * n;
+    }
+  }
+  for (size_t r = 0; r < nr; r++) {
+    a[r] = rms ? 0.0f : (float)(s_dn[r] / (double)C);
+    bb[r] = (float)(s_dnn[r] / (double)C);
+  }
+  for (size_t r = 0; r < nr; r++) {
+    const float *xr = xb + r * C, *dyr = dyb + r * C;
+    float *dxr = dx + (t0 + r) * C;
+    const float mr = m[r], rr = rs[r], ar = a[r], br = bb[r];
     for (size_t c = 0; c < C; c++) {
-      double dev = xr[c] - mu;
-      v += dev * dev;
+      float n = (xr[c] - mr) * rr, dn = dyr[c] * g[c];
+      dxr[c] += (dn - ar - n * br) * rr;
     }
-    v /= (double)C;
-    float m = (float)mu, r = (float)(1.0 / sqrt(v + (double)XP_NORM_EPS));
-    for (size_t c = 0; c < C; c++) {
-      float n = (xr[c] - m) * r;
-      yr[c] = b ? n * g[c] + b[c] : n * g[c];
-    }
-    mean[t] = m;
-    rstd[t] = r;
+  }
+}
+
+XP_CLONES static void norm_bwd_rows(int rms, const float *dy, const float *x, const float *g, const float *mean,
+                                    const float *rstd, float *dx, size_t t0, size_t nr, size_t C) {
+  if (nr == XP_NR) norm_bwd_rows_n(rms, dy, x, g, mean, rstd, dx, t0, XP_NR, C);
+  else norm_bwd_rows_n(rms, dy, x, g, mean, rstd, dx, t0, nr, C);
+}
+
+/* dg, db of channels [c0, c0 + w): per channel, tokens in order */
+XP_CLONES static void norm_bwd_cols(const float *dy, const float *x, const float *mean, const float *rstd, float *dg,
+                                    float *db, size_t T, size_t C, size_t c0, size_t w) {
+  double sg[XP_CB] = {0}, sb[XP_CB] = {0};
+  for (size_t t = 0; t < T; t++) {
+    const float *xr = x + t * C + c0, *dyr = dy + t * C + c0;
+    const float m = mean[t], r = rstd[t];
+    if (w == XP_CB)
+      for (size_t j = 0; j < XP_CB; j++) {
+        float n = (xr[j] - m) * r, d = dyr[j];
+        sg[j] += (double)d * n;
+        sb[j] += d;
+      }
+    else
+      for (size_t j = 0; j < w; j++) {
+        float n = (xr[j] - m) * r, d = dyr[j];
+        sg[j] += (double)d * n;
+        sb[j] += d;
+      }
+  }
+  for (size_t j = 0; j < w; j++) {
+    dg[c0 + j] = (float)sg[j];
+    if (db) db[c0 + j] = (float)sb[j];
   }
 }
 
@@ -98,35 +234,20 @@ void xp_norm_forward(int rms, const float *x, const float *g, const float *b, fl
  *   RMSNorm:   dx = rstd * (dn - n * mean(dn * n))            (mean = 0) */
 void xp_norm_backward(int rms, const float *dy, const float *x, const float *g, const float *mean,
                       const float *rstd, float *dx, float *dg, float *db, size_t T, size_t C) {
-  long rows = (long)T, cols = (long)C;
-#pragma omp parallel for schedule(static)
-  for (long t = 0; t < rows; t++) {
-    const float *xr = x + (size_t)t * C, *dyr = dy + (size_t)t * C;
-    float *dxr = dx + (size_t)t * C;
-    float m = mean[t], r = rstd[t];
-    double s_dn = 0.0, s_dnn = 0.0;
-    for (size_t c = 0; c < C; c++) {
-      float n = (xr[c] - m) * r, dn = dyr[c] * g[c];
-      s_dn += dn;
-      s_dnn += (double)dn * n;
+  long nblk = (long)((T + XP_NR - 1) / XP_NR), ncb = (long)((C + XP_CB - 1) / XP_CB);
+#pragma omp parallel
+  {
+#pragma omp for schedule(static) nowait
+    for (long k = 0; k < nblk; k++) {
+      const size_t t0 = (size_t)k * XP_NR, nr = T - t0 < XP_NR ? T - t0 : XP_NR;
+      norm_bwd_rows(rms, dy, x, g, mean, rstd, dx, t0, nr, C);
     }
-    float a = rms ? 0.0f : (float)(s_dn / (double)C), bb = (float)(s_dnn / (double)C);
-    for (size_t c = 0; c < C; c++) {
-      float n = (xr[c] - m) * r, dn = dyr[c] * g[c];
-      dxr[c] += (dn - a - n * bb) * r;
+    /* gain and bias: per channel, tokens in order; XP_CB channels at a time */
+#pragma omp for schedule(static)
+    for (long cb = 0; cb < ncb; cb++) {
+      const size_t c0 = (size_t)cb * XP_CB, w = C - c0 < XP_CB ? C - c0 : XP_CB;
+      norm_bwd_cols(dy, x, mean, rstd, dg, db, T, C, c0, w);
     }
-  }
-  /* gain and bias: per channel, tokens in order */
-#pragma omp parallel for schedule(static)
-  for (long c = 0; c < cols; c++) {
-    double sg = 0.0, sb = 0.0;
-    for (size_t t = 0; t < T; t++) {
-      float n = (x[t * C + (size_t)c] - mean[t]) * rstd[t], d = dy[t * C + (size_t)c];
-      sg += (double)d * n;
-      sb += d;
-    }
-    dg[c] = (float)sg;
-    if (db) db[c] = (float)sb;
   }
 }
 

@@ -31,6 +31,13 @@ int xp_linear_backward(xp_ctx *ctx, int lin, const float *dy, const float *x, co
 /* x (T x C), g, b (C) -> y (T x C), mean, rstd (T). */
 void xp_norm_forward(int rms, const float *x, const float *g, const float *b, float *y,
                      float *mean, float *rstd, size_t T, size_t C);
+/* The end of a residual sublayer and the next norm in one pass:
+ * xa = x + (branch + bias) (bias NULL: x + branch), y = norm(xa) as
+ * xp_norm_forward gives it.  The same bits as xp_linear_forward's bias,
+ * xp_add and xp_norm_forward in turn. */
+void xp_residual_norm_forward(int rms, const float *x, const float *branch, const float *bias, float *xa,
+                              const float *g, const float *b, float *y, float *mean, float *rstd, size_t T,
+                              size_t C);
 /* dy (T x C) -> dx (T x C, ADDED), dg, db (C, overwritten; db NULL for RMSNorm). */
 void xp_norm_backward(int rms, const float *dy, const float *x, const float *g, const float *mean,
                       const float *rstd, float *dx, float *dg, float *db, size_t T, size_t C);
@@ -46,6 +53,10 @@ void xp_tanhf_n(const float *x, float *y, size_t n);
 /* GELU, tanh approximation (GPT-2): n elements (gelu.c).  th (n) or NULL:
  * where the forward keeps tanh's values for the backward. */
 void xp_gelu_forward(const float *x, float *y, float *th, size_t n);
+/* A linear layer's bias and the GELU after it in one pass: x (T x H) +=
+ * bias (H; NULL: none), then y = gelu(x), th = tanh's values (T x H).  The
+ * same bits as the bias in xp_linear_forward, then xp_gelu_forward. */
+void xp_bias_gelu_forward(float *x, const float *bias, float *y, float *th, size_t T, size_t H);
 /* dx = dy * gelu'(x) (overwritten); th: the forward's, or NULL (recomputed). */
 void xp_gelu_backward(const float *dy, const float *x, const float *th, float *dx, size_t n);
 /* The scalar references (the fast versions give the same bits). */
@@ -55,6 +66,9 @@ void xp_gelu_backward_ref(const float *dy, const float *x, float *dx, size_t n);
 void xp_swiglu_forward(const float *h, float *y, size_t T, size_t H);
 /* dy (T x H) -> dh (T x 2H, overwritten). */
 void xp_swiglu_backward(const float *dy, const float *h, float *dh, size_t T, size_t H);
+/* s (C) = column sums of x (T x C), each in double over the rows in order
+ * (a linear layer's bias gradient). */
+void xp_colsum(const float *x, float *s, size_t T, size_t C);
 /* y = a + b (n elements; y may alias a). */
 void xp_add(float *y, const float *a, const float *b, size_t n);
 /* y += a. */

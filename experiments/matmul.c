@@ -81,6 +81,10 @@ void xp_ctx_free(xp_ctx *ctx) {
   free(ctx->ls);
   free(ctx->lin_prec);
   exmy_gemm_ws_free(&ctx->ws);
+  for (int i = 0; i < ctx->nwsx; i++) exmy_gemm_ws_free(&ctx->wsx[i]);
+  free(ctx->wsx);
+  ctx->wsx = NULL;
+  ctx->nwsx = 0;
   free(ctx->batch);
   ctx->batch = NULL;
   ctx->batch_cap = 0;
@@ -270,13 +274,23 @@ static int make_operand_cached(xp_ctx *ctx, xp_layer_state *ls, xp_tkind kind, c
   return 0;
 }
 
-void xp_matmul(xp_ctx *ctx, const xp_gemm_desc *g) {
+/* One GEMM of xp_matmul on its way: the operands, then the arguments. */
+typedef struct mm_call {
+  operand A, B;
+  exmy_gemm_args ga;
+  int ready;                    /* the operands are made: run, then finish */
+} mm_call;
+
+/* The operands of g with its layer's precision (cached, quantized or
+ * views) and the GEMM's arguments; on failure g->d is NaN and c->ready 0. */
+static void mm_prepare(xp_ctx *ctx, const xp_gemm_desc *g, mm_call *c) {
   const int lin = g->lin, sub = g->sub;
   const xp_role role = g->role;
   const xp_tkind ka = g->a.kind, kb = g->b.kind;
   const float *a = g->a.p, *b = g->b.p;
   const size_t m = g->m, n = g->n, k = g->k;
   float *d = g->d;
+  c->ready = 0;
   if (ctx->failed) {
     nan_fill(d, m * n);
     return;
@@ -288,39 +302,41 @@ void xp_matmul(xp_ctx *ctx, const xp_gemm_desc *g) {
     exmy_recipe_calibrate(&ls->rec[ka], &lp->t[ka].fmt, a, m * k, &ls->st_rec[ka]);
     exmy_recipe_calibrate(&ls->rec[kb], &lp->t[kb].fmt, b, k * n, &ls->st_rec[kb]);
   }
-  operand A, B;
   const int normal = ctx->mode == XP_MODE_NORMAL;
   const int own = normal && ls; /* the layer's recipes and their state, else a fresh one per call */
-  if (own ? make_operand_cached(ctx, ls, ka, &p->t[ka], lin, sub, role, 0, a, g->a.trans, m, k, &A)
-          : make_operand(ctx, &p->t[ka], NULL, NULL, lin, sub, role, 0, a, g->a.trans, m, k, &A)) {
+  operand *A = &c->A, *B = &c->B;
+  if (own ? make_operand_cached(ctx, ls, ka, &p->t[ka], lin, sub, role, 0, a, g->a.trans, m, k, A)
+          : make_operand(ctx, &p->t[ka], NULL, NULL, lin, sub, role, 0, a, g->a.trans, m, k, A)) {
     nan_fill(d, m * n);
     return;
   }
-  if (own ? make_operand_cached(ctx, ls, kb, &p->t[kb], lin, sub, role, 1, b, g->b.trans, n, k, &B)
-          : make_operand(ctx, &p->t[kb], NULL, NULL, lin, sub, role, 1, b, g->b.trans, n, k, &B)) {
-    free_operand(&A);
+  if (own ? make_operand_cached(ctx, ls, kb, &p->t[kb], lin, sub, role, 1, b, g->b.trans, n, k, B)
+          : make_operand(ctx, &p->t[kb], NULL, NULL, lin, sub, role, 1, b, g->b.trans, n, k, B)) {
+    free_operand(A);
     nan_fill(d, m * n);
     return;
   }
-  exmy_gemm_args ga;
-  exmy_gemm_args_init(&ga);
-  ga.trans_a = A.trans;
-  ga.trans_b = B.trans;
-  ga.a = &A.q;
-  ga.b = &B.q;
-  ga.d_fmt = &ctx->f32;
-  ga.accum = &p->accum[role];
-  ga.threads = lin < 0 ? 1 : ctx->cfg->threads;
-  char e[EXMY_ERRLEN];
-  /* the linear layers (called from one thread) reuse the context's buffers;
-   * attention's products run in parallel over heads, each on its own */
-  if (lin >= 0 && !omp_in_parallel() ? exmy_gemm_ws_run(&ga, &ctx->ws, d, NULL, NULL, e, sizeof e)
-                                     : exmy_gemm(&ga, d, NULL, NULL, e, sizeof e)) {
-    set_err(ctx, lin >= 0 ? ctx->lin_name[lin] : "attention", e);
-    nan_fill(d, m * n);
-  }
-  if (ls && normal && ctx->collect_stats) {
-    const operand *ops[2] = {&A, &B};
+  exmy_gemm_args *ga = &c->ga;
+  exmy_gemm_args_init(ga);
+  ga->trans_a = A->trans;
+  ga->trans_b = B->trans;
+  ga->a = &A->q;
+  ga->b = &B->q;
+  ga->d_fmt = &ctx->f32;
+  ga->accum = &p->accum[role];
+  ga->threads = lin < 0 ? 1 : ctx->cfg->threads;
+  c->ready = 1;
+}
+
+/* The statistics and dumps of a run GEMM, and its operands freed. */
+static void mm_finish(xp_ctx *ctx, const xp_gemm_desc *g, mm_call *c) {
+  if (!c->ready) return;
+  const int lin = g->lin;
+  const xp_role role = g->role;
+  xp_layer_state *ls = lin >= 0 ? &ctx->ls[lin] : NULL;
+  const operand *A = &c->A, *B = &c->B;
+  if (ls && ctx->mode == XP_MODE_NORMAL && ctx->collect_stats) {
+    const operand *ops[2] = {A, B};
     for (int w = 0; w < 2; w++) {
       if (!ops[w]->quantized && !ops[w]->cached) { ls->have_st[role][w] = 0; continue; }
       char se[EXMY_ERRLEN];
@@ -334,11 +350,137 @@ void xp_matmul(xp_ctx *ctx, const xp_gemm_desc *g) {
     }
   }
   if (ls && ctx->dump && dump_wanted(ctx, lin)) {
-    dump_operand(ctx, lin, role, 0, &A);
-    dump_operand(ctx, lin, role, 1, &B);
+    dump_operand(ctx, lin, role, 0, A);
+    dump_operand(ctx, lin, role, 1, B);
   }
-  free_operand(&A);
-  free_operand(&B);
+  free_operand(&c->A);
+  free_operand(&c->B);
+  c->ready = 0;
+}
+
+/* The GEMM of a prepared call on one thread's share: ga as prepared, with
+ * threads and the workspace given; an error sets ctx's and NaN-fills d. */
+static void mm_run_args(xp_ctx *ctx, const xp_gemm_desc *g, exmy_gemm_args *ga, exmy_gemm_ws *ws, float *d,
+                        size_t rows) {
+  char e[EXMY_ERRLEN];
+  if (ws ? exmy_gemm_ws_run(ga, ws, d, NULL, NULL, e, sizeof e) : exmy_gemm(ga, d, NULL, NULL, e, sizeof e)) {
+    set_err(ctx, g->lin >= 0 ? ctx->lin_name[g->lin] : "attention", e);
+    nan_fill(d, rows * g->n);
+  }
+}
+
+/* The team a linear layer's GEMMs would use (cfg threads, else OpenMP's). */
+static int team_size(const xp_ctx *ctx) {
+  return ctx->cfg->threads > 0 ? ctx->cfg->threads : omp_get_max_threads();
+}
+
+/* Workspace i of the team's (0: the context's own), grown on demand; NULL
+ * when out of memory (the caller then uses exmy_gemm). */
+static exmy_gemm_ws *team_ws(xp_ctx *ctx, int i) {
+  if (i == 0) return &ctx->ws;
+  if (i > ctx->nwsx) return NULL;
+  return &ctx->wsx[i - 1];
+}
+
+static int team_ws_ensure(xp_ctx *ctx, int nt) {
+  if (nt - 1 <= ctx->nwsx) return 0;
+  exmy_gemm_ws *w = realloc(ctx->wsx, (size_t)(nt - 1) * sizeof *w);
+  if (!w) return -1;
+  for (int i = ctx->nwsx; i < nt - 1; i++) exmy_gemm_ws_init(&w[i]);
+  ctx->wsx = w;
+  ctx->nwsx = nt - 1;
+  return 0;
+}
+
+/* Can the GEMM be cut into bands of D's rows, one per thread, each an
+ * exmy_gemm of its own with the same bits?  Every element of D depends only
+ * on its row of op(A), its column of op(B) and the model, unless a
+ * stochastic rounding's counter (i n + j) sees the row index: so A stored
+ * m x k with one scale group down the rows (a per-tensor scale, or a view),
+ * and no stochastic rounding in the accumulation or D's cast. */
+static int row_bands_ok(const exmy_gemm_args *ga) {
+  const exmy_qtensor *A = ga->a;
+  if (ga->trans_a || A->srows != 1 || A->scale_codes) return 0;
+  if (ga->d_rnd.mode == EXMY_SR) return 0;
+  if (ga->accum->kind == EXMY_ACCUM_FORMAT && ga->accum->acc_rnd.mode == EXMY_SR) return 0;
+  return 1;
+}
+
+/* Rows per band below which a band is not worth a thread */
+#define XP_BAND_MIN 32
+
+/* The linear layers' GEMMs with a team of nt threads, called from one
+ * thread: one parallel region, each thread an exmy_gemm on one thread
+ * (its own workspace).  calls[0..ncalls): with one call, its rows cut into
+ * nt bands (row_bands_ok); with two (a layer's dgrad and wgrad, nt = 2),
+ * a call per thread.  Returns 0, or -1 when it cannot (the caller runs
+ * the calls one by one, each on the whole team). */
+static int mm_run_team(xp_ctx *ctx, const xp_gemm_desc *const *gs, mm_call *const *calls, int ncalls, int nt) {
+  if (nt < 2 || omp_in_parallel() || team_ws_ensure(ctx, nt)) return -1;
+  if (ncalls == 2 && nt != 2) return -1;
+  if (ncalls == 1 && (!row_bands_ok(&calls[0]->ga) || gs[0]->m < (size_t)nt * XP_BAND_MIN)) return -1;
+#pragma omp parallel num_threads(nt)
+  {
+    const int id = omp_get_thread_num(), team = omp_get_num_threads();
+    exmy_gemm_ws *ws = team_ws(ctx, id);
+    if (ncalls == 2) { /* a call per thread (both on one when the runtime gave one: OMP_DYNAMIC) */
+      for (int i = id; i < 2; i += team) {
+        exmy_gemm_args ga = calls[i]->ga;
+        ga.threads = 1;
+        mm_run_args(ctx, gs[i], &ga, ws, gs[i]->d, gs[i]->m);
+      }
+    } else {
+      const xp_gemm_desc *g = gs[0];
+      const size_t m = g->m, q = m / (size_t)team, r = m % (size_t)team;
+      const size_t r0 = (size_t)id * q + ((size_t)id < r ? (size_t)id : r), rows = q + ((size_t)id < r);
+      exmy_gemm_args ga = calls[0]->ga;
+      exmy_qtensor band = *ga.a; /* rows [r0, r0 + rows) of A: the same scale */
+      band.codes = (char *)band.codes + r0 * band.cols * (size_t)exmy_code_bytes(&band.fmt);
+      band.rows = rows;
+      ga.a = &band;
+      ga.threads = 1;
+      if (rows) mm_run_args(ctx, g, &ga, ws, g->d + r0 * g->n, rows);
+    }
+  }
+  return 0;
+}
+
+void xp_matmul(xp_ctx *ctx, const xp_gemm_desc *g) {
+  mm_call c;
+  mm_prepare(ctx, g, &c);
+  if (!c.ready) return;
+  const xp_gemm_desc *gs[1] = {g};
+  mm_call *cs[1] = {&c};
+  /* the linear layers (called from one thread) reuse the context's buffers;
+   * attention's products run in parallel over heads, each on its own */
+  if (g->lin < 0 || omp_in_parallel()) mm_run_args(ctx, g, &c.ga, NULL, g->d, g->m);
+  else if (mm_run_team(ctx, gs, cs, 1, team_size(ctx))) mm_run_args(ctx, g, &c.ga, &ctx->ws, g->d, g->m);
+  mm_finish(ctx, g, &c);
+}
+
+void xp_matmul_pair(xp_ctx *ctx, const xp_gemm_desc *g0, const xp_gemm_desc *g1) {
+  /* a tensor kind read from two different buffers: g1's operand could
+   * replace the layer's cached one g0 holds, so one after the other */
+  const xp_operand *o0[2] = {&g0->a, &g0->b}, *o1[2] = {&g1->a, &g1->b};
+  int clash = 0;
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++) clash |= o0[i]->kind == o1[j]->kind && o0[i]->p != o1[j]->p;
+  if (clash || g0->lin < 0 || g1->lin < 0 || omp_in_parallel() || team_size(ctx) != 2) {
+    xp_matmul(ctx, g0);
+    xp_matmul(ctx, g1);
+    return;
+  }
+  mm_call c0, c1;
+  mm_prepare(ctx, g0, &c0);
+  mm_prepare(ctx, g1, &c1);
+  const xp_gemm_desc *gs[2] = {g0, g1};
+  mm_call *cs[2] = {&c0, &c1};
+  if (!c0.ready || !c1.ready || mm_run_team(ctx, gs, cs, 2, 2)) {
+    if (c0.ready) mm_run_args(ctx, g0, &c0.ga, &ctx->ws, g0->d, g0->m);
+    if (c1.ready) mm_run_args(ctx, g1, &c1.ga, &ctx->ws, g1->d, g1->m);
+  }
+  mm_finish(ctx, g0, &c0);
+  mm_finish(ctx, g1, &c1);
 }
 
 /* The arrays of a batch of count problems: operands (A, B per problem),
@@ -388,8 +530,10 @@ void xp_matmul_batch(xp_ctx *ctx, const xp_gemm_desc *g, size_t count, size_t st
   const xp_prec *p = prec_of(ctx, g->lin);
   int bad = 0;
   long nb = (long)count;
-  /* operands: a view of the floats, or quantized with the problem's own SR stream */
-#pragma omp parallel for schedule(static) if (count > 1) reduction(| : bad)
+  /* operands: a view of the floats, or quantized with the problem's own SR stream
+   * (in parallel only then: views cost less than waking the team) */
+  const int views = p->t[g->a.kind].is_f32 && p->t[g->b.kind].is_f32;
+#pragma omp parallel for schedule(static) if (count > 1 && !views) reduction(| : bad)
   for (long i = 0; i < nb; i++) {
     operand *A = &ba.ops[2 * i], *B = A + 1;
     const int sub = g->sub + (int)i;

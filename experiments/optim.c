@@ -8,6 +8,7 @@
 #include "experiments/xp.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,6 +127,47 @@ static void round_linear_f16(const xp_optim *o, xp_model *m) {
     if (m->tensors[ti].is_linear_w) xp_round_f32(&f, &rnd, m->params + m->tensors[ti].off, m->tensors[ti].n, o->codes);
 }
 
+/* AdamW's constants of a step */
+typedef struct adamw_coef {
+  float coef, b1, b2, bc1, bc2, eps, lr, fs;
+} adamw_coef;
+
+
+/* AdamW on n elements: each element's update alone, in float, the same
+ * operations in the same order at any vector width (wd_mode independent:
+ * the decay follows the schedule's multiplier lr / lr_peak, not the peak lr,
+ * Loshchilov and Hutter's eta_t; coupled keeps PyTorch's expression, bit for
+ * bit).  A loop per mode, so each vectorizes. */
+XP_CLONES static void adamw_range(const adamw_coef *k, float wd, int indep, float *restrict p,
+                                  const float *restrict g, float *restrict mm, float *restrict vv, size_t n) {
+  const float coef = k->coef, b1 = k->b1, b2 = k->b2, bc1 = k->bc1, bc2 = k->bc2, eps = k->eps, lr = k->lr,
+              fs = k->fs;
+#define ADAMW_MOMENTS(i)                                            \
+  const float gi = g[i] * coef;                                     \
+  mm[i] = b1 * mm[i] + (1.0f - b1) * gi;                            \
+  vv[i] = b2 * vv[i] + (1.0f - b2) * (gi * gi);                     \
+  const float mhat = mm[i] / bc1, vhat = vv[i] / bc2
+  if (indep)
+    for (size_t i = 0; i < n; i++) {
+      ADAMW_MOMENTS(i);
+      p[i] -= lr * (mhat / (sqrtf(vhat) + eps)) + fs * wd * p[i];
+    }
+  else
+    for (size_t i = 0; i < n; i++) {
+      ADAMW_MOMENTS(i);
+      p[i] -= lr * (mhat / (sqrtf(vhat) + eps) + wd * p[i]);
+    }
+#undef ADAMW_MOMENTS
+}
+
+/* This thread's share [lo, hi) of n elements: schedule(static)'s split */
+static void xp_omp_range(size_t n, size_t *lo, size_t *hi) {
+  const size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
+  const size_t q = n / nt, r = n % nt;
+  *lo = id * q + (id < r ? id : r);
+  *hi = *lo + q + (id < r);
+}
+
 void xp_optim_setup(xp_optim *o, xp_model *m, const xp_config *c) {
   if (xp_msamp_level_of(c->msamp)->fp16_linear) round_linear_f16(o, m);
 }
@@ -148,15 +190,7 @@ void xp_optim_step(xp_optim *o, xp_model *m, const xp_config *c, long step, doub
    * (Loshchilov and Hutter's eta_t); coupled keeps PyTorch's expression, bit for bit */
   const int indep = c->wd_independent;
   const float fs = indep && c->lr > 0 ? (float)(lr / c->lr) : 0.0f;
-#define ADAMW_ELEMENT(i)                                            \
-  do {                                                              \
-    const float gi = g[i] * coef;                                   \
-    mm[i] = b1 * mm[i] + (1.0f - b1) * gi;                          \
-    vv[i] = b2 * vv[i] + (1.0f - b2) * (gi * gi);                   \
-    const float mhat = mm[i] / bc1, vhat = vv[i] / bc2;             \
-    if (indep) p[i] -= flr * (mhat / (sqrtf(vhat) + eps)) + fs * wd * p[i]; \
-    else p[i] -= flr * (mhat / (sqrtf(vhat) + eps) + wd * p[i]);   \
-  } while (0)
+  const adamw_coef k = {coef, b1, b2, bc1, bc2, eps, flr, fs};
   if (!lv->low_moments && !lv->fp16_linear && c->master_is_f32) {
     /* nothing between the tensors' updates: one team for all of them (each
      * element's update is alone, so the split changes no bit) */
@@ -165,8 +199,9 @@ void xp_optim_step(xp_optim *o, xp_model *m, const xp_config *c, long step, doub
       const xp_param *pt = &m->tensors[ti];
       const float wd = pt->is_matrix ? (float)c->weight_decay : 0.0f;
       float *p = m->params + pt->off, *g = m->grads + pt->off, *mm = o->m + pt->off, *vv = o->v + pt->off;
-#pragma omp for schedule(static) nowait
-      for (size_t i = 0; i < pt->n; i++) ADAMW_ELEMENT(i);
+      size_t lo, hi;
+      xp_omp_range(pt->n, &lo, &hi);
+      adamw_range(&k, wd, indep, p + lo, g + lo, mm + lo, vv + lo, hi - lo);
     }
     return;
   }
@@ -174,14 +209,21 @@ void xp_optim_step(xp_optim *o, xp_model *m, const xp_config *c, long step, doub
     const xp_param *pt = &m->tensors[ti];
     const float wd = pt->is_matrix ? (float)c->weight_decay : 0.0f;
     float *p = m->params + pt->off, *g = m->grads + pt->off, *mm = o->m + pt->off, *vv = o->v + pt->off;
-#pragma omp parallel for schedule(static) if (pt->n > CHUNK)
-    for (size_t i = 0; i < pt->n; i++) ADAMW_ELEMENT(i);
+    if (pt->n > CHUNK) {
+#pragma omp parallel
+      {
+        size_t lo, hi;
+        xp_omp_range(pt->n, &lo, &hi);
+        adamw_range(&k, wd, indep, p + lo, g + lo, mm + lo, vv + lo, hi - lo);
+      }
+    } else {
+      adamw_range(&k, wd, indep, p, g, mm, vv, pt->n);
+    }
     if (lv->low_moments && pt->is_matrix) { /* O2: first moment e4m3fn, second fp16, scaled */
       fake_quant("e4m3fn", "current:pow2", mm, pt->n, c->seed, 0);
       fake_quant("f16", "current:pow2", vv, pt->n, c->seed, 0);
     }
     if (!c->master_is_f32) round_master(o, c, p, pt->n, 0x3a57e5000000ull + (uint64_t)step * 4096 + (uint64_t)ti);
   }
-#undef ADAMW_ELEMENT
   if (lv->fp16_linear) round_linear_f16(o, m);
 }

@@ -14,6 +14,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* The engine's hot loops are built for the CPU at hand as the core's are:
+ * GCC's function clones (AVX-512, AVX2, baseline), each vectorized at its
+ * width with the same operations per element, so the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(XP_NO_CLONES)
+#define XP_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define XP_CLONES
+#endif
+
 struct xp_model;
 
 /* ---- precision of the GEMMs -------------------------------------------- */
@@ -201,6 +210,8 @@ typedef struct xp_ctx {
   xp_prec fp32, bf16;           /* the precisions of XP_MODE_FP32 and XP_MODE_HIGH */
   exmy_format f32;              /* every GEMM's output format */
   exmy_gemm_ws ws;              /* the linear layers' GEMM buffers, kept across calls (one thread) */
+  exmy_gemm_ws *wsx;            /* the other threads' when a GEMM runs as one exmy_gemm per thread */
+  int nwsx;                     /* how many (team size - 1) */
   int no_reuse;                 /* 1: every GEMM quantizes its operands afresh (the reference of the reuse; tests) */
   void *batch;                  /* xp_matmul_batch's operand and argument arrays (matmul.c), kept */
   size_t batch_cap;             /* problems they hold */
@@ -243,6 +254,11 @@ typedef struct xp_gemm_desc {
  * lin >= 0 must not.  On error sets ctx->failed and ctx->err and fills g->d
  * with NaN. */
 void xp_matmul(xp_ctx *ctx, const xp_gemm_desc *g);
+/* Two GEMMs of linear layers with no data between them (a layer's dgrad
+ * and wgrad): operands made in order (g0's, then g1's), then with a team
+ * of 2 threads each GEMM on its own thread in one parallel region, else one
+ * after the other.  The same bits as xp_matmul(g0), xp_matmul(g1). */
+void xp_matmul_pair(xp_ctx *ctx, const xp_gemm_desc *g0, const xp_gemm_desc *g1);
 /* count GEMMs like g (lin < 0: attention) as one exmy_gemm_batch call,
  * parallel over the batch: problem i reads g->a.p + i stride_a and
  * g->b.p + i stride_b, writes g->d + i stride_d (floats), with sub
