@@ -472,25 +472,36 @@ static uint64_t fmt_add(const exmy_accum *ac, uint64_t ccode, const piecectx *p,
   return exmy_round_pack(F, &ac->acc_rnd, neg, sig, e2, ctr, NULL);
 }
 
-/* ---- tc:blackwell on NVFP4 operands: GST (docs/gemm.md, tc) -------------
- * The preset blackwell with E2M1 x E2M1 elements and NVFP4 (E4M3, 16 along
- * k) scales runs tcgen05's kind::mxf4nvf4: fused sums of 64 products from
- * the piece's start; inside one, each run of products between multiples of
- * 16 along k is summed exactly and multiplied by its two scales, a term
- * aligned by the scales' exponents alone (-139 when its products are all
- * zero or a scale is zero); these terms and c (zero: -139) are cut toward
- * zero at F = 35 bits below the largest exponent and summed exactly; the sum
- * is cut to fp32 (23 bits below 2^max(E, -126)), a zero is +0. */
-static int is_blackwell_preset(const exmy_accum *ac) {
-  return ac->tc_group == 32 && ac->tc_frac == 25 && ac->tc_out_frac == 23 && !ac->tc_align_rne && !ac->tc_norm_rne &&
-         ac->tc_zero == -133;
+/* ---- E2M1 x E2M1 block-scaled operands under the GST row (docs/gemm.md, tc)
+ * A model whose row for E2M1 x E2M1 block-scaled operands (exmy_accum's
+ * tc_path[EXMY_TC_FP4]; an empty slot: the one before) is blackwell-mxf4nvf4
+ * (tc:blackwell) runs tcgen05's kind::mxf4nvf4 on NVFP4 operands (E4M3, 16
+ * along k) and kind::mxf4 on MXFP4 ones (E8M0, 32 along k), one datapath:
+ * fused sums of 64 products from the piece's start; inside one, each run of
+ * products between multiples of 16 along k is summed exactly and multiplied
+ * by its two scales, a term aligned by the scales' exponents alone (-139
+ * when its products are all zero or a scale is zero); these terms and c
+ * (zero: -139) are cut toward zero at F = 35 bits below the largest exponent
+ * and summed exactly; the sum is cut to fp32 (23 bits below 2^max(E, -126)),
+ * a zero is +0.  MMA-Sim's v1 zero rule does not apply to it (zero=v1 keeps
+ * the row and its bits). */
+static const char *fp4_row(const exmy_accum *ac) {
+  for (int o = EXMY_TC_FP4; o >= 0; o--)
+    if (ac->tc_path[o][0]) return ac->tc_path[o];
+  return "";
 }
 
 static int is_e2m1(const exmy_format *f) { return f->ebits == 2 && f->mbits == 1 && f->bias == 1 && f->is_signed; }
 
+static int fp4_recipes(const exmy_qtensor *a, const exmy_qtensor *b) {
+  return (a->recipe == EXMY_RECIPE_NVFP4 && b->recipe == EXMY_RECIPE_NVFP4) ||
+         ((a->recipe == EXMY_RECIPE_MX || a->recipe == EXMY_RECIPE_MX_OCP) &&
+          (b->recipe == EXMY_RECIPE_MX || b->recipe == EXMY_RECIPE_MX_OCP));
+}
+
 static int gst_case(const piecectx *p) {
-  return p->style == ST_INNER && is_blackwell_preset(&p->g->acc) && p->A->q->recipe == EXMY_RECIPE_NVFP4 &&
-         p->B->q->recipe == EXMY_RECIPE_NVFP4 && is_e2m1(&p->A->q->fmt) && is_e2m1(&p->B->q->fmt);
+  return p->style == ST_INNER && !strcmp(fp4_row(&p->g->acc), "blackwell-mxf4nvf4") && fp4_recipes(p->A->q, p->B->q) &&
+         is_e2m1(&p->A->q->fmt) && is_e2m1(&p->B->q->fmt);
 }
 
 static float gst_piece(const piecectx *p, size_t l0, size_t l1) {
@@ -1712,14 +1723,27 @@ static void part_anchor_nanscale(void) {
  * not: T with the scales in the products). */
 static void part_anchor_nvfp4_tc(void) {
   static const size_t ks[] = {64, 128, 192, 100, 48};
-  static const char *models[] = {"tc:blackwell", "tc:blackwell,zero=-133", "tc:blackwell,promote=128", "tc:blackwell,g=64"};
-  for (int t = 0; t < 24; t++) {
+  static const char *models[] = {"tc:blackwell", "tc:blackwell,zero=-133", "tc:blackwell,promote=128", "tc:blackwell,g=64",
+                                 "tc:blackwell,zero=v1", "tc:path=hopper-fp8-f32,fp4-path=blackwell-mxf4nvf4"};
+  for (int t = 0; t < 36; t++) {
     gcase g;
     base_case(&g, 1 + rndu(6), 1 + rndu(6), ks[t % 5], 0, 1);
-    set_model(&g, models[t % 4]);
+    set_model(&g, models[t % 6]);
     g.what = "tc:blackwell on NVFP4 operands, block scales spread over many binades";
     make_operand(&g, 0, "e2m1fn", NULL, "nvfp4", t % 3 ? P_RANDOM : P_CANCEL, 24 + (int)rndu(12), (int)rndu(9) - 4);
     make_operand(&g, 1, "e2m1fn", NULL, "nvfp4", t % 3 ? P_RANDOM : P_CANCEL, 24 + (int)rndu(12), (int)rndu(9) - 4);
+    run_case(&g);
+    free_case(&g);
+  }
+  /* MXFP4 (E8M0 scales, 32 along k): kind::mxf4, the same GST row */
+  static const size_t mks[] = {64, 128, 96, 192, 32};
+  for (int t = 0; t < 24; t++) {
+    gcase g;
+    base_case(&g, 1 + rndu(6), 1 + rndu(6), mks[t % 5], 0, 1);
+    set_model(&g, models[t % 6]);
+    g.what = "tc:blackwell on MXFP4 operands (kind::mxf4)";
+    make_operand(&g, 0, "e2m1fn", NULL, t % 2 ? "mx" : "mx:ocp", t % 3 ? P_RANDOM : P_CANCEL, 24 + (int)rndu(12), (int)rndu(9) - 4);
+    make_operand(&g, 1, "e2m1fn", NULL, t % 2 ? "mx" : "mx:ocp", t % 3 ? P_RANDOM : P_CANCEL, 24 + (int)rndu(12), (int)rndu(9) - 4);
     run_case(&g);
     free_case(&g);
   }
