@@ -125,8 +125,8 @@ int exmy__tc_path_check(const exmy_accum *a, char *err, size_t errlen) {
   const int want[] = {k.tc_group, k.tc_frac, k.tc_out_frac, k.tc_align_rne, k.tc_norm_rne, k.tc_zero};
   for (int i = 0; i < 6; i++)
     if (have[i] != want[i] && !(i == 5 && have[i] == 0))
-      return exmy__fail(err, errlen, "tc key %s %d is not datapath row '%s''s %d (a model with rows has their keys; "
-                        "clear tc_path to run the keys)", kn[i], have[i], a->tc_path[EXMY_TC_PLAIN], want[i]);
+      return exmy__fail(err, errlen, "tc key %s %d differs from datapath row '%s' (%s %d): a model with rows has "
+                        "their keys (clear tc_path to run the keys)", kn[i], have[i], a->tc_path[EXMY_TC_PLAIN], kn[i], want[i]);
   return 0;
 }
 
@@ -267,7 +267,7 @@ static int parse_tc(const char *text, exmy_accum *a, char *err, size_t errlen) {
     }
   }
   char e[EXMY_ERRLEN];
-  if (exmy__tc_path_check(a, e, sizeof e)) return exmy__fail(err, errlen, "accumulation model '%s': %s", text, e);
+  if (exmy__tc_path_check(a, e, sizeof e)) return exmy__fail(err, errlen, "accumulation model 'tc:%s': %s", text, e);
   return 0;
 }
 
@@ -304,7 +304,7 @@ static int parse_model(const char *text, exmy_accum *a, int nested, char *err, s
   } else {
     return exmy__fail(err, errlen,
                       "unknown accumulation model '%s' (accepted: exact, fp32, fp32:pairwise, acc=FORMAT[,round=MODE], "
-                      "chunk=N,inner=MODEL, tc, tc:PRESET[,g=,f=,align=,out=,norm=,promote=])", text);
+                      "chunk=N,inner=MODEL, tc, tc:PRESET[,path=,block-path=,fp4-path=,g=,f=,align=,out=,norm=,promote=,zero=])", text);
   }
   return 0;
 }

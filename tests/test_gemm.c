@@ -1189,6 +1189,129 @@ static void e4m3_case(gcase *g, size_t m, size_t n, size_t k, const char *model,
 /* ======================================================================
  * Part 1: model parsing against the preset table of docs/gemm.md
  * ====================================================================== */
+/* The datapath rows of a tc model (exmy_accum.tc_path, docs/gemm.md): what
+ * each kind of operands runs ("" in a slot: the slot before), set by the
+ * presets and path keys, kept by zero=v1, promote and a zero exponent equal
+ * to the row's; g, f, align, out, norm and another zero leave the table
+ * (no rows: the keys' model).  The canonical text says which and reads back
+ * to the same rows and keys; a bad row is rejected naming it, by the parser
+ * and, in a hand-made model, by exmy_gemm_check. */
+static const char *row_of(const exmy_accum *a, int ops) {
+  for (int o = ops; o >= 0; o--)
+    if (a->tc_path[o][0]) return a->tc_path[o];
+  return "";
+}
+
+static void part_parse_rows(void) {
+#define BW "blackwell-f8f6f4-f32", "blackwell-mx", "blackwell-mxf4nvf4"
+#define HP "hopper-fp8-f32", "hopper-fp8-f32", "hopper-fp8-f32"
+#define NOROWS "", "", ""
+  static const struct { const char *text, *plain, *block, *fp4, *canon; int zero; } tab[] = {
+    {"tc:blackwell", BW, "tc:blackwell", -133},
+    {"tc:blackwell,zero=v1", BW, "tc:blackwell,zero=v1", 0},
+    {"tc:blackwell,zero=-133,promote=256", BW, "tc:blackwell,promote=256", -133},
+    {"tc:blackwell,promote=64,zero=v1", BW, "tc:blackwell,promote=64,zero=v1", 0},
+    {"tc:hopper,zero=v1", HP, "tc:hopper,zero=v1", 0},
+    {"tc", HP, "tc:hopper", -133},
+    {"tc:path=blackwell-f8f6f4-f32,block-path=blackwell-mx,fp4-path=blackwell-mxf4nvf4,promote=0", BW, "tc:blackwell", -133},
+    {"tc:path=hopper-fp8-f32,fp4-path=blackwell-mxf4nvf4", "hopper-fp8-f32", "hopper-fp8-f32", "blackwell-mxf4nvf4",
+     "tc:path=hopper-fp8-f32,fp4-path=blackwell-mxf4nvf4,promote=128", -133},
+    {"tc:ampere-bf16,path=ada-fp8-f32,block-path=blackwell-mx,zero=v1", "ada-fp8-f32", "blackwell-mx", "blackwell-mx",
+     "tc:path=ada-fp8-f32,block-path=blackwell-mx,promote=0,zero=v1", 0},
+    {"tc:blackwell,g=64", NOROWS, "tc:g=64,f=25,align=trunc,out=23,norm=trunc,promote=0,zero=-133", -133},
+    {"tc:blackwell,zero=-140", NOROWS, "tc:g=32,f=25,align=trunc,out=23,norm=trunc,promote=0,zero=-140", -140},
+    {"tc:g=32,f=13,out=13,zero=-133", NOROWS, "tc:g=32,f=13,align=trunc,out=13,norm=trunc,promote=128,zero=-133", -133},
+  };
+#undef BW
+#undef HP
+#undef NOROWS
+  for (size_t t = 0; t < sizeof tab / sizeof *tab; t++) {
+    exmy_accum a, b;
+    char err[EXMY_ERRLEN] = "", name[256] = "";
+    int rc = exmy_accum_parse(tab[t].text, &a, err, sizeof err);
+    CHECK(rc == 0, "accum '%s' does not parse: %s", tab[t].text, err);
+    if (rc) continue;
+    CHECK(!strcmp(row_of(&a, EXMY_TC_PLAIN), tab[t].plain) && !strcmp(row_of(&a, EXMY_TC_BLOCK), tab[t].block) &&
+              !strcmp(row_of(&a, EXMY_TC_FP4), tab[t].fp4) && a.tc_zero == tab[t].zero,
+          "'%s': rows '%s' '%s' '%s' zero %d; want '%s' '%s' '%s' zero %d", tab[t].text, row_of(&a, 0), row_of(&a, 1),
+          row_of(&a, 2), a.tc_zero, tab[t].plain, tab[t].block, tab[t].fp4, tab[t].zero);
+    exmy_accum_to_string(&a, name, sizeof name);
+    CHECK(!strcmp(name, tab[t].canon), "'%s' prints as '%s', want '%s'", tab[t].text, name, tab[t].canon);
+    rc = exmy_accum_parse(name, &b, err, sizeof err);
+    CHECK(rc == 0, "'%s' (of '%s') does not parse: %s", name, tab[t].text, err);
+    if (rc) continue;
+    int same = b.kind == a.kind && b.chunk == a.chunk && b.tc_group == a.tc_group && b.tc_frac == a.tc_frac &&
+               b.tc_out_frac == a.tc_out_frac && b.tc_align_rne == a.tc_align_rne && b.tc_norm_rne == a.tc_norm_rne &&
+               b.tc_zero == a.tc_zero;
+    for (int o = 0; o < EXMY_TC_NOPERANDS; o++) same &= !strcmp(row_of(&a, o), row_of(&b, o));
+    CHECK(same, "'%s' (of '%s') reads back to another model", name, tab[t].text);
+  }
+  /* bad rows: the message names the bad value */
+  static const struct { const char *text, *named; } bad[] = {
+    {"tc:path=nosuchrow", "nosuchrow"},
+    {"tc:blackwell,fp4-path=blackwell-mxf4", "blackwell-mxf4"},
+    {"tc:path=blackwell-mxf4nvf4", "blackwell-mxf4nvf4"},      /* GST needs block scales */
+    {"tc:path=cdna3-fp8", "cdna3-fp8"},                        /* not a fused sum the GEMM runs */
+    {"tc:path=hopper-fp8-f16", "hopper-fp8-f16"},              /* fp16 output */
+    {"tc:hopper,block-path=hopper-fp8-f16-mma", "hopper-fp8-f16-mma"}, /* pieces interleaved, C last */
+    {"tc:g=16,block-path=blackwell-mx", "blackwell-mx"},       /* a block row without a plain one */
+  };
+  for (size_t t = 0; t < sizeof bad / sizeof *bad; t++) {
+    exmy_accum a;
+    char err[EXMY_ERRLEN] = "";
+    int rc = exmy_accum_parse(bad[t].text, &a, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, bad[t].named), "bad model '%s' accepted (%d) or its message does not name '%s': %s",
+          bad[t].text, rc, bad[t].named, err);
+    if (g_verbose) printf("  '%s' -> %s\n", bad[t].text, err);
+  }
+  /* a hand-made model: exmy_gemm_check names the bad row or key */
+  static const struct { const char *plain, *block; int frac, zero; const char *named; } hand[] = {
+    {"hopper-fp8-f32", "", 13, -133, NULL},
+    {"hopper-fp8-f32", "", 13, 0, NULL},
+    {"bogus-row", "", 13, -133, "bogus-row"},
+    {"hopper-fp8-f32", "", 20, -133, "f 20"},
+    {"hopper-fp8-f32", "", 13, -132, "zero -132"},
+    {"hopper-fp8-f32", "ada-fp8-f16", 13, -133, "ada-fp8-f16"},
+    {"", "blackwell-mx", 13, -133, "blackwell-mx"},
+  };
+  exmy_format e4 = tu_format("e4m3fn"), f32 = tu_format("f32");
+  uint8_t codes[4] = {0x38, 0x38, 0x38, 0x38};
+  for (size_t t = 0; t < sizeof hand / sizeof *hand; t++) {
+    exmy_accum a;
+    char err[EXMY_ERRLEN] = "";
+    exmy_accum_parse("tc:hopper", &a, NULL, 0);
+    snprintf(a.tc_path[EXMY_TC_PLAIN], sizeof a.tc_path[0], "%s", hand[t].plain);
+    snprintf(a.tc_path[EXMY_TC_BLOCK], sizeof a.tc_path[1], "%s", hand[t].block);
+    a.tc_path[EXMY_TC_FP4][0] = 0;
+    a.tc_frac = hand[t].frac;
+    a.tc_zero = hand[t].zero;
+    exmy_qtensor qa, qb;
+    exmy_qtensor_view(&e4, codes, 2, 2, NULL, &qa);
+    exmy_qtensor_view(&e4, codes, 2, 2, NULL, &qb);
+    exmy_gemm_args g;
+    exmy_gemm_args_init(&g);
+    g.a = &qa, g.b = &qb, g.d_fmt = &f32, g.accum = &a;
+    size_t m, n, k;
+    const int rc = exmy_gemm_check(&g, &m, &n, &k, err, sizeof err);
+    if (!hand[t].named) CHECK(rc == 0, "hand-made model %d (row '%s', f %d, zero %d) rejected: %s", (int)t, hand[t].plain, hand[t].frac, hand[t].zero, err);
+    else CHECK(rc == -1 && strstr(err, hand[t].named), "hand-made model %d: %d, message does not name '%s': %s", (int)t, rc, hand[t].named, err);
+    if (g_verbose) printf("  hand-made %d -> %s\n", (int)t, err);
+  }
+  /* a name without its terminating 0 */
+  exmy_accum a;
+  char err[EXMY_ERRLEN] = "";
+  exmy_accum_parse("tc:hopper", &a, NULL, 0);
+  memset(a.tc_path[EXMY_TC_FP4], 'x', sizeof a.tc_path[0]);
+  exmy_qtensor qa;
+  exmy_qtensor_view(&e4, codes, 2, 2, NULL, &qa);
+  exmy_gemm_args g;
+  exmy_gemm_args_init(&g);
+  g.a = &qa, g.b = &qa, g.d_fmt = &f32, g.accum = &a;
+  size_t m, n, k;
+  CHECK(exmy_gemm_check(&g, &m, &n, &k, err, sizeof err) == -1 && strstr(err, "fp4-path"),
+        "an unterminated row name is not rejected naming fp4-path: %s", err);
+}
+
 static void part_parse(void) {
   static const struct { const char *text; int g, f, out, align_rne, norm_rne; size_t promote; } tab[] = {
     {"tc", 32, 13, 13, 0, 0, 128},
@@ -1253,6 +1376,7 @@ static void part_parse(void) {
     CHECK(rc == -1 && strlen(err) > 5, "bad model '%s' accepted (or no message)", bad[t]);
     if (g_verbose) printf("  '%s' -> %s\n", bad[t], err);
   }
+  part_parse_rows();
 }
 
 /* ======================================================================
