@@ -1861,9 +1861,9 @@ static void part_anchor_nvfp4_tc(void) {
   }
   /* MXFP4 (E8M0 scales, 32 along k): kind::mxf4, the same GST row */
   static const size_t mks[] = {64, 128, 96, 192, 32};
-  for (int t = 0; t < 24; t++) {
+  for (int t = 0; t < 60; t++) {
     gcase g;
-    base_case(&g, 1 + rndu(6), 1 + rndu(6), mks[t % 5], 0, 1);
+    base_case(&g, 1 + rndu(8), 1 + rndu(8), mks[t % 5] * (1 + rndu(2)), 0, 1);
     set_model(&g, models[t % 6]);
     g.what = "tc:blackwell on MXFP4 operands (kind::mxf4)";
     make_operand(&g, 0, "e2m1fn", NULL, t % 2 ? "mx" : "mx:ocp", t % 3 ? P_RANDOM : P_CANCEL, 24 + (int)rndu(12), (int)rndu(9) - 4);
