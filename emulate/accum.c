@@ -332,11 +332,13 @@ static int tc_to_string(const exmy_accum *a, char *buf, size_t buflen) {
              a->tc_align_rne ? "rne" : "trunc", a->tc_out_frac, a->tc_norm_rne ? "rne" : "trunc", a->chunk, z);
     return snprintf(buf, buflen, "%s", t);
   }
-  size_t i;
-  for (i = 0; i < N_PRESETS; i++) {
+  /* the preset of these rows and promotion interval, else the first of these rows */
+  size_t i = N_PRESETS;
+  for (size_t j = 0; j < N_PRESETS; j++) {
     int same = 1;
-    for (int o = 0; o < EXMY_TC_NOPERANDS; o++) same &= !strcmp(row_name(a, o), tc_presets[i].path[o]);
-    if (same) break;
+    for (int o = 0; o < EXMY_TC_NOPERANDS; o++) same &= !strcmp(row_name(a, o), tc_presets[j].path[o]);
+    if (same && (i == N_PRESETS || tc_presets[j].promote == a->chunk)) i = j;
+    if (same && tc_presets[j].promote == a->chunk) break;
   }
   if (i < N_PRESETS) {
     n = snprintf(t, sizeof t, "tc:%s", tc_presets[i].name);
