@@ -41,9 +41,9 @@ extern "C" {
 #endif
 
 #define EXMY_VERSION_MAJOR 1
-#define EXMY_VERSION_MINOR 4
+#define EXMY_VERSION_MINOR 5
 #define EXMY_VERSION_PATCH 0
-#define EXMY_VERSION "1.4.0"
+#define EXMY_VERSION "1.5.0"
 
 /* Public symbols; everything else in libexmy is hidden. */
 #if defined(__GNUC__)
@@ -57,7 +57,7 @@ extern "C" {
  * never overrun: messages are written snprintf-style). */
 #define EXMY_ERRLEN 512
 
-/* The library's version string ("1.4.0"): compare with EXMY_VERSION to catch
+/* The library's version string ("1.5.0"): compare with EXMY_VERSION to catch
  * a header that does not match the library linked. */
 EXMY_API const char *exmy_version(void);
 
@@ -488,6 +488,17 @@ typedef enum exmy_accum_kind {
   EXMY_ACCUM_TC            /* tensor-core block FMA (MMA-Sim's model) */
 } exmy_accum_kind;
 
+/* Which operands a tc sum has, which picks the instruction a GPU issues
+ * for them and so the datapath row of exmy_accum.tc_path. */
+typedef enum exmy_tc_operands {
+  EXMY_TC_PLAIN = 0,  /* no block scales (per-tensor scales apply after the sum) */
+  EXMY_TC_BLOCK,      /* block scales inside the products (MX; NVFP4 scales on other elements) */
+  EXMY_TC_FP4,        /* E2M1 x E2M1 with block scales of 16 or 32 along k: NVFP4 and MXFP4
+                         (tcgen05's kind::mxf4nvf4 and kind::mxf4) */
+  EXMY_TC_NOPERANDS
+} exmy_tc_operands;
+#define EXMY_TC_PATH_LEN 32 /* a datapath row's name with its terminating 0 */
+
 typedef struct exmy_accum {
   exmy_accum_kind kind;
   size_t chunk;            /* > 0: k is cut at multiples of chunk; each piece is summed
@@ -503,20 +514,34 @@ typedef struct exmy_accum {
   int tc_zero;             /* TC: exponent of a zero term (zero product or zero accumulator),
                               MMA-Sim v2's measured value (-133 Hopper/Blackwell, -132
                               Ampere/Ada); 0: MMA-Sim v1's rule (a zero element has -126) */
+  char tc_path[EXMY_TC_NOPERANDS][EXMY_TC_PATH_LEN];
+                           /* TC: the datapath row (a name of exmy_mma_datapath_get's table,
+                              docs/mma.md) each kind of operands runs (since 1.5).  A preset
+                              sets all three; [EXMY_TC_BLOCK] "" runs [EXMY_TC_PLAIN]'s row with
+                              the scales in the products, [EXMY_TC_FP4] "" runs [EXMY_TC_BLOCK]'s.
+                              All "": no row, the sum is made from the keys above (T; ST with
+                              block scales).  With a row, the keys above are its L, F, output
+                              and zero exponent (tc_zero 0: v1's rule on that row), as the
+                              preset or path= sets them: exmy_gemm_check rejects others. */
 } exmy_accum;
 
 /* Parse "exact", "fp32", "fp32:pairwise", "acc=FORMAT[,round=MODE][,seed=S][,sat=...]",
  * "chunk=N,inner=MODEL", "tc" (= tc:hopper) or "tc:PRESET[,key=value...]" with presets
- * hopper, hopper-fastacc, ada, ada-fastacc, hopper-bf16, ampere-bf16, blackwell (rows of
- * the MMA datapath table, docs/mma.md), and keys g, f, align=trunc|rne, out,
- * norm=trunc|rne, promote=N (= chunk), zero=N|v1 (tc_zero).  Returns 0, or -1
- * with a one-line error naming the bad text. */
+ * hopper, hopper-fastacc, ada, ada-fastacc, hopper-bf16, ampere-bf16, blackwell (each
+ * names rows of the MMA datapath table, docs/mma.md, per kind of operands: tc_path), and
+ * keys path=ROW, block-path=ROW, fp4-path=ROW (tc_path), g, f, align=trunc|rne, out,
+ * norm=trunc|rne, promote=N (= chunk), zero=N|v1 (tc_zero).  zero=v1, promote and a
+ * zero=N equal to the row's keep the rows; g, f, align, out, norm and another zero=N
+ * change the arithmetic and leave the table (the model is then made from its keys).
+ * Returns 0, or -1 with a one-line error naming the bad text. */
 EXMY_API int exmy_accum_parse(const char *text, exmy_accum *acc, char *err, size_t errlen);
 /* The tensor-core presets above: how many, and name i ("hopper", ...: "tc:"
  * + name parses), in table order; NULL past the end. */
 EXMY_API size_t exmy_accum_tc_preset_count(void);
 EXMY_API const char *exmy_accum_tc_preset_get(size_t index);
-/* The model's canonical text (presets expanded), which exmy_accum_parse reads back. */
+/* The model's canonical text, which exmy_accum_parse reads back: tc:PRESET with the
+ * keys that differ from it (promote=, zero=v1), tc:path=... for rows of no preset,
+ * tc:g=...,zero=... for a model made from its keys. */
 EXMY_API int exmy_accum_to_string(const exmy_accum *acc, char *buf, size_t buflen);
 
 /* The inputs of a GEMM: operands, scalars, C, and how D is made (its format,

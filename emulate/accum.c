@@ -11,29 +11,32 @@
 
 typedef struct tc_preset {
   const char *name;
-  const char *path;  /* the instruction datapath row (emulate/mma_table.c) */
+  const char *path[EXMY_TC_NOPERANDS]; /* the datapath rows (emulate/mma_table.c) per kind of operands */
   size_t promote;
-  const char *block; /* the row for block-scaled operands (NULL: path, scales in the products) */
-  const char *nvf4;  /* the row for NVFP4 operands (NULL: as block) */
 } tc_preset;
 
-/* Each preset is a row of the MMA datapath table (group = L, f = F, out and
- * rounding from its output conversion, zero-term exponent), so the GEMM and
- * exmy mma cannot drift apart; plus cuBLASLt's promotion interval, assumed to
- * be CUTLASS's 4 wgmma (128) until the GPU probe measures it
- * (docs/gpu-crosscheck.md).  A GPU with block-scaled instructions issues
- * another instruction, another row, for MX and NVFP4 operands (tcgen05's
- * kind::mxf8f6f4 and kind::mxf4nvf4): the last two columns. */
+/* Each preset names rows of the MMA datapath table, one per kind of operands
+ * (exmy_tc_operands: no block scales, block scales in the products, E2M1 x
+ * E2M1 block-scaled), so the GEMM and exmy mma cannot drift apart; plus
+ * cuBLASLt's promotion interval, assumed to be CUTLASS's 4 wgmma (128) until
+ * the GPU probe measures it (docs/gpu-crosscheck.md).  A GPU without
+ * block-scaled instructions takes block-scaled operands through its one row
+ * with the scales in the products; Blackwell issues tcgen05's
+ * kind::mxf8f6f4 for MX operands and kind::mxf4nvf4 / kind::mxf4 for E2M1 x
+ * E2M1 ones (NVFP4 and MXFP4: one datapath, MMA-Sim v2's GST; docs/mma.md). */
+#define SAME3(row) {row, row, row}
 static const tc_preset tc_presets[] = {
-  {"hopper", "hopper-fp8-f32", 128, NULL, NULL},
-  {"hopper-fastacc", "hopper-fp8-f32", 0, NULL, NULL},
-  {"ada", "ada-fp8-f32", 128, NULL, NULL},
-  {"ada-fastacc", "ada-fp8-f32", 0, NULL, NULL},
-  {"hopper-bf16", "hopper-16bit-f32", 0, NULL, NULL},
-  {"ampere-bf16", "ampere-16bit-f32", 0, NULL, NULL},
-  {"blackwell", "blackwell-f8f6f4-f32", 0, "blackwell-mx", "blackwell-mxf4nvf4"},
+  {"hopper", SAME3("hopper-fp8-f32"), 128},
+  {"hopper-fastacc", SAME3("hopper-fp8-f32"), 0},
+  {"ada", SAME3("ada-fp8-f32"), 128},
+  {"ada-fastacc", SAME3("ada-fp8-f32"), 0},
+  {"hopper-bf16", SAME3("hopper-16bit-f32"), 0},
+  {"ampere-bf16", SAME3("ampere-16bit-f32"), 0},
+  {"blackwell", {"blackwell-f8f6f4-f32", "blackwell-mx", "blackwell-mxf4nvf4"}, 0},
 };
 #define N_PRESETS (sizeof tc_presets / sizeof tc_presets[0])
+/* the text's key of each kind of operands' row */
+static const char *const path_keys[EXMY_TC_NOPERANDS] = {"path", "block-path", "fp4-path"};
 
 size_t exmy_accum_tc_preset_count(void) { return N_PRESETS; }
 const char *exmy_accum_tc_preset_get(size_t index) { return index < N_PRESETS ? tc_presets[index].name : NULL; }
@@ -49,34 +52,82 @@ static int parse_size(const char *key, const char *v, size_t lo, size_t hi, size
   return 0;
 }
 
-static void tc_apply(exmy_accum *a, const tc_preset *p) {
-  const mma_datapath *d = exmy__mma_path_find(p->path);
+/* The keys a row has: L, F, its output's fraction bits and rounding, nothing
+ * rounded at alignment, its zero exponent. */
+static void keys_of_row(const mma_datapath *d, exmy_accum *a) {
   a->tc_group = d->L;
   a->tc_frac = d->F;
   a->tc_out_frac = d->rho == MMA_RZ_E8M13 ? 13 : 23;
   a->tc_align_rne = 0;
   a->tc_norm_rne = d->rho == MMA_RNE_FP32 || d->rho == MMA_RNE_FP16;
   a->tc_zero = d->e_zero;
+}
+
+static void set_row(exmy_accum *a, int ops, const char *row) { snprintf(a->tc_path[ops], sizeof a->tc_path[ops], "%s", row ? row : ""); }
+
+static void clear_rows(exmy_accum *a) { memset(a->tc_path, 0, sizeof a->tc_path); }
+
+static void tc_apply(exmy_accum *a, const tc_preset *p) {
+  keys_of_row(exmy__mma_path_find(p->path[EXMY_TC_PLAIN]), a);
+  for (int o = 0; o < EXMY_TC_NOPERANDS; o++) set_row(a, o, p->path[o]);
   a->chunk = p->promote;
 }
 
-/* acc's keys are preset i's (the promotion interval aside). */
-static int is_preset(const exmy_accum *a, size_t i) {
-  exmy_accum p;
-  memset(&p, 0, sizeof p);
-  tc_apply(&p, &tc_presets[i]);
-  return p.tc_group == a->tc_group && p.tc_frac == a->tc_frac && p.tc_out_frac == a->tc_out_frac &&
-         p.tc_align_rne == a->tc_align_rne && p.tc_norm_rne == a->tc_norm_rne && p.tc_zero == a->tc_zero;
+/* The row name of kind ops as it runs ("" in a slot: the slot before). */
+static const char *row_name(const exmy_accum *a, int ops) {
+  for (int o = ops; o >= 0; o--)
+    if (a->tc_path[o][0]) return a->tc_path[o];
+  return "";
 }
 
-const mma_datapath *exmy__tc_preset_path(const exmy_accum *acc, tc_operands ops) {
-  for (size_t i = 0; i < N_PRESETS; i++) {
-    if (!is_preset(acc, i)) continue;
-    const tc_preset *t = &tc_presets[i];
-    const char *row = ops == TC_NVF4 && t->nvf4 ? t->nvf4 : ops != TC_PLAIN && t->block ? t->block : t->path;
-    return exmy__mma_path_find(row);
+const mma_datapath *exmy__tc_path_of(const exmy_accum *acc, exmy_tc_operands ops) {
+  if ((unsigned)ops >= EXMY_TC_NOPERANDS || !acc->tc_path[EXMY_TC_PLAIN][0]) return NULL;
+  return exmy__mma_path_find(row_name(acc, (int)ops));
+}
+
+/* What a GEMM's tc sum can run, as data: NVIDIA's fused sums (T, ST; GST
+ * needs block scales) with an fp32 output, operands as given, C inside. */
+static const mma_algo gemm_algos[] = {MMA_T, MMA_ST, MMA_GST};
+static const mma_rho gemm_rhos[] = {MMA_RZ_FP32, MMA_RZ_E8M13};
+
+int exmy__tc_path_check(const exmy_accum *a, char *err, size_t errlen) {
+  if (a->kind != EXMY_ACCUM_TC) return 0;
+  for (int o = 0; o < EXMY_TC_NOPERANDS; o++)
+    if (!memchr(a->tc_path[o], 0, sizeof a->tc_path[o]))
+      return exmy__fail(err, errlen, "tc %s: the row's name is not terminated within %d bytes", path_keys[o], EXMY_TC_PATH_LEN);
+  if (!a->tc_path[EXMY_TC_PLAIN][0]) {
+    for (int o = 1; o < EXMY_TC_NOPERANDS; o++)
+      if (a->tc_path[o][0])
+        return exmy__fail(err, errlen, "tc %s=%s needs a row for plain operands too (path= or a preset before it)", path_keys[o],
+                          a->tc_path[o]);
+    return 0;
   }
-  return NULL;
+  for (int o = 0; o < EXMY_TC_NOPERANDS; o++) {
+    if (!a->tc_path[o][0]) continue;
+    const char *name = a->tc_path[o];
+    const mma_datapath *d = exmy__mma_path_find(name);
+    if (!d) return exmy__fail(err, errlen, "tc %s: unknown datapath row '%s' (exmy mma --datapaths lists them)", path_keys[o], name);
+    int algo = 0, rho = 0;
+    for (size_t i = 0; i < sizeof gemm_algos / sizeof gemm_algos[0]; i++) algo |= d->algo == gemm_algos[i];
+    for (size_t i = 0; i < sizeof gemm_rhos / sizeof gemm_rhos[0]; i++) rho |= d->rho == gemm_rhos[i];
+    if (!algo || !rho || d->W || d->c_last || d->widen)
+      return exmy__fail(err, errlen,
+                        "tc %s: datapath row '%s' is not one a GEMM's sum runs (accepted: T, ST, GST rows with an fp32 "
+                        "output, operands as given, C inside the sum)", path_keys[o], name);
+    if (d->algo == MMA_GST && o == EXMY_TC_PLAIN)
+      return exmy__fail(err, errlen, "tc path: datapath row '%s' (GST) needs block scales: name it as block-path or fp4-path", name);
+  }
+  /* the keys are the plain row's (what the fast kernels and the probe read) */
+  exmy_accum k = *a;
+  keys_of_row(exmy__mma_path_find(a->tc_path[EXMY_TC_PLAIN]), &k);
+  static const char *kn[] = {"g", "f", "out", "align", "norm", "zero"};
+  const int have[] = {a->tc_group, a->tc_frac, a->tc_out_frac, a->tc_align_rne, a->tc_norm_rne, a->tc_zero};
+  const int want[] = {k.tc_group, k.tc_frac, k.tc_out_frac, k.tc_align_rne, k.tc_norm_rne, k.tc_zero};
+  for (int i = 0; i < 6; i++)
+    if (have[i] != want[i] && !(i == 5 && have[i] == 0))
+      return exmy__fail(err, errlen, "tc key %s %d differs from datapath row '%s' (%s %d): a model with rows has "
+                        "their keys (clear tc_path to run the keys)", kn[i], have[i], a->tc_path[EXMY_TC_PLAIN], kn[i], want[i]);
+  return 0;
 }
 
 static int is_round_key(const char *tok) {
@@ -161,7 +212,24 @@ static int parse_tc(const char *text, exmy_accum *a, char *err, size_t errlen) {
     *eq = 0;
     const char *k = tok, *v = eq + 1;
     size_t x;
-    if (!strcmp(k, "g")) {
+    int ops = -1;
+    for (int o = 0; o < EXMY_TC_NOPERANDS; o++)
+      if (!strcmp(k, path_keys[o])) ops = o;
+    /* a key that changes the arithmetic leaves the table: the model is its keys'
+     * (a zero exponent restated as the row's, zero=v1 and promote keep the rows) */
+    const int keeps = ops >= 0 || !strcmp(k, "promote") || !strcmp(k, "zero");
+    if (!keeps) clear_rows(a);
+    if (ops >= 0) {
+      const mma_datapath *d = exmy__mma_path_find(v);
+      if (!d)
+        return exmy__fail(err, errlen, "accumulation model: unknown datapath row '%s' in %s=%s (exmy mma --datapaths lists them)",
+                          v, k, v);
+      if (ops == EXMY_TC_PLAIN) { /* the row and its keys; the other kinds run it too until named */
+        keys_of_row(d, a);
+        clear_rows(a);
+      }
+      set_row(a, ops, v);
+    } else if (!strcmp(k, "g")) {
       if (parse_size("g", v, 1, 4096, &x, err, errlen)) return -1;
       a->tc_group = (int)x;
     } else if (!strcmp(k, "f")) {
@@ -182,6 +250,8 @@ static int parse_tc(const char *text, exmy_accum *a, char *err, size_t errlen) {
         const long z = strtol(v, &end, 10);
         if (!*v || *end || errno || z < -1000 || z > -1)
           return exmy__fail(err, errlen, "accumulation model: bad zero '%s' (v1, or the exponent of a zero term, -1000..-1)", v);
+        const mma_datapath *d = exmy__tc_path_of(a, EXMY_TC_PLAIN);
+        if (d && d->e_zero != (int)z) clear_rows(a); /* another exponent than the row's: the keys' model */
         a->tc_zero = (int)z;
       }
     } else if (!strcmp(k, "align") || !strcmp(k, "norm")) {
@@ -192,9 +262,12 @@ static int parse_tc(const char *text, exmy_accum *a, char *err, size_t errlen) {
       if (k[0] == 'a') a->tc_align_rne = rne;
       else a->tc_norm_rne = rne;
     } else {
-      return exmy__fail(err, errlen, "accumulation model: unknown tensor-core key '%s' (accepted: g, f, align, out, norm, promote, zero)", k);
+      return exmy__fail(err, errlen, "accumulation model: unknown tensor-core key '%s' (accepted: path, block-path, fp4-path, "
+                        "g, f, align, out, norm, promote, zero)", k);
     }
   }
+  char e[EXMY_ERRLEN];
+  if (exmy__tc_path_check(a, e, sizeof e)) return exmy__fail(err, errlen, "accumulation model 'tc:%s': %s", text, e);
   return 0;
 }
 
@@ -231,7 +304,7 @@ static int parse_model(const char *text, exmy_accum *a, int nested, char *err, s
   } else {
     return exmy__fail(err, errlen,
                       "unknown accumulation model '%s' (accepted: exact, fp32, fp32:pairwise, acc=FORMAT[,round=MODE], "
-                      "chunk=N,inner=MODEL, tc, tc:PRESET[,g=,f=,align=,out=,norm=,promote=])", text);
+                      "chunk=N,inner=MODEL, tc, tc:PRESET[,path=,block-path=,fp4-path=,g=,f=,align=,out=,norm=,promote=,zero=])", text);
   }
   return 0;
 }
@@ -244,6 +317,41 @@ int exmy_accum_parse(const char *text, exmy_accum *acc, char *err, size_t errlen
   if (parse_model(text, &a, 0, err, errlen)) return -1;
   *acc = a;
   return 0;
+}
+
+/* A model with rows: the preset whose rows and keys it has (zero=v1 and the
+ * promotion interval aside), else path=; without rows, its keys. */
+static int tc_to_string(const exmy_accum *a, char *buf, size_t buflen) {
+  char t[320];
+  int n;
+  if (!a->tc_path[EXMY_TC_PLAIN][0]) {
+    char z[16];
+    if (a->tc_zero) snprintf(z, sizeof z, "%d", a->tc_zero);
+    else snprintf(z, sizeof z, "v1");
+    snprintf(t, sizeof t, "tc:g=%d,f=%d,align=%s,out=%d,norm=%s,promote=%zu,zero=%s", a->tc_group, a->tc_frac,
+             a->tc_align_rne ? "rne" : "trunc", a->tc_out_frac, a->tc_norm_rne ? "rne" : "trunc", a->chunk, z);
+    return snprintf(buf, buflen, "%s", t);
+  }
+  /* the preset of these rows and promotion interval, else the first of these rows */
+  size_t i = N_PRESETS;
+  for (size_t j = 0; j < N_PRESETS; j++) {
+    int same = 1;
+    for (int o = 0; o < EXMY_TC_NOPERANDS; o++) same &= !strcmp(row_name(a, o), tc_presets[j].path[o]);
+    if (same && (i == N_PRESETS || tc_presets[j].promote == a->chunk)) i = j;
+    if (same && tc_presets[j].promote == a->chunk) break;
+  }
+  if (i < N_PRESETS) {
+    n = snprintf(t, sizeof t, "tc:%s", tc_presets[i].name);
+    if (a->chunk != tc_presets[i].promote) n += snprintf(t + n, sizeof t - (size_t)n, ",promote=%zu", a->chunk);
+  } else {
+    n = snprintf(t, sizeof t, "tc:path=%s", a->tc_path[EXMY_TC_PLAIN]);
+    for (int o = 1; o < EXMY_TC_NOPERANDS; o++)
+      if (strcmp(row_name(a, o), row_name(a, o - 1)))
+        n += snprintf(t + n, sizeof t - (size_t)n, ",%s=%s", path_keys[o], row_name(a, o));
+    n += snprintf(t + n, sizeof t - (size_t)n, ",promote=%zu", a->chunk);
+  }
+  if (!a->tc_zero) snprintf(t + n, sizeof t - (size_t)n, ",zero=v1");
+  return snprintf(buf, buflen, "%s", t);
 }
 
 int exmy_accum_to_string(const exmy_accum *a, char *buf, size_t buflen) {
@@ -268,16 +376,7 @@ int exmy_accum_to_string(const exmy_accum *a, char *buf, size_t buflen) {
     }
     break;
   }
-  case EXMY_ACCUM_TC: {
-    char z[16];
-    if (a->tc_zero) snprintf(z, sizeof z, "%d", a->tc_zero);
-    else snprintf(z, sizeof z, "v1");
-    snprintf(t, sizeof t, "tc:g=%d,f=%d,align=%s,out=%d,norm=%s,promote=%zu,zero=%s", a->tc_group, a->tc_frac,
-             a->tc_align_rne ? "rne" : "trunc", a->tc_out_frac, a->tc_norm_rne ? "rne" : "trunc", a->chunk, z);
-    for (size_t i = 0; i < N_PRESETS; i++)
-      if (is_preset(a, i) && tc_presets[i].promote == a->chunk) snprintf(t, sizeof t, "tc:%s", tc_presets[i].name);
-    return snprintf(buf, buflen, "%s", t);
-  }
+  case EXMY_ACCUM_TC: return tc_to_string(a, buf, buflen);
   }
   if (a->chunk) snprintf(t, sizeof t, "chunk=%zu,inner=%s", a->chunk, inner);
   else snprintf(t, sizeof t, "%s", inner);

@@ -36,7 +36,9 @@ int exmy__gemm_fast(const gemm_plan *p, int threads, unsigned *flags, float *ama
   if (p->acc.kind == EXMY_ACCUM_FP32_PAIRWISE) return exmy__gemm_fast_pairwise(p, nt, flags, amax);
   /* exact and tc pack from 8-bit codes before the operands are decoded (and check them themselves) */
   if (p->acc.kind == EXMY_ACCUM_EXACT && (!p->ad || operands_finite(p))) return exmy__gemm_fast_exact(p, nt, flags, amax);
-  if (p->acc.kind == EXMY_ACCUM_TC && (!p->ad || operands_finite(p))) return exmy__gemm_fast_tc(p, nt, flags, amax);
+  /* tc: only the datapath rows the kernel states it implements */
+  if (p->acc.kind == EXMY_ACCUM_TC && (!p->ad || operands_finite(p)) && exmy__gemm_tc_takes(p, &exmy__gemm_fast_tc_caps))
+    return exmy__gemm_fast_tc(p, nt, flags, amax);
   if (p->acc.kind == EXMY_ACCUM_FORMAT) return exmy__gemm_fast_format(p, nt, flags, amax);
   return 0;
 #else

@@ -520,31 +520,20 @@ static size_t tc_whole(const void *ctx, const gemm_plan *p, size_t lb) {
   return p->k;
 }
 
-/* The datapath rows these kernels (and gemm_fast_tc16.c) implement: the
- * algorithms and output conversions below, every term cut toward zero, no
- * block scales, no interleaved pieces, C inside the sum; the row's L, F, out
- * and zero exponent are the accumulation's tc_group, tc_frac, tc_out_frac and
- * tc_zero, which the kernels read (accum.c makes a preset's keys from its row).
- * Any other row (ST, GST, rounding to nearest) takes the reference. */
+/* The datapath rows these kernels (and gemm_fast_tc16.c) implement, which
+ * the dispatcher reads (gemm_tc_caps): T with the output conversions below,
+ * every term cut toward zero, no block scales; the row's L, F, out and zero
+ * exponent are the accumulation's tc_group, tc_frac, tc_out_frac and tc_zero
+ * (0: v1's rule), which the kernels read (a model with rows has its plain
+ * row's keys: exmy_gemm_check).  Any other row (ST, GST, rounding to nearest)
+ * takes the reference. */
 static const mma_algo tc_fast_algos[] = {MMA_T};
-static const struct { mma_rho rho; int out; } tc_fast_rhos[] = {{MMA_RZ_FP32, 23}, {MMA_RZ_E8M13, 13}, {MMA_OUT_FP32, -1}};
-
-static int tc_fast_takes(const gemm_plan *p) {
-  const exmy_accum *a = &p->acc;
-  mma_datapath own;
-  const mma_datapath *dp = exmy__gemm_tc_path(p, &own);
-  int algo = 0, out = -2;
-  for (size_t i = 0; i < sizeof tc_fast_algos / sizeof tc_fast_algos[0]; i++) algo |= dp->algo == tc_fast_algos[i];
-  for (size_t i = 0; i < sizeof tc_fast_rhos / sizeof tc_fast_rhos[0]; i++)
-    if (dp->rho == tc_fast_rhos[i].rho) out = tc_fast_rhos[i].out < 0 ? dp->out : tc_fast_rhos[i].out;
-  return algo && out == a->tc_out_frac && !(dp->rho == MMA_OUT_FP32 && dp->out_rne) && !dp->align_rne &&
-         p->style != GEMM_INNER && !dp->W && !dp->c_last && !dp->widen && dp->L == a->tc_group && dp->F == a->tc_frac &&
-         dp->e_zero == a->tc_zero;
-}
+static const mma_rho tc_fast_rhos[] = {MMA_RZ_FP32, MMA_RZ_E8M13, MMA_OUT_FP32};
+const gemm_tc_caps exmy__gemm_fast_tc_caps = {tc_fast_algos, sizeof tc_fast_algos / sizeof tc_fast_algos[0], tc_fast_rhos,
+                                              sizeof tc_fast_rhos / sizeof tc_fast_rhos[0], 0, 0};
 
 int exmy__gemm_fast_tc(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
   const exmy_accum *a = &p->acc;
-  if (!tc_fast_takes(p)) return 0;
   const exmy_format *fa = &p->A->fmt, *fb = &p->B->fmt;
   const int F = a->tc_frac;
   int lg = 0, lk = 0;

@@ -8,11 +8,13 @@
 #ifndef EXMY_GEMM_KERNELS_H
 #define EXMY_GEMM_KERNELS_H
 #include "emulate/gemm_plan.h"
+#include "emulate/gemm_tc.h"
 
 #if defined(__x86_64__)
 int exmy__gemm_fast_fp32(const gemm_plan *p, int nt, unsigned *flags, float *amax);  /* gemm_fast_fp32.c */
 int exmy__gemm_fast_exact(const gemm_plan *p, int nt, unsigned *flags, float *amax); /* gemm_fast_exact.c */
 int exmy__gemm_fast_tc(const gemm_plan *p, int nt, unsigned *flags, float *amax);    /* gemm_fast_tc.c */
+extern const gemm_tc_caps exmy__gemm_fast_tc_caps; /* the datapath rows it implements (gemm_fast_tc.c) */
 int exmy__gemm_fast_pairwise(const gemm_plan *p, int nt, unsigned *flags, float *amax); /* gemm_fast_fp32.c */
 #endif
 int exmy__gemm_fast_format(const gemm_plan *p, int nt, unsigned *flags, float *amax); /* gemm_fast_format.c */

@@ -9,6 +9,7 @@
 #include "formats/internal.h"
 #include "emulate/parallel.h"
 #include "emulate/recipe_traits.h"
+#include "emulate/tc_preset.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -60,6 +61,7 @@ int exmy__gemm_plan(const exmy_gemm_args *a, gemm_plan *p, int decode, gemm_ws *
                                        p->acc.tc_out_frac < 0 || p->acc.tc_out_frac > 23))
     return exmy__fail(err, errlen, "GEMM: tensor-core model with g=%d f=%d out=%d out of range", p->acc.tc_group,
                       p->acc.tc_frac, p->acc.tc_out_frac);
+  if (exmy__tc_path_check(&p->acc, re, sizeof re)) return exmy__fail(err, errlen, "GEMM: %s", re);
 
   /* Where the scales apply (docs/gemm.md, table). */
   const size_t k = p->k;

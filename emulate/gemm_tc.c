@@ -13,18 +13,20 @@ static int is_e2m1(const exmy_format *f) {
   return f->ebits == 2 && f->mbits == 1 && f->emin == 0 && f->is_signed && exmy_code_to_f64(f, f->max_mag) == 6.0;
 }
 
-/* What the operands are, which picks the instruction (the row) of a preset. */
-static tc_operands operands_of(const gemm_plan *p) {
-  if (p->style != GEMM_INNER) return TC_PLAIN;
-  if (p->A->recipe == EXMY_RECIPE_NVFP4 && is_e2m1(&p->A->fmt) && is_e2m1(&p->B->fmt)) return TC_NVF4;
-  return TC_BLOCK;
+/* What the operands are, which picks the instruction (the row): E2M1 x E2M1
+ * with block scales of 16 or 32 along k are what kind::mxf4nvf4 and
+ * kind::mxf4 take (NVFP4, MXFP4); other block-scaled ones kind::mxf8f6f4's. */
+static exmy_tc_operands operands_of(const gemm_plan *p) {
+  if (p->style != GEMM_INNER) return EXMY_TC_PLAIN;
+  if (is_e2m1(&p->A->fmt) && is_e2m1(&p->B->fmt) && (p->seg == 16 || p->seg == 32)) return EXMY_TC_FP4;
+  return EXMY_TC_BLOCK;
 }
 
 const mma_datapath *exmy__gemm_tc_path(const gemm_plan *p, mma_datapath *own) {
   const exmy_accum *a = &p->acc;
-  const mma_datapath *dp = exmy__tc_preset_path(a, operands_of(p));
+  const mma_datapath *dp = exmy__tc_path_of(a, operands_of(p));
   if (dp) return dp;
-  /* keys of no preset: T over groups of g (ST: the block scales inside the products) */
+  /* no rows: T over groups of g (ST: the block scales inside the products) */
   memset(own, 0, sizeof *own);
   own->name = "tc";
   own->algo = p->style == GEMM_INNER ? MMA_ST : MMA_T;
@@ -37,6 +39,16 @@ const mma_datapath *exmy__gemm_tc_path(const gemm_plan *p, mma_datapath *own) {
   own->align_rne = a->tc_align_rne;
   own->source = "the GEMM's tc keys";
   return own;
+}
+
+int exmy__gemm_tc_takes(const gemm_plan *p, const gemm_tc_caps *c) {
+  mma_datapath own;
+  const mma_datapath *dp = exmy__gemm_tc_path(p, &own);
+  int algo = 0, rho = 0;
+  for (size_t i = 0; i < c->nalgos; i++) algo |= dp->algo == c->algos[i];
+  for (size_t i = 0; i < c->nrhos; i++) rho |= dp->rho == c->rhos[i];
+  const int nearest = dp->align_rne || (dp->rho == MMA_OUT_FP32 && dp->out_rne);
+  return algo && rho && (c->block_scales || p->style != GEMM_INNER) && (c->nearest || !nearest);
 }
 
 int exmy__gemm_tc_init(const gemm_plan *p, gemm_tc *t) {

@@ -1,18 +1,15 @@
-/* tc_preset.h: the GEMM's tc: presets as datapath rows of the instruction
- * layer (accum.c holds the preset table; gemm_tc.c runs the row). */
+/* tc_preset.h: the GEMM's tc rows (exmy_accum.tc_path) as rows of the
+ * instruction layer's datapath table (accum.c holds the preset table and
+ * the check; gemm_tc.c runs the row). */
 #ifndef EXMY_TC_PRESET_H
 #define EXMY_TC_PRESET_H
 #include "emulate/mma_internal.h"
 
-/* What a GEMM's operands are, which picks the instruction (the row) a
- * preset's GPU issues for them. */
-typedef enum tc_operands {
-  TC_PLAIN,  /* no block scales (per-tensor scales apply after the sum) */
-  TC_BLOCK,  /* block scales inside the products (MX, and NVFP4 of other elements) */
-  TC_NVF4    /* NVFP4: E2M1 x E2M1 with E4M3 block-16 scales */
-} tc_operands;
-
-/* The row of the preset whose parameters acc has (any promotion interval)
- * for these operands; NULL when acc's keys match no preset. */
-const mma_datapath *exmy__tc_preset_path(const exmy_accum *acc, tc_operands ops);
+/* The row acc runs for operands ops; NULL when acc has no rows (the sum is
+ * made from its keys). */
+const mma_datapath *exmy__tc_path_of(const exmy_accum *acc, exmy_tc_operands ops);
+/* 0 when acc's rows (a TC model's) are rows a GEMM runs and its keys are
+ * the plain row's; else -1 naming the bad row or key (no prefix: the caller
+ * says whose).  Any other kind of model: 0. */
+int exmy__tc_path_check(const exmy_accum *acc, char *err, size_t errlen);
 #endif

@@ -472,25 +472,36 @@ static uint64_t fmt_add(const exmy_accum *ac, uint64_t ccode, const piecectx *p,
   return exmy_round_pack(F, &ac->acc_rnd, neg, sig, e2, ctr, NULL);
 }
 
-/* ---- tc:blackwell on NVFP4 operands: GST (docs/gemm.md, tc) -------------
- * The preset blackwell with E2M1 x E2M1 elements and NVFP4 (E4M3, 16 along
- * k) scales runs tcgen05's kind::mxf4nvf4: fused sums of 64 products from
- * the piece's start; inside one, each run of products between multiples of
- * 16 along k is summed exactly and multiplied by its two scales, a term
- * aligned by the scales' exponents alone (-139 when its products are all
- * zero or a scale is zero); these terms and c (zero: -139) are cut toward
- * zero at F = 35 bits below the largest exponent and summed exactly; the sum
- * is cut to fp32 (23 bits below 2^max(E, -126)), a zero is +0. */
-static int is_blackwell_preset(const exmy_accum *ac) {
-  return ac->tc_group == 32 && ac->tc_frac == 25 && ac->tc_out_frac == 23 && !ac->tc_align_rne && !ac->tc_norm_rne &&
-         ac->tc_zero == -133;
+/* ---- E2M1 x E2M1 block-scaled operands under the GST row (docs/gemm.md, tc)
+ * A model whose row for E2M1 x E2M1 block-scaled operands (exmy_accum's
+ * tc_path[EXMY_TC_FP4]; an empty slot: the one before) is blackwell-mxf4nvf4
+ * (tc:blackwell) runs tcgen05's kind::mxf4nvf4 on NVFP4 operands (E4M3, 16
+ * along k) and kind::mxf4 on MXFP4 ones (E8M0, 32 along k), one datapath:
+ * fused sums of 64 products from the piece's start; inside one, each run of
+ * products between multiples of 16 along k is summed exactly and multiplied
+ * by its two scales, a term aligned by the scales' exponents alone (-139
+ * when its products are all zero or a scale is zero); these terms and c
+ * (zero: -139) are cut toward zero at F = 35 bits below the largest exponent
+ * and summed exactly; the sum is cut to fp32 (23 bits below 2^max(E, -126)),
+ * a zero is +0.  MMA-Sim's v1 zero rule does not apply to it (zero=v1 keeps
+ * the row and its bits). */
+static const char *fp4_row(const exmy_accum *ac) {
+  for (int o = EXMY_TC_FP4; o >= 0; o--)
+    if (ac->tc_path[o][0]) return ac->tc_path[o];
+  return "";
 }
 
 static int is_e2m1(const exmy_format *f) { return f->ebits == 2 && f->mbits == 1 && f->bias == 1 && f->is_signed; }
 
+static int fp4_recipes(const exmy_qtensor *a, const exmy_qtensor *b) {
+  return (a->recipe == EXMY_RECIPE_NVFP4 && b->recipe == EXMY_RECIPE_NVFP4) ||
+         ((a->recipe == EXMY_RECIPE_MX || a->recipe == EXMY_RECIPE_MX_OCP) &&
+          (b->recipe == EXMY_RECIPE_MX || b->recipe == EXMY_RECIPE_MX_OCP));
+}
+
 static int gst_case(const piecectx *p) {
-  return p->style == ST_INNER && is_blackwell_preset(&p->g->acc) && p->A->q->recipe == EXMY_RECIPE_NVFP4 &&
-         p->B->q->recipe == EXMY_RECIPE_NVFP4 && is_e2m1(&p->A->q->fmt) && is_e2m1(&p->B->q->fmt);
+  return p->style == ST_INNER && !strcmp(fp4_row(&p->g->acc), "blackwell-mxf4nvf4") && fp4_recipes(p->A->q, p->B->q) &&
+         is_e2m1(&p->A->q->fmt) && is_e2m1(&p->B->q->fmt);
 }
 
 static float gst_piece(const piecectx *p, size_t l0, size_t l1) {
@@ -1178,6 +1189,132 @@ static void e4m3_case(gcase *g, size_t m, size_t n, size_t k, const char *model,
 /* ======================================================================
  * Part 1: model parsing against the preset table of docs/gemm.md
  * ====================================================================== */
+/* The datapath rows of a tc model (exmy_accum.tc_path, docs/gemm.md): what
+ * each kind of operands runs ("" in a slot: the slot before), set by the
+ * presets and path keys, kept by zero=v1, promote and a zero exponent equal
+ * to the row's; g, f, align, out, norm and another zero leave the table
+ * (no rows: the keys' model).  The canonical text says which and reads back
+ * to the same rows and keys; a bad row is rejected naming it, by the parser
+ * and, in a hand-made model, by exmy_gemm_check. */
+static const char *row_of(const exmy_accum *a, int ops) {
+  for (int o = ops; o >= 0; o--)
+    if (a->tc_path[o][0]) return a->tc_path[o];
+  return "";
+}
+
+static void part_parse_rows(void) {
+#define BW "blackwell-f8f6f4-f32", "blackwell-mx", "blackwell-mxf4nvf4"
+#define HP "hopper-fp8-f32", "hopper-fp8-f32", "hopper-fp8-f32"
+#define NOROWS "", "", ""
+  static const struct { const char *text, *plain, *block, *fp4, *canon; int zero; } tab[] = {
+    {"tc:blackwell", BW, "tc:blackwell", -133},
+    {"tc:blackwell,zero=v1", BW, "tc:blackwell,zero=v1", 0},
+    {"tc:blackwell,zero=-133,promote=256", BW, "tc:blackwell,promote=256", -133},
+    {"tc:blackwell,promote=64,zero=v1", BW, "tc:blackwell,promote=64,zero=v1", 0},
+    {"tc:hopper,zero=v1", HP, "tc:hopper,zero=v1", 0},
+    {"tc:hopper-fastacc", HP, "tc:hopper-fastacc", -133},
+    {"tc:hopper,promote=0", HP, "tc:hopper-fastacc", -133},
+    {"tc:ada-fastacc,promote=64,zero=v1", "ada-fp8-f32", "ada-fp8-f32", "ada-fp8-f32", "tc:ada,promote=64,zero=v1", 0},
+    {"tc", HP, "tc:hopper", -133},
+    {"tc:path=blackwell-f8f6f4-f32,block-path=blackwell-mx,fp4-path=blackwell-mxf4nvf4,promote=0", BW, "tc:blackwell", -133},
+    {"tc:path=hopper-fp8-f32,fp4-path=blackwell-mxf4nvf4", "hopper-fp8-f32", "hopper-fp8-f32", "blackwell-mxf4nvf4",
+     "tc:path=hopper-fp8-f32,fp4-path=blackwell-mxf4nvf4,promote=128", -133},
+    {"tc:ampere-bf16,path=ada-fp8-f32,block-path=blackwell-mx,zero=v1", "ada-fp8-f32", "blackwell-mx", "blackwell-mx",
+     "tc:path=ada-fp8-f32,block-path=blackwell-mx,promote=0,zero=v1", 0},
+    {"tc:blackwell,g=64", NOROWS, "tc:g=64,f=25,align=trunc,out=23,norm=trunc,promote=0,zero=-133", -133},
+    {"tc:blackwell,zero=-140", NOROWS, "tc:g=32,f=25,align=trunc,out=23,norm=trunc,promote=0,zero=-140", -140},
+    {"tc:g=32,f=13,out=13,zero=-133", NOROWS, "tc:g=32,f=13,align=trunc,out=13,norm=trunc,promote=128,zero=-133", -133},
+  };
+#undef BW
+#undef HP
+#undef NOROWS
+  for (size_t t = 0; t < sizeof tab / sizeof *tab; t++) {
+    exmy_accum a, b;
+    char err[EXMY_ERRLEN] = "", name[256] = "";
+    int rc = exmy_accum_parse(tab[t].text, &a, err, sizeof err);
+    CHECK(rc == 0, "accum '%s' does not parse: %s", tab[t].text, err);
+    if (rc) continue;
+    CHECK(!strcmp(row_of(&a, EXMY_TC_PLAIN), tab[t].plain) && !strcmp(row_of(&a, EXMY_TC_BLOCK), tab[t].block) &&
+              !strcmp(row_of(&a, EXMY_TC_FP4), tab[t].fp4) && a.tc_zero == tab[t].zero,
+          "'%s': rows '%s' '%s' '%s' zero %d; want '%s' '%s' '%s' zero %d", tab[t].text, row_of(&a, 0), row_of(&a, 1),
+          row_of(&a, 2), a.tc_zero, tab[t].plain, tab[t].block, tab[t].fp4, tab[t].zero);
+    exmy_accum_to_string(&a, name, sizeof name);
+    CHECK(!strcmp(name, tab[t].canon), "'%s' prints as '%s', want '%s'", tab[t].text, name, tab[t].canon);
+    rc = exmy_accum_parse(name, &b, err, sizeof err);
+    CHECK(rc == 0, "'%s' (of '%s') does not parse: %s", name, tab[t].text, err);
+    if (rc) continue;
+    int same = b.kind == a.kind && b.chunk == a.chunk && b.tc_group == a.tc_group && b.tc_frac == a.tc_frac &&
+               b.tc_out_frac == a.tc_out_frac && b.tc_align_rne == a.tc_align_rne && b.tc_norm_rne == a.tc_norm_rne &&
+               b.tc_zero == a.tc_zero;
+    for (int o = 0; o < EXMY_TC_NOPERANDS; o++) same &= !strcmp(row_of(&a, o), row_of(&b, o));
+    CHECK(same, "'%s' (of '%s') reads back to another model", name, tab[t].text);
+  }
+  /* bad rows: the message names the bad value */
+  static const struct { const char *text, *named; } bad[] = {
+    {"tc:path=nosuchrow", "nosuchrow"},
+    {"tc:blackwell,fp4-path=blackwell-mxf4", "blackwell-mxf4"},
+    {"tc:path=blackwell-mxf4nvf4", "blackwell-mxf4nvf4"},      /* GST needs block scales */
+    {"tc:path=cdna3-fp8", "cdna3-fp8"},                        /* not a fused sum the GEMM runs */
+    {"tc:path=hopper-fp8-f16", "hopper-fp8-f16"},              /* fp16 output */
+    {"tc:hopper,block-path=hopper-fp8-f16-mma", "hopper-fp8-f16-mma"}, /* pieces interleaved, C last */
+    {"tc:g=16,block-path=blackwell-mx", "blackwell-mx"},       /* a block row without a plain one */
+  };
+  for (size_t t = 0; t < sizeof bad / sizeof *bad; t++) {
+    exmy_accum a;
+    char err[EXMY_ERRLEN] = "";
+    int rc = exmy_accum_parse(bad[t].text, &a, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, bad[t].named), "bad model '%s' accepted (%d) or its message does not name '%s': %s",
+          bad[t].text, rc, bad[t].named, err);
+    if (g_verbose) printf("  '%s' -> %s\n", bad[t].text, err);
+  }
+  /* a hand-made model: exmy_gemm_check names the bad row or key */
+  static const struct { const char *plain, *block; int frac, zero; const char *named; } hand[] = {
+    {"hopper-fp8-f32", "", 13, -133, NULL},
+    {"hopper-fp8-f32", "", 13, 0, NULL},
+    {"bogus-row", "", 13, -133, "bogus-row"},
+    {"hopper-fp8-f32", "", 20, -133, "f 20"},
+    {"hopper-fp8-f32", "", 13, -132, "zero -132"},
+    {"hopper-fp8-f32", "ada-fp8-f16", 13, -133, "ada-fp8-f16"},
+    {"", "blackwell-mx", 13, -133, "blackwell-mx"},
+  };
+  exmy_format e4 = tu_format("e4m3fn"), f32 = tu_format("f32");
+  uint8_t codes[4] = {0x38, 0x38, 0x38, 0x38};
+  for (size_t t = 0; t < sizeof hand / sizeof *hand; t++) {
+    exmy_accum a;
+    char err[EXMY_ERRLEN] = "";
+    exmy_accum_parse("tc:hopper", &a, NULL, 0);
+    snprintf(a.tc_path[EXMY_TC_PLAIN], sizeof a.tc_path[0], "%s", hand[t].plain);
+    snprintf(a.tc_path[EXMY_TC_BLOCK], sizeof a.tc_path[1], "%s", hand[t].block);
+    a.tc_path[EXMY_TC_FP4][0] = 0;
+    a.tc_frac = hand[t].frac;
+    a.tc_zero = hand[t].zero;
+    exmy_qtensor qa, qb;
+    exmy_qtensor_view(&e4, codes, 2, 2, NULL, &qa);
+    exmy_qtensor_view(&e4, codes, 2, 2, NULL, &qb);
+    exmy_gemm_args g;
+    exmy_gemm_args_init(&g);
+    g.a = &qa, g.b = &qb, g.d_fmt = &f32, g.accum = &a;
+    size_t m, n, k;
+    const int rc = exmy_gemm_check(&g, &m, &n, &k, err, sizeof err);
+    if (!hand[t].named) CHECK(rc == 0, "hand-made model %d (row '%s', f %d, zero %d) rejected: %s", (int)t, hand[t].plain, hand[t].frac, hand[t].zero, err);
+    else CHECK(rc == -1 && strstr(err, hand[t].named), "hand-made model %d: %d, message does not name '%s': %s", (int)t, rc, hand[t].named, err);
+    if (g_verbose) printf("  hand-made %d -> %s\n", (int)t, err);
+  }
+  /* a name without its terminating 0 */
+  exmy_accum a;
+  char err[EXMY_ERRLEN] = "";
+  exmy_accum_parse("tc:hopper", &a, NULL, 0);
+  memset(a.tc_path[EXMY_TC_FP4], 'x', sizeof a.tc_path[0]);
+  exmy_qtensor qa;
+  exmy_qtensor_view(&e4, codes, 2, 2, NULL, &qa);
+  exmy_gemm_args g;
+  exmy_gemm_args_init(&g);
+  g.a = &qa, g.b = &qa, g.d_fmt = &f32, g.accum = &a;
+  size_t m, n, k;
+  CHECK(exmy_gemm_check(&g, &m, &n, &k, err, sizeof err) == -1 && strstr(err, "fp4-path"),
+        "an unterminated row name is not rejected naming fp4-path: %s", err);
+}
+
 static void part_parse(void) {
   static const struct { const char *text; int g, f, out, align_rne, norm_rne; size_t promote; } tab[] = {
     {"tc", 32, 13, 13, 0, 0, 128},
@@ -1242,6 +1379,7 @@ static void part_parse(void) {
     CHECK(rc == -1 && strlen(err) > 5, "bad model '%s' accepted (or no message)", bad[t]);
     if (g_verbose) printf("  '%s' -> %s\n", bad[t], err);
   }
+  part_parse_rows();
 }
 
 /* ======================================================================
@@ -1712,14 +1850,27 @@ static void part_anchor_nanscale(void) {
  * not: T with the scales in the products). */
 static void part_anchor_nvfp4_tc(void) {
   static const size_t ks[] = {64, 128, 192, 100, 48};
-  static const char *models[] = {"tc:blackwell", "tc:blackwell,zero=-133", "tc:blackwell,promote=128", "tc:blackwell,g=64"};
-  for (int t = 0; t < 24; t++) {
+  static const char *models[] = {"tc:blackwell", "tc:blackwell,zero=-133", "tc:blackwell,promote=128", "tc:blackwell,g=64",
+                                 "tc:blackwell,zero=v1", "tc:path=hopper-fp8-f32,fp4-path=blackwell-mxf4nvf4"};
+  for (int t = 0; t < 36; t++) {
     gcase g;
     base_case(&g, 1 + rndu(6), 1 + rndu(6), ks[t % 5], 0, 1);
-    set_model(&g, models[t % 4]);
+    set_model(&g, models[t % 6]);
     g.what = "tc:blackwell on NVFP4 operands, block scales spread over many binades";
     make_operand(&g, 0, "e2m1fn", NULL, "nvfp4", t % 3 ? P_RANDOM : P_CANCEL, 24 + (int)rndu(12), (int)rndu(9) - 4);
     make_operand(&g, 1, "e2m1fn", NULL, "nvfp4", t % 3 ? P_RANDOM : P_CANCEL, 24 + (int)rndu(12), (int)rndu(9) - 4);
+    run_case(&g);
+    free_case(&g);
+  }
+  /* MXFP4 (E8M0 scales, 32 along k): kind::mxf4, the same GST row */
+  static const size_t mks[] = {64, 128, 96, 192, 32};
+  for (int t = 0; t < 60; t++) {
+    gcase g;
+    base_case(&g, 1 + rndu(8), 1 + rndu(8), mks[t % 5] * (1 + rndu(2)), 0, 1);
+    set_model(&g, models[t % 6]);
+    g.what = "tc:blackwell on MXFP4 operands (kind::mxf4)";
+    make_operand(&g, 0, "e2m1fn", NULL, t % 2 ? "mx" : "mx:ocp", t % 3 ? P_RANDOM : P_CANCEL, 24 + (int)rndu(12), (int)rndu(9) - 4);
+    make_operand(&g, 1, "e2m1fn", NULL, t % 2 ? "mx" : "mx:ocp", t % 3 ? P_RANDOM : P_CANCEL, 24 + (int)rndu(12), (int)rndu(9) - 4);
     run_case(&g);
     free_case(&g);
   }

@@ -69,7 +69,7 @@ import os, sys, zipfile
 wheel, ver = sys.argv[1], sys.argv[2]
 names = set(zipfile.ZipFile(wheel).namelist())
 need = ["exmy/__init__.py", "exmy/_lib.py", "exmy/_xp.py", "exmy/torch.py", "exmy/py.typed",
-        "exmy/libexmy.so.2", "exmy/exmy_xp.so", "exmy-%s.dist-info/METADATA" % ver]
+        "exmy/libexmy.so.6", "exmy/exmy_xp.so", "exmy-%s.dist-info/METADATA" % ver]
 bad = ["missing " + n for n in need if n not in names]
 bad += ["unexpected " + n for n in sorted(names)
         if n.endswith((".a", ".la", ".o", ".c", ".h")) or "build_exmy" in n or "tests/" in n or "_paths" in n]
@@ -94,7 +94,7 @@ import exmy
 ver, venv = sys.argv[1], os.path.realpath(sys.argv[2])
 pkg = os.path.dirname(os.path.realpath(exmy.__file__))
 assert pkg.startswith(venv + os.sep), "exmy imported from %s, not the venv %s" % (pkg, venv)
-assert os.path.realpath(exmy.lib_path) == os.path.join(pkg, "libexmy.so.2"), "libexmy from " + exmy.lib_path
+assert os.path.realpath(exmy.lib_path) == os.path.join(pkg, "libexmy.so.6"), "libexmy from " + exmy.lib_path
 assert exmy.__version__ == ver, "version %s, configure.ac %s" % (exmy.__version__, ver)
 x = np.array([1, 464, 465, -3.3, 1e-9], dtype=np.float32)
 q = exmy.quantize(x, "e4m3fn")

@@ -39,8 +39,19 @@ static const struct {
   {"blackwell", K_TENSOR, "e5m2", "e4m3fn", "sm_100:tcgen05.kind::f8f6f4.f32.e5m2.e4m3"},
   {"blackwell", K_MX, "e4m3fn", "e4m3fn", "sm_100:tcgen05.kind::mxf8f6f4.e4m3.e4m3"},
   {"blackwell", K_MX, "e5m2", "e4m3fn", "sm_100:tcgen05.kind::mxf8f6f4.e5m2.e4m3"},
-  {"blackwell", K_MX, "e2m1fn", "e2m1fn", "sm_100:tcgen05.kind::mxf8f6f4.e2m1.e2m1"},
+  {"blackwell", K_MX, "e4m3fn", "e2m1fn", "sm_100:tcgen05.kind::mxf8f6f4.e4m3.e2m1"},
+  /* MXFP4 x MXFP4 runs kind::mxf4 (docs/mma.md, "MXFP4 on Blackwell") */
+  {"blackwell", K_MX, "e2m1fn", "e2m1fn", "sm_100:tcgen05.kind::mxf4"},
   {"blackwell", K_NVFP4, "e2m1fn", "e2m1fn", "sm_100:tcgen05.kind::mxf4nvf4"},
+  /* zero=v1 keeps each kind of operands' row (exmy_accum.tc_path), with v1's zero rule */
+  {"hopper,zero=v1", K_TENSOR, "e4m3fn", "e5m2", "sm_90:wgmma.f32.e4m3.e5m2,zero=v1"},
+  {"blackwell,zero=v1", K_TENSOR, "e5m2", "e4m3fn", "sm_100:tcgen05.kind::f8f6f4.f32.e5m2.e4m3,zero=v1"},
+  {"blackwell,zero=v1", K_MX, "e4m3fn", "e4m3fn", "sm_100:tcgen05.kind::mxf8f6f4.e4m3.e4m3,zero=v1"},
+  {"blackwell,zero=v1", K_MX, "e2m1fn", "e2m1fn", "sm_100:tcgen05.kind::mxf4,zero=v1"},
+  {"blackwell,zero=v1", K_NVFP4, "e2m1fn", "e2m1fn", "sm_100:tcgen05.kind::mxf4nvf4,zero=v1"},
+  /* rows named by path keys: Hopper's FP8 row for plain and MX operands, Blackwell's for E2M1 x E2M1 */
+  {"path=hopper-fp8-f32,fp4-path=blackwell-mxf4nvf4", K_TENSOR, "e4m3fn", "e4m3fn", "sm_90:wgmma.f32.e4m3.e4m3"},
+  {"path=hopper-fp8-f32,fp4-path=blackwell-mxf4nvf4", K_NVFP4, "e2m1fn", "e2m1fn", "sm_100:tcgen05.kind::mxf4nvf4"},
 };
 #define NCASE (sizeof cases / sizeof cases[0])
 
@@ -149,7 +160,7 @@ static void dump(const char *what, const exmy_format *f, const void *codes, size
 }
 
 static void run(int c, uint64_t *st) {
-  char err[EXMY_ERRLEN], text[64];
+  char err[EXMY_ERRLEN], text[128];
   exmy_mma_instr in;
   exmy_accum acc;
   snprintf(text, sizeof text, "tc:%s", cases[c].preset);

@@ -74,10 +74,14 @@ class QStats(ctypes.Structure):
                 ("fmt_log2_max", c_int)]
 
 
+TC_NOPERANDS, TC_PATH_LEN = 3, 32  # EXMY_TC_NOPERANDS, EXMY_TC_PATH_LEN
+
+
 class Accum(ctypes.Structure):
     _fields_ = [("kind", c_int), ("chunk", c_size_t), ("acc_fmt", Format), ("acc_rnd", Rounding),
                 ("tc_group", c_int), ("tc_frac", c_int), ("tc_align_rne", c_int), ("tc_out_frac", c_int),
-                ("tc_norm_rne", c_int), ("tc_zero", c_int)]
+                ("tc_norm_rne", c_int), ("tc_zero", c_int),
+                ("tc_path", (ctypes.c_char * TC_PATH_LEN) * TC_NOPERANDS)]  # exmy 1.5
 
 
 class GemmArgs(ctypes.Structure):
@@ -136,7 +140,7 @@ _SIGS = {
 }
 
 
-SONAME = "libexmy.so.2"  # Makefile.am's -version-info: current - age
+SONAME = "libexmy.so.6"  # Makefile.am's -version-info: current - age
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 

@@ -4,6 +4,13 @@
 #include "tests/fuzz/fuzz.h"
 #include "exmy.h"
 
+/* The datapath row operands ops run ("" in a slot: the slot before). */
+static const char *row_of(const exmy_accum *a, int ops) {
+  for (int o = ops; o >= 0; o--)
+    if (a->tc_path[o][0]) return a->tc_path[o];
+  return "";
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *s = fuzz_str(data, size);
   char err[EXMY_ERRLEN], err2[EXMY_ERRLEN], buf[512], buf2[512];
@@ -18,7 +25,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(n2 == n && !strcmp(buf, buf2), "'%s' -> '%s' -> '%s': not a fixed point", s, buf, buf2);
     FUZZ_CHECK(a.kind == b.kind && a.chunk == b.chunk && a.tc_group == b.tc_group && a.tc_frac == b.tc_frac &&
                    a.tc_align_rne == b.tc_align_rne && a.tc_out_frac == b.tc_out_frac &&
-                   a.tc_norm_rne == b.tc_norm_rne && a.acc_fmt.ebits == b.acc_fmt.ebits &&
+                   a.tc_norm_rne == b.tc_norm_rne && a.tc_zero == b.tc_zero && !strcmp(row_of(&a, 0), row_of(&b, 0)) &&
+                   !strcmp(row_of(&a, 1), row_of(&b, 1)) && !strcmp(row_of(&a, 2), row_of(&b, 2)) &&
+                   a.acc_fmt.ebits == b.acc_fmt.ebits &&
                    a.acc_fmt.mbits == b.acc_fmt.mbits && a.acc_fmt.bias == b.acc_fmt.bias &&
                    a.acc_rnd.mode == b.acc_rnd.mode && a.acc_rnd.sat == b.acc_rnd.sat &&
                    a.acc_fmt.inf == b.acc_fmt.inf && a.acc_fmt.nan == b.acc_fmt.nan &&
