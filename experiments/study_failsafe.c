@@ -44,9 +44,9 @@ static long onset(const srun *r) {
   return a < 0 ? b : b < 0 ? a : a < b ? a : b;
 }
 
-/* 1 when metric M (a RATE of the registry: the claims' own rule) holds for R; an errored run counts as failed. */
-static int rate_of(const st_metric *m, const study *st, const srun *r) {
-  if (r->failed) return m && !strcmp(m->name, "failed");
+/* 1 when metric M (a RATE of the registry: the claims' own rule) holds for R; an errored run counts ERRORED. */
+static int rate_of(const st_metric *m, const study *st, const srun *r, int errored) {
+  if (r->failed) return errored;
   const double v = m ? st_metric_run(m, st, r) : NAN;
   return v == 1;
 }
@@ -69,8 +69,8 @@ void st_report_failsafe(study *st, FILE *md) {
       const srun *r = &st->run[j];
       if (strcmp(r->arm, r0->arm) || r->lri != r0->lri) continue;
       n++;
-      nfail += rate_of(mfail, st, r);
-      nunder += rate_of(munder, st, r);
+      nfail += rate_of(mfail, st, r, 1);
+      nunder += rate_of(munder, st, r, 0);
       checks += r->res.checks;
       fallbacks += r->res.fallbacks;
       steps += r->res.steps_done;
