@@ -1,13 +1,11 @@
 /* gemm_block.c: the blocking frame (gemm_block.h).  exmy__gemm_frame_run:
- * the pieces driver (packing, tasks in parallel, promotion or the kernel's
- * blocks of k, epilogue) for any gemm_frame_kernel (acc=FORMAT, acc=tc);
- * exmy__gemm_frame_pack, its packing alone.  exmy__gemm_block_run: the
- * running-sums engine under the fp32 and exact kernels (packed by
- * exmy__gemm_frame_pack), in the GotoBLAS/BLIS shape: mr x nr
- * register tiles of fused multiply-adds (one per lane, so each output
- * element still sees c = fma(a, b, c) in k order), row blocks of GEMM_MC in
- * parallel, blocks of k chosen by the caller.  AVX-512 and AVX2
- * micro-kernels for float and double. */
+ * the one driver (packing, tasks in parallel, promotion or the kernel's
+ * blocks of k, epilogue) for any gemm_frame_kernel (acc=FORMAT, acc=tc,
+ * acc=fp32 and fp32:pairwise, acc=exact); exmy__gemm_frame_pack, its
+ * packing alone.  And the running-sums micro-kernels of the fp32 and exact
+ * kernels, in the GotoBLAS/BLIS shape: mr x nr register tiles of fused
+ * multiply-adds (one per lane, so each output element still sees c =
+ * fma(a, b, c) in k order), AVX-512 and AVX2, float and double. */
 #include "emulate/gemm_block.h"
 #include "emulate/gemm_ws.h"
 #include "emulate/gemm_epilogue.h"
@@ -56,7 +54,12 @@ static int frame_pack(const gemm_frame_kernel *kd, const gemm_plan *p, size_t ap
                       int nt) {
   const size_t abytes = kd->pa, bbytes = kd->pb;
   int ok = 1;
-#pragma omp parallel num_threads(nt) reduction(& : ok) if (nt > 1 && apan + bpan > 2)
+  if (nt <= 1 || apan + bpan <= 2) { /* no team (an inactive region still starts one) */
+    for (size_t pn = 0; pn < apan; pn++) ok &= kd->pack_a(kd->ctx, p, pn, kd->mr, A + pn * abytes) != 0;
+    for (size_t pn = 0; pn < bpan; pn++) ok &= kd->pack_b(kd->ctx, p, pn, kd->nr, B + pn * bbytes) != 0;
+    return ok;
+  }
+#pragma omp parallel num_threads(nt) reduction(& : ok)
   {
 #pragma omp for schedule(static) nowait
     for (size_t pn = 0; pn < apan; pn++) ok &= kd->pack_a(kd->ctx, p, pn, kd->mr, A + pn * abytes) != 0;
@@ -77,9 +80,10 @@ static void frame_task(const gemm_frame_kernel *kd, const gemm_plan *p, const ch
   const size_t i00 = ib * kd->mt, ie = (ib + 1) * kd->mt < m ? (ib + 1) * kd->mt : m;
   const int promote = p->style == GEMM_PROMOTE, pieces = p->acc.chunk || promote;
   const char *Bp = B + jb * kd->pb;
-  float c[GEMM_FRAME_TILE];
+  _Alignas(64) float c[GEMM_FRAME_TILE];
   if (kd->block_end) {
-    const size_t ts = (kd->sw > 1 ? kd->sw : 1) * mr * nr; /* a tile's state */
+    const size_t esz = kd->esz ? kd->esz : sizeof(float);
+    const size_t ts = (kd->sw > 1 ? kd->sw : 1) * mr * nr * (esz / sizeof(float)); /* a tile's state, in floats */
     for (size_t lb = 0, le; lb < k; lb = le) {
       le = kd->block_end(kd->ctx, p, lb);
       for (size_t i0 = i00, t = 0; i0 < ie; i0 += mr, t++)
@@ -87,7 +91,8 @@ static void frame_task(const gemm_frame_kernel *kd, const gemm_plan *p, const ch
                   c + t * ts);
     }
     for (size_t i0 = i00, t = 0; i0 < ie; i0 += mr, t++)
-      for (size_t r = 0; r < mr && i0 + r < ie; r++) memcpy(P + (i0 + r) * n + j0, c + t * ts + r * nr, cols * sizeof *P);
+      for (size_t r = 0; r < mr && i0 + r < ie; r++)
+        memcpy((char *)P + ((i0 + r) * n + j0) * esz, (const char *)(c + t * ts) + r * nr * esz, cols * esz);
     return;
   }
   for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
@@ -118,19 +123,25 @@ int exmy__gemm_frame_pack(const gemm_frame_kernel *kd, const gemm_plan *p, int n
 
 int exmy__gemm_frame_run(const gemm_frame_kernel *kd, const gemm_plan *p, int nt, unsigned *flags, float *amax) {
   const size_t m = p->m, n = p->n, k = p->k, mr = kd->mr, nr = kd->nr;
-  const size_t tile = kd->block_end ? kd->mt * nr * (kd->sw > 1 ? kd->sw : 1) : mr * nr;
-  if (tile > GEMM_FRAME_TILE || kd->mt % mr) return 0;
+  const size_t esz = kd->block_end && kd->esz ? kd->esz : sizeof(float);
+  const size_t tile = kd->block_end ? kd->mt * nr * (kd->sw > 1 ? kd->sw : 1) * (esz / sizeof(float)) : mr * nr;
+  if (tile > GEMM_FRAME_TILE || kd->mt % mr || (esz != sizeof(float) && esz != sizeof(double))) return 0;
   const size_t bpan = (n + nr - 1) / nr, nrb = (m + kd->mt - 1) / kd->mt;
   void *A, *B;
   if (!exmy__gemm_frame_pack(kd, p, nt, &A, &B)) return 0;
-  float *P = exmy__gemm_ws_get(p->ws, GEMM_WS_P, (m * n + 1) * sizeof *P); /* the model's P, m x n */
+  void *P = exmy__gemm_ws_get(p->ws, GEMM_WS_P, (m * n + 1) * esz); /* the model's P, m x n */
   if (!P) return 0;
   if (k == 0) {
-    memset(P, 0, m * n * sizeof *P); /* every sum from +0 */
+    memset(P, 0, m * n * esz); /* every sum from +0 */
   } else {
-    /* a team only with two threads or more (an inactive region still costs a team start) */
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
-    for (size_t t = 0; t < nrb * bpan; t++) frame_task(kd, p, A, B, P, t / bpan, t % bpan);
+    /* a team only with two threads or more: an inactive region (an if clause) still costs a
+     * team start, per call (attention's hundreds of small products) */
+    if (nt > 1) {
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+      for (size_t t = 0; t < nrb * bpan; t++) frame_task(kd, p, A, B, P, t / bpan, t % bpan);
+    } else {
+      for (size_t t = 0; t < nrb * bpan; t++) frame_task(kd, p, A, B, P, t / bpan, t % bpan);
+    }
   }
   *flags |= kd->epilogue ? kd->epilogue(kd->ctx, p, P, n, nt, amax) : exmy__gemm_epilogue_all_ld(p, P, n, nt, amax);
   return 1;
@@ -220,35 +231,4 @@ int exmy__gemm_micro(int dbl, gemm_micro *mk) {
   return 1;
 }
 
-/* Tiles of D (GEMM_MC rows x GEMM_NC columns) in parallel; in a tile, each
- * nr-column panel of B (kc x nr, in L1) meets every mr-row panel of the
- * tile's A block (in L2).  Any split gives the same bits: every output's k
- * order is the slab's, in order. */
-void exmy__gemm_block_run(const gemm_micro *mk, size_t esz, const void *A, size_t apan, const void *B, size_t bpan,
-                          size_t k, size_t k0, size_t k1, void *P, size_t ldp, int zero, size_t pl, int nt) {
-  const size_t mr = mk->mr, nr = mk->nr;
-  const size_t per = (GEMM_MC + mr - 1) / mr, pern = GEMM_NC / nr;
-  const size_t nbi = (apan + per - 1) / per, nbj = (bpan + pern - 1) / pern, nblk = nbi * nbj;
-  const char *a = A, *b = B;
-  char *pp = P;
-  const micro_fn micro = mk->fn;
-#define BLOCK_BODY                                                                      \
-  do {                                                                                  \
-    const size_t bi = blk / nbj, bj = blk % nbj;                                        \
-    const size_t ip1 = (bi + 1) * per < apan ? (bi + 1) * per : apan;                   \
-    const size_t jp1 = (bj + 1) * pern < bpan ? (bj + 1) * pern : bpan;                 \
-    for (size_t jp = bj * pern; jp < jp1; jp++)                                         \
-      for (size_t ip = bi * per; ip < ip1; ip++)                                        \
-        micro(a + (ip * k * mr + k0 * mr) * esz, b + (jp * k * nr + k0 * nr) * esz, k1 - k0, \
-              pp + (ip * mr * ldp + jp * nr) * esz, ldp, zero, pl);                     \
-  } while (0)
-  /* a team only with two threads or more (an inactive region still costs a team start) */
-  if (nt > 1 && nblk > 1) {
-#pragma omp parallel for num_threads(nblk < (size_t)nt ? (int)nblk : nt) schedule(dynamic, 1)
-    for (size_t blk = 0; blk < nblk; blk++) BLOCK_BODY;
-  } else {
-    for (size_t blk = 0; blk < nblk; blk++) BLOCK_BODY;
-  }
-#undef BLOCK_BODY
-}
 #endif /* __x86_64__ */

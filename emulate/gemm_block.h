@@ -1,15 +1,15 @@
 /* gemm_block.h: the blocking frame (gemm_block.c): operands packed in
- * panels, D cut into tiles run in parallel, micro-kernels plugged in.  Two
- * drivers share it:
- *  - exmy__gemm_block_run, running sums: the micro-kernel carries C across
- *    slabs of k (acc=fp32, chunk=, promote, and the exact model in double);
- *    their operands are packed by the frame's packing (exmy__gemm_frame_pack);
- *  - exmy__gemm_frame_run, pieces: the micro-kernel returns each piece's
- *    sums from +0 as floats; the frame promotes them into fp32 and ends with
- *    the epilogue (acc=FORMAT: gemm_fast_format.c, gemm_fast_lanes.c); or,
- *    with block_end, the micro-kernel walks the pieces and promotes them
- *    itself, over blocks of k the frame hands it in order (acc=tc:
- *    gemm_fast_tc.c, gemm_fast_tc16.c).
+ * panels, D cut into tiles run in parallel, micro-kernels plugged in.  One
+ * driver, exmy__gemm_frame_run, serves every fast kernel:
+ *  - pieces: the micro-kernel returns each piece's sums from +0 as floats;
+ *    the frame promotes them into fp32 and ends with the epilogue
+ *    (acc=FORMAT: gemm_fast_format.c, gemm_fast_lanes.c);
+ *  - with block_end, the micro-kernel carries a tile's state over blocks of
+ *    k the frame hands it in order: running sums in float (acc=fp32, its
+ *    chunk= and promote forms, fp32:pairwise: gemm_fast_fp32.c; each with
+ *    its own order of operations) or in double (esz 8: acc=exact,
+ *    gemm_fast_exact.c, with its own epilogue), or its pieces and their
+ *    promotion (acc=tc: gemm_fast_tc.c, gemm_fast_tc16.c).
  *
  * A new accumulation model on the pieces frame fills a gemm_frame_kernel:
  *  - ctx: its constants (read only: the hooks run on many threads at once);
@@ -36,10 +36,13 @@
  *    The frame calls it on blocks [lb, block_end(ctx, p, lb)) of k, in
  *    order from 0 to k, each block over every micro-tile of the task
  *    before the next (so a block of B's panel stays in L1); c is then the
- *    tile's state, sw mr nr floats, kept by the frame across the blocks of
- *    a task (uninitialized at lb = 0), and after the last block c[r nr + q]
- *    must hold output (i0 + r, j0 + q)'s promoted sum (the model's P);
- *  - epilogue: NULL for exmy__gemm_epilogue_all_ld, else its own.
+ *    tile's state, sw mr nr elements of esz bytes (0 or 4: floats; 8:
+ *    doubles, c cast), 64-byte aligned, kept by the frame across the
+ *    blocks of a task (uninitialized at lb = 0), and after the last block
+ *    element r nr + q of c must hold output (i0 + r, j0 + q)'s promoted
+ *    sum (the model's P, m x n elements of esz bytes);
+ *  - epilogue: NULL for exmy__gemm_epilogue_all_ld (P floats), else its own
+ *    (it reads P as the model's elements, ldp = n).
  * The frame owns the rest, written once: the workspace (slots A, B, P), the
  * packing and tiling loops, the OpenMP teams (none for one thread), the
  * pieces (exmy__gemm_piece_end) and their promotion P = fmaf(w, piece, P) as
@@ -53,8 +56,9 @@
 #include <stddef.h>
 
 #if defined(__x86_64__)
-/* The k step of a slab, the rows and columns of a parallel tile of D. */
-enum { GEMM_KC = 256, GEMM_MC = 240, GEMM_NC = 512 };
+/* The k steps of a block of the running-sums kernels; the most rows of a
+ * parallel task. */
+enum { GEMM_KC = 256, GEMM_MC = 240 };
 
 /* One mr x nr tile over kc steps; C (ldc) holds the running sums (zero:
  * start from +0); pl > 0: chunked, pieces of pl steps each summed from +0
@@ -70,11 +74,6 @@ typedef struct gemm_micro {
  * 0 when the CPU has neither AVX-512 nor AVX2+FMA. */
 int exmy__gemm_micro(int dbl, gemm_micro *mk);
 
-/* P (padded: rows multiple of mr, ldp multiple of nr) += A B over [k0, k1)
- * on nt threads; A and B packed in panels ([panel][l][width], k steps
- * each).  esz: 4 (float kernels) or 8 (double).  pl as micro_fn. */
-void exmy__gemm_block_run(const gemm_micro *mk, size_t esz, const void *A, size_t apan, const void *B, size_t bpan,
-                          size_t k, size_t k0, size_t k1, void *P, size_t ldp, int zero, size_t pl, int nt);
 #endif
 
 /* The pieces frame's kernel descriptor (the contract above). */
@@ -86,9 +85,10 @@ typedef struct gemm_frame_kernel {
   int (*pack_b)(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Bp);
   void (*micro)(const void *ctx, size_t i0, size_t j0, size_t l0, size_t len, const void *Ap, const void *Bp,
                 size_t rows, size_t cols, float *c);
-  unsigned (*epilogue)(const void *ctx, const gemm_plan *p, const float *P, size_t ldp, int nt, float *amax);
+  unsigned (*epilogue)(const void *ctx, const gemm_plan *p, const void *P, size_t ldp, int nt, float *amax);
   size_t (*block_end)(const void *ctx, const gemm_plan *p, size_t lb); /* NULL: the frame's pieces */
-  size_t sw; /* with block_end: a tile's state in mr nr floats (0 or 1: one) */
+  size_t sw;  /* with block_end: a tile's state in mr nr elements (0 or 1: one) */
+  size_t esz; /* with block_end: the bytes of an element of the state and of P: 0 or 4 float, 8 double */
 } gemm_frame_kernel;
 
 /* Stock pack hooks: the plan's decoded operands (ad, bd) as floats (the
@@ -99,7 +99,8 @@ int exmy__gemm_pack_a_f64(const void *ctx, const gemm_plan *p, size_t pan, size_
 int exmy__gemm_pack_b_f64(const void *ctx, const gemm_plan *p, size_t pan, size_t w, void *Bp);
 
 /* The most floats the frame keeps on a thread's stack for a task: a
- * micro-tile (mr nr), or with block_end every tile's state (mt nr sw). */
+ * micro-tile (mr nr), or with block_end every tile's state (mt nr sw, in
+ * floats: twice that for esz 8). */
 enum { GEMM_FRAME_TILE = 4096 };
 
 /* The whole GEMM of p with kd on nt threads: D written, flags ORed in, amax
@@ -107,8 +108,7 @@ enum { GEMM_FRAME_TILE = 4096 };
  * grow. */
 int exmy__gemm_frame_run(const gemm_frame_kernel *kd, const gemm_plan *p, int nt, unsigned *flags, float *amax);
 
-/* The frame's packing alone, for the running-sums drivers too (fp32,
- * pairwise, exact: their panels are exmy__gemm_block_run's): every panel of
+/* The frame's packing alone: every panel of
  * op(A) and op(B)^T through kd's pack hooks (mr, nr, pa, pb, pack_a, pack_b
  * are read, nothing else) into the workspace slots A and B (*A, *B: apan
  * pa and bpan pb bytes), in one team of nt threads; nothing is packed when

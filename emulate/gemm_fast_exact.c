@@ -1,5 +1,5 @@
 /* gemm_fast_exact.c: the fast kernel of acc=exact (OUTER scaling, no C):
- * the block engine (gemm_block.c) in double on integer-valued operands
+ * the blocking frame (gemm_block.c, esz 8) in double on integer-valued operands
  * (a * 2^-lsb), so every product and partial sum is an integer below 2^53
  * and the double sums are exact; then one exact rescale by alpha and the
  * outer scales and one rounding per output, as the reference. */
@@ -187,6 +187,40 @@ static int exact_pack_b(const void *ctx, const gemm_plan *p, size_t pan, size_t 
   return pack_exact(ctx, p, 1, pan, w, Bp);
 }
 
+/* The running sums on the frame (block_end, esz 8): a tile's state is its
+ * double sums, carried over blocks of GEMM_KC steps. */
+typedef struct exact_run {
+  exact_pack pk;
+  micro_fn fn;
+  size_t mr, nr;
+  int lsb;             /* la + lb */
+  const uint64_t *m3s; /* the columns' scales as m3s[j] 2^q3s[j] */
+  const int *q3s;
+} exact_run;
+
+static size_t exact_bend(const void *ctx, const gemm_plan *p, size_t lb) {
+  (void)ctx;
+  return lb + GEMM_KC < p->k ? lb + GEMM_KC : p->k;
+}
+static void exact_micro(const void *ctx, size_t i0, size_t j0, size_t l0, size_t len, const void *Ap, const void *Bp,
+                        size_t rows, size_t cols, float *c) {
+  (void)i0, (void)j0, (void)rows, (void)cols;
+  const exact_run *x = ctx;
+  x->fn((const double *)Ap + l0 * x->mr, (const double *)Bp + l0 * x->nr, len, c, x->nr, l0 == 0, 0);
+}
+
+/* The frame's epilogue: P holds the m x n double sums (ldp n). */
+static unsigned exact_epilogue(const void *ctx, const gemm_plan *p, const void *P, size_t ldp, int nt, float *amax) {
+  const exact_run *x = ctx;
+  unsigned fl = 0;
+  float am = 0.0f;
+  const double *S = p->k ? P : NULL;
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : fl) reduction(max : am)
+  for (size_t i = 0; i < p->m; i++) exact_epilogue_rows(p, S, ldp, x->lsb, i, i + 1, x->m3s, x->q3s, &fl, &am);
+  *amax = fmaxf(*amax, am);
+  return fl;
+}
+
 int exmy__gemm_fast_exact(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
   if (p->style != GEMM_OUTER || p->use_c) return 0;
   const exmy_format *fa = &p->A->fmt, *fb = &p->B->fmt;
@@ -202,34 +236,27 @@ int exmy__gemm_fast_exact(const gemm_plan *p, int nt, unsigned *flags, float *am
   if (!exmy__gemm_micro(1, &mk)) return 0;
   const size_t mr = mk.mr, nr = mk.nr;
   const int la = fa->emin - fa->mbits, lb = fb->emin - fb->mbits;
-  const size_t k = p->k, apan = (p->m + mr - 1) / mr, bpan = (p->n + nr - 1) / nr;
-  const size_t ldp = bpan * nr;
-  exact_pack x = {{la, lb}, {{0}}};
+  const size_t k = p->k;
+  exact_run x = {.pk = {{la, lb}, {{0}}}, .fn = mk.fn, .mr = mr, .nr = nr, .lsb = la + lb};
   for (int w = 0; w < 2; w++) {
     const exmy_qtensor *q = w ? p->B : p->A;
     if (w ? p->bd : p->ad) continue; /* from the decoded doubles */
     if (q->fmt.bits > 8) return 0;
-    for (size_t c = 0; c < 256; c++) x.lut[w][c] = ldexp(exmy_code_to_f64(&q->fmt, c), -x.lsb[w]);
+    for (size_t c = 0; c < 256; c++) x.pk.lut[w][c] = ldexp(exmy_code_to_f64(&q->fmt, c), -x.pk.lsb[w]);
   }
-  const gemm_frame_kernel kd = {.ctx = &x, .mr = mr, .nr = nr, .pa = k * mr * sizeof(double),
-                                .pb = k * nr * sizeof(double), .pack_a = exact_pack_a, .pack_b = exact_pack_b};
-  void *A, *B;
-  double *P = exmy__gemm_ws_get(p->ws, GEMM_WS_P, (apan * mr * ldp + 1) * sizeof *P);
-  if (!P || !exmy__gemm_frame_pack(&kd, p, nt, &A, &B)) return 0;
-  for (size_t k0 = 0; k0 < k; k0 += GEMM_KC)
-    exmy__gemm_block_run(&mk, sizeof(double), A, apan, B, bpan, k, k0, k0 + GEMM_KC < k ? k0 + GEMM_KC : k, P,
-                         ldp, k0 == 0, 0, nt);
-  /* the columns' scales as m 2^q, once */
+  /* the columns' scales as m 2^q, once (slot F: the frame uses A, B and P) */
   uint64_t *m3s = exmy__gemm_ws_get(p->ws, GEMM_WS_F, (p->n + 1) * (sizeof(uint64_t) + sizeof(int)));
   if (!m3s) return 0;
   int *q3s = (int *)(m3s + p->n + 1);
   for (size_t j = 0; j < p->n; j++) m3s[j] = exmy__float_parts(p->bs[j], &q3s[j]);
-  unsigned fl = 0;
-  float am = 0.0f;
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : fl) reduction(max : am)
-  for (size_t i = 0; i < p->m; i++) exact_epilogue_rows(p, k ? P : NULL, ldp, la + lb, i, i + 1, m3s, q3s, &fl, &am);
-  *flags |= fl;
-  *amax = fmaxf(*amax, am);
-  return 1;
+  x.m3s = m3s;
+  x.q3s = q3s;
+  size_t mt = GEMM_FRAME_TILE * sizeof(float) / (nr * sizeof(double)); /* the task's state in the frame's tile */
+  mt = (mt < GEMM_MC ? mt : GEMM_MC) / mr * mr;
+  const gemm_frame_kernel kd = {.ctx = &x, .mr = mr, .nr = nr, .mt = mt, .pa = k * mr * sizeof(double),
+                                .pb = k * nr * sizeof(double), .pack_a = exact_pack_a, .pack_b = exact_pack_b,
+                                .micro = exact_micro, .epilogue = exact_epilogue, .block_end = exact_bend,
+                                .sw = 1, .esz = sizeof(double)};
+  return exmy__gemm_frame_run(&kd, p, nt, flags, amax);
 }
 #endif /* __x86_64__ */

@@ -1,12 +1,13 @@
 /* gemm_fast_fp32.c: the fast kernel of acc=fp32 (and its chunked and
  * promoted forms): operands decoded straight from their codes into packed
- * float panels (a table, or a shift for binary32 and its truncations), the
- * block engine (gemm_block.c) over slabs of k, so each output element sees
- * c = fmaf(a, b, c) in k order as the reference.  A chunk of at most a slab
- * is summed and added inside the micro-kernel; other pieces (PROMOTE's
- * weights, long chunks) are promoted into fp32 by a pass at each piece's
- * end.  Then the row epilogue, straight from the partial sums.  Buffers come
- * from the plan's workspace. */
+ * float panels (a table, or a shift for binary32 and its truncations), on
+ * the blocking frame (gemm_block.c) with blocks of k (block_end), a tile's
+ * running sums carried across them, so each output element sees c =
+ * fmaf(a, b, c) in k order as the reference.  A chunk of at most a block is
+ * summed and added inside the micro-kernel (F + s); other pieces
+ * (PROMOTE's weights, long chunks) are promoted into the tile's F at each
+ * piece's end, F = fmaf(w, S, F).  Then the frame's row epilogue.  Buffers
+ * come from the plan's workspace. */
 #include "emulate/gemm_kernels.h"
 #include "emulate/gemm_block.h"
 #include "emulate/gemm_ws.h"
@@ -19,19 +20,6 @@
 #include <string.h>
 
 #if defined(__x86_64__)
-
-/* Promotion at the end of a piece: F = fmaf(w, P, F). */
-static void promote_row(const gemm_plan *p, size_t l0, const float *P, size_t ldp, float *F, size_t i) {
-  for (size_t j = 0; j < p->n; j++) F[i * p->n + j] = fmaf(exmy__gemm_promote_w(p, i, j, l0), P[i * ldp + j], F[i * p->n + j]);
-}
-static void promote_all(const gemm_plan *p, size_t l0, const float *P, size_t ldp, float *F, int nt) {
-  if (nt > 1) {
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (size_t i = 0; i < p->m; i++) promote_row(p, l0, P, ldp, F, i);
-  } else {
-    for (size_t i = 0; i < p->m; i++) promote_row(p, l0, P, ldp, F, i);
-  }
-}
 
 /* How an operand's codes become floats: fp32(decode(code)), exact for
  * every format that fits binary32, as the reference's fp32(a). */
@@ -294,52 +282,92 @@ static int fp32_pack_b(const void *ctx, const gemm_plan *p, size_t pan, size_t w
   return 1;
 }
 
-/* The frame's packing of p's operands in panels of mr rows of A and nr
- * columns of B into *A, *B; 0 when the workspace cannot grow. */
-static int fp32_packs(const gemm_plan *p, size_t mr, size_t nr, int v512, int nt, void **A, void **B) {
-  fp32_pack x = {.ca = p->A->cols, .cb = p->B->cols, .v512 = v512};
-  if (opdec_init(&x.da, p->ws, 0, p->A) || opdec_init(&x.db, p->ws, 1, p->B)) return 0;
-  const gemm_frame_kernel kd = {.ctx = &x, .mr = mr, .nr = nr, .pa = p->k * mr * sizeof(float),
-                                .pb = p->k * nr * sizeof(float), .pack_a = fp32_pack_a, .pack_b = fp32_pack_b};
-  return exmy__gemm_frame_pack(&kd, p, nt, A, B);
+/* The frame's pack kernel for p's operands in panels of mr rows of A and nr
+ * columns of B (x: its context, filled here); 0 when the workspace cannot
+ * grow. */
+static int fp32_kernel(const gemm_plan *p, size_t mr, size_t nr, int v512, fp32_pack *x, gemm_frame_kernel *kd) {
+  *x = (fp32_pack){.ca = p->A->cols, .cb = p->B->cols, .v512 = v512};
+  if (opdec_init(&x->da, p->ws, 0, p->A) || opdec_init(&x->db, p->ws, 1, p->B)) return 0;
+  *kd = (gemm_frame_kernel){.ctx = x, .mr = mr, .nr = nr, .pa = p->k * mr * sizeof(float),
+                            .pb = p->k * nr * sizeof(float), .pack_a = fp32_pack_a, .pack_b = fp32_pack_b};
+  return 1;
+}
+
+/* The running sums on the frame (block_end): blocks of at most a slab of
+ * k; a tile's state is its running sums S (mr x nr), or with promoted
+ * pieces F then S, each mr x nr (F = fmaf(w, S, F) at each piece's end, as
+ * the reference). */
+typedef struct fp32_run {
+  fp32_pack pk;
+  const gemm_plan *p;
+  micro_fn fn;
+  size_t mr, nr;
+  size_t slab; /* the k steps of a block (a multiple of the fused chunk) */
+  size_t pl;   /* fused chunk (micro_fn's pl), else 0 */
+} fp32_run;
+
+/* The first step of the piece holding l: the last cut (chunk or PROMOTE
+ * segment multiple) at or below l, as exmy__gemm_piece_end cuts. */
+static size_t piece_start(const gemm_plan *p, size_t l) {
+  size_t s = 0;
+  if (p->acc.chunk) s = l / p->acc.chunk * p->acc.chunk;
+  if (p->style == GEMM_PROMOTE && l / p->seg * p->seg > s) s = l / p->seg * p->seg;
+  return s;
+}
+
+static size_t fp32_bend(const void *ctx, const gemm_plan *p, size_t lb) {
+  const fp32_run *x = ctx;
+  return lb + x->slab < p->k ? lb + x->slab : p->k;
+}
+static size_t fp32_bend_promoted(const void *ctx, const gemm_plan *p, size_t lb) {
+  (void)ctx;
+  const size_t pe = exmy__gemm_piece_end(p, piece_start(p, lb));
+  return lb + GEMM_KC < pe ? lb + GEMM_KC : pe;
+}
+
+static void fp32_micro(const void *ctx, size_t i0, size_t j0, size_t l0, size_t len, const void *Ap, const void *Bp,
+                       size_t rows, size_t cols, float *c) {
+  (void)i0, (void)j0, (void)rows, (void)cols;
+  const fp32_run *x = ctx;
+  x->fn((const float *)Ap + l0 * x->mr, (const float *)Bp + l0 * x->nr, len, c, x->nr, l0 == 0, x->pl);
+}
+static void fp32_micro_promoted(const void *ctx, size_t i0, size_t j0, size_t l0, size_t len, const void *Ap,
+                                const void *Bp, size_t rows, size_t cols, float *c) {
+  const fp32_run *x = ctx;
+  const gemm_plan *p = x->p;
+  const size_t nr = x->nr, ps = piece_start(p, l0);
+  float *F = c, *S = c + x->mr * nr;
+  x->fn((const float *)Ap + l0 * x->mr, (const float *)Bp + l0 * nr, len, S, nr, l0 == ps, 0);
+  if (l0 + len != exmy__gemm_piece_end(p, ps)) return;
+  for (size_t r = 0; r < rows; r++)
+    for (size_t q = 0; q < cols; q++)
+      F[r * nr + q] = fmaf(exmy__gemm_promote_w(p, i0 + r, j0 + q, ps), S[r * nr + q], ps ? F[r * nr + q] : 0.0f);
+}
+
+/* The rows of a parallel task: at most GEMM_MC, a multiple of mr, the
+ * task's state within the frame's GEMM_FRAME_TILE floats. */
+static size_t task_rows(size_t mr, size_t nr, size_t floats) {
+  size_t mt = GEMM_FRAME_TILE / (nr * floats);
+  if (mt > GEMM_MC) mt = GEMM_MC;
+  return mt / mr * mr;
 }
 
 int exmy__gemm_fast_fp32(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
   gemm_micro mk;
   if (!exmy__gemm_micro(0, &mk)) return 0;
-  const size_t mr = mk.mr, nr = mk.nr, m = p->m, n = p->n, k = p->k;
-  const size_t apan = (m + mr - 1) / mr, bpan = (n + nr - 1) / nr, ldp = bpan * nr, rows = apan * mr;
-  const size_t ch = p->acc.chunk;
+  const size_t mr = mk.mr, nr = mk.nr, ch = p->acc.chunk;
   const int fused = ch && ch <= GEMM_KC && p->style != GEMM_PROMOTE; /* chunks inside the micro-kernel */
   const int promoted = !fused && (ch || p->style == GEMM_PROMOTE);
-  gemm_ws *ws = p->ws;
-  void *A, *B;
-  float *P = exmy__gemm_ws_get(ws, GEMM_WS_P, (rows * ldp + 1) * sizeof(float));
-  float *F = promoted ? exmy__gemm_ws_get(ws, GEMM_WS_F, (m * n + 1) * sizeof(float)) : NULL;
-  if (!P || (promoted && !F) || !fp32_packs(p, mr, nr, nr == 32, nt, &A, &B)) return 0;
-  const float *R = P;
-  size_t ldr = ldp;
-  if (k == 0) {
-    memset(P, 0, rows * ldp * sizeof *P);
-  } else if (!promoted) {
-    const size_t slab = fused ? ch * (GEMM_KC / ch) : GEMM_KC;
-    for (size_t k0 = 0; k0 < k; k0 += slab)
-      exmy__gemm_block_run(&mk, sizeof(float), A, apan, B, bpan, k, k0, k0 + slab < k ? k0 + slab : k, P, ldp,
-                           k0 == 0, fused ? ch : 0, nt);
-  } else {
-    memset(F, 0, m * n * sizeof *F);
-    for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
-      l1 = exmy__gemm_piece_end(p, l0);
-      for (size_t k0 = l0; k0 < l1; k0 += GEMM_KC)
-        exmy__gemm_block_run(&mk, sizeof(float), A, apan, B, bpan, k, k0, k0 + GEMM_KC < l1 ? k0 + GEMM_KC : l1, P,
-                             ldp, k0 == l0, 0, nt);
-      promote_all(p, l0, P, ldp, F, nt);
-    }
-    R = F;
-    ldr = n;
-  }
-  *flags |= exmy__gemm_epilogue_all_ld(p, R, ldr, nt, amax);
-  return 1;
+  fp32_run x = {.p = p, .fn = mk.fn, .mr = mr, .nr = nr, .slab = fused ? ch * (GEMM_KC / ch) : GEMM_KC,
+                .pl = fused ? ch : 0};
+  gemm_frame_kernel kd;
+  if (!fp32_kernel(p, mr, nr, nr == 32, &x.pk, &kd)) return 0;
+  kd.ctx = &x; /* fp32_run starts with its fp32_pack */
+  kd.micro = promoted ? fp32_micro_promoted : fp32_micro;
+  kd.block_end = promoted ? fp32_bend_promoted : fp32_bend;
+  kd.sw = promoted ? 2 : 1;
+  kd.mt = task_rows(mr, nr, kd.sw);
+  return exmy__gemm_frame_run(&kd, p, nt, flags, amax);
 }
 #endif /* __x86_64__ */
 
@@ -347,7 +375,9 @@ int exmy__gemm_fast_fp32(const gemm_plan *p, int nt, unsigned *flags, float *ama
  * The same packed operands (A one row per panel, B in panels of 32 columns);
  * each piece's products x_l = fmaf(a, b, +0) summed over the reference's
  * tree (halves of floor(n/2)), 32 outputs at once: every node is one IEEE
- * addition per lane, as the reference's.  AVX-512 only (else the reference). */
+ * addition per lane, as the reference's; on the frame, one block per piece,
+ * the micro-kernel promoting it into the tile's F in its own order (P + F,
+ * or fmaf(w, P, F)).  AVX-512 only (else the reference). */
 #if defined(__x86_64__)
 #include <immintrin.h>
 
@@ -384,49 +414,60 @@ __attribute__((target("avx512f"))) static void pw_sum(const float *a, const floa
   *s1 = _mm512_add_ps(x1, y1);
 }
 
-/* Row i, columns [32 jp, 32 jp + 32) of P: the pieces, promoted as the reference. */
-__attribute__((target("avx512f"))) static void pw_tile(const gemm_plan *p, const float *A, const float *B, size_t i,
-                                                         size_t jp, float *Pr) {
-  const size_t k = p->k, n = p->n;
-  const float *a = A + i * k, *Bp = B + jp * k * 32;
-  __m512 s0, s1;
-  if (!p->acc.chunk && p->style != GEMM_PROMOTE) {
-    pw_sum(a, Bp, k, &s0, &s1);
-  } else {
-    __m512 F0 = _mm512_setzero_ps(), F1 = _mm512_setzero_ps();
-    for (size_t l0 = 0, l1; l0 < k; l0 = l1) {
-      l1 = exmy__gemm_piece_end(p, l0);
-      __m512 P0, P1;
-      pw_sum(a + l0, Bp + l0 * 32, l1 - l0, &P0, &P1);
-      if (p->style == GEMM_PROMOTE) { /* F = fmaf(fp32(sa sb), P, F) */
-        float w[32];
-        for (size_t t = 0; t < 32; t++) {
-          const size_t j = jp * 32 + t < n ? jp * 32 + t : n - 1;
-          w[t] = exmy__gemm_promote_w(p, i, j, l0);
-        }
-        F0 = _mm512_fmadd_ps(_mm512_loadu_ps(w), P0, F0);
-        F1 = _mm512_fmadd_ps(_mm512_loadu_ps(w + 16), P1, F1);
-      } else { /* fmaf(1, P, F) = P + F */
-        F0 = _mm512_add_ps(P0, F0);
-        F1 = _mm512_add_ps(P1, F1);
+/* The frame's blocks (block_end): the pieces, or all of k when there are none. */
+typedef struct pw_run {
+  fp32_pack pk;
+  const gemm_plan *p;
+  int pieces;
+} pw_run;
+
+static size_t pw_bend(const void *ctx, const gemm_plan *p, size_t lb) {
+  const pw_run *x = ctx;
+  return x->pieces ? exmy__gemm_piece_end(p, lb) : p->k;
+}
+
+/* Row i0, columns [j0, j0 + 32): the piece [l0, l0 + len), promoted as the
+ * reference into the tile's state c (its F; without pieces, the sum). */
+__attribute__((target("avx512f"))) static void pw_micro(const void *ctx, size_t i0, size_t j0, size_t l0,
+                                                          size_t len, const void *Ap, const void *Bp, size_t rows,
+                                                          size_t cols, float *c) {
+  (void)rows, (void)cols;
+  const pw_run *x = ctx;
+  const gemm_plan *p = x->p;
+  const size_t n = p->n;
+  __m512 P0, P1;
+  pw_sum((const float *)Ap + l0, (const float *)Bp + l0 * 32, len, &P0, &P1);
+  if (x->pieces) {
+    const __m512 z = _mm512_setzero_ps();
+    const __m512 F0 = l0 ? _mm512_loadu_ps(c) : z, F1 = l0 ? _mm512_loadu_ps(c + 16) : z;
+    if (p->style == GEMM_PROMOTE) { /* F = fmaf(fp32(sa sb), P, F) */
+      float w[32];
+      for (size_t t = 0; t < 32; t++) {
+        const size_t j = j0 + t < n ? j0 + t : n - 1;
+        w[t] = exmy__gemm_promote_w(p, i0, j, l0);
       }
+      P0 = _mm512_fmadd_ps(_mm512_loadu_ps(w), P0, F0);
+      P1 = _mm512_fmadd_ps(_mm512_loadu_ps(w + 16), P1, F1);
+    } else { /* fmaf(1, P, F) = P + F */
+      P0 = _mm512_add_ps(P0, F0);
+      P1 = _mm512_add_ps(P1, F1);
     }
-    s0 = F0, s1 = F1;
   }
-  _mm512_storeu_ps(Pr, s0);
-  _mm512_storeu_ps(Pr + 16, s1);
+  _mm512_storeu_ps(c, P0);
+  _mm512_storeu_ps(c + 16, P1);
 }
 
 int exmy__gemm_fast_pairwise(const gemm_plan *p, int nt, unsigned *flags, float *amax) {
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx512f") || exmy__avx512_disabled()) return 0;
-  const size_t m = p->m, n = p->n, bpan = (n + 31) / 32, ldp = bpan * 32;
-  void *A, *B;
-  float *P = exmy__gemm_ws_get(p->ws, GEMM_WS_P, (m * ldp + 1) * sizeof(float));
-  if (!P || !fp32_packs(p, 1, 32, 1, nt, &A, &B)) return 0;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 4) if (nt > 1)
-  for (size_t t = 0; t < m * bpan; t++) pw_tile(p, A, B, t / bpan, t % bpan, P + (t / bpan) * ldp + (t % bpan) * 32);
-  *flags |= exmy__gemm_epilogue_all_ld(p, P, ldp, nt, amax);
-  return 1;
+  pw_run x = {.p = p, .pieces = p->acc.chunk || p->style == GEMM_PROMOTE};
+  gemm_frame_kernel kd;
+  if (!fp32_kernel(p, 1, 32, 1, &x.pk, &kd)) return 0;
+  kd.ctx = &x; /* pw_run starts with its fp32_pack */
+  kd.micro = pw_micro;
+  kd.block_end = pw_bend;
+  kd.sw = 1;
+  kd.mt = 4; /* the old schedule(dynamic, 4) of rows */
+  return exmy__gemm_frame_run(&kd, p, nt, flags, amax);
 }
 #endif
