@@ -275,6 +275,19 @@ static int make_operand_cached(xp_ctx *ctx, xp_layer_state *ls, xp_tkind kind, c
 }
 
 /* One GEMM of xp_matmul on its way: the operands, then the arguments. */
+/* One GEMM's arguments: the two quantized operands, fp32 D, the role's accumulation, THREADS. */
+static void args_fill(exmy_gemm_args *ga, const operand *A, const operand *B, const exmy_format *d_fmt,
+                      const exmy_accum *accum, int threads) {
+  exmy_gemm_args_init(ga);
+  ga->trans_a = A->trans;
+  ga->trans_b = B->trans;
+  ga->a = &A->q;
+  ga->b = &B->q;
+  ga->d_fmt = d_fmt;
+  ga->accum = accum;
+  ga->threads = threads;
+}
+
 typedef struct mm_call {
   operand A, B;
   exmy_gemm_args ga;
@@ -317,14 +330,7 @@ static void mm_prepare(xp_ctx *ctx, const xp_gemm_desc *g, mm_call *c) {
     return;
   }
   exmy_gemm_args *ga = &c->ga;
-  exmy_gemm_args_init(ga);
-  ga->trans_a = A->trans;
-  ga->trans_b = B->trans;
-  ga->a = &A->q;
-  ga->b = &B->q;
-  ga->d_fmt = &ctx->f32;
-  ga->accum = &p->accum[role];
-  ga->threads = lin < 0 ? 1 : ctx->cfg->threads;
+  args_fill(ga, A, B, &ctx->f32, &p->accum[role], lin < 0 ? 1 : ctx->cfg->threads);
   c->ready = 1;
 }
 
@@ -546,15 +552,7 @@ void xp_matmul_batch(xp_ctx *ctx, const xp_gemm_desc *g, size_t count, size_t st
       bad = 1;
       continue;
     }
-    exmy_gemm_args *ga = &ba.args[i];
-    exmy_gemm_args_init(ga);
-    ga->trans_a = A->trans;
-    ga->trans_b = B->trans;
-    ga->a = &A->q;
-    ga->b = &B->q;
-    ga->d_fmt = &ctx->f32;
-    ga->accum = &p->accum[g->role];
-    ga->threads = ctx->cfg->threads; /* the batch's thread count */
+    args_fill(&ba.args[i], A, B, &ctx->f32, &p->accum[g->role], ctx->cfg->threads); /* the batch's thread count */
   }
   char e[EXMY_ERRLEN];
   if (!bad && exmy_gemm_batch(ba.args, count, ba.d, NULL, NULL, e, sizeof e))
