@@ -44,16 +44,8 @@ static long onset(const srun *r) {
   return a < 0 ? b : b < 0 ? a : a < b ? a : b;
 }
 
-/* 1 when metric M (a RATE of the registry: the claims' own rule) holds for R; an errored run counts ERRORED. */
-static int rate_of(const st_metric *m, const study *st, const srun *r, int errored) {
-  if (r->failed) return errored;
-  const double v = m ? st_metric_run(m, st, r) : NAN;
-  return v == 1;
-}
-
 void st_report_failsafe(study *st, FILE *md) {
   const char *ref = st->file ? st_file_get(st->file, st->size, "reference", NULL) : NULL;
-  const st_metric *mfail = st_metric_find("failed"), *munder = st_metric_find("undertrained");
   tbl *t = st_tbl_new(10, "arm", "lr", "failed", "under-trained", "checks", "fallbacks", "first fallback - onset (per seed)",
                       "steps in bf16", "check overhead", "val");
   for (int i = 0; i < st->nrun; i++) {
@@ -69,8 +61,8 @@ void st_report_failsafe(study *st, FILE *md) {
       const srun *r = &st->run[j];
       if (strcmp(r->arm, r0->arm) || r->lri != r0->lri) continue;
       n++;
-      nfail += rate_of(mfail, st, r, 1);
-      nunder += rate_of(munder, st, r, 0);
+      nfail += !r->missing && (r->failed || st_run_failed(r)); /* the claims' rule; an error counts as a failure */
+      nunder += r->undertrained;             /* never set on a run that failed or errored */
       checks += r->res.checks;
       fallbacks += r->res.fallbacks;
       steps += r->res.steps_done;

@@ -197,6 +197,8 @@ int st_build_configs(study *st, char *err, size_t errlen);
 void st_run_all(study *st);
 int st_run_mine(const study *st, int i);
 int st_run_diverged(const srun *r);
+/* The claims' failure rule: diverged, or did not converge (r->nonconv, from st_rules_eval) */
+int st_run_failed(const srun *r);
 /* The index in r's loss array of its first own training step: 0, or for a
  * continuation (from = ARM) the step after its parent's checkpoint (its loss
  * array keeps the parent's steps before it) */

@@ -17,8 +17,8 @@
  *                   offset; shown beside the verdict, not deciding it);
  *   sensitivity     Wortsman et al. 2023: the mean over the grid of
  *                   min(loss, l0) minus its minimum (l0: the first loss);
- *   failed, under-trained   the claims' own rules per run (the registry's
- *                   `failed` and `undertrained`, study_claims.c), counted per
+ *   failed, under-trained   the claims' own rules per run (st_run_failed, or
+ *                   an error; r->undertrained, study_claims.c), counted per
  *                   learning rate, never pooled over learning rates. */
 #include "experiments/study_int.h"
 
@@ -81,7 +81,7 @@ static int complete(const double *v, int n) {
 static double run_loss(const srun *r) {
   if (r->missing) return NAN; /* not run yet: unknown, not a failure */
   /* failed by the claims' rule (diverged or did not converge): its first loss in the sensitivity, as lr_sens counts it */
-  if (r->failed || st_run_diverged(r) || r->nonconv || !isfinite(r->res.val_loss)) return INFINITY;
+  if (r->failed || st_run_failed(r) || !isfinite(r->res.val_loss)) return INFINITY;
   return r->res.val_loss;
 }
 
@@ -105,7 +105,6 @@ void st_report_lrsweep(study *st, FILE *md) {
   for (int k = 0; k < nlr; k++) pos[ord[k]] = k;
   const double step = nlr > 1 ? log2(st->lr[ord[1]] / st->lr[ord[0]]) : 1;
 
-  const st_metric *mfail = st_metric_find("failed"), *munder = st_metric_find("undertrained");
   /* curves in the order their runs appear */
   curve *cv = calloc((size_t)st->nrun + 1, sizeof *cv);
   int nc = 0;
@@ -131,8 +130,8 @@ void st_report_lrsweep(study *st, FILE *md) {
     cv[c].loss[r->seedi * nlr + pos[r->lri]] = run_loss(r);
     if (!r->missing) { /* an errored run counts as failed */
       cv[c].ran[pos[r->lri]]++;
-      cv[c].nfail[pos[r->lri]] += r->failed || st_metric_run(mfail, st, r) == 1;
-      cv[c].nunder[pos[r->lri]] += !r->failed && st_metric_run(munder, st, r) == 1;
+      cv[c].nfail[pos[r->lri]] += r->failed || st_run_failed(r);
+      cv[c].nunder[pos[r->lri]] += r->undertrained; /* never set on a run that failed or errored */
     }
     if (!r->failed && !r->missing && isfinite(r->res.first_loss) && !isfinite(cv[c].l0[r->seedi]))
       cv[c].l0[r->seedi] = r->res.first_loss;

@@ -29,7 +29,7 @@ static double m_spikes(const study *st, const srun *r) {
   return r->res.steps_done > 0 ? 1000.0 * (double)r->res.spikes / (double)r->res.steps_done : NAN;
 }
 static double m_diverged(const study *st, const srun *r) { (void)st; return st_run_diverged(r); }
-static double m_failed(const study *st, const srun *r) { (void)st; return st_run_diverged(r) || r->nonconv; }
+static double m_failed(const study *st, const srun *r) { (void)st; return st_run_failed(r); }
 static double m_under(const study *st, const srun *r) { (void)st; return r->undertrained; }
 
 static const st_metric METRICS[] = {
@@ -91,7 +91,7 @@ int st_edge_arm_of(const study *st, const char *arm, const char *point, st_edge_
     while (k < nlr && ord[k] != r->lri) k++;
     if (k == nlr) continue;
     const int at = r->seedi * nlr + k;
-    b->out[at] = st_run_diverged(r) || r->nonconv ? ST_RUN_DIVERGED : r->undertrained ? ST_RUN_UNDERTRAINED : ST_RUN_TRAINED;
+    b->out[at] = st_run_failed(r) ? ST_RUN_DIVERGED : r->undertrained ? ST_RUN_UNDERTRAINED : ST_RUN_TRAINED;
     b->loss[at] = b->out[at] == ST_RUN_DIVERGED ? NAN : r->res.val_loss;
     if (isnan(b->init[r->seedi])) b->init[r->seedi] = r->res.first_loss;
     any = 1;

@@ -399,6 +399,8 @@ int st_run_diverged(const srun *r) {
   return !isfinite(r->res.final_loss) || !isfinite(r->res.final_loss_avg) || r->res.final_loss_avg > r->res.first_loss;
 }
 
+int st_run_failed(const srun *r) { return st_run_diverged(r) || r->nonconv; }
+
 long st_own_start(const study *st, const srun *r) {
   return r->parent < 0 ? 0 : st->run[r->parent].res.steps_done;
 }
