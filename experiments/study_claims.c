@@ -298,15 +298,13 @@ static void decide(const study *st, st_claim_row *c) {
       c->verdict = ST_V_NOT_TESTABLE;
       int need = 1; /* the fewest seeds whose all-discordant outcome rejects at 5% / groups */
       while (st_binom_tail(need, need) > 0.05 / c->ngroups) need++;
-      if (isinf(c->mde) && E > 0)
+      if (isinf(c->mde)) {
+        char against[64] = ""; /* the published effect, when the claim states one */
+        if (E > 0) snprintf(against, sizeof against, ", against a published effect of %.2f", E);
         snprintf(c->why, sizeof c->why, "not testable here: %d seeds per learning rate can never reach significance "
-                 "over %d learning rate%s (Holm at 5%% needs at least %d), against a published effect of %.2f",
-                 c->nseeds, c->ngroups, c->ngroups == 1 ? "" : "s", need, E);
-      else if (isinf(c->mde))
-        snprintf(c->why, sizeof c->why, "not testable here: %d seeds per learning rate can never reach significance "
-                 "over %d learning rate%s (Holm at 5%% needs at least %d)", c->nseeds, c->ngroups,
-                 c->ngroups == 1 ? "" : "s", need);
-      else
+                 "over %d learning rate%s (Holm at 5%% needs at least %d)%s", c->nseeds, c->ngroups,
+                 c->ngroups == 1 ? "" : "s", need, against);
+      } else
         snprintf(c->why, sizeof c->why, "not testable here: with %d seeds per learning rate the smallest detectable "
                  "difference in rate is %.2f (80%% power, 5%%, best case), above the published effect %.2f",
                  c->nseeds, c->mde, E);
