@@ -1,8 +1,7 @@
 /* gemm_block.c: the blocking frame (gemm_block.h).  exmy__gemm_frame_run:
  * the one driver (packing, tasks in parallel, promotion or the kernel's
  * blocks of k, epilogue) for any gemm_frame_kernel (acc=FORMAT, acc=tc,
- * acc=fp32 and fp32:pairwise, acc=exact); exmy__gemm_frame_pack, its
- * packing alone.  And the running-sums micro-kernels of the fp32 and exact
+ * acc=fp32 and fp32:pairwise, acc=exact).  And the running-sums micro-kernels of the fp32 and exact
  * kernels, in the GotoBLAS/BLIS shape: mr x nr register tiles of fused
  * multiply-adds (one per lane, so each output element still sees c =
  * fma(a, b, c) in k order), AVX-512 and AVX2, float and double. */
@@ -114,21 +113,16 @@ static void frame_task(const gemm_frame_kernel *kd, const gemm_plan *p, const ch
   }
 }
 
-int exmy__gemm_frame_pack(const gemm_frame_kernel *kd, const gemm_plan *p, int nt, void **A, void **B) {
-  const size_t apan = (p->m + kd->mr - 1) / kd->mr, bpan = (p->n + kd->nr - 1) / kd->nr;
-  *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, apan * kd->pa + 64);
-  *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, bpan * kd->pb + 64);
-  return *A && *B && (p->k == 0 || frame_pack(kd, p, apan, bpan, *A, *B, nt));
-}
-
 int exmy__gemm_frame_run(const gemm_frame_kernel *kd, const gemm_plan *p, int nt, unsigned *flags, float *amax) {
   const size_t m = p->m, n = p->n, k = p->k, mr = kd->mr, nr = kd->nr;
   const size_t esz = kd->block_end && kd->esz ? kd->esz : sizeof(float);
   const size_t tile = kd->block_end ? kd->mt * nr * (kd->sw > 1 ? kd->sw : 1) * (esz / sizeof(float)) : mr * nr;
   if (tile > GEMM_FRAME_TILE || kd->mt % mr || (esz != sizeof(float) && esz != sizeof(double))) return 0;
-  const size_t bpan = (n + nr - 1) / nr, nrb = (m + kd->mt - 1) / kd->mt;
-  void *A, *B;
-  if (!exmy__gemm_frame_pack(kd, p, nt, &A, &B)) return 0;
+  const size_t apan = (m + mr - 1) / mr, bpan = (n + nr - 1) / nr, nrb = (m + kd->mt - 1) / kd->mt;
+  /* every panel packed once, into the workspace slots A and B (nothing when k = 0) */
+  void *A = exmy__gemm_ws_get(p->ws, GEMM_WS_A, apan * kd->pa + 64);
+  void *B = exmy__gemm_ws_get(p->ws, GEMM_WS_B, bpan * kd->pb + 64);
+  if (!A || !B || (k && !frame_pack(kd, p, apan, bpan, A, B, nt))) return 0;
   void *P = exmy__gemm_ws_get(p->ws, GEMM_WS_P, (m * n + 1) * esz); /* the model's P, m x n */
   if (!P) return 0;
   if (k == 0) {

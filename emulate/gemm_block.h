@@ -108,10 +108,4 @@ enum { GEMM_FRAME_TILE = 4096 };
  * grow. */
 int exmy__gemm_frame_run(const gemm_frame_kernel *kd, const gemm_plan *p, int nt, unsigned *flags, float *amax);
 
-/* The frame's packing alone: every panel of
- * op(A) and op(B)^T through kd's pack hooks (mr, nr, pa, pb, pack_a, pack_b
- * are read, nothing else) into the workspace slots A and B (*A, *B: apan
- * pa and bpan pb bytes), in one team of nt threads; nothing is packed when
- * k = 0.  0 when a pack declines or the workspace cannot grow. */
-int exmy__gemm_frame_pack(const gemm_frame_kernel *kd, const gemm_plan *p, int nt, void **A, void **B);
 #endif
