@@ -46,11 +46,14 @@ static int block_names(const study *st, const char *kind, char names[][64], int 
   return n;
 }
 
-/* The row groups: distinct (arm, lr index, point) in run order. */
+/* The row groups: distinct (arm, lr index, point) in run order, into *gp
+ * (allocated: at most one a run; free it). */
 typedef struct grp { const srun *first; } grp;
-static int groups(const study *st, grp *g, int max) {
+static int groups(const study *st, grp **gp) {
+  grp *g = *gp = malloc((size_t)(st->nrun ? st->nrun : 1) * sizeof *g);
+  if (!g) { fprintf(stderr, "exmy: study: out of memory\n"); exit(1); }
   int n = 0;
-  for (int i = 0; i < st->nrun && n < max; i++) {
+  for (int i = 0; i < st->nrun; i++) {
     const srun *r = &st->run[i];
     int k = 0;
     while (k < n && (strcmp(g[k].first->arm, r->arm) || g[k].first->lri != r->lri || strcmp(g[k].first->point, r->point)))
@@ -98,8 +101,8 @@ static void metric_columns(tbl *t, const char *ms, const st_metric **m) {
 /* A table of edge metrics: a row per arm (and axis point), each cell the
  * arm's statistic over the learning-rate axis. */
 static void edge_table(study *st, FILE *md, const char *name, const char *ms, const char *title) {
-  grp g[TBL_ROWS];
-  const int ng = groups(st, g, TBL_ROWS);
+  grp *g;
+  const int ng = groups(st, &g);
   tbl *t = st_tbl_new(1, "arm");
   int haspt = 0;
   for (int i = 0; i < ng; i++) haspt |= g[i].first->point[0] != 0;
@@ -137,6 +140,7 @@ static void edge_table(study *st, FILE *md, const char *name, const char *ms, co
     st_tbl_end_row(t);
   }
   free(eb);
+  free(g);
   fprintf(md, "## %s\n\n", title ? title : name);
   fprintf(md, "Per arm over the learning-rate grid (docs/studies/edge.md): lr_edge is the largest learning rate where "
               "half the seeds train, interpolated in log2 (censored at the grid's ends, never a grid value in its "
@@ -156,8 +160,8 @@ static void one_table(study *st, FILE *md, const char *name) {
     const st_metric *m0 = st_metric_find(first);
     if (m0 && m0->kind == ST_MK_EDGE) { edge_table(st, md, name, ms, title); return; }
   }
-  grp g[TBL_ROWS];
-  const int ng = groups(st, g, TBL_ROWS);
+  grp *g;
+  const int ng = groups(st, &g);
   int haslr = st->nlr > 1, haspt = 0;
   for (int i = 0; i < ng; i++) haspt |= g[i].first->point[0] != 0;
   tbl *t = st_tbl_new(1, "arm");
@@ -179,6 +183,7 @@ static void one_table(study *st, FILE *md, const char *name) {
     for (int j = first; j < t->ncol; j++) metric_cell(st, t, j, m[j], r);
     st_tbl_end_row(t);
   }
+  free(g);
   fprintf(md, "## %s\n\n", title ? title : name);
   fprintf(md, "Per arm over seeds: values as mean +- sd (failed runs counted apart, never averaged in), rates as "
               "k/n.\n\n");
@@ -194,8 +199,8 @@ static void metric_plot(study *st, FILE *md, const char *name, const char *title
   const char *xs = bget(st, "plot", name, "x");
   const int bylr = !xs || !strcmp(xs, "lr");
   if (!m) return;
-  grp g[TBL_ROWS];
-  const int ng = groups(st, g, TBL_ROWS);
+  grp *g;
+  const int ng = groups(st, &g);
   series s[64];
   int ns = 0;
   char seen[64][64];
@@ -231,6 +236,7 @@ static void metric_plot(study *st, FILE *md, const char *name, const char *title
   snprintf(yl, sizeof yl, "%s: mean over seeds, bars min-max (failed runs left out)", m->name);
   st_plot_draw(st, name, title, bylr ? "learning rate" : "x", yl, bylr ? 10 : 0, 0, ns, s, NAN);
   st_series_free(s, ns);
+  free(g);
   st_md_plot(st, md, name, title);
 }
 

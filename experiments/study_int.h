@@ -141,12 +141,13 @@ struct study {
 };
 
 
-#define TBL_ROWS 160
 #define TBL_COLS 14
+/* A table's rows grow as cells are written (a full ladder's 1,080 runs are
+ * one table): no row is ever dropped. */
 typedef struct tbl {
-  int ncol, nrow;
+  int ncol, nrow, cap;
   char h[TBL_COLS][48];
-  char c[TBL_ROWS][TBL_COLS][64];
+  char (*c)[TBL_COLS][64];
 } tbl;
 
 /* Aggregate over runs with config name `name` (and lr index lri unless -1). */

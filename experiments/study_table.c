@@ -26,7 +26,15 @@ tbl *st_tbl_new(int ncol, ...) {
   return t;
 }
 void st_tbl_cell(tbl *t, int col, const char *fmt, ...) {
-  if (t->nrow >= TBL_ROWS || col >= t->ncol) return;
+  if (col >= t->ncol) return;
+  if (t->nrow >= t->cap) { /* the row being written: grow, zeroing the new rows */
+    const int cap = t->cap ? 2 * t->cap : 64;
+    void *c = realloc(t->c, (size_t)cap * sizeof *t->c);
+    if (!c) { fprintf(stderr, "exmy: study: out of memory\n"); exit(1); }
+    t->c = c;
+    memset(t->c + t->cap, 0, (size_t)(cap - t->cap) * sizeof *t->c);
+    t->cap = cap;
+  }
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(t->c[t->nrow][col], sizeof t->c[0][0], fmt, ap);
@@ -49,7 +57,7 @@ void st_agg_cells(tbl *t, const char *name, const agg *a, const agg *ref) {
   st_tbl_cell(t, 4, "%s", c);
   st_tbl_cell(t, 5, "%d/%d", a->ndiv, a->n);
 }
-void st_tbl_end_row(tbl *t) { if (t->nrow < TBL_ROWS) t->nrow++; }
+void st_tbl_end_row(tbl *t) { if (t->nrow < t->cap) t->nrow++; } /* a row with no cell is not a row */
 static void tbl_md(const tbl *t, FILE *md) {
   fputc('|', md);
   for (int i = 0; i < t->ncol; i++) fprintf(md, " %s |", t->h[i]);
@@ -84,6 +92,7 @@ void st_tbl_emit(study *st, tbl *t, FILE *md, const char *console_title) {
     fprintf(st->log, "\n%s\n", console_title);
     tbl_text(t, st->log);
   }
+  free(t->c);
   free(t);
 }
 

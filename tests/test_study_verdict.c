@@ -400,6 +400,34 @@ int main(void) {
   CHECK(runs[0].undertrained && !runs[0].nonconv && !runs[2].undertrained, "%s: flags %d %d %d", what,
         runs[0].undertrained, runs[0].nonconv, runs[2].undertrained);
 
+  /* a table with more rows than the old fixed 160 (the full ladder's runs table has 1,080):
+   * every row group is written, none dropped */
+  what = "a table of 200 row groups";
+  setup("table.t.metrics = val_loss\n");
+  st.nlr = 8;
+  for (int a = 0; a < 25; a++)
+    for (int l = 0; l < 8; l++) {
+      char arm[16];
+      snprintf(arm, sizeof arm, "a%02d", a);
+      add(arm, l, 0, 2.0 + 0.01 * a);
+    }
+  {
+    char *mdbuf = NULL;
+    size_t mdlen = 0;
+    FILE *md = open_memstream(&mdbuf, &mdlen);
+    FILE *log = st.log;
+    st.log = fopen("/dev/null", "w");
+    st_blocks_report(&st, md);
+    fclose(md);
+    fclose(st.log);
+    st.log = log;
+    int rows = 0;
+    for (const char *q = mdbuf; q && (q = strstr(q, "\n| a")); q++) rows += q[4] >= '0' && q[4] <= '9'; /* not the header's "| arm" */
+    CHECK(rows == 200, "%s: %d rows written, want 200", what, rows);
+    CHECK(mdbuf && strstr(mdbuf, "| a24 | 0.128 |"), "%s: the last arm's last row is missing", what);
+    free(mdbuf);
+  }
+
   st_file_free(&sf);
   free(st.claim);
   return tu_finish("test_study_verdict");
