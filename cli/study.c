@@ -49,7 +49,7 @@ const char *study_usage =
 #else
   "MPI: not built (./configure --with-mpi; Debian: openmpi-bin libopenmpi-dev).\n"
 #endif
-  "Progress: one line per finished run with an ETA; at the end a table, the findings, and\n"
+  "Progress: one line per finished run with an ETA; at the end a table, the verdicts, and\n"
   "where the report and plots are.  Rules (docs/studies/README.md): a spike is a loss above\n"
   "spike_factor x the median of the previous spike_window losses; divergence is a non-finite\n"
   "loss or a final loss (the mean of the last 10% of steps) above the first step's.\n";

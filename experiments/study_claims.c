@@ -102,16 +102,6 @@ static void worst_fill(const srun *const *ra, const srun *const *rb, double *a, 
   }
 }
 
-static int seed_count(const srun *const *r, int n) {
-  int k = 0;
-  for (int i = 0; i < n; i++) {
-    int seen = 0;
-    for (int j = 0; j < i && !seen; j++) seen = r[j]->seedi == r[i]->seedi;
-    k += !seen;
-  }
-  return k;
-}
-
 /* One paired VALUE claim: the verdict from the gaps' CIs (st_claim_paired's
  * numbers), ST_MIN_SEEDS, the effect and the minimum detectable effect. */
 static void eval_value(const study *st, st_claim_row *c, const srun **ra, const srun **rb, const srun **rc,
@@ -134,13 +124,16 @@ static void eval_value(const study *st, st_claim_row *c, const srun **ra, const 
     worst_fill(rc, rd, cc, dd, m);
     for (int i = 0; i < m; i++) a[i] -= b[i], b[i] = cc[i] - dd[i];
   }
-  st_claim_paired(a, b, m, c->rule, c->margin, 1, &c->c); /* bootstrap seed 1: a report is a function of its runs */
+  int *seed = malloc((size_t)(m + 1) * sizeof *seed); /* the pairs' clusters: a seed's pairs are one unit */
+  for (int i = 0; seed && i < m; i++) seed[i] = ra[i]->seedi;
+  st_claim_paired(a, b, seed, m, &c->c);
+  free(seed);
   free(a);
   free(b);
   free(cc);
   free(dd);
-  c->nseeds = seed_count(ra, m);
-  c->mde = st_mde_paired(c->c.sd, c->c.n);
+  c->nseeds = c->c.nclust;
+  c->mde = st_mde_paired(c->c.sd, c->c.nclust);
 }
 
 /* One RATE claim: per (lr, point) group the seeds' discordant pairs. */
@@ -410,9 +403,12 @@ static void evidence(const st_claim_row *c, char *ev, size_t n) {
     char gap[300];
     if (c->mc[0]) snprintf(gap, sizeof gap, "(%s - %s) - (%s - %s)", c->a, c->b, c->mc, c->md);
     else snprintf(gap, sizeof gap, "%s - %s", c->a, c->b);
+    char how[96];
+    if (c->nseeds >= 2) snprintf(how, sizeof how, "Student's t over the %d seeds' mean gaps, %d df", c->nseeds, c->nseeds - 1);
+    else snprintf(how, sizeof how, "one seed: no interval, the bounds repeat the mean");
     snprintf(ev, n, "%s %s over n = %d pairs (%d seed%s%s): mean %+.4f, 95%% CI [%+.4f, %+.4f], 90%% CI "
-             "[%+.4f, %+.4f] (bootstrap, 2000 resamples)", c->metric_name, gap, s->n, c->nseeds,
-             c->nseeds == 1 ? "" : "s", c->nfailed ? ", failed runs counted at the worst value" : "", s->mean, s->lo, s->hi, s->lo90, s->hi90);
+             "[%+.4f, %+.4f] (%s)", c->metric_name, gap, s->n, c->nseeds, c->nseeds == 1 ? "" : "s",
+             c->nfailed ? ", failed runs counted at the worst value" : "", s->mean, s->lo, s->hi, s->lo90, s->hi90, how);
   }
 }
 
@@ -568,7 +564,7 @@ void st_claims_json(const study *st, FILE *f) {
 }
 
 /* A forest plot of the paired claims: each claim's mean gap with its 95%
- * bootstrap CI as an error bar, 0 dashed, a tracks claim's margin as red
+ * 95% CI (Student's t over seeds) as an error bar, 0 dashed, a tracks claim's margin as red
  * ticks; the x range is the data's (0 and the margins included). */
 static int forest_row(const st_claim_row *c) { return c->m->kind == ST_MK_VALUE && isfinite(c->c.mean); }
 
@@ -585,7 +581,7 @@ void st_plot_claims(study *st, FILE *md) {
   if (!g) { fclose(d); return; }
   fprintf(d, "# row mean lo95 hi95 label\n");
   fprintf(g, "# exmy study %s: the claims' paired gaps (gnuplot claims.gp, run in the results folder)\n", st->def->name);
-  fprintf(g, "set title 'exmy study %s: paired gaps A - B, mean and 95%% bootstrap CI' noenhanced\n", st->def->name);
+  fprintf(g, "set title 'exmy study %s: paired gaps A - B, mean and 95%% CI (t over seeds)' noenhanced\n", st->def->name);
   fprintf(g, "set xlabel 'gap (A - B at the same seed, in the metric''s unit); red ticks: a tracks claim''s margin' "
              "noenhanced\nset grid x\nset key off\n");
   double xl = 0, xh = 0; /* the x range: 0, every CI and every margin, 8% padding */
@@ -623,5 +619,5 @@ void st_plot_claims(study *st, FILE *md) {
   fclose(g);
   st_gnuplot_run(st, "claims");
   fprintf(md, "\n");
-  st_md_plot(st, md, "claims", "The claims' paired gaps: mean and 95% bootstrap CI per claim");
+  st_md_plot(st, md, "claims", "The claims' paired gaps: mean and 95% CI (Student's t over seeds) per claim");
 }

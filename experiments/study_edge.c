@@ -460,7 +460,7 @@ void st_edge_sensitivity(const st_edge_arm *a, const st_edge_arm *b, uint64_t se
     s->d = st_mean_of(dd, s->n);
     if (s->n >= 2) {
       s->sd = st_sd_of(dd, s->n);
-      st_bootstrap(dd, s->n, seed ^ STREAM_SENS, conf, &s->lo, &s->hi);
+      st_t_interval(dd, s->n, conf, &s->lo, &s->hi); /* the seeds' paired differences: as every paired mean */
       s->sign = s->lo > 0 ? 1 : s->hi < 0 ? -1 : 0;
     }
   }

@@ -273,7 +273,8 @@ enum { ST_RULE_TRACKS = 0, ST_RULE_HIGHER, ST_RULE_LOWER };
 extern const char *const ST_RULES[ST_NRULE];
 typedef struct st_claim {
   int n, dropped;               /* pairs used; pairs dropped (a value not finite) */
-  double mean, sd, lo, hi;      /* mean gap, the gaps' sd, the 95% CI (rates: A's rate interval) */
+  int nclust;                   /* paired values: the clusters (seeds) the pairs fall in */
+  double mean, sd, lo, hi;      /* mean gap over the clusters, their means' sd, the 95% t CI (rates: A's rate interval) */
   double lo90, hi90;            /* the 90% CI for TOST (rates: B's interval) */
   int ka, na, kb, nb;           /* rates: A's and B's counts */
 } st_claim;
@@ -281,7 +282,11 @@ void st_bootstrap(const double *x, int n, uint64_t seed, double conf, double *lo
 /* The percentile interval at conf of v[n] (sorted in place); lo or hi may be NULL */
 void st_percentile(double *v, int n, double conf, double *lo, double *hi);
 void st_clopper_pearson(int k, int n, double conf, double *lo, double *hi);
-void st_claim_paired(const double *a, const double *b, int n, int rule, double margin, uint64_t seed, st_claim *c);
+void st_claim_paired(const double *a, const double *b, const int *cluster, int n, st_claim *c);
+/* Student's t: CDF, quantile (df >= 1), and the interval of the mean of x[n] at conf */
+double st_t_cdf(double t, int df);
+double st_t_quantile(double p, int df);
+void st_t_interval(const double *x, int n, double conf, double *lo, double *hi);
 void st_claim_rates(int ka, int na, int kb, int nb, int rule, st_claim *c);
 /* P(X >= k) for X ~ B(n, 1/2): the exact one-sided McNemar p-value of k of n discordant pairs */
 double st_binom_tail(int k, int n);

@@ -152,7 +152,7 @@ void st_report_lrsweep(study *st, FILE *md) {
               "Per arm and seed: `LR_max` is the largest learning rate whose validation loss is within "
               "lr_delta = %g nats of the reference arm's (%s) best loss over the learning rates at the same seed; "
               "the shift is log2 LR_max(arm) - log2 LR_max(%s), paired by seed (grid step %.2f in log2), with a "
-              "95%% bootstrap CI over the seeds (2000 resamples, seeded). An arm that never comes within lr_delta "
+              "95%% CI over the seeds (Student's t). An arm that never comes within lr_delta "
               "at a seed is placed one grid step below the smallest learning rate (censored: the true shift is "
               "at least that large). A format whose loss sits more than lr_delta above fp32's at every learning rate has no LR_max by this definition even when it is stable, so `shift vs own best` repeats the measure with each arm's LR_max taken within lr_delta of *its own* best loss at the seed: the stability edge apart from a loss offset (shown, not deciding the verdict). `LR sensitivity` (Wortsman et al. 2023): the mean over the grid of "
               "min(loss, first loss) minus its minimum, per seed. Failures and under-training per learning rate "
@@ -195,11 +195,11 @@ void st_report_lrsweep(study *st, FILE *md) {
       if (io >= 0) own[nown++] = log2(st->lr[ord[io]]) - log2(st->lr[ord[ir]]);
     }
     double m = ng ? st_mean_of(gap, ng) : NAN, lo = NAN, hi = NAN;
-    if (ng) st_bootstrap(gap, ng, 0x1e5eedULL + (uint64_t)c, 0.95, &lo, &hi);
+    if (ng) st_t_interval(gap, ng, 0.95, &lo, &hi);
     double sm = nsens ? st_mean_of(sens, nsens) : NAN, slo = NAN, shi = NAN;
-    if (nsens) st_bootstrap(sens, nsens, 0x5e45ULL + (uint64_t)c, 0.95, &slo, &shi);
+    if (nsens) st_t_interval(sens, nsens, 0.95, &slo, &shi);
     double om = nown ? st_mean_of(own, nown) : NAN, olo = NAN, ohi = NAN;
-    if (nown) st_bootstrap(own, nown, 0x0e5eedULL + (uint64_t)c, 0.95, &olo, &ohi);
+    if (nown) st_t_interval(own, nown, 0.95, &olo, &ohi);
     char b[96], shift[96], oshift[96], name[170];
     fmt_ci(shift, sizeof shift, m, ng > 1 ? lo : NAN, hi);
     fmt_ci(oshift, sizeof oshift, om, nown > 1 ? olo : NAN, ohi);

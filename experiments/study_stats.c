@@ -85,6 +85,56 @@ void st_percentile(double *v, int n, double conf, double *lo, double *hi) {
   if (hi) *hi = v[ih];
 }
 
+/* Student's t: the regularized incomplete beta I_x(a, b) by its continued
+ * fraction (modified Lentz), the CDF from it, the quantile by bisection. */
+static double betacf(double a, double b, double x) {
+  const double tiny = 1e-300;
+  double c = 1, d = 1 - (a + b) * x / (a + 1);
+  d = 1 / (fabs(d) < tiny ? tiny : d);
+  double h = d;
+  for (int m = 1; m <= 300; m++) {
+    const double m2 = 2.0 * m;
+    double aa = m * (b - m) * x / ((a + m2 - 1) * (a + m2));
+    d = 1 + aa * d, c = 1 + aa / c;
+    d = 1 / (fabs(d) < tiny ? tiny : d), c = fabs(c) < tiny ? tiny : c;
+    h *= d * c;
+    aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1));
+    d = 1 + aa * d, c = 1 + aa / c;
+    d = 1 / (fabs(d) < tiny ? tiny : d), c = fabs(c) < tiny ? tiny : c;
+    const double del = d * c;
+    h *= del;
+    if (fabs(del - 1) < 1e-15) break;
+  }
+  return h;
+}
+static double betai(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double f = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x));
+  return x < (a + 1) / (a + b + 2) ? f * betacf(a, b, x) / a : 1 - f * betacf(b, a, 1 - x) / b;
+}
+double st_t_cdf(double t, int df) {
+  const double tail = 0.5 * betai(df / 2.0, 0.5, df / (df + t * t)); /* P(T > |t|) */
+  return t >= 0 ? 1 - tail : tail;
+}
+double st_t_quantile(double p, int df) {
+  if (df < 1 || !(p > 0 && p < 1)) return NAN;
+  if (p < 0.5) return -st_t_quantile(1 - p, df);
+  double lo = 0, hi = 1;
+  while (st_t_cdf(hi, df) < p) hi *= 2;
+  for (int it = 0; it < 200 && hi - lo > 1e-13 * hi; it++) {
+    const double mid = (lo + hi) / 2;
+    if (st_t_cdf(mid, df) < p) lo = mid; else hi = mid;
+  }
+  return (lo + hi) / 2;
+}
+void st_t_interval(const double *x, int n, double conf, double *lo, double *hi) {
+  const double m = st_mean_of(x, n), sd = st_sd_of(x, n);
+  if (n < 2) { *lo = *hi = n == 1 ? m : NAN; return; }
+  const double h = st_t_quantile((1 + conf) / 2, n - 1) * sd / sqrt((double)n);
+  *lo = m - h, *hi = m + h;
+}
+
 /* Binomial P(X <= k) for X ~ B(n, p). */
 static double binom_cdf(int k, int n, double p) {
   if (k < 0) return 0;
@@ -125,23 +175,41 @@ void st_clopper_pearson(int k, int n, double conf, double *lo, double *hi) {
 const char *const ST_RULES[ST_NRULE] = {"tracks", "higher", "lower"};
 
 /* A claim on paired values: gaps a[i] - b[i] over the pairs where both are
- * finite (the claims engine has already put failed runs at the worst value);
- * the mean, the gaps' sd, the 95% bootstrap CI and the 90% one (for TOST).
+ * finite (the claims engine has already put failed runs at the worst value),
+ * averaged per cluster (cluster[i]: the pair's seed, so that the pairs of one
+ * seed at several learning rates or axis points count as one unit; NULL:
+ * each pair its own); the mean of the clusters' means, their sd, and
+ * Student's t intervals over the clusters at 95% and 90% (for TOST).
  * Numbers only: study_claims.c decides the verdict. */
-void st_claim_paired(const double *a, const double *b, int n, int rule, double margin, uint64_t seed, st_claim *c) {
-  (void)rule, (void)margin;
+void st_claim_paired(const double *a, const double *b, const int *cluster, int n, st_claim *c) {
   memset(c, 0, sizeof *c);
-  double *g = malloc((size_t)(n > 0 ? n : 1) * sizeof *g);
-  int k = 0;
-  for (int i = 0; g && i < n; i++)
-    if (isfinite(a[i]) && isfinite(b[i])) g[k++] = a[i] - b[i];
+  double *g = malloc(2 * (size_t)(n > 0 ? n : 1) * sizeof *g), *cm = g + (n > 0 ? n : 1);
+  int *id = malloc((size_t)(n > 0 ? n : 1) * sizeof *id);
+  int k = 0, nc = 0;
+  for (int i = 0; g && id && i < n; i++)
+    if (isfinite(a[i]) && isfinite(b[i])) g[k] = a[i] - b[i], id[k++] = cluster ? cluster[i] : i;
+  for (int i = 0; g && id && i < k; i++) { /* each cluster's mean, in first-seen order */
+    int seen = 0;
+    for (int j = 0; j < i && !seen; j++) seen = id[j] == id[i];
+    if (seen) continue;
+    double s = 0;
+    int m = 0;
+    for (int j = i; j < k; j++)
+      if (id[j] == id[i]) s += g[j], m++;
+    cm[nc++] = s / m;
+  }
   c->n = k;
+  c->nclust = nc;
   c->dropped = n - k;
-  c->mean = k ? st_mean_of(g, k) : NAN;
-  c->sd = st_sd_of(g, k);
-  st_bootstrap(g, k, seed, 0.95, &c->lo, &c->hi);
-  st_bootstrap(g, k, seed, 0.90, &c->lo90, &c->hi90);
+  c->mean = nc ? st_mean_of(cm, nc) : NAN;
+  c->sd = st_sd_of(cm, nc);
+  if (!nc) c->lo = c->hi = c->lo90 = c->hi90 = NAN;
+  else {
+    st_t_interval(cm, nc, 0.95, &c->lo, &c->hi);
+    st_t_interval(cm, nc, 0.90, &c->lo90, &c->hi90);
+  }
   free(g);
+  free(id);
 }
 
 /* A claim on rates (divergence, failure): ka of na runs of A against kb of
@@ -192,7 +260,7 @@ int st_holm_any(const double *p, int n, double alpha) {
 
 double st_mde_paired(double sd, int n) {
   if (n < 2 || !isfinite(sd)) return NAN;
-  return (1.959964 + 0.841621) * sd / sqrt((double)n);
+  return (st_t_quantile(0.975, n - 1) + st_t_quantile(0.8, n - 1)) * sd / sqrt((double)n);
 }
 
 double st_mde_rate(int n, int ngroups, double alpha) {

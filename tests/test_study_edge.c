@@ -468,10 +468,12 @@ static void losses(void) {
    * B seed 0: (2.8+2+2.6+3)/4 - 2 = 0.6; seed 1: (2.6+2.3+2.2+2.3)/4 - 2.2 = 0.15 */
   CHECK(s.n == 2 && fabs(s.a - 0.725) < 1e-12 && fabs(s.b - 0.375) < 1e-12 && fabs(s.d - 0.35) < 1e-12,
         "sensitivity: n %d A %a B %a d %a, want 0.725 0.375 0.35", s.n, s.a, s.b, s.d);
-  CHECK(s.lo <= s.d && s.d <= s.hi && s.sign == 1 && fabs(s.lo - 0.05) < 1e-12 && fabs(s.hi - 0.65) < 1e-12,
-        "sensitivity CI [%a, %a] sign %d, want [0.05, 0.65] +1", s.lo, s.hi, s.sign);
+  /* the paired differences 0.65 and 0.05: Student's t over 2 seeds (1 df, t = 12.7062), 0.35 -+ 12.7062 * 0.3 */
+  CHECK(s.sign == 0 && fabs(s.lo - (0.35 - 12.7062047 * 0.3)) < 1e-5 && fabs(s.hi - (0.35 + 12.7062047 * 0.3)) < 1e-5,
+        "sensitivity CI [%a, %a] sign %d, want 0.35 -+ 3.812 and 0", s.lo, s.hi, s.sign);
   st_edge_sensitivity(&b, &a, 3, 0.95, &s);
-  CHECK(s.sign == -1 && fabs(s.d + 0.35) < 1e-12, "sensitivity B - A: sign %d d %a", s.sign, s.d);
+  CHECK(s.sign == 0 && fabs(s.d + 0.35) < 1e-12 && fabs(s.hi - (-0.35 + 12.7062047 * 0.3)) < 1e-5,
+        "sensitivity B - A: sign %d d %a", s.sign, s.d);
   l2[7] = 3.8; /* B seed 1 now more sensitive (0.525): gaps +0.65, -0.325, a CI holding 0 */
   st_edge_sensitivity(&a, &b, 3, 0.95, &s);
   CHECK(s.sign == 0 && s.lo < 0 && s.hi > 0, "sensitivity CI [%a, %a] holding 0: sign %d, want 0", s.lo, s.hi, s.sign);

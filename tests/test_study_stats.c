@@ -19,7 +19,8 @@ static double noise(double sd) { /* uniform in [-sd, sd] */
 static void paired(const char *what, const double *a, const double *b, int n, int rule, double margin, int want_n,
                    int want_sign) {
   st_claim c;
-  st_claim_paired(a, b, n, rule, margin, 1, &c);
+  (void)rule, (void)margin;
+  st_claim_paired(a, b, NULL, n, &c);
   const int sign = !(c.n > 0) ? 9 : c.lo > 0 ? 1 : c.hi < 0 ? -1 : 0; /* where the 95% CI lies (9: no pairs) */
   CHECK(c.n == want_n && sign == want_sign, "%s: n %d CI side %d, want n %d side %d (mean %a, ci [%a, %a])", what,
         c.n, sign, want_n, want_sign, c.mean, c.lo, c.hi);
@@ -34,11 +35,11 @@ int main(void) {
   const double an[] = {NAN, NAN, NAN, NAN, NAN}, bn[] = {2, 2.1, 2.2, 2.3, 2.4};
   paired("no finite A", an, bn, 5, H, 0, 0, 9);
   st_claim c;
-  st_claim_paired(an, bn, 5, H, 0, 1, &c);
+  st_claim_paired(an, bn, NULL, 5, &c);
   CHECK(isnan(c.mean) && c.dropped == 5, "no finite A: mean %a dropped %d", c.mean, c.dropped);
   const double at[] = {2.5, 2.6, 2.4, 2.55, 2.45};
   paired("ties", at, at, 5, T, 0.01, 5, 0);
-  st_claim_paired(at, at, 5, T, 0, 1, &c);
+  st_claim_paired(at, at, NULL, 5, &c);
   CHECK(c.mean == 0 && c.sd == 0 && c.lo == 0 && c.hi == 0, "ties: mean %a sd %a [%a, %a]", c.mean, c.sd, c.lo, c.hi);
   const double ah[] = {2.6, NAN, 2.61, 2.62, 2.6}, bh[] = {2.5, 2.5, 2.51, 2.52, 2.5};
   paired("one NaN", ah, bh, 5, H, 0, 4, 1);
@@ -53,8 +54,28 @@ int main(void) {
   const double ph[] = {0.03, 0.2, 0.9}, ph2[] = {0.016, 0.5, 0.5};
   CHECK(!st_holm_any(ph, 3, 0.05) && st_holm_any(ph2, 3, 0.05) && st_holm_any(ph, 1, 0.05) && !st_holm_any(ph, 0, 0.05),
         "Holm's first step (alpha / n)");
-  CHECK(fabs(st_mde_paired(0.1, 5) - 2.801585 * 0.1 / sqrt(5.0)) < 1e-9 && isnan(st_mde_paired(0.1, 1)),
+  /* Student's t against tables (R's qt): 2.776445 (0.975, 4 df), 2.131847 (0.95, 4), 0.9409646 (0.8, 4),
+   * 12.7062 (0.975, 1), 1.959964 as df grows */
+  CHECK(fabs(st_t_quantile(0.975, 4) - 2.776445) < 1e-6 && fabs(st_t_quantile(0.95, 4) - 2.131847) < 1e-6 &&
+        fabs(st_t_quantile(0.8, 4) - 0.9409646) < 1e-6 && fabs(st_t_quantile(0.975, 1) - 12.7062) < 1e-4 &&
+        fabs(st_t_quantile(0.975, 100000) - 1.959964) < 1e-4 && fabs(st_t_quantile(0.025, 4) + 2.776445) < 1e-6,
+        "t quantiles: %.7f %.7f %.7f %.5f %.6f", st_t_quantile(0.975, 4), st_t_quantile(0.95, 4), st_t_quantile(0.8, 4),
+        st_t_quantile(0.975, 1), st_t_quantile(0.975, 100000));
+  CHECK(fabs(st_mde_paired(0.1, 5) - (2.776445 + 0.9409646) * 0.1 / sqrt(5.0)) < 1e-6 && isnan(st_mde_paired(0.1, 1)),
         "paired MDE %a", st_mde_paired(0.1, 5));
+  /* the paired CI: Student's t over the clusters' means.  Five seeds at two learning rates each:
+   * the seeds' mean gaps 1..5 give mean 3, sd sqrt(2.5), 95% CI 3 -+ 2.776445 sqrt(2.5 / 5) */
+  {
+    const double pa[10] = {1.5, 2, 3.25, 4.5, 5.5, 0.5, 2, 2.75, 3.5, 4.5}, pb[10] = {0};
+    const int seed[10] = {0, 1, 2, 3, 4, 0, 1, 2, 3, 4};
+    st_claim_paired(pa, pb, seed, 10, &c);
+    const double h = 2.776445 * sqrt(0.5);
+    CHECK(c.n == 10 && c.nclust == 5 && fabs(c.mean - 3) < 1e-12 && fabs(c.sd - sqrt(2.5)) < 1e-12 &&
+          fabs(c.lo - (3 - h)) < 1e-5 && fabs(c.hi - (3 + h)) < 1e-5 && c.lo90 > c.lo && c.hi90 < c.hi,
+          "clustered CI: n %d clusters %d mean %a sd %a [%a, %a]", c.n, c.nclust, c.mean, c.sd, c.lo, c.hi);
+    st_claim_paired(pa, pb, NULL, 10, &c); /* unclustered: ten units, a narrower interval */
+    CHECK(c.nclust == 10 && c.hi - c.lo < 2 * h, "unclustered: %d clusters, width %a", c.nclust, c.hi - c.lo);
+  }
   /* 5 seeds: only 5 of 5 discordant rejects (1/32 <= 0.05): power d^5 = 0.8 -> d = 0.8^(1/5) */
   CHECK(fabs(st_mde_rate(5, 1, 0.05) - pow(0.8, 0.2)) < 1e-9, "rate MDE at 5 seeds %.6f", st_mde_rate(5, 1, 0.05));
   CHECK(isinf(st_mde_rate(4, 1, 0.05)) && isinf(st_mde_rate(5, 2, 0.05)) && st_mde_rate(20, 1, 0.05) < 0.5,
