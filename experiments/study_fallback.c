@@ -53,13 +53,12 @@ void st_report_fallback(study *st, FILE *md) {
     agg a = st_aggregate(st, r->name, 0), c = st_aggregate(st, n2, 0);
     double va = a.nfinal ? a.final_mean : a.first_mean, vc = c.nfinal ? c.final_mean : c.first_mean;
     const double gain = va - vc;
-    double noise = NAN;
-    if (isfinite(a.final_sd) && isfinite(c.final_sd)) noise = sqrt(a.final_sd * a.final_sd + c.final_sd * c.final_sd);
+    const double noise = st_paired_sd(st, r->name, n2, 0);
     const double gap = va - b.final_mean;
     char rec[96] = "", sd[64] = " (one seed: no seed-to-seed spread)";
     if (isfinite(gap) && gap > 0)
       snprintf(rec, sizeof rec, ", %.0f%% of the gap to %s recovered", 100 * gain / gap, ref ? ref : "the reference");
-    if (isfinite(noise)) snprintf(sd, sizeof sd, ", seed-to-seed sd of the difference %.4f", noise);
+    if (isfinite(noise)) snprintf(sd, sizeof sd, ", sd over seeds of the paired difference %.4f", noise);
     st_cat(ev, sizeof ev, "%s%s: all %.4f (%d/%d diverged) -> first/last bf16 %.4f (%d/%d): gain %+.4f%s%s", ev[0] ? "; " : "",
         r->group, va, a.ndiv, a.n, vc, c.ndiv, c.n, gain, rec, sd);
   }

@@ -207,6 +207,9 @@ long st_own_start(const study *st, const srun *r);
 /* "yes (from step N)", "no" or "no (excursion at step N)" (st_run_diverged's word) */
 void st_fmt_diverged(const srun *r, char *buf, size_t n);
 agg st_aggregate(const study *st, const char *name, int lri);
+/* The sd over seeds of the paired final-loss difference a - b (same learning rate and
+ * seed; failed and diverged runs left out): the noise a paired gap is read against */
+double st_paired_sd(const study *st, const char *a, const char *b, int lri);
 const srun *st_find_run(const study *st, const char *name, int lri, int seedi);
 /* The name of the first run (file order) whose group, tag and x are these
  * (a NULL group or tag, a NaN x: any), NULL when none.  Analyses find arms by

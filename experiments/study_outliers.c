@@ -113,8 +113,8 @@ static void trend(study *st, double *x, double *y, int n, const char *title, con
  * decay and seed: the paired gap of a metric with its CI (an observation) */
 static void control_gap(study *st, const orun *o, int n, int field, const char *metric, const char *title) {
   double *a = malloc((size_t)(n ? n : 1) * sizeof *a), *b = malloc((size_t)(n ? n : 1) * sizeof *b);
-  int k = 0;
-  for (int i = 0; a && b && i < n; i++) {
+  int *seed = malloc((size_t)(n ? n : 1) * sizeof *seed), k = 0;
+  for (int i = 0; a && b && seed && i < n; i++) {
     const size_t gl = strlen(o[i].r->group);
     if (!o[i].fp32 || gl < 4 || strcmp(o[i].r->group + gl - 4, " ctl")) continue;
     char base[64];
@@ -123,16 +123,17 @@ static void control_gap(study *st, const orun *o, int n, int field, const char *
     if (!p) continue;
     a[k] = field ? o[i].o.lse : o[i].o.logit - o[i].o0.logit;
     b[k] = field ? p->o.lse : p->o.logit - p->o0.logit;
-    k++;
+    seed[k++] = o[i].r->seedi; /* a seed's pairs (architectures, weight decays) are one unit */
   }
   st_claim c;
-  st_claim_paired(a, b, NULL, k, &c);
+  st_claim_paired(a, b, seed, k, &c);
   st_observe(st, title,
                  "%s, controls minus base (fp32 runs, paired by architecture, weight decay and seed) over n = %d "
-                 "pairs: mean %+.3f, 95%% CI [%+.3f, %+.3f] (Student's t over the pairs).",
-                 metric, c.n, c.mean, c.lo, c.hi);
+                 "pairs: mean %+.3f, 95%% CI [%+.3f, %+.3f] (Student's t over the %d seeds' mean gaps).",
+                 metric, c.n, c.mean, c.lo, c.hi, c.nclust);
   free(a);
   free(b);
+  free(seed);
 }
 
 /* The trends: which runs enter (1) with their x and y. */

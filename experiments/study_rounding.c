@@ -71,8 +71,8 @@ void st_report_rounding(study *st, FILE *md) {
     agg x = st_aggregate(st, q->name, 0), y = st_aggregate(st, sr, 0);
     if (!x.n || !y.n) continue;
     double vx = x.nfinal ? x.final_mean : x.first_mean, vy = y.nfinal ? y.final_mean : y.first_mean;
-    st_cat(ev, sizeof ev, "E8M%g: rne %.4f (%d/%d diverged), sr %.4f (%d/%d), difference %+.4f vs seed sd %.4f/%.4f; ",
-        q->x, vx, x.ndiv, x.n, vy, y.ndiv, y.n, vy - vx, x.final_sd, y.final_sd);
+    st_cat(ev, sizeof ev, "E8M%g: rne %.4f (%d/%d diverged), sr %.4f (%d/%d), difference %+.4f (sd over seeds of the "
+        "paired difference %.4f); ", q->x, vx, x.ndiv, x.n, vy, y.ndiv, y.n, vy - vx, st_paired_sd(st, sr, q->name, 0));
   }
   if (ev[0])
     st_observe(st, "Low-mantissa gradients: stochastic rounding against round-to-nearest-even.", "%s%s gradients: %.4f.",

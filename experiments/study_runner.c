@@ -449,6 +449,22 @@ agg st_aggregate(const study *st, const char *name, int lri) {
   return a;
 }
 
+double st_paired_sd(const study *st, const char *a, const char *b, int lri) {
+  double d[256];
+  int n = 0;
+  for (int i = 0; i < st->nrun && n < 256; i++) {
+    const srun *r = &st->run[i];
+    if (strcmp(r->name, a) || (lri >= 0 && r->lri != lri) || r->failed || st_run_diverged(r)) continue;
+    for (int j = 0; j < st->nrun; j++) {
+      const srun *q = &st->run[j];
+      if (strcmp(q->name, b) || q->lri != r->lri || q->seedi != r->seedi || q->failed || st_run_diverged(q)) continue;
+      d[n++] = r->res.final_loss_avg - q->res.final_loss_avg;
+      break;
+    }
+  }
+  return st_sd_of(d, n);
+}
+
 const char *st_arm_by(const study *st, const char *group, const char *tag, double x) {
   for (int i = 0; i < st->nrun; i++) {
     const srun *r = &st->run[i];
