@@ -34,7 +34,7 @@ static double m_under(const study *st, const srun *r) { (void)st; return r->unde
 
 static const st_metric METRICS[] = {
     {"val_loss", "validation loss at the end (nats; the held-out split)", ST_MK_VALUE, 1, m_val},
-    {"final_loss", "mean training loss of the last 10% of steps (nats)", ST_MK_VALUE, 1, m_final},
+    {"final_loss", "mean training loss of the last 10% of steps (nats; a continuation's own steps)", ST_MK_VALUE, 1, m_final},
     {"min_loss", "lowest training loss of any step (nats)", ST_MK_VALUE, 1, m_min},
     {"first_loss", "loss of the run's first step (nats; a continuation's first step after the resume)", ST_MK_VALUE, 0,
      m_first},

@@ -272,6 +272,21 @@ static void progress_line(study *st, int done, int total, const srun *r, double 
   fflush(st->log);
 }
 
+/* A continuation's (from = ARM) final loss is the mean of the last 10% of its
+ * own steps: its loss array keeps its parent's, and the engine's mean of the
+ * array's last 10% mixed them in (a 3-step continuation of a 150-step parent
+ * was judged on 12 of the parent's steps, so runs ending at 11-25 nats read
+ * "diverged no"). */
+static void own_final(const study *st, srun *r) {
+  if (r->parent < 0 || r->failed || !r->res.loss) return;
+  const long at = st_own_start(st, r), s = r->res.steps_done;
+  if (at < 0 || at >= s) return;
+  const long tail = (s - at) / 10 > 0 ? (s - at) / 10 : 1;
+  double acc = 0;
+  for (long i = s - tail; i < s; i++) acc += r->res.loss[i];
+  r->res.final_loss_avg = acc / (double)tail;
+}
+
 /* One run: its numbers from an earlier invocation, or (mine) trained now
  * (resumed from its checkpoint when there is one), or (not mine) missing. */
 static void run_one(study *st, int i, int mine) {
@@ -328,6 +343,7 @@ static void run_one(study *st, int i, int mine) {
     } else st_run_finish(r, &c);
     xp_dir_unlock(lk);
   }
+  own_final(st, r);
   r->done = 1;
 }
 

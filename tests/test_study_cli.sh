@@ -570,4 +570,14 @@ if [ "$rc" -eq 0 ] && grep -q '^weight_decay = 0$' "$T/s5/report.md" && [ "$(awk
   pass "--set and --steps apply to every run (and show in the report's setup)"
 else fail "--set and --steps apply to every run" "status $rc" "$(txt "$T/err")"; fi
 
+# a continuation (from = ARM) is judged on its own steps: its final loss is the mean of the last
+# 10% of the steps it trained (3 here: the last one), not of its loss array's, which holds its
+# parent's 40 first (the old mean took 1 of its steps and 3 of the parent's)
+run study rangeshift --tiny --no-plots --steps 40 --out "$T/rs40"
+bad=$(awk -F, 'NR > 1 && $2 != "\"pretrain\"" && $14 == 43 && $5 != $6' "$T/rs40/runs.csv" | head -n 2)
+nc=$(awk -F, 'NR > 1 && $2 != "\"pretrain\"" && $14 == 43' "$T/rs40/runs.csv" | wc -l)
+if [ "$rc" -eq 0 ] && [ "$nc" -ge 4 ] && [ -z "$bad" ]; then
+  pass "a continuation's final loss is its own steps' ($nc continuations of 3 steps after 40)"
+else fail "a continuation's final loss is its own steps'" "status $rc, $nc continuations" "$bad"; fi
+
 finish
