@@ -137,6 +137,28 @@ void st_write_summary_json(study *st) {
 /* What a referee checks first: the model, its size, the corpus, the tokens
  * each run sees, the seeds and the learning rates (from run 0's config; the
  * arms may differ in precision only, which the table below lists). */
+/* A model shape of the testbed: the runs (first lr and seed) that share it. */
+typedef struct tb_shape {
+  const xp_model_config *m;
+  size_t nparams;
+  char arms[600], points[600]; /* the arms and the axis points with this shape */
+  int narm, npt;
+} tb_shape;
+
+static int same_shape(const xp_model_config *a, const xp_model_config *b) {
+  return a->kind == b->kind && a->n_layer == b->n_layer && a->d_model == b->d_model && a->n_head == b->n_head &&
+         a->seq_len == b->seq_len && a->rmsnorm == b->rmsnorm && a->swiglu == b->swiglu && a->hidden == b->hidden &&
+         a->depth == b->depth;
+}
+
+static void shape_text(const xp_model_config *q, size_t np, char *buf, size_t n) {
+  if (q->kind == XP_MODEL_GPT)
+    snprintf(buf, n, "%d layer%s, d_model %d, %d heads, context %d, %s, %s MLP", q->n_layer, q->n_layer == 1 ? "" : "s",
+             q->d_model, q->n_head, q->seq_len, q->rmsnorm ? "RMSNorm" : "LayerNorm", q->swiglu ? "SwiGLU" : "GELU");
+  else snprintf(buf, n, "teacher-student MLP, width %d, depth %d", q->hidden, q->depth);
+  if (np) st_cat(buf, n, ", %zu parameters", np);
+}
+
 void st_report_testbed(const study *st, FILE *md, const char *lead) {
   const srun *r0 = NULL;
   for (int i = 0; i < st->nrun && !r0; i++)
@@ -144,31 +166,43 @@ void st_report_testbed(const study *st, FILE *md, const char *lead) {
   if (!st->nrun) return;
   const xp_config *c = (r0 ? r0 : &st->run[0])->cfg;
   const xp_model_config *m = &c->model;
-  /* a size ladder: the model differs by axis point; each point's size */
-  char sizes[1200] = "";
-  int npt = 0, varies = 0;
+  /* every model shape the runs use (a size ladder's axis points, an arm of another
+   * architecture or width), each with its parameter count and the arms or points on it */
+  tb_shape sh[16];
+  int ns = 0;
   for (int i = 0; i < st->nrun; i++) {
     const srun *r = &st->run[i];
-    if (strcmp(r->arm, st->run[0].arm) || r->lri || r->seedi) continue;
-    const xp_model_config *q = &r->cfg->model;
-    varies |= q->d_model != m->d_model || q->n_layer != m->n_layer || q->n_head != m->n_head;
-    size_t np = 0;
-    for (int j = 0; j < st->nrun && !np; j++)
-      if (!strcmp(st->run[j].point, r->point) && !st->run[j].missing) np = st->run[j].res.nparams;
-    char pn[48] = "";
-    if (np) snprintf(pn, sizeof pn, ": %zu parameters", np);
-    st_cat(sizes, sizeof sizes, "%s%d layer%s x d_model %d x %d heads%s", npt++ ? "; " : "", q->n_layer,
-           q->n_layer == 1 ? "" : "s", q->d_model, q->n_head, pn);
+    if (r->lri || r->seedi) continue;
+    int k = 0;
+    while (k < ns && !same_shape(sh[k].m, &r->cfg->model)) k++;
+    if (k == ns) {
+      if (ns == 16) continue;
+      sh[ns++] = (tb_shape){.m = &r->cfg->model};
+    }
+    if (!sh[k].nparams)
+      for (int j = 0; j < st->nrun; j++)
+        if (!st->run[j].missing && !st->run[j].failed && st->run[j].res.nparams && same_shape(&st->run[j].cfg->model, sh[k].m)) {
+          sh[k].nparams = st->run[j].res.nparams;
+          break;
+        }
+    const char *arm = r->arm[0] ? r->arm : "(base)", *pt = r->point + (r->point[0] == ' ');
+    if (!strstr(sh[k].arms, arm)) st_cat(sh[k].arms, sizeof sh[k].arms, "%s%s", sh[k].narm++ ? ", " : "", arm);
+    if (pt[0] && !strstr(sh[k].points, pt)) st_cat(sh[k].points, sizeof sh[k].points, "%s%s", sh[k].npt++ ? ", " : "", pt);
   }
+  int byarm = 0; /* name each shape by its arms, unless every shape has the same arms (a ladder: by its points) */
+  for (int k = 1; k < ns; k++) byarm |= strcmp(sh[k].arms, sh[0].arms) != 0;
   fputs(lead, md);
-  if (m->kind == XP_MODEL_GPT && varies)
-    fprintf(md, "GPT at %d sizes (one per axis point: %s), context %d, %s, %s MLP", npt, sizes, m->seq_len,
-            m->rmsnorm ? "RMSNorm" : "LayerNorm", m->swiglu ? "SwiGLU" : "GELU");
-  else if (m->kind == XP_MODEL_GPT)
-    fprintf(md, "GPT, %d layer%s, d_model %d, %d heads, context %d, %s, %s MLP", m->n_layer, m->n_layer == 1 ? "" : "s",
-            m->d_model, m->n_head, m->seq_len, m->rmsnorm ? "RMSNorm" : "LayerNorm", m->swiglu ? "SwiGLU" : "GELU");
-  else fprintf(md, "teacher-student MLP, width %d, depth %d", m->hidden, m->depth);
-  if (r0 && !varies) fprintf(md, ", %zu parameters", r0->res.nparams);
+  char b[200];
+  if (ns <= 1) {
+    shape_text(m, r0 ? r0->res.nparams : 0, b, sizeof b);
+    fprintf(md, "%s%s", m->kind == XP_MODEL_GPT ? "GPT, " : "", b);
+  } else {
+    fprintf(md, "%s in %d shapes: ", m->kind == XP_MODEL_GPT ? "GPT" : "models", ns);
+    for (int k = 0; k < ns; k++) {
+      shape_text(sh[k].m, sh[k].nparams, b, sizeof b);
+      fprintf(md, "%s%s (%s)", k ? "; " : "", b, byarm || !sh[k].npt ? sh[k].arms : sh[k].points);
+    }
+  }
   const int text = (xp_model_caps(m->kind) & XP_CAP_TOKENS) != 0; /* examples are token sequences */
   if (text)
     fprintf(md, "; corpus `%s` (%s tokens; the last tenth held out for validation)", c->data,

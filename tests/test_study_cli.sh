@@ -570,6 +570,13 @@ if [ "$rc" -eq 0 ] && grep -q '^weight_decay = 0$' "$T/s5/report.md" && [ "$(awk
   pass "--set and --steps apply to every run (and show in the report's setup)"
 else fail "--set and --steps apply to every run" "status $rc" "$(txt "$T/err")"; fi
 
+# the testbed names every model shape the runs use, with the arms on it (outliers: GELU and
+# SwiGLU arms; accumulation: a narrow and a wide width), not the first arm's alone
+if grep -q '^\*\*Testbed\.\*\* GPT in 2 shapes: .*GELU MLP, [0-9]* parameters (gelu fp32.*SwiGLU MLP, [0-9]* parameters (swiglu fp32' "$T/outliers/report.md" &&
+   grep -q '^\*\*Testbed\.\*\* GPT in 2 shapes: .*d_model 16.*(narrow fp32.*d_model 64.*(wide fp32' "$T/accumulation/report.md"; then
+  pass "the testbed lists each model shape with its parameters and arms"
+else fail "the testbed lists each model shape" "$(grep -h '^\*\*Testbed' "$T/outliers/report.md" "$T/accumulation/report.md" | cut -c 1-300)"; fi
+
 # a continuation (from = ARM) is judged on its own steps: its final loss is the mean of the last
 # 10% of the steps it trained (3 here: the last one), not of its loss array's, which holds its
 # parent's 40 first (the old mean took 1 of its steps and 3 of the parent's)
