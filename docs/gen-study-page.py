@@ -38,5 +38,13 @@ head = (f"# Study `{name}`: a real run\n\nThis page is generated from a real {si
         f"study wrote it, with its SVG plots. Machine: {machine}; {runs}. Nothing was edited or re-run selectively: "
         f"the verdicts are the code's (the study file experiments/studies/{name}.study, its analysis hook and "
         f"experiments/study_claims.c).\n\n")
+# what a referee checks first, near the top: the report's testbed sentence (model, parameters,
+# corpus, tokens, seeds, learning rates), with the corpus's size when it is the shipped one
+tb = re.search(r"^\*\*Testbed\.\*\* (.*)$", body, re.M)
+if tb:
+    corpus = (" Tiny Shakespeare is 1,115,394 characters (1,003,854 for training, 111,540 held out);"
+              " the validation loss is the mean over the engine's `eval_batches` batches of the held-out text."
+              if "corpus `shakespeare`" in tb.group(1) else "")
+    head += f"**Testbed.** {tb.group(1)}{corpus}\n\n"
 text = head + f"## Console\n\n```\n$ {cmd}\n{con}\n```\n\n## The report (`{folder}/report.md`)\n" + body
 open(f"docs/studies/{page}.md", "w").write(text)
