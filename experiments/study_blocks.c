@@ -77,7 +77,7 @@ static void metric_cell(const study *st, tbl *t, int col, const st_metric *m, co
     if (isnan(x)) continue;
     nr++;
     if (m->kind == ST_MK_RATE) k += x > 0;
-    else if (isinf(x)) nf++;
+    else if (isinf(x) || (m->fail_worst && st_run_failed(r))) nf++; /* failed (diverged or not converged): apart */
     else if (n < 256) v[n++] = x;
   }
   if (m->kind == ST_MK_RATE) { st_tbl_cell(t, col, "%d/%d", k, nr); return; }

@@ -266,8 +266,9 @@ void st_report_setup(study *st, FILE *md) {
     st_fmt_lr(st->lr[i], b, sizeof b);
     fprintf(md, "%s%s", i ? ", " : "", b);
   }
-  fprintf(md, " (engine default %g); seeds: %d (1..%d); steps: %ld. %d runs, %d at a time (one thread each), %.0f s in all.\n\n",
-          st->lr0, st->nseeds, st->nseeds, st->steps, st->nrun, st->threads, st->seconds);
+  const int s1 = st->first_seed > 0 ? st->first_seed : 1; /* a confirmation's fresh seeds start later */
+  fprintf(md, " (engine default %g); seeds: %d (%d..%d); steps: %ld. %d runs, %d at a time (one thread each), %.0f s in all.\n\n",
+          st->lr0, st->nseeds, s1, s1 + st->nseeds - 1, st->steps, st->nrun, st->threads, st->seconds);
   if (st->note[0]) fprintf(md, "%s\n\n", st->note);
   for (int i = 0; i < nr; i++) st_free_lines(lines[i], nl[i]);
   if (l0) st_free_lines(l0, n0);

@@ -577,6 +577,10 @@ if grep -q '^\*\*Testbed\.\*\* GPT in 2 shapes: .*GELU MLP, [0-9]* parameters (g
   pass "the testbed lists each model shape with its parameters and arms"
 else fail "the testbed lists each model shape" "$(grep -h '^\*\*Testbed' "$T/outliers/report.md" "$T/accumulation/report.md" | cut -c 1-300)"; fi
 
+# a confirmation's fresh seeds are named as they are (e5m7confirm: 101 on), in the setup too
+if grep -q 'seeds: [0-9]* (101\.\.' "$T/e5m7confirm/report.md"; then pass "the setup names the fresh seeds (101..)"
+else fail "the setup names the fresh seeds" "$(grep -o 'seeds: [^;]*' "$T/e5m7confirm/report.md")"; fi
+
 # a continuation (from = ARM) is judged on its own steps: its final loss is the mean of the last
 # 10% of the steps it trained (3 here: the last one), not of its loss array's, which holds its
 # parent's 40 first (the old mean took 1 of its steps and 3 of the parent's)

@@ -430,6 +430,26 @@ int main(void) {
     free(mdbuf);
   }
 
+  /* a table's value cells leave failed runs out of the mean and count them apart, the runs that did not
+   * converge (finite, 0.5 nats above the reference) as well as the diverged */
+  what = "a table cell with a run that did not converge";
+  setup("reference = b\ntable.t.metrics = val_loss\n");
+  for (int s = 0; s < 5; s++) add("a", 0, s, s ? 2.1 : 3.5), add("b", 0, s, 2.0);
+  st_rules_eval(&st);
+  {
+    char *mdbuf = NULL;
+    size_t mdlen = 0;
+    FILE *md = open_memstream(&mdbuf, &mdlen);
+    FILE *log = st.log;
+    st.log = fopen("/dev/null", "w");
+    st_blocks_report(&st, md);
+    fclose(md);
+    fclose(st.log);
+    st.log = log;
+    CHECK(mdbuf && strstr(mdbuf, "| a | 2.1000 +- 0.0000 (1 failed) |"), "%s: %s", what, mdbuf ? mdbuf : "(none)");
+    free(mdbuf);
+  }
+
   st_file_free(&sf);
   free(st.claim);
   return tu_finish("test_study_verdict");
