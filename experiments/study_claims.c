@@ -230,6 +230,18 @@ static void decide(const study *st, st_claim_row *c) {
              ST_MIN_SEEDS);
     return;
   }
+  if (c->req[0]) { /* the condition the published effect needs, measured on arm A's runs */
+    char mn[48], op[3];
+    double x = NAN;
+    sscanf(c->req, " %47[a-z_0-9] %2[<>=] %lf", mn, op, &x);
+    const int ok = !strcmp(op, ">=") ? c->req_value >= x : c->req_value > x;
+    if (!ok) {
+      c->verdict = ST_V_NOT_TESTABLE;
+      snprintf(c->why, sizeof c->why, "not testable here: the effect needs %s, and %s's runs have %s = %.4g (mean), so "
+               "this setup does not create the condition", c->req, c->a, mn, c->req_value);
+      return;
+    }
+  }
   if (c->control[0]) {
     const st_claim_row *k = NULL;
     for (int i = 0; i < st->nclaim; i++)
@@ -367,6 +379,7 @@ static void claim_setup(const study *st, const char *name, st_claim_row *c) {
   snprintf(c->text, sizeof c->text, "%.399s", (v = field(st, name, "text")) ? v : name);
   snprintf(c->published, sizeof c->published, "%.399s", (v = field(st, name, "published")) ? v : "");
   snprintf(c->control, sizeof c->control, "%.63s", (v = field(st, name, "control")) ? v : "");
+  snprintf(c->req, sizeof c->req, "%.95s", (v = field(st, name, "requires")) ? v : "");
   c->rule = ST_RULE_TRACKS;
   if ((v = field(st, name, "rule")))
     for (int j = 0; j < ST_NRULE; j++)
@@ -452,6 +465,18 @@ void st_claims_eval(study *st) {
           rc[n] = x, rd[n] = y;
         }
         ra[n] = r, rb[n] = q, n++;
+      }
+      if (c->req[0]) { /* the precondition's metric over A's runs */
+        char mn[48] = "";
+        sscanf(c->req, " %47[a-z_0-9]", mn);
+        const st_metric *pm = st_metric_find(mn);
+        double sum = 0;
+        int nv = 0;
+        for (int i = 0; pm && i < n; i++) {
+          const double x = st_metric_run(pm, st, ra[i]);
+          if (isfinite(x)) sum += x, nv++;
+        }
+        c->req_value = nv ? sum / nv : NAN;
       }
       if (c->m->kind == ST_MK_RATE) eval_rate(st, c, ra, rb, n);
       else if (c->m->kind == ST_MK_EDGE) eval_edge(st, c);

@@ -35,7 +35,8 @@
 #include <string.h>
 
 static const char *const ARM_META[] = {"group", "tag", "x", "phase", "name", "from", "more_steps"};
-static const char *const CLAIM_FIELDS[] = {"text", "published", "arms", "metric", "rule", "margin", "effect", "control", "lr", "at", "minus"};
+static const char *const CLAIM_FIELDS[] = {"text", "published", "arms", "metric", "rule", "margin", "effect", "control", "lr", "at", "minus",
+                                           "requires"};
 static const char *const TABLE_FIELDS[] = {"metrics", "title"};
 static const char *const PLOT_FIELDS[] = {"kind", "title", "ref", "metric", "x"};
 static const char *const PLOT_KINDS[] = {"loss", "gap", "metric", "edge"};
@@ -167,6 +168,15 @@ static int check_line(const study_file *f, const xp_config *base, int ln, const 
     double v;
     if ((!strcmp(fl, "margin") || !strcmp(fl, "effect") || !strcmp(fl, "lr")) && (!st_parse_num(val, &v) || !(v > 0)))
       return ferr(err, errlen, f, ln, "%s = %s: expected a positive number", fl, val);
+    if (!strcmp(fl, "requires")) { /* METRIC > X or METRIC >= X: a precondition on arm A's runs */
+      char mn[48], op[3];
+      double x;
+      int used = 0;
+      if (sscanf(val, " %47[a-z_0-9] %2[<>=] %lf %n", mn, op, &x, &used) != 3 || val[used] || !st_metric_find(mn) ||
+          st_metric_find(mn)->kind != ST_MK_VALUE || (strcmp(op, ">") && strcmp(op, ">=")))
+        return ferr(err, errlen, f, ln, "requires = %s: expected METRIC > X or METRIC >= X, METRIC a per-run metric "
+                    "(e.g. first_overflow > 0)", val);
+    }
     if (!strcmp(fl, "at") && (!strchr(val, '=') || strchr(val, '=') == val))
       return ferr(err, errlen, f, ln, "at = %s: expected an axis point, KEY=VALUE (e.g. d_model=64)", val);
     if (!strcmp(fl, "arms") || !strcmp(fl, "minus")) {

@@ -532,6 +532,8 @@ typedef struct st_claim_row {
   int rule;
   double margin, effect, lr;    /* lr: NAN for every learning rate */
   char at[ST_VALLEN];           /* axis point selector (KEY=VALUE ...; "" every point) */
+  char req[96];                 /* requires = METRIC > X: a precondition on arm A's runs ("" none) */
+  double req_value;             /* that metric's mean over A's runs of the claim */
   st_claim c;
   int nseeds, nfailed, ngroups, holm_up, holm_dn;
   double mde, max_diff;

@@ -11,6 +11,7 @@
 #include "experiments/study_int.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static double m_val(const study *st, const srun *r) { (void)st; return r->res.val_loss; }
@@ -23,6 +24,21 @@ static double m_first(const study *st, const srun *r) {
   if (r->parent < 0) return r->res.first_loss;
   const long at = st_own_start(st, r);
   return at >= 0 && at < r->res.steps_done ? r->res.loss[at] : NAN;
+}
+/* The largest overflow (% of values past the format's range, mean over layers) of any
+ * FP8 tensor kind at the run's first statistics step: the condition a published jump
+ * after a resume needs (NAN without FP8 statistics). */
+static double m_first_overflow(const study *st, const srun *r) {
+  (void)st;
+  static const char *const kinds[] = {"input", "weight", "grad"};
+  stat_curve *c = malloc(sizeof *c);
+  double v = NAN;
+  for (int k = 0; c && k < 3; k++) {
+    st_read_stats(r, kinds[k], c);
+    if (c->n && !(c->over[0] <= v)) v = c->over[0];
+  }
+  free(c);
+  return v;
 }
 static double m_spikes(const study *st, const srun *r) {
   (void)st;
@@ -39,6 +55,8 @@ static const st_metric METRICS[] = {
     {"first_loss", "loss of the run's first step (nats; a continuation's first step after the resume)", ST_MK_VALUE, 0,
      m_first},
     {"spikes", "loss spikes per 1000 steps", ST_MK_VALUE, 0, m_spikes},
+    {"first_overflow", "largest overflow of an FP8 tensor kind at the run's first statistics step (% of values, mean "
+     "over layers)", ST_MK_VALUE, 0, m_first_overflow},
     {"diverged", "diverged: the loss went non-finite, or the final loss ended above the first step's", ST_MK_RATE, 0,
      m_diverged},
     {"failed", "failed: diverged, or did not converge (the reference arm's rule)", ST_MK_RATE, 0, m_failed},

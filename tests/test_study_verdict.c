@@ -49,6 +49,7 @@ static srun *add(const char *arm, int lri, int s, double val) {
   snprintf(r->arm, sizeof r->arm, "%s", arm);
   snprintf(r->name, sizeof r->name, "%s", arm);
   r->lri = lri, r->seedi = s, r->lr = 0.001 * (1 << lri);
+  r->parent = -1; /* not a continuation */
   r->res.first_loss = 4.17;
   r->res.val_loss = val;
   r->res.final_loss = r->res.final_loss_avg = r->res.min_loss = val;
@@ -429,6 +430,16 @@ int main(void) {
     CHECK(mdbuf && strstr(mdbuf, "| a24 | 0.128 |"), "%s: the last arm's last row is missing", what);
     free(mdbuf);
   }
+
+  /* a precondition (requires = METRIC > X on arm A's runs): unmet, "not testable here" whatever the gap */
+  what = "a precondition unmet";
+  setup("claim.c.arms = a, b\nclaim.c.metric = val_loss\nclaim.c.rule = higher\nclaim.c.requires = first_loss > 5\n");
+  for (int s = 0; s < 5; s++) { const double b = 2 + noise(0.05); add("a", 0, s, b + 0.1 + noise(0.01)), add("b", 0, s, b); }
+  EXPECT("c", ST_V_NOT_TESTABLE);
+  what = "a precondition met";
+  setup("claim.c.arms = a, b\nclaim.c.metric = val_loss\nclaim.c.rule = higher\nclaim.c.requires = first_loss >= 4.17\n");
+  for (int s = 0; s < 5; s++) { const double b = 2 + noise(0.05); add("a", 0, s, b + 0.1 + noise(0.01)), add("b", 0, s, b); }
+  EXPECT("c", ST_V_REPRODUCED);
 
   /* a table's value cells leave failed runs out of the mean and count them apart, the runs that did not
    * converge (finite, 0.5 nats above the reference) as well as the diverged */
