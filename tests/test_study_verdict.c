@@ -66,6 +66,20 @@ static srun *add_div(const char *arm, int lri, int s) {
   return r;
 }
 
+/* The study's table and plot blocks as the report writes them (the console's copy
+ * discarded); the caller frees the text. */
+static char *blocks_md(void) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *md = open_memstream(&buf, &len), *log = st.log;
+  st.log = fopen("/dev/null", "w");
+  if (md && st.log) st_blocks_report(&st, md);
+  if (md) fclose(md);
+  if (st.log) fclose(st.log);
+  st.log = log;
+  return buf;
+}
+
 static int verdict_of(const char *claim) {
   st_rules_eval(&st);
   st_claims_eval(&st);
@@ -415,15 +429,7 @@ int main(void) {
       add(arm, l, 0, 2.0 + 0.01 * a);
     }
   {
-    char *mdbuf = NULL;
-    size_t mdlen = 0;
-    FILE *md = open_memstream(&mdbuf, &mdlen);
-    FILE *log = st.log;
-    st.log = fopen("/dev/null", "w");
-    st_blocks_report(&st, md);
-    fclose(md);
-    fclose(st.log);
-    st.log = log;
+    char *mdbuf = blocks_md();
     int rows = 0;
     for (const char *q = mdbuf; q && (q = strstr(q, "\n| a")); q++) rows += q[4] >= '0' && q[4] <= '9'; /* not the header's "| arm" */
     CHECK(rows == 200, "%s: %d rows written, want 200", what, rows);
@@ -448,15 +454,7 @@ int main(void) {
   for (int s = 0; s < 5; s++) add("a", 0, s, s ? 2.1 : 3.5), add("b", 0, s, 2.0);
   st_rules_eval(&st);
   {
-    char *mdbuf = NULL;
-    size_t mdlen = 0;
-    FILE *md = open_memstream(&mdbuf, &mdlen);
-    FILE *log = st.log;
-    st.log = fopen("/dev/null", "w");
-    st_blocks_report(&st, md);
-    fclose(md);
-    fclose(st.log);
-    st.log = log;
+    char *mdbuf = blocks_md();
     CHECK(mdbuf && strstr(mdbuf, "| a | 2.1000 +- 0.0000 (1 failed) |"), "%s: %s", what, mdbuf ? mdbuf : "(none)");
     free(mdbuf);
   }
