@@ -34,7 +34,7 @@ run study --help
 if [ "$rc" -eq 0 ] && grep -q "usage: exmy study" "$T/out"; then pass "study --help"; else fail "study --help" "status $rc"; fi
 
 run study --list
-studies="default mantissa recipes fallback calibration accumulation rounding lrsweep rangeshift delayedlag failsafe outliers faithful ladder e5m7confirm"
+studies="default mantissa recipes fallback calibration accumulation rounding lrsweep rangeshift delayedlag failsafe outliers faithful ladder e5m7confirm rtzconfirm"
 ok=1
 for s in $studies; do grep -Eq "^$s +[a-zA-Z0-9]" "$T/out" || ok=0; done
 if [ "$rc" -eq 0 ] && [ $ok -eq 1 ]; then pass "study --list names every study with a description"
@@ -477,6 +477,10 @@ ladder: - **inconclusive**: E8M5 with round-toward-zero on every GEMM input has 
 ladder: - **inconclusive**: HYBRID FP8 (current scaling) keeps fp32's stability edge within one octave of learning rate, at width 64 (Micikevicius et al. 2022 (arXiv 2209.05433): FP8 training matches 16-bit training). at d_model=64: lr_edge: no paired runs of hybrid and fp32 at d_model=64; inconclusive: 0 paired seeds, fewer than 5.
 ladder: - **inconclusive**: MS-AMP O1 keeps fp32's stability edge within one octave of learning rate, at width 64 (Peng et al. 2023 (FP8-LM, MS-AMP): O1 trains as stably as BF16). at d_model=64: lr_edge: no paired runs of msamp o1 and fp32 at d_model=64; inconclusive: 0 paired seeds, fewer than 5.
 e5m7confirm: - **inconclusive**: E5M7 clamped to its range without scaling fails more often than fp32 at lr 0.133 (confirmatory, fresh seeds) (Lee et al. 2024: exponent cuts were their main destabiliser; lrsweep --full's 7/10 against 1/10). failed: e5m7 clamp 0/1, fp32 0/1 over 1 learning-rate group (never pooled for the test), 1 seed each; inconclusive: 1 paired seed, fewer than 5.
+rtzconfirm: - **inconclusive**: E8M1 with round-toward-zero on every GEMM input ends above fp32 at lr 0.003 (confirmatory, fresh seeds) (mantissa's exploratory split: +0.058 nats (seeds 1-5)). val_loss e8m1 rtz - fp32 over n = 1 pairs (1 seed): mean +0.0766, 95% CI [+0.0766, +0.0766], 90% CI [+0.0766, +0.0766] (one seed: no interval, the bounds repeat the mean); inconclusive: 1 paired seed, fewer than 5.
+rtzconfirm: - **inconclusive**: E8M3 with round-toward-zero on every GEMM input ends above fp32 at lr 0.003 (confirmatory, fresh seeds) (mantissa's exploratory split: +0.0096 nats (seeds 1-5); Lee et al. 2024: E8M3 fails to converge at 120M). val_loss e8m3 rtz - fp32 over n = 1 pairs (1 seed): mean +0.0213, 95% CI [+0.0213, +0.0213], 90% CI [+0.0213, +0.0213] (one seed: no interval, the bounds repeat the mean); inconclusive: 1 paired seed, fewer than 5.
+rtzconfirm: - **inconclusive**: E8M5 with round-toward-zero on every GEMM input ends above fp32 at lr 0.003 (confirmatory, fresh seeds) (mantissa's exploratory split: +0.0022 nats (seeds 1-5)). val_loss e8m5 rtz - fp32 over n = 1 pairs (1 seed): mean +0.0055, 95% CI [+0.0055, +0.0055], 90% CI [+0.0055, +0.0055] (one seed: no interval, the bounds repeat the mean); inconclusive: 1 paired seed, fewer than 5.
+rtzconfirm: - **inconclusive**: E8M1's cost against fp32 is larger than E8M3's (fewer mantissa bits, a larger cost; confirmatory) (mantissa's exploratory split: +0.058 against +0.0096 nats). val_loss (e8m1 rtz - fp32) - (e8m3 rtz - fp32) over n = 1 pairs (1 seed): mean +0.0552, 95% CI [+0.0552, +0.0552], 90% CI [+0.0552, +0.0552] (one seed: no interval, the bounds repeat the mean); inconclusive: 1 paired seed, fewer than 5.
 END_OF_VERDICTS
 }
 
