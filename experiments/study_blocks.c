@@ -230,11 +230,18 @@ static void metric_plot(study *st, FILE *md, const char *name, const char *title
       s[ns].lo[at] = n ? lo : NAN;
       s[ns].hi[at] = n ? hi : NAN;
     }
+    /* in x order (the groups come in run order): a line joins neighbours, never jumps back */
+    for (int u = 1; u < s[ns].n; u++)
+      for (int j = u; j > 0 && s[ns].x[j] < s[ns].x[j - 1]; j--) {
+        double *col[] = {s[ns].x, s[ns].y, s[ns].lo, s[ns].hi};
+        for (int q = 0; q < 4; q++) { const double t = col[q][j]; col[q][j] = col[q][j - 1], col[q][j - 1] = t; }
+      }
     ns++;
   }
   char yl[160];
   snprintf(yl, sizeof yl, "%s: mean over seeds, bars min-max (failed runs left out)", m->name);
-  st_plot_draw(st, name, title, bylr ? "learning rate" : "x", yl, bylr ? 10 : 0, 0, ns, s, NAN);
+  const char *xl = bget(st, "plot", name, "xlabel");
+  st_plot_draw(st, name, title, xl ? xl : bylr ? "learning rate" : "x", yl, bylr ? 10 : 0, 0, ns, s, NAN);
   st_series_free(s, ns);
   free(g);
   st_md_plot(st, md, name, title);

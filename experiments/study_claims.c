@@ -630,8 +630,11 @@ void st_plot_claims(study *st, FILE *md) {
     const st_claim_row *c = &st->claim[k];
     if (!forest_row(c)) continue;
     row++;
-    fprintf(d, "%d %.9g %.9g %.9g \"%s: %s - %s (n=%d, %s)\"\n", row, c->c.mean, c->c.lo, c->c.hi, c->name, c->a, c->b,
-            c->c.n, st_verdict_name(c->verdict));
+    char gap[300]; /* a difference in differences says so: (A - B) - (C - D) */
+    if (c->mc[0]) snprintf(gap, sizeof gap, "(%s - %s) - (%s - %s)", c->a, c->b, c->mc, c->md);
+    else snprintf(gap, sizeof gap, "%s - %s", c->a, c->b);
+    fprintf(d, "%d %.9g %.9g %.9g \"%s: %s (%d seeds, %s)\"\n", row, c->c.mean, c->c.lo, c->c.hi, c->name, gap,
+            c->nseeds, st_verdict_name(c->verdict));
     if (c->rule == ST_RULE_TRACKS && c->margin > 0)
       for (int s = -1; s <= 1; s += 2)
         fprintf(g, "set arrow from %g, %g to %g, %g nohead lw 2 lc rgb '#D55E00'\n", s * c->margin, row - 0.3, s * c->margin,

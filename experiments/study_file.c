@@ -38,7 +38,7 @@ static const char *const ARM_META[] = {"group", "tag", "x", "phase", "name", "fr
 static const char *const CLAIM_FIELDS[] = {"text", "published", "arms", "metric", "rule", "margin", "effect", "control", "lr", "at", "minus",
                                            "requires"};
 static const char *const TABLE_FIELDS[] = {"metrics", "title"};
-static const char *const PLOT_FIELDS[] = {"kind", "title", "ref", "metric", "x"};
+static const char *const PLOT_FIELDS[] = {"kind", "title", "ref", "metric", "x", "xlabel"};
 static const char *const PLOT_KINDS[] = {"loss", "gap", "metric", "edge"};
 static const char *const RULES[] = {"tracks", "higher", "lower"};
 

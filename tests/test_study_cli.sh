@@ -581,6 +581,12 @@ if grep -q '^\*\*Testbed\.\*\* GPT in 2 shapes: .*GELU MLP, [0-9]* parameters (g
   pass "the testbed lists each model shape with its parameters and arms"
 else fail "the testbed lists each model shape" "$(grep -h '^\*\*Testbed' "$T/outliers/report.md" "$T/accumulation/report.md" | cut -c 1-300)"; fi
 
+# a metric plot against the arms' x draws its points in x order (rtzconfirm: fp32 at x = 23 runs
+# first), so its line never jumps back
+if [ -s "$T/rtzconfirm/val.dat" ] && awk 'NF == 4 { if (n++ && $1 + 0 < prev) bad = 1; prev = $1 + 0 } END { exit !(n == 4 && !bad) }' "$T/rtzconfirm/val.dat"; then
+  pass "a metric plot's points are in x order"
+else fail "a metric plot's points are in x order" "$(tr '\n' '|' < "$T/rtzconfirm/val.dat" 2>/dev/null)"; fi
+
 # a confirmation's fresh seeds are named as they are (e5m7confirm: 101 on), in the setup too
 if grep -q 'seeds: [0-9]* (101\.\.' "$T/e5m7confirm/report.md"; then pass "the setup names the fresh seeds (101..)"
 else fail "the setup names the fresh seeds" "$(grep -o 'seeds: [^;]*' "$T/e5m7confirm/report.md")"; fi
