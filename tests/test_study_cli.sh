@@ -34,7 +34,7 @@ run study --help
 if [ "$rc" -eq 0 ] && grep -q "usage: exmy study" "$T/out"; then pass "study --help"; else fail "study --help" "status $rc"; fi
 
 run study --list
-studies="default mantissa recipes fallback calibration accumulation rounding lrsweep rangeshift delayedlag failsafe outliers faithful ladder e5m7confirm rtzconfirm"
+studies="default mantissa recipes fallback calibration accumulation rounding lrsweep rangeshift delayedlag failsafe outliers faithful ladder e5m7confirm rtzconfirm sizeconfirm"
 ok=1
 for s in $studies; do grep -Eq "^$s +[a-zA-Z0-9]" "$T/out" || ok=0; done
 if [ "$rc" -eq 0 ] && [ $ok -eq 1 ]; then pass "study --list names every study with a description"
@@ -484,6 +484,8 @@ rtzconfirm: - **inconclusive**: E8M1 with round-toward-zero on every GEMM input 
 rtzconfirm: - **inconclusive**: E8M3 with round-toward-zero on every GEMM input ends above fp32 at lr 0.003 (confirmatory, fresh seeds) (mantissa's exploratory split: +0.0096 nats (seeds 1-5); Lee et al. 2024: E8M3 fails to converge at 120M). val_loss e8m3 rtz - fp32 over n = 1 pairs (1 seed): mean +0.0213, 95% CI [+0.0213, +0.0213], 90% CI [+0.0213, +0.0213] (one seed: no interval, the bounds repeat the mean); inconclusive: 1 paired seed, fewer than 5.
 rtzconfirm: - **inconclusive**: E8M5 with round-toward-zero on every GEMM input ends above fp32 at lr 0.003 (confirmatory, fresh seeds) (mantissa's exploratory split: +0.0022 nats (seeds 1-5)). val_loss e8m5 rtz - fp32 over n = 1 pairs (1 seed): mean +0.0055, 95% CI [+0.0055, +0.0055], 90% CI [+0.0055, +0.0055] (one seed: no interval, the bounds repeat the mean); inconclusive: 1 paired seed, fewer than 5.
 rtzconfirm: - **inconclusive**: E8M1's cost against fp32 is larger than E8M3's (fewer mantissa bits, a larger cost; confirmatory) (mantissa's exploratory split: +0.058 against +0.0096 nats). val_loss (e8m1 rtz - fp32) - (e8m3 rtz - fp32) over n = 1 pairs (1 seed): mean +0.0552, 95% CI [+0.0552, +0.0552], 90% CI [+0.0552, +0.0552] (one seed: no interval, the bounds repeat the mean); inconclusive: 1 paired seed, fewer than 5.
+sizeconfirm: - **inconclusive**: At width 144 (1.0M parameters), E8M3 with round-toward-zero on every GEMM input ends above fp32 at lr 0.003 (confirmatory, fresh seeds) (the ladder's exploratory gap: +0.041 nats (seeds 1-5)). val_loss e8m3 w144 - fp32 w144 over n = 1 pairs (1 seed): mean +0.0310, 95% CI [+0.0310, +0.0310], 90% CI [+0.0310, +0.0310] (one seed: no interval, the bounds repeat the mean); inconclusive: 1 paired seed, fewer than 5.
+sizeconfirm: - **inconclusive**: E8M3 round-toward-zero's cost against fp32 is larger at width 144 than at width 24 (the cost grows with size; confirmatory) (the ladder's exploratory gaps: +0.041 (width 144) against +0.017 (width 24); Lee et al.: E8M3 fails at 120M). val_loss (e8m3 w144 - fp32 w144) - (e8m3 w24 - fp32 w24) over n = 1 pairs (1 seed): mean +0.0192, 95% CI [+0.0192, +0.0192], 90% CI [+0.0192, +0.0192] (one seed: no interval, the bounds repeat the mean); inconclusive: 1 paired seed, fewer than 5.
 END_OF_VERDICTS
 }
 
