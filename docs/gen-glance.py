@@ -46,8 +46,9 @@ def section(root):
                "verdict with n, the 95% interval (Student's t over the seeds) and the rule that decided it; the "
                "pages have the figures and the per-learning-rate counts. Read the nulls with this: the one positive "
                "control that has fired (`e5m7confirm`, E5M7 clamped failing 11 of 20 runs) is on the generated "
-               "grammar text; on Tiny Shakespeare no precision-induced failure has been shown yet (`lrsweep`, "
-               "`ladder`), so a null result on that corpus is not backed by a control.")
+               "grammar text; on Tiny Shakespeare no precision-induced failure has reached a verdict yet (`lrsweep`, "
+               "`ladder`: E5M7 clamped fails 2 of 5 runs at one learning rate at 1.0M parameters), so a null result "
+               "on that corpus is not backed by a control.")
     out.append("")
     for p in paths:
         s = json.load(open(p))
