@@ -219,6 +219,13 @@ static void eval_edge(const study *st, st_claim_row *c) {
   free(ba), free(bb);
 }
 
+/* A value claim's gap as words: "A - B", or for a difference in differences
+ * "(A - B) - (C - D)". */
+static void gap_text(const st_claim_row *c, char *buf, size_t n) {
+  if (c->mc[0]) snprintf(buf, n, "(%s - %s) - (%s - %s)", c->a, c->b, c->mc, c->md);
+  else snprintf(buf, n, "%s - %s", c->a, c->b);
+}
+
 /* The verdict and the sentence that states the rule that produced it. */
 static void decide(const study *st, st_claim_row *c) {
   const st_claim *s = &c->c;
@@ -230,17 +237,12 @@ static void decide(const study *st, st_claim_row *c) {
              ST_MIN_SEEDS);
     return;
   }
-  if (c->req[0]) { /* the condition the published effect needs, measured on arm A's runs */
-    char mn[48], op[3];
-    double x = NAN;
-    sscanf(c->req, " %47[a-z_0-9] %2[<>=] %lf", mn, op, &x);
-    const int ok = !strcmp(op, ">=") ? c->req_value >= x : c->req_value > x;
-    if (!ok) {
-      c->verdict = ST_V_NOT_TESTABLE;
-      snprintf(c->why, sizeof c->why, "not testable here: the effect needs %s, and %s's runs have %s = %.4g (mean), so "
-               "this setup does not create the condition", c->req, c->a, mn, c->req_value);
-      return;
-    }
+  if (c->req[0] && !(c->req_ge ? c->req_value >= c->req_x : c->req_value > c->req_x)) {
+    /* the condition the published effect needs, measured on arm A's runs, is not there */
+    c->verdict = ST_V_NOT_TESTABLE;
+    snprintf(c->why, sizeof c->why, "not testable here: the effect needs %s, and %s's runs have %s = %.4g (mean), so "
+             "this setup does not create the condition", c->req, c->a, c->req_m->name, c->req_value);
+    return;
   }
   if (c->control[0]) {
     const st_claim_row *k = NULL;
@@ -380,6 +382,7 @@ static void claim_setup(const study *st, const char *name, st_claim_row *c) {
   snprintf(c->published, sizeof c->published, "%.399s", (v = field(st, name, "published")) ? v : "");
   snprintf(c->control, sizeof c->control, "%.63s", (v = field(st, name, "control")) ? v : "");
   snprintf(c->req, sizeof c->req, "%.95s", (v = field(st, name, "requires")) ? v : "");
+  if (c->req[0] && st_requires_parse(c->req, &c->req_m, &c->req_ge, &c->req_x)) c->req[0] = 0; /* checked when read */
   c->rule = ST_RULE_TRACKS;
   if ((v = field(st, name, "rule")))
     for (int j = 0; j < ST_NRULE; j++)
@@ -413,10 +416,8 @@ static void evidence(const st_claim_row *c, char *ev, size_t n) {
              c->metric_name, c->a, s->ka, s->na, c->b, s->kb, s->nb, c->ngroups, c->ngroups == 1 ? "" : "s", c->nseeds,
              c->nseeds == 1 ? "" : "s");
   else {
-    char gap[300];
-    if (c->mc[0]) snprintf(gap, sizeof gap, "(%s - %s) - (%s - %s)", c->a, c->b, c->mc, c->md);
-    else snprintf(gap, sizeof gap, "%s - %s", c->a, c->b);
-    char how[96];
+    char gap[300], how[96];
+    gap_text(c, gap, sizeof gap);
     if (c->nseeds >= 2) snprintf(how, sizeof how, "Student's t over the %d seeds' mean gaps, %d df", c->nseeds, c->nseeds - 1);
     else snprintf(how, sizeof how, "one seed: no interval, the bounds repeat the mean");
     snprintf(ev, n, "%s %s over n = %d pairs (%d seed%s%s): mean %+.4f, 95%% CI [%+.4f, %+.4f], 90%% CI "
@@ -467,13 +468,10 @@ void st_claims_eval(study *st) {
         ra[n] = r, rb[n] = q, n++;
       }
       if (c->req[0]) { /* the precondition's metric over A's runs */
-        char mn[48] = "";
-        sscanf(c->req, " %47[a-z_0-9]", mn);
-        const st_metric *pm = st_metric_find(mn);
         double sum = 0;
         int nv = 0;
-        for (int i = 0; pm && i < n; i++) {
-          const double x = st_metric_run(pm, st, ra[i]);
+        for (int i = 0; i < n; i++) {
+          const double x = st_metric_run(c->req_m, st, ra[i]);
           if (isfinite(x)) sum += x, nv++;
         }
         c->req_value = nv ? sum / nv : NAN;
@@ -630,9 +628,8 @@ void st_plot_claims(study *st, FILE *md) {
     const st_claim_row *c = &st->claim[k];
     if (!forest_row(c)) continue;
     row++;
-    char gap[300]; /* a difference in differences says so: (A - B) - (C - D) */
-    if (c->mc[0]) snprintf(gap, sizeof gap, "(%s - %s) - (%s - %s)", c->a, c->b, c->mc, c->md);
-    else snprintf(gap, sizeof gap, "%s - %s", c->a, c->b);
+    char gap[300];
+    gap_text(c, gap, sizeof gap);
     fprintf(d, "%d %.9g %.9g %.9g \"%s: %s (%d seeds, %s)\"\n", row, c->c.mean, c->c.lo, c->c.hi, c->name, gap,
             c->nseeds, st_verdict_name(c->verdict));
     if (c->rule == ST_RULE_TRACKS && c->margin > 0)

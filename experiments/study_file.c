@@ -168,15 +168,11 @@ static int check_line(const study_file *f, const xp_config *base, int ln, const 
     double v;
     if ((!strcmp(fl, "margin") || !strcmp(fl, "effect") || !strcmp(fl, "lr")) && (!st_parse_num(val, &v) || !(v > 0)))
       return ferr(err, errlen, f, ln, "%s = %s: expected a positive number", fl, val);
-    if (!strcmp(fl, "requires")) { /* METRIC > X or METRIC >= X: a precondition on arm A's runs */
-      char mn[48], op[3];
-      double x;
-      int used = 0;
-      if (sscanf(val, " %47[a-z_0-9] %2[<>=] %lf %n", mn, op, &x, &used) != 3 || val[used] || !st_metric_find(mn) ||
-          st_metric_find(mn)->kind != ST_MK_VALUE || (strcmp(op, ">") && strcmp(op, ">=")))
-        return ferr(err, errlen, f, ln, "requires = %s: expected METRIC > X or METRIC >= X, METRIC a per-run metric "
-                    "(e.g. first_overflow > 0)", val);
-    }
+    const st_metric *rm;
+    int ge;
+    if (!strcmp(fl, "requires") && st_requires_parse(val, &rm, &ge, &v)) /* a precondition on arm A's runs */
+      return ferr(err, errlen, f, ln, "requires = %s: expected METRIC > X or METRIC >= X, METRIC a per-run metric "
+                  "(e.g. first_overflow > 0)", val);
     if (!strcmp(fl, "at") && (!strchr(val, '=') || strchr(val, '=') == val))
       return ferr(err, errlen, f, ln, "at = %s: expected an axis point, KEY=VALUE (e.g. d_model=64)", val);
     if (!strcmp(fl, "arms") || !strcmp(fl, "minus")) {

@@ -98,6 +98,9 @@ typedef struct st_metric {
   double (*run)(const study *st, const srun *r);
 } st_metric;
 const st_metric *st_metric_find(const char *name);
+/* A claim's precondition "METRIC > X" or "METRIC >= X", METRIC a per-run (VALUE)
+ * metric: 0 with *m, *ge (1 for >=) and *x, or -1 when the text is not one */
+int st_requires_parse(const char *text, const st_metric **m, int *ge, double *x);
 const st_metric *st_metric_at(int i);
 void st_metric_names(char *buf, size_t n);
 /* A run's value: NAN when it has none (not run, an error), +inf for a failed run of a fail_worst metric. */
@@ -533,6 +536,9 @@ typedef struct st_claim_row {
   double margin, effect, lr;    /* lr: NAN for every learning rate */
   char at[ST_VALLEN];           /* axis point selector (KEY=VALUE ...; "" every point) */
   char req[96];                 /* requires = METRIC > X: a precondition on arm A's runs ("" none) */
+  const st_metric *req_m;       /* its metric, comparison (>= when req_ge) and bound, parsed once */
+  int req_ge;
+  double req_x;
   double req_value;             /* that metric's mean over A's runs of the claim */
   st_claim c;
   int nseeds, nfailed, ngroups, holm_up, holm_dn;

@@ -71,6 +71,16 @@ static const st_metric METRICS[] = {
 };
 #define NMETRIC ((int)(sizeof METRICS / sizeof METRICS[0]))
 
+int st_requires_parse(const char *text, const st_metric **m, int *ge, double *x) {
+  char mn[48], op[3];
+  int used = 0;
+  if (sscanf(text, " %47[a-z_0-9] %2[<>=] %lf %n", mn, op, x, &used) != 3 || text[used] || (strcmp(op, ">") && strcmp(op, ">=")))
+    return -1;
+  *m = st_metric_find(mn);
+  *ge = op[1] == '=';
+  return *m && (*m)->kind == ST_MK_VALUE ? 0 : -1;
+}
+
 const st_metric *st_metric_find(const char *name) {
   for (int i = 0; i < NMETRIC; i++)
     if (!strcmp(METRICS[i].name, name)) return &METRICS[i];

@@ -133,10 +133,6 @@ void st_write_summary_json(study *st) {
   fclose(f);
 }
 
-/* The setup section: keys common to every run, then each config's own. */
-/* What a referee checks first: the model, its size, the corpus, the tokens
- * each run sees, the seeds and the learning rates (from run 0's config; the
- * arms may differ in precision only, which the table below lists). */
 /* A model shape of the testbed: the runs (first lr and seed) that share it. */
 typedef struct tb_shape {
   const xp_model_config *m;
@@ -159,6 +155,9 @@ static void shape_text(const xp_model_config *q, size_t np, char *buf, size_t n)
   if (np) st_cat(buf, n, ", %zu parameters", np);
 }
 
+/* What a referee checks first: the model shapes with their sizes and the arms
+ * (or axis points) on each, the corpus, the tokens each run sees, the seeds and
+ * the learning rates. */
 void st_report_testbed(const study *st, FILE *md, const char *lead) {
   const srun *r0 = NULL;
   for (int i = 0; i < st->nrun && !r0; i++)
@@ -217,6 +216,7 @@ void st_report_testbed(const study *st, FILE *md, const char *lead) {
           st->nseeds, st->nseeds == 1 ? "" : "s", fresh, st->nlr, st->nlr == 1 ? "" : "s", refined);
 }
 
+/* The setup section: keys common to every run, then each config's own. */
 void st_report_setup(study *st, FILE *md) {
   xp_config def;
   xp_config_default(&def);

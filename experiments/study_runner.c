@@ -279,12 +279,8 @@ static void progress_line(study *st, int done, int total, const srun *r, double 
  * "diverged no"). */
 static void own_final(const study *st, srun *r) {
   if (r->parent < 0 || r->failed || !r->res.loss) return;
-  const long at = st_own_start(st, r), s = r->res.steps_done;
-  if (at < 0 || at >= s) return;
-  const long tail = (s - at) / 10 > 0 ? (s - at) / 10 : 1;
-  double acc = 0;
-  for (long i = s - tail; i < s; i++) acc += r->res.loss[i];
-  r->res.final_loss_avg = acc / (double)tail;
+  const long at = st_own_start(st, r);
+  if (at >= 0 && at < r->res.steps_done) r->res.final_loss_avg = xp_final_loss_avg(r->res.loss, at, r->res.steps_done);
 }
 
 /* One run: its numbers from an earlier invocation, or (mine) trained now

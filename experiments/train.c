@@ -241,6 +241,14 @@ static int phase_validate(xp_run *r, const xp_config *c, char *err, size_t errle
   return 0;
 }
 
+double xp_final_loss_avg(const double *loss, long from, long to) {
+  if (to <= from) return NAN;
+  const long tail = (to - from) / 10 > 0 ? (to - from) / 10 : 1;
+  double acc = 0;
+  for (long i = to - tail; i < to; i++) acc += loss[i];
+  return acc / (double)tail;
+}
+
 /* The result from the losses and the detector; summary.json. */
 static int phase_summarize(xp_run *r, const xp_config *c, double loop_s, char *err, size_t errlen) {
   xp_result *res = r->res;
@@ -250,13 +258,7 @@ static int phase_summarize(xp_run *r, const xp_config *c, double loop_s, char *e
   res->min_loss = INFINITY;
   for (long i = 0; i < s; i++)
     if (res->loss[i] < res->min_loss) res->min_loss = res->loss[i];
-  res->final_loss_avg = NAN;
-  if (s > 0) { /* the mean of the last 10% of steps (at least one) */
-    const long tail = s / 10 > 0 ? s / 10 : 1;
-    double acc = 0;
-    for (long i = s - tail; i < s; i++) acc += res->loss[i];
-    res->final_loss_avg = acc / (double)tail;
-  }
+  res->final_loss_avg = xp_final_loss_avg(res->loss, 0, s);
   res->spikes = r->det.spikes;
   res->first_spike = r->det.first_spike;
   res->diverged_at = r->det.diverged_at;

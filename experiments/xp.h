@@ -545,5 +545,8 @@ typedef struct xp_result {
  * statistics, checkpoints, outputs in cfg->out_dir.  Returns 0, or -1 with err. */
 int xp_train(const xp_config *cfg, xp_result *res, char *err, size_t errlen);
 void xp_result_free(xp_result *res);
+/* The final loss of losses [from, to): the mean of their last 10% (at least one);
+ * xp_result's final_loss_avg is it over every step (from 0) */
+double xp_final_loss_avg(const double *loss, long from, long to);
 
 #endif
