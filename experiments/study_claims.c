@@ -85,6 +85,13 @@ void st_rules_eval(study *st) {
     }
     r->undertrained = isfinite(best) && r->res.val_loss > best + nats;
   }
+  /* where the reference itself learns little, "within nonconv_nats of it" does
+   * not mean trained: the edge statistics leave such cells unjudged */
+  for (int i = 0; i < st->nrun; i++) {
+    srun *r = &st->run[i];
+    const srun *q = ref ? partner(st, r, ref) : NULL;
+    r->refweak = q && q->undertrained;
+  }
 }
 
 /* A claim's values: A's and B's metric per pair; failed runs (INFINITY from
@@ -269,7 +276,8 @@ static void decide(const study *st, st_claim_row *c) {
     if (c->shift.cens == 2) {
       c->verdict = ST_V_NOT_TESTABLE;
       snprintf(c->why, sizeof c->why, "not testable here: both arms' edges lie beyond the same end of the "
-               "learning-rate grid, so the grid cannot place either");
+               "judged learning rates (%s %.3g: the grid's end, or where the reference itself stops training), "
+               "so the grid cannot place either", c->shift.a.status == ST_EDGE_BELOW ? "below" : "above", c->shift.a.lr);
     } else if ((c->shift.cens < 0 && d <= 0 && lower) || (c->shift.cens > 0 && d >= 0 && !lower)) {
       c->verdict = ST_V_REPRODUCED;
       snprintf(c->why, sizeof c->why, "reproduced: the shift is %s %+.2f octaves (one edge censored by the grid)",

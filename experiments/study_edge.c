@@ -14,6 +14,7 @@
 #include <string.h>
 
 enum { REPS = ST_EDGE_REPS };
+#define RUN_AT(a, s, k) ((a)->out[(size_t)(s) * (size_t)(a)->nlr + (size_t)(k)])
 enum { STREAM_SHIFT = 0xed9e, STREAM_SENS = 0x5e45, STREAM_OFF = 0x0ff5 };
 
 /* ---- outcomes ----------------------------------------------------------- */
@@ -43,8 +44,8 @@ int st_edge_check(const st_edge_arm *a, char *err, size_t errlen) {
     }
   }
   for (long i = 0; i < (long)a->nseed * a->nlr; i++)
-    if (a->out[i] < ST_RUN_MISSING || a->out[i] > ST_RUN_UNDERTRAINED) {
-      snprintf(err, errlen, "edge: outcome %d of seed %ld, lr %ld (ST_RUN_*: -1 to 2)", a->out[i], i / a->nlr,
+    if (a->out[i] < ST_RUN_MISSING || a->out[i] > ST_RUN_UNJUDGED) {
+      snprintf(err, errlen, "edge: outcome %d of seed %ld, lr %ld (ST_RUN_*: -1 to 3)", a->out[i], i / a->nlr,
                i % a->nlr);
       return -1;
     }
@@ -53,7 +54,7 @@ int st_edge_check(const st_edge_arm *a, char *err, size_t errlen) {
 
 int st_edge_failed(const st_edge_arm *a, int seed, int k) {
   const int o = a->out[(size_t)seed * (size_t)a->nlr + (size_t)k];
-  if (o == ST_RUN_MISSING) return -1;
+  if (o == ST_RUN_MISSING || o == ST_RUN_UNJUDGED) return -1; /* counted nowhere */
   return o == ST_RUN_DIVERGED || (o == ST_RUN_UNDERTRAINED && a->undertrained_fails);
 }
 
@@ -73,17 +74,21 @@ static int same_grid(const st_edge_arm *a, const st_edge_arm *b, char *err, size
 
 /* Runs and failures per learning rate over the seeds listed (a seed may
  * repeat: a bootstrap resample); with pair, a cell counts only when both
- * arms ran it. */
+ * arms ran it.  A learning rate where more cells are unjudged than judged
+ * leaves the window: the reference trains there in fewer than half the
+ * seeds, and a fraction over the few judged cells would decide an edge. */
 static void tally(const st_edge_arm *a, const st_edge_arm *pair, const int *seeds, int ns, int *nrun, int *nfail) {
   memset(nrun, 0, (size_t)a->nlr * sizeof *nrun);
   memset(nfail, 0, (size_t)a->nlr * sizeof *nfail);
-  for (int i = 0; i < ns; i++)
-    for (int k = 0; k < a->nlr; k++) {
-      const int f = st_edge_failed(a, seeds[i], k);
-      if (f < 0 || (pair && st_edge_failed(pair, seeds[i], k) < 0)) continue;
-      nrun[k]++;
-      nfail[k] += f;
+  for (int k = 0; k < a->nlr; k++) {
+    int unjudged = 0;
+    for (int i = 0; i < ns; i++) {
+      const int f = st_edge_failed(a, seeds[i], k), g = pair ? st_edge_failed(pair, seeds[i], k) : 0;
+      if (f >= 0 && g >= 0) nrun[k]++, nfail[k] += f;
+      else unjudged += RUN_AT(a, seeds[i], k) == ST_RUN_UNJUDGED || (pair && RUN_AT(pair, seeds[i], k) == ST_RUN_UNJUDGED);
     }
+    if (unjudged > nrun[k]) nrun[k] = nfail[k] = 0;
+  }
 }
 
 static int *all_seeds(int n) {
@@ -427,7 +432,7 @@ static double capped(const st_edge_arm *a, int s, int k) {
 static int complete(const st_edge_arm *a, const st_edge_arm *b, int s) {
   if (!isfinite(a->init[s]) || (b && !isfinite(b->init[s]))) return 0;
   for (int k = 0; k < a->nlr; k++)
-    if (st_edge_failed(a, s, k) < 0 || (b && st_edge_failed(b, s, k) < 0)) return 0;
+    if (RUN_AT(a, s, k) == ST_RUN_MISSING || (b && RUN_AT(b, s, k) == ST_RUN_MISSING)) return 0; /* unjudged has a loss */
   return 1;
 }
 

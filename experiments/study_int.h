@@ -53,6 +53,7 @@ typedef struct srun {
   char arm[64], point[ST_NAMELEN]; /* study files: the arm and the axis values (" k=v ...") */
   int nonconv;                  /* the non-convergence rule (study_claims.c) */
   int undertrained;             /* far above the reference's best over the learning rates (study_claims.c) */
+  int refweak;                  /* the reference's run at the same seed, lr and point is under-trained (study_claims.c) */
   int parent;                   /* from = ARM: the run whose final checkpoint it starts from (-1: none) */
   long more_steps;              /* with a parent: train this many steps past its checkpoint (0: the config's steps) */
   int keep_ckpt;                /* a later run starts from this run's checkpoint: keep it */
@@ -378,7 +379,10 @@ void st_gemm_json(const study *st, FILE *f);
 #define ST_EDGE_MAXLR 64
 #define ST_EDGE_REPS 2000 /* bootstrap resamples */
 /* a run's outcome (st_edge_classify) */
-enum { ST_RUN_MISSING = -1, ST_RUN_TRAINED = 0, ST_RUN_DIVERGED = 1, ST_RUN_UNDERTRAINED = 2 };
+enum { ST_RUN_MISSING = -1, ST_RUN_TRAINED = 0, ST_RUN_DIVERGED = 1, ST_RUN_UNDERTRAINED = 2,
+       ST_RUN_UNJUDGED = 3 /* the reference's run at the same cell is itself under-trained, so "trained" cannot
+                              be told from "not converged": no failure statistic counts the cell, whatever the
+                              run did (the losses' statistics do, a failed run at the cap) */ };
 /* an edge's status */
 enum {
   ST_EDGE_NODATA = 0, /* no run */

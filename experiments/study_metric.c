@@ -102,7 +102,8 @@ double st_metric_run(const st_metric *m, const study *st, const srun *r) {
 
 /* The edge statistics' view of an arm: the study's learning rates in
  * ascending order, per (seed, lr) the outcome (failed = diverged or not
- * converged; under-trained apart, not a failure), the validation loss and
+ * converged; under-trained apart, not a failure; unjudged where the
+ * reference's own run is under-trained), the validation loss and
  * each seed's first-step loss. */
 int st_edge_arm_of(const study *st, const char *arm, const char *point, st_edge_buf *b, st_edge_arm *a) {
   int ord[MAX_LR], nlr = st->nlr < MAX_LR ? st->nlr : MAX_LR, ns = st->nseeds < 64 ? st->nseeds : 64, any = 0;
@@ -119,8 +120,11 @@ int st_edge_arm_of(const study *st, const char *arm, const char *point, st_edge_
     while (k < nlr && ord[k] != r->lri) k++;
     if (k == nlr) continue;
     const int at = r->seedi * nlr + k;
-    b->out[at] = st_run_failed(r) ? ST_RUN_DIVERGED : r->undertrained ? ST_RUN_UNDERTRAINED : ST_RUN_TRAINED;
-    b->loss[at] = b->out[at] == ST_RUN_DIVERGED ? NAN : r->res.val_loss;
+    b->out[at] = r->refweak         ? ST_RUN_UNJUDGED /* even a failure: the window is where the reference trains */
+                 : st_run_failed(r) ? ST_RUN_DIVERGED
+                 : r->undertrained  ? ST_RUN_UNDERTRAINED
+                                    : ST_RUN_TRAINED;
+    b->loss[at] = st_run_failed(r) ? NAN : r->res.val_loss; /* NaN: the losses' statistics cap it */
     if (isnan(b->init[r->seedi])) b->init[r->seedi] = r->res.first_loss;
     any = 1;
   }

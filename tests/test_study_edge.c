@@ -33,11 +33,12 @@ static char txt[200];
     CHECK(strcmp(txt, want) == 0, "%s: '%s', want '%s'", #fn, txt, want);                        \
   } while (0)
 
-/* outcomes from a string per seed: '.' trained, 'x' diverged, 'u' under-trained, '-' missing */
+/* outcomes from a string per seed: '.' trained, 'x' diverged, 'u' under-trained, '-' missing,
+ * 'j' unjudged (the reference's own run under-trained there) */
 static void set_out(signed char *out, int seed, const char *s) {
   for (int k = 0; k < NLR; k++)
     out[seed * NLR + k] = s[k] == 'x' ? ST_RUN_DIVERGED : s[k] == 'u' ? ST_RUN_UNDERTRAINED
-                        : s[k] == '-' ? ST_RUN_MISSING : ST_RUN_TRAINED;
+                        : s[k] == '-' ? ST_RUN_MISSING : s[k] == 'j' ? ST_RUN_UNJUDGED : ST_RUN_TRAINED;
 }
 
 /* seeds of one arm from p(fail) = sigm(beta (x - x50)); a shared uniform
@@ -273,6 +274,30 @@ static void hand_grids(void) {
   st_edge_nonparam(&a, &e);
   CHECK(e.status == ST_EDGE_POINT && e.lo_i == 4 && e.hi_i == 5, "non-monotone: interval [%d, %d], want [4, 5]", e.lo_i,
         e.hi_i);
+  /* unjudged cells (the reference learns little there) count nowhere: failing at lrs 4-5 and
+   * unjudged above, the edge is the crossing at 3-4, not "above the grid" as it would be if
+   * the top cells (all arms ending near the unigram loss) counted as trained */
+  for (int s = 0; s < 4; s++) set_out(oa, s, "....xxjj");
+  st_edge_nonparam(&a, &e);
+  CHECK(e.status == ST_EDGE_POINT && e.lo_i == 3 && e.hi_i == 4, "unjudged top: status %d interval [%d, %d], want [3, 4]",
+        e.status, e.lo_i, e.hi_i);
+  st_edge_logistic(&a, 0.95, &f);
+  CHECK(f.status == ST_EDGE_BRACKET && f.lo == grid[3] && f.hi == grid[4] && f.n == 24,
+        "unjudged top: logistic %d (%a, %a) n %d, want (lr 3, lr 4) over 24 runs", f.status, f.lo, f.hi, f.n);
+  /* a learning rate judged in fewer than half its seeds leaves the window: one judged failure
+   * at lr 4 (three seeds unjudged) does not place the edge below it */
+  for (int s = 0; s < 4; s++) set_out(oa, s, s ? "....jjjj" : "....xjjj");
+  st_edge_nonparam(&a, &e);
+  CHECK(e.status == ST_EDGE_ABOVE && e.lr == grid[3], "one judged cell of four: %d lr %a, want above lr 3", e.status,
+        e.lr);
+  for (int s = 0; s < 4; s++) set_out(oa, s, s < 2 ? "....xjjj" : "....jjjj"); /* half judged: it counts */
+  st_edge_nonparam(&a, &e);
+  CHECK(e.status == ST_EDGE_POINT && e.lo_i == 3 && e.hi_i == 4, "two judged cells of four: %d [%d, %d], want [3, 4]",
+        e.status, e.lo_i, e.hi_i);
+  for (int s = 0; s < 4; s++) set_out(oa, s, "....jjjj");
+  st_edge_nonparam(&a, &e);
+  CHECK(e.status == ST_EDGE_ABOVE && e.lr == grid[3], "trained up to the unjudged cells: %d lr %a, want above lr 3",
+        e.status, e.lr);
   /* missing runs are skipped, not failures: the crossing spans the hole */
   for (int s = 0; s < 4; s++) set_out(oa, s, "...--xxx");
   st_edge_nonparam(&a, &e);
@@ -484,6 +509,11 @@ static void losses(void) {
   o2[5] = ST_RUN_MISSING;
   st_edge_sensitivity(&a, &b, 3, 0.95, &s);
   CHECK(s.n == 1 && fabs(s.a - 1.25) < 1e-12 && isnan(s.lo), "sensitivity with a missing run: n %d A %a", s.n, s.a);
+  o2[5] = ST_RUN_TRAINED;
+  /* an unjudged run keeps its loss in the losses' statistics (only failure counts skip it) */
+  o2[5] = ST_RUN_UNJUDGED;
+  st_edge_sensitivity(&a, &b, 3, 0.95, &s);
+  CHECK(s.n == 2 && fabs(s.b - 0.375) < 1e-12, "sensitivity with an unjudged run: n %d B %a, want 2 and 0.375", s.n, s.b);
   o2[5] = ST_RUN_TRAINED;
   /* the loss offset: own best A - B per seed: 2 - 2 = 0; 2.1 - 2.2 = -0.1 */
   st_edge_offset o;

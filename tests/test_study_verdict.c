@@ -417,6 +417,24 @@ int main(void) {
   CHECK(runs[0].undertrained && !runs[0].nonconv && !runs[2].undertrained, "%s: flags %d %d %d", what,
         runs[0].undertrained, runs[0].nonconv, runs[2].undertrained);
 
+  /* where the reference itself is under-trained, a run within nonconv_nats of it is not "trained":
+   * the edge statistics leave those cells unjudged (a's runs end near b's poor losses at the top two
+   * learning rates, and fail at the third: the window where b trains ends at the second) */
+  what = "an edge beyond the reference's trained learning rates";
+  setup("reference = b\nclaim.c.arms = a, b\nclaim.c.metric = lr_edge\nclaim.c.rule = lower\n");
+  st.nlr = 4;
+  for (int k = 0; k < 4; k++) st.lr[k] = 0.001 * (1 << k);
+  st.nseeds = 5;
+  for (int s = 0; s < 5; s++) {
+    const double la[4] = {2.0, 2.0, 3.9, 3.4}, lb[4] = {2.0, 2.0, 3.3, 3.3};
+    for (int k = 0; k < 4; k++) add("a", k, s, la[k]), add("b", k, s, lb[k]);
+  }
+  EXPECT("c", ST_V_NOT_TESTABLE);
+  CHECK(strstr(st.claim[0].why, "above 0.002"), "%s: '%s', want the window's top, above 0.002", what, st.claim[0].why);
+  CHECK(!runs[2].refweak && runs[4].refweak && runs[5].refweak && runs[6].refweak && runs[4].nonconv,
+        "%s: flags refweak %d %d %d %d nonconv %d", what, runs[2].refweak, runs[4].refweak, runs[5].refweak,
+        runs[6].refweak, runs[4].nonconv);
+
   /* a table with more rows than the old fixed 160 (the full ladder's runs table has 1,080):
    * every row group is written, none dropped */
   what = "a table of 200 row groups";
