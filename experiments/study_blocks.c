@@ -262,11 +262,13 @@ static double point_x(const study *st, const char *arm, const char *point, const
 /* The stability edge across axis points (a size ladder): with ref, each
  * other arm's paired edge shift against ref in octaves with its bootstrap
  * interval (widened to the grid's resolution where the seeds cannot resolve
- * it); without, each arm's edge.  Censored values are not drawn (a bound is
- * not a point): the table beside the figure gives every one. */
+ * it); without, each arm's edge.  A censored value is drawn as the bound it
+ * is (an open triangle pointing the way the value lies), never as a point;
+ * undefined ones are counted, and the table beside the figure gives each. */
 static void edge_plot(study *st, FILE *md, const char *name, const char *title) {
   const char *xs = bget(st, "plot", name, "x"), *ref = bget(st, "plot", name, "ref");
   if (!xs || !strcmp(xs, "lr") || !strcmp(xs, "x")) xs = "params";
+  static const int PT[] = {7, 5, 13, 1, 2, 3, 4, 6, 12}; /* no triangles: they mark bounds */
   char arms[ST_MAXARM][64], pts[64][ST_NAMELEN];
   int na = 0, np = 0;
   for (int i = 0; i < st->nrun; i++) {
@@ -279,26 +281,32 @@ static void edge_plot(study *st, FILE *md, const char *name, const char *title) 
     if (k == np && np < 64) snprintf(pts[np++], sizeof pts[0], "%s", r->point);
   }
   st_edge_buf *ba = malloc(sizeof *ba), *bb = malloc(sizeof *bb);
-  series *s = calloc((size_t)na + 1, sizeof *s);
+  series *s = calloc(3 * (size_t)na + 1, sizeof *s);
   if (!ba || !bb || !s) { free(ba), free(bb), free(s); return; }
   tbl *t = st_tbl_new(1, "arm");
   snprintf(t->h[t->ncol++], sizeof t->h[0], "point");
   snprintf(t->h[t->ncol++], sizeof t->h[0], "%s", xs);
   snprintf(t->h[t->ncol++], sizeof t->h[0], ref ? "edge" : "edge (logistic fit)");
   if (ref) snprintf(t->h[t->ncol++], sizeof t->h[0], "shift vs %s (octaves)", ref), snprintf(t->h[t->ncol++], sizeof t->h[0], "seeds");
-  int ns = 0, ncens = 0, drawable = 0; /* drawable: finite points of the arms (the zero line aside) */
+  int ns = 0, nundef = 0, drawable = 0, nbound = 0;
+  double xmin = INFINITY, xmax = -INFINITY; /* every axis point's x, drawn or not: the zero line spans them */
   for (int a = 0; a < na; a++) {
-    series *q = &s[ns];
+    series *q = &s[ns], *u = &s[ns + 1], *d = &s[ns + 2];
     st_series_alloc(q, np, arms[a]);
     st_series_bars(q, np);
+    st_series_alloc(u, np, arms[a]);
+    st_series_alloc(d, np, arms[a]);
     q->points = 1;
+    q->lt = u->lt = d->lt = a % 8 + 1, q->pt = PT[a % 9];
+    u->mark = 1, d->mark = -1;
     for (int p = 0; p < np; p++) {
       st_edge_arm A, B;
       if (!st_edge_arm_of(st, arms[a], pts[p], ba, &A)) continue;
       const double x = point_x(st, arms[a], pts[p], xs);
       char cell[96], xc[32];
       snprintf(xc, sizeof xc, "%.6g", x);
-      double y = NAN, lo = NAN, hi = NAN;
+      double y = NAN, lo = NAN, hi = NAN, bound = NAN;
+      int dir = 0; /* a bound: +1 the value lies above it, -1 below */
       int c = 0;
       st_tbl_cell(t, c++, "%s", arms[a]);
       st_tbl_cell(t, c++, "%s", pts[p] + (pts[p][0] == ' '));
@@ -316,48 +324,62 @@ static void edge_plot(study *st, FILE *md, const char *name, const char *title) 
         st_tbl_cell(t, c++, "%s", cell);
         st_tbl_cell(t, c++, "%d", sh.n);
         if (!sh.cens) y = sh.d, st_edge_shift_ci(&sh, &lo, &hi);
-        else ncens++;
+        else if (sh.cens == 2) nundef++;
+        else bound = sh.d, dir = sh.cens;
       } else {
         st_edge_fit f;
+        st_edge_np e;
         st_edge_logistic(&A, 0.95, &f);
+        st_edge_nonparam(&A, &e);
         st_edge_fmt_fit(&f, cell, sizeof cell);
         st_tbl_cell(t, c++, "%s", cell);
         if (f.status == ST_EDGE_POINT && !f.outside) y = f.edge, lo = f.lo, hi = f.hi;
-        else ncens++;
+        else if (f.status == ST_EDGE_BRACKET && e.status == ST_EDGE_POINT && isfinite(f.hi)) y = e.lr, lo = f.lo, hi = f.hi;
+        else if (e.status == ST_EDGE_ABOVE || e.status == ST_EDGE_BELOW) bound = e.lr, dir = e.status == ST_EDGE_ABOVE ? 1 : -1;
+        else if (e.status == ST_EDGE_POINT) y = e.lr; /* no fit to give an interval */
+        else nundef++;
       }
       st_tbl_end_row(t);
       if (!isfinite(x)) continue;
-      const int at = q->n++;
-      q->x[at] = x * pow(2, 0.04 * (a - (na - 1) / 2.0)); /* a small dodge so the bars do not overlap */
-      q->y[at] = y, q->lo[at] = isfinite(lo) ? lo : y, q->hi[at] = isfinite(hi) ? hi : y;
-      drawable += isfinite(y);
+      xmin = fmin(xmin, x), xmax = fmax(xmax, x);
+      const double xd = x * pow(2, 0.04 * (a - (na - 1) / 2.0)); /* a small dodge so the bars do not overlap */
+      if (isfinite(y)) {
+        const int at = q->n++;
+        q->x[at] = xd, q->y[at] = y, q->lo[at] = isfinite(lo) ? lo : y, q->hi[at] = isfinite(hi) ? hi : y;
+        drawable++;
+      } else if (dir) {
+        series *b = dir > 0 ? u : d;
+        b->x[b->n] = xd, b->y[b->n++] = bound;
+        drawable++, nbound++;
+      }
     }
-    ns++;
+    ns += 3;
   }
   if (ref) { /* the zero line */
     st_series_alloc(&s[ns], 2, "no shift");
-    double xmin = INFINITY, xmax = -INFINITY;
-    for (int i = 0; i < ns; i++)
-      for (int j = 0; j < s[i].n; j++) xmin = fmin(xmin, s[i].x[j]), xmax = fmax(xmax, s[i].x[j]);
     if (isfinite(xmin)) {
       s[ns].x[0] = xmin, s[ns].x[1] = xmax, s[ns].y[0] = s[ns].y[1] = 0, s[ns].n = 2;
+      s[ns].lt = 7; /* black */
       ns++;
     } else st_series_free(&s[ns], 1);
   }
   char xl[96], yl[160];
   snprintf(xl, sizeof xl, "%s%s", !strcmp(xs, "params") ? "parameters" : xs, " (log scale; arms dodged slightly)");
   snprintf(yl, sizeof yl, ref ? "edge shift vs %s (octaves of lr), 95%% CI" : "stability edge (lr), 95%% profile CI", ref);
-  if (drawable) st_plot_draw(st, name, title, xl, yl, 2, ref ? 0 : 10, ns, s, NAN);
+  if (drawable) st_plot_draw(st, name, title, xl, yl, !strcmp(xs, "params") ? 11 : 2, ref ? 0 : 10, ns, s, NAN);
   st_series_free(s, ns);
   free(s), free(ba), free(bb);
   if (drawable) st_md_plot(st, md, name, title);
-  else fprintf(md, "*%s*: not drawn: no arm has a point estimate at any axis point.\n\n", title);
-  fprintf(md, "%s Censored or undefined values (%d here) are not drawn: a bound is not a point; the table gives each.\n\n",
+  else fprintf(md, "*%s*: not drawn: no arm has an estimate or a bound at any axis point.\n\n", title);
+  fprintf(md, "%s Censored values (%d here) are drawn as bounds, open triangles pointing the way the value lies, never as "
+              "points; undefined ones (%d here) are not drawn. The table gives each.\n\n",
           ref ? "Shift: log2 of the arm's edge (the largest learning rate where half the seeds train) minus the "
                 "reference's, paired by seed; negative means the arm breaks at a lower learning rate. The interval is "
                 "the bootstrap over seeds, widened to the grid's resolution where the seeds cannot resolve it."
-              : "Edge: the logistic fit's 50% failure learning rate with its profile-likelihood interval.",
-          ncens);
+              : "Edge: the logistic fit's 50% failure learning rate with its profile-likelihood interval; where the runs "
+                "separate (no finite fit), the nonparametric edge with the separating bracket as its bar. A bound is the "
+                "nonparametric edge's: the last judged learning rate (edge.md: unjudged cells).",
+          nbound, nundef);
   char ct[160];
   snprintf(ct, sizeof ct, "%.150s:", title);
   st_tbl_emit(st, t, md, ct); /* frees t */

@@ -172,6 +172,9 @@ typedef struct series {
   double *x, *y;
   double *lo, *hi;              /* error bars (seed bands) when not NULL: st_series_bars */
   int points;                   /* 1: linespoints */
+  int mark;                     /* bounds, not points: +1 the value lies above each marker (open triangle up), -1
+                                   below (open triangle down); drawn without a line or a key entry of their own */
+  int lt, pt;                   /* the line type (colour) and point type (0: by the series' position) */
 } series;
 
 double st_now_s(void);

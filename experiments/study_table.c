@@ -190,6 +190,7 @@ void st_plot_draw(study *st, const char *stem, const char *title, const char *xl
         if (s[i].y[j] > ymax) ymax = s[i].y[j];
       } else fprintf(d, "%.9g NaN%s\n", s[i].x[j], s[i].lo && s[i].hi ? " NaN NaN" : "");
     }
+    if (!s[i].n) fprintf(d, "NaN NaN%s\n", s[i].lo && s[i].hi ? " NaN NaN" : ""); /* gnuplot's index skips a block of comments only */
     fprintf(d, "\n\n");
   }
   fclose(d);
@@ -204,23 +205,40 @@ void st_plot_draw(study *st, const char *stem, const char *title, const char *xl
   fprintf(g, "set title '%s' noenhanced\nset xlabel '%s' noenhanced\nset ylabel '%s' noenhanced\n", qt, qx, qy);
   fprintf(g, "set key noenhanced outside right top\nset grid\nset datafile missing 'NaN'\n");
   st_gp_palette(g);
-  if (logx) fprintf(g, "set logscale x %d\n", logx == 10 ? 10 : 2); /* logx: 10 for decades (learning rates), else 2 */
+  /* logx: 10 for decades (learning rates), 11 decades labelled 10k, 100k, 1M (parameter counts), else 2 */
+  if (logx) fprintf(g, "set logscale x %d\n", logx >= 10 ? 10 : 2);
+  if (logx == 11) fprintf(g, "set format x '%%.0s%%c'\n");
   if (logy) fprintf(g, "set logscale y\nset format y '%%.0e'\n");
   if (isfinite(ycap) && ymax > ycap) fprintf(g, "set yrange [*:%.6g]\n", ycap);
   st_gp_terminal(g, stem, 0);
   fprintf(g, "plot ");
+  int up = 0, down = 0, nel = 0, marks = 0;
+  for (int i = 0; i < ns; i++) marks |= s[i].mark != 0;
   for (int i = 0; i < ns; i++) {
     char t[200];
     gp_quote(s[i].title, t, sizeof t);
+    const int lt = s[i].lt ? s[i].lt : i + 1, pt = s[i].pt ? s[i].pt : 1 + i % 13;
     /* markers on every curve (a few per line, so curves are told apart without colour) */
     int pi = s[i].n / 8;
-    if (s[i].lo && s[i].hi) /* a seed band as error bars */
-      fprintf(g, "%s'%s.dat' index %d using 1:2:3:4 with yerrorlines pt %d ps 0.7 lw 1.6 title '%s'", i ? ", \\\n     " : "",
-              stem, i, 1 + i % 13, t);
+    if (s[i].mark && !s[i].n) continue; /* no bounds: nothing to draw (its data block stays, empty) */
+    if (s[i].mark) { /* bounds: open triangles in the series' colour */
+      fprintf(g, "%s'%s.dat' index %d using 1:2 with points pt %d ps 1.3 lw 1.4 lt %d notitle", nel++ ? ", \\\n     " : "", stem,
+              i, s[i].mark > 0 ? 8 : 10, lt);
+      up |= s[i].mark > 0 && s[i].n, down |= s[i].mark < 0 && s[i].n;
+    } else if (s[i].lo && s[i].hi) /* a seed band as error bars */
+      fprintf(g, "%s'%s.dat' index %d using 1:2:3:4 with yerrorlines pt %d ps 0.7 lw 1.6 lt %d %s '%s'",
+              nel++ ? ", \\\n     " : "", stem, i, pt, lt, marks ? "notitle" : "title", marks ? "" : t);
     else
-      fprintf(g, "%s'%s.dat' index %d using 1:2 with linespoints pt %d ps %s pi %d lw 1.6 title '%s'", i ? ", \\\n     " : "",
-              stem, i, 1 + i % 13, s[i].points ? "0.7" : "0.5", s[i].points ? 1 : pi > 1 ? pi : 1, t);
+      fprintf(g, "%s'%s.dat' index %d using 1:2 with linespoints pt %d ps %s pi %d lw 1.6 lt %d %s '%s'",
+              nel++ ? ", \\\n     " : "", stem, i, pt, s[i].points ? "0.7" : "0.5", s[i].points ? 1 : pi > 1 ? pi : 1, lt,
+              marks ? "notitle" : "title", marks ? "" : t);
+    /* with bounds in the plot a series may have no point at all, and gnuplot drops the key entry
+     * of a series without points: the key comes from keyentry instead */
+    if (marks && !s[i].mark)
+      fprintf(g, ", \\\n     keyentry with linespoints pt %d ps 0.7 lw 1.6 lt %d title '%s'", pt, lt, t);
   }
+  if (up) fprintf(g, ", \\\n     keyentry with points pt 8 ps 1.3 lc rgb '#333333' title 'above the triangle (censored)'");
+  if (down) fprintf(g, ", \\\n     keyentry with points pt 10 ps 1.3 lc rgb '#333333' title 'below the triangle (censored)'");
   fputc('\n', g);
   st_gp_terminal(g, stem, 1);
   fclose(g);

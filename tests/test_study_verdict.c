@@ -435,6 +435,49 @@ int main(void) {
         "%s: flags refweak %d %d %d %d nonconv %d", what, runs[2].refweak, runs[4].refweak, runs[5].refweak,
         runs[6].refweak, runs[4].nonconv);
 
+  /* the edge figure draws a censored edge as the bound it is (an open triangle), with a key entry per arm
+   * (gnuplot drops the key of a series without points), and never as a point */
+  what = "an edge figure with censored edges";
+  setup("reference = b\nplot.e.kind = edge\nplot.e.x = w\n");
+  st.nlr = 4;
+  for (int k = 0; k < 4; k++) st.lr[k] = 0.001 * (1 << k);
+  st.nseeds = 5;
+  for (int s = 0; s < 5; s++)
+    for (int k = 0; k < 4; k++) {
+      srun *ra = add("a", k, s, 2.0), *rb = add("b", k, s, 2.0);
+      snprintf(ra->point, sizeof ra->point, " w=1");
+      snprintf(rb->point, sizeof rb->point, " w=1");
+    }
+  st_rules_eval(&st);
+  {
+    char dir[] = "/tmp/exmy-verdict-edgeplot-XXXXXX";
+    snprintf(st.dir, sizeof st.dir, "%s", mkdtemp(dir) ? dir : "/tmp");
+    static const study_def def = {"synthetic", "synthetic", "", NULL};
+    st.def = &def;
+    char *mdbuf = blocks_md(), gp[4096] = "", dat[4096] = "", p[sizeof dir + 16];
+    snprintf(p, sizeof p, "%s/e.gp", dir);
+    FILE *f = fopen(p, "r");
+    size_t n = f ? fread(gp, 1, sizeof gp - 1, f) : 0;
+    gp[n] = 0;
+    if (f) fclose(f);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/e.dat", dir);
+    f = fopen(p, "r");
+    n = f ? fread(dat, 1, sizeof dat - 1, f) : 0;
+    dat[n] = 0;
+    if (f) fclose(f);
+    unlink(p);
+    rmdir(dir);
+    CHECK(strstr(gp, "with points pt 8") && strstr(gp, "keyentry with linespoints") && strstr(gp, "title 'a'") &&
+              strstr(gp, "above the triangle (censored)"),
+          "%s: the script has no bound markers or key entries:\n%s", what, gp);
+    CHECK(strstr(dat, "# a\nNaN NaN NaN NaN\n") && strstr(dat, " 0.008\n"),
+          "%s: the data has no empty block for a's points or no bound at lr 0.008:\n%s", what, dat);
+    CHECK(mdbuf && strstr(mdbuf, "Censored values (2 here)"), "%s: the caption does not count 2 bounds", what);
+    free(mdbuf);
+    st.def = NULL;
+  }
+
   /* a table with more rows than the old fixed 160 (the full ladder's runs table has 1,080):
    * every row group is written, none dropped */
   what = "a table of 200 row groups";
