@@ -67,12 +67,13 @@ static int same_group(const srun *a, const srun *b) {
   return !strcmp(a->arm, b->arm) && a->lri == b->lri && !strcmp(a->point, b->point);
 }
 
-static void metric_cell(const study *st, tbl *t, int col, const st_metric *m, const srun *g0) {
+/* only: -1 every run of the group, 0 those that did not fail, 1 those that failed */
+static void metric_cell(const study *st, tbl *t, int col, const st_metric *m, const srun *g0, int only) {
   double v[256];
   int n = 0, nf = 0, k = 0, nr = 0;
   for (int i = 0; i < st->nrun; i++) {
     const srun *r = &st->run[i];
-    if (!same_group(r, g0)) continue;
+    if (!same_group(r, g0) || (only >= 0 && (r->missing || r->failed || st_run_failed(r) != only))) continue;
     const double x = st_metric_run(m, st, r);
     if (isnan(x)) continue;
     nr++;
@@ -153,7 +154,9 @@ static void edge_table(study *st, FILE *md, const char *name, const char *ms, co
 
 static void one_table(study *st, FILE *md, const char *name) {
   const char *ms = bget(st, "table", name, "metrics"), *title = bget(st, "table", name, "title");
+  const char *split = bget(st, "table", name, "split"); /* outcome: a row for the trained runs, one for the failed */
   if (!ms) return;
+  const int byout = split && !strcmp(split, "outcome");
   {
     char first[48] = "";
     sscanf(ms, " %47[^, ]", first);
@@ -167,26 +170,32 @@ static void one_table(study *st, FILE *md, const char *name) {
   tbl *t = st_tbl_new(1, "arm");
   if (haslr) snprintf(t->h[t->ncol++], sizeof t->h[0], "lr");
   if (haspt) snprintf(t->h[t->ncol++], sizeof t->h[0], "point");
+  if (byout) snprintf(t->h[t->ncol++], sizeof t->h[0], "runs that");
   const int first = t->ncol;
   const st_metric *m[TBL_COLS];
   metric_columns(t, ms, m);
-  for (int i = 0; i < ng; i++) {
-    const srun *r = g[i].first;
-    int c = 0;
-    st_tbl_cell(t, c++, "%s", r->arm[0] ? r->arm : "(base)");
-    if (haslr) {
-      char lr[32];
-      st_fmt_lr(r->lr, lr, sizeof lr);
-      st_tbl_cell(t, c++, "%s", lr);
+  for (int i = 0; i < ng; i++)
+    for (int o = byout ? 0 : -1; o <= (byout ? 1 : -1); o++) {
+      const srun *r = g[i].first;
+      int c = 0;
+      st_tbl_cell(t, c++, "%s", r->arm[0] ? r->arm : "(base)");
+      if (haslr) {
+        char lr[32];
+        st_fmt_lr(r->lr, lr, sizeof lr);
+        st_tbl_cell(t, c++, "%s", lr);
+      }
+      if (haspt) st_tbl_cell(t, c++, "%s", r->point[0] ? r->point + (r->point[0] == ' ') : "-");
+      if (byout) st_tbl_cell(t, c++, "%s", o ? "failed" : "trained");
+      for (int j = first; j < t->ncol; j++) metric_cell(st, t, j, m[j], r, o);
+      st_tbl_end_row(t);
     }
-    if (haspt) st_tbl_cell(t, c++, "%s", r->point[0] ? r->point + (r->point[0] == ' ') : "-");
-    for (int j = first; j < t->ncol; j++) metric_cell(st, t, j, m[j], r);
-    st_tbl_end_row(t);
-  }
   free(g);
   fprintf(md, "## %s\n\n", title ? title : name);
   fprintf(md, "Per arm over seeds: values as mean +- sd (failed runs counted apart, never averaged in), rates as "
-              "k/n.\n\n");
+              "k/n.%s\n\n",
+          byout ? " Split by outcome: a row for the runs that trained, one for those that failed, each over its own "
+                  "runs (a mechanism's numbers, read beside the failures they may explain; not a verdict)."
+                : "");
   char ct[160];
   snprintf(ct, sizeof ct, "%.150s:", title ? title : name);
   st_tbl_emit(st, t, md, ct); /* frees t */

@@ -37,7 +37,7 @@
 static const char *const ARM_META[] = {"group", "tag", "x", "phase", "name", "from", "more_steps"};
 static const char *const CLAIM_FIELDS[] = {"text", "published", "arms", "metric", "rule", "margin", "effect", "control", "lr", "at", "minus",
                                            "requires"};
-static const char *const TABLE_FIELDS[] = {"metrics", "title"};
+static const char *const TABLE_FIELDS[] = {"metrics", "title", "split"};
 static const char *const PLOT_FIELDS[] = {"kind", "title", "ref", "metric", "x", "xlabel"};
 static const char *const PLOT_KINDS[] = {"loss", "gap", "metric", "edge"};
 static const char *const RULES[] = {"tracks", "higher", "lower"};
@@ -188,7 +188,7 @@ static int check_line(const study_file *f, const xp_config *base, int ln, const 
     const char *dot = strchr(key + (tb ? 6 : 5), '.');
     if (!dot || dot == key + (tb ? 6 : 5) || (tb ? IN(dot + 1, TABLE_FIELDS) : IN(dot + 1, PLOT_FIELDS)) < 0)
       return ferr(err, errlen, f, ln, "'%s': expected %s", key,
-                  tb ? "table.NAME.FIELD with FIELD one of metrics, title"
+                  tb ? "table.NAME.FIELD with FIELD one of metrics, title, split"
                      : "plot.NAME.FIELD with FIELD one of kind, title, ref, metric, x");
     const char *fl = dot + 1;
     if (!strcmp(fl, "metrics")) {
@@ -205,6 +205,8 @@ static int check_line(const study_file *f, const xp_config *base, int ln, const 
         return ferr(err, errlen, f, ln, "%s: the edge metrics (a row per arm) and the per-run ones (a row per arm and "
                     "learning rate) go in separate tables", key);
     }
+    if (tb && !strcmp(fl, "split") && strcmp(val, "outcome"))
+      return ferr(err, errlen, f, ln, "%s = %s: expected outcome (a row for the trained runs, one for the failed)", key, val);
     if (!strcmp(fl, "metric") && !st_metric_find(val)) return bad_metric(f, ln, val, err, errlen);
     if (!strcmp(fl, "metric") && st_metric_find(val)->kind == ST_MK_EDGE)
       return ferr(err, errlen, f, ln, "plot metric %s: an arm's statistic over the learning rates goes in a table", val);

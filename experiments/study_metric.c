@@ -40,6 +40,35 @@ static double m_first_overflow(const study *st, const srun *r) {
   free(c);
   return v;
 }
+/* A tensor kind's under- or overflow over the run's statistics steps (% of values,
+ * each step's mean over layers): their mean (max 0) or their largest (max 1); NAN
+ * without statistics. */
+static double stat_over_steps(const srun *r, const char *kind, int under, int max) {
+  stat_curve *c = malloc(sizeof *c);
+  double v = NAN, sum = 0;
+  if (c) {
+    st_read_stats(r, kind, c);
+    for (int i = 0; i < c->n; i++) {
+      const double x = under ? c->under[i] : c->over[i];
+      sum += x;
+      if (!(x <= v)) v = x;
+    }
+    if (c->n && !max) v = sum / c->n;
+    free(c);
+  }
+  return v;
+}
+static double m_grad_under(const study *st, const srun *r) { (void)st; return stat_over_steps(r, "grad", 1, 0); }
+static double m_max_over(const study *st, const srun *r) {
+  (void)st;
+  static const char *const kinds[] = {"input", "weight", "grad"};
+  double v = NAN;
+  for (int k = 0; k < 3; k++) {
+    const double x = stat_over_steps(r, kinds[k], 0, 1);
+    if (!(x <= v)) v = x;
+  }
+  return v;
+}
 static double m_spikes(const study *st, const srun *r) {
   (void)st;
   return r->res.steps_done > 0 ? 1000.0 * (double)r->res.spikes / (double)r->res.steps_done : NAN;
@@ -57,6 +86,10 @@ static const st_metric METRICS[] = {
     {"spikes", "loss spikes per 1000 steps", ST_MK_VALUE, 0, m_spikes},
     {"first_overflow", "largest overflow of an FP8 tensor kind at the run's first statistics step (% of values, mean "
      "over layers)", ST_MK_VALUE, 0, m_first_overflow},
+    {"grad_underflow", "the gradients' underflow at scale 1 or their recipe's scale (% of values, mean over layers), "
+     "averaged over the run's statistics steps (needs stats_every)", ST_MK_VALUE, 0, m_grad_under},
+    {"max_overflow", "the largest overflow of any tensor kind at any statistics step (% of values, mean over layers; "
+     "needs stats_every)", ST_MK_VALUE, 0, m_max_over},
     {"diverged", "diverged: the loss went non-finite, or the final loss ended above the first step's", ST_MK_RATE, 0,
      m_diverged},
     {"failed", "failed: diverged, or did not converge (the reference arm's rule)", ST_MK_RATE, 0, m_failed},

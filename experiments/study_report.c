@@ -341,9 +341,11 @@ void st_report_console_findings(study *st) {
   fputc('\n', st->log);
   st_report_testbed(st, st->log, "testbed: ");
   fprintf(st->log, "verdicts (the study file's claims):\n");
+  int nv = 0;
   for (int i = 0; i < st->nfind; i++)
     if (st->find[i].verdict != ST_V_OBSERVATION)
-      fprintf(st->log, "  [%s] %s %s\n", st_verdict_name(st->find[i].verdict), st->find[i].claim, st->find[i].evidence);
+      fprintf(st->log, "  [%s] %s %s\n", st_verdict_name(st->find[i].verdict), st->find[i].claim, st->find[i].evidence), nv++;
+  if (!nv) fprintf(st->log, "  none: the file states no claim (an exploratory study: its tables are observations)\n");
   int no = 0;
   for (int i = 0; i < st->nfind; i++) no += st->find[i].verdict == ST_V_OBSERVATION;
   if (no) fprintf(st->log, "(%d observation%s of the analysis in the report)\n", no, no == 1 ? "" : "s");

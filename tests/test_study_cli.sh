@@ -34,7 +34,8 @@ run study --help
 if [ "$rc" -eq 0 ] && grep -q "usage: exmy study" "$T/out"; then pass "study --help"; else fail "study --help" "status $rc"; fi
 
 run study --list
-studies="default mantissa recipes fallback calibration accumulation rounding lrsweep rangeshift delayedlag failsafe outliers faithful ladder e5m7confirm rtzconfirm sizeconfirm"
+studies="default mantissa recipes fallback calibration accumulation rounding lrsweep rangeshift delayedlag failsafe outliers faithful ladder e5m7confirm rtzconfirm sizeconfirm e5m7why"
+noclaims="e5m7why" # exploratory: tables, no claim
 ok=1
 for s in $studies; do grep -Eq "^$s +[a-zA-Z0-9]" "$T/out" || ok=0; done
 if [ "$rc" -eq 0 ] && [ $ok -eq 1 ]; then pass "study --list names every study with a description"
@@ -209,6 +210,7 @@ if [ "$rc" -eq 0 ] && grep -q '^## Per arm and learning rate' "$T/blocks/report.
 else fail "a new analysis as a file only" "status $rc" "$(txt "$T/err")" "$(grep -E '^\| cut|\[' "$T/out" "$T/blocks/report.md" | head -n 5 | tr '\n' '|')"; fi
 sf_err "a table of an unknown metric" 'description = d\ntable.t.metrics = val_loss, lr_edgy\n' 2 "unknown metric 'lr_edgy'"
 sf_err "an unknown plot kind" 'description = d\nplot.p.kind = pie\n' 2 "unknown plot kind 'pie'"
+sf_err "a table split by an unknown key" 'description = d\ntable.t.split = seed\n' 2 "table.t.split = seed: expected outcome"
 sf_err "an unknown claim field" 'description = d\nclaim.c.power = 3\n' 2 "claim.c.power"
 sf_err "a table mixing edge and run metrics" 'description = d\ntable.t.metrics = lr_edge, val_loss\n' 2 'separate tables'
 sf_err "a claim on the fitted edge" 'description = d\nclaim.c.metric = lr_edge_fit\n' 2 'lr_edge_fit is for tables'
@@ -505,6 +507,16 @@ for s in $studies; do
   nl=0
   for f in "$d"/runs/*/loss.csv; do [ -s "$f" ] && nl=$((nl + 1)); done
   if [ "$nl" -eq "$rows" ]; then pass "$s: runs/LABEL/loss.csv per run"; else fail "$s: runs/LABEL/loss.csv per run" "$nl of $rows"; fi
+  case " $noclaims " in
+  *" $s "*)
+    # an exploratory study: no verdict, said so; its table split by outcome (a row per arm and outcome)
+    if grep -q "^  none: the file states no claim" "$T/out" && grep -q '^## Setup' "$d/report.md" &&
+       grep -Eq '^\| e5m7 clamp +\| trained +\| [01]/1 +\| ' "$d/report.md" && grep -Eq '^\| e5m7 clamp +\| failed +\| [0-9]+/[0-9]+ +\| ' "$d/report.md" &&
+       grep -Eq '^\| e5m7 clamp +\| trained +\| 0/1 +\| [0-9.]+ +\| [0-9.]+ +\| [0-9.]+ +\|' "$d/report.md"; then
+      pass "$s: no claim, said so; its table split by outcome with the statistics' metrics"
+    else fail "$s: no claim, said so; its table split by outcome" "$(grep -E '^\| e5m7|none' "$d/report.md" "$T/out" | tr '\n' '|')"; fi
+    continue ;;
+  esac
   if grep -q '^## Setup' "$d/report.md" && grep -q '^## Claims and verdicts' "$d/report.md" &&
      grep -Eq '^- \*\*(reproduced|not reproduced|inconclusive|not testable here)\*\*' "$d/report.md" && grep -q '^| ' "$d/report.md"; then
     pass "$s: report.md has the setup, a table and verdicts"
