@@ -206,13 +206,23 @@ void st_report_testbed(const study *st, FILE *md, const char *lead) {
   if (text)
     fprintf(md, "; corpus `%s` (%s tokens; the last tenth held out for validation)", c->data,
             c->vocab_words ? "word" : "character");
-  const double tokens = (double)st->steps * m->batch * (text ? m->seq_len : 1);
+  long smin = st->steps, smax = st->steps; /* arms of their own lengths (a horizon study): the range */
+  for (int i = 0; i < st->nrun; i++)
+    if (st->run[i].cfg && st->run[i].parent < 0) {
+      if (i == 0 || st->run[i].cfg->steps < smin) smin = st->run[i].cfg->steps;
+      if (i == 0 || st->run[i].cfg->steps > smax) smax = st->run[i].cfg->steps;
+    }
+  const double per = (double)m->batch * (text ? m->seq_len : 1), tokens = (double)smax * per;
   char fresh[64] = ""; /* fresh seeds (a confirmation) are named */
   if (st->first_seed > 1) snprintf(fresh, sizeof fresh, " (seeds %d-%d)", st->first_seed, st->first_seed + st->nseeds - 1);
   char refined[48] = ""; /* a second pass's learning rates are named as such */
   if (st->nlr_refined) snprintf(refined, sizeof refined, " (%d added by --refine: refine.lrs)", st->nlr_refined);
-  fprintf(md, "; %ld steps x batch %d%s = %.3g %s per run; %d paired seed%s%s; %d learning rate%s%s.\n\n", st->steps,
-          m->batch, text ? " x context" : "", tokens, text ? "tokens" : "examples",
+  char span[48] = "", len[64];
+  if (smin != smax) snprintf(span, sizeof span, "%.3g to ", (double)smin * per);
+  if (smin != smax) snprintf(len, sizeof len, "%ld to %ld steps (per arm)", smin, smax);
+  else snprintf(len, sizeof len, "%ld steps", smax);
+  fprintf(md, "; %s x batch %d%s = %s%.3g %s per run; %d paired seed%s%s; %d learning rate%s%s.\n\n", len, m->batch,
+          text ? " x context" : "", span, tokens, text ? "tokens" : "examples",
           st->nseeds, st->nseeds == 1 ? "" : "s", fresh, st->nlr, st->nlr == 1 ? "" : "s", refined);
 }
 

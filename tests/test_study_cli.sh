@@ -34,7 +34,7 @@ run study --help
 if [ "$rc" -eq 0 ] && grep -q "usage: exmy study" "$T/out"; then pass "study --help"; else fail "study --help" "status $rc"; fi
 
 run study --list
-studies="default mantissa recipes fallback calibration accumulation rounding lrsweep rangeshift delayedlag failsafe outliers faithful ladder e5m7confirm rtzconfirm sizeconfirm e5m7why"
+studies="default mantissa recipes fallback calibration accumulation rounding lrsweep rangeshift delayedlag failsafe outliers faithful ladder e5m7confirm rtzconfirm sizeconfirm e5m7why horizon"
 noclaims="e5m7why" # exploratory: tables, no claim
 ok=1
 for s in $studies; do grep -Eq "^$s +[a-zA-Z0-9]" "$T/out" || ok=0; done
@@ -488,6 +488,8 @@ rtzconfirm: - **inconclusive**: E8M5 with round-toward-zero on every GEMM input 
 rtzconfirm: - **inconclusive**: E8M1's cost against fp32 is larger than E8M3's (fewer mantissa bits, a larger cost; confirmatory) (mantissa's exploratory split: +0.058 against +0.0096 nats). val_loss (e8m1 rtz - fp32) - (e8m3 rtz - fp32) over n = 1 pairs (1 seed): mean +0.0552, 95% CI [+0.0552, +0.0552], 90% CI [+0.0552, +0.0552] (one seed: no interval, the bounds repeat the mean); inconclusive: 1 paired seed, fewer than 5.
 sizeconfirm: - **inconclusive**: At width 144 (1.0M parameters), E8M3 with round-toward-zero on every GEMM input ends above fp32 at lr 0.003 (confirmatory, fresh seeds) (the ladder's exploratory gap: +0.041 nats (seeds 1-5)). val_loss e8m3 w144 - fp32 w144 over n = 1 pairs (1 seed): mean +0.0310, 95% CI [+0.0310, +0.0310], 90% CI [+0.0310, +0.0310] (one seed: no interval, the bounds repeat the mean); inconclusive: 1 paired seed, fewer than 5.
 sizeconfirm: - **inconclusive**: E8M3 round-toward-zero's cost against fp32 is larger at width 144 than at width 24 (the cost grows with size; confirmatory) (the ladder's exploratory gaps: +0.041 (width 144) against +0.017 (width 24); Lee et al.: E8M3 fails at 120M). val_loss (e8m3 w144 - fp32 w144) - (e8m3 w24 - fp32 w24) over n = 1 pairs (1 seed): mean +0.0192, 95% CI [+0.0192, +0.0192], 90% CI [+0.0192, +0.0192] (one seed: no interval, the bounds repeat the mean); inconclusive: 1 paired seed, fewer than 5.
+horizon: - **inconclusive**: After 2000 steps HYBRID FP8's validation loss is higher than BF16's (confirmatory, fresh seeds) (Megatron-LM FP8: consistently a little higher; default --full: +0.0185 nats (seeds 1-10)). val_loss hybrid h2000 - bf16 h2000 over n = 1 pairs (1 seed): mean +0.0010, 95% CI [+0.0010, +0.0010], 90% CI [+0.0010, +0.0010] (one seed: no interval, the bounds repeat the mean); inconclusive: 1 paired seed, fewer than 5.
+horizon: - **inconclusive**: HYBRID's gap to BF16 is larger after 2000 steps than after 1000 (the gap grows with the run's length; confirmatory) (the default study's +0.0185 (2000 steps) against +0.0038 (1000 steps), read side by side). val_loss (hybrid h2000 - bf16 h2000) - (hybrid h1000 - bf16 h1000) over n = 1 pairs (1 seed): mean -0.0009, 95% CI [-0.0009, -0.0009], 90% CI [-0.0009, -0.0009] (one seed: no interval, the bounds repeat the mean); inconclusive: 1 paired seed, fewer than 5.
 END_OF_VERDICTS
 }
 
@@ -598,6 +600,10 @@ if grep -q '^\*\*Testbed\.\*\* GPT in 2 shapes: .*GELU MLP, [0-9]* parameters (g
   pass "the testbed lists each model shape with its parameters and arms"
 else fail "the testbed lists each model shape" "$(grep -h '^\*\*Testbed' "$T/outliers/report.md" "$T/accumulation/report.md" | cut -c 1-300)"; fi
 
+# arms of their own lengths (horizon): the testbed gives the range of steps and tokens, not the base's
+if grep -q "6 to 12 steps (per arm) x batch 2 x context = 192 to 384 tokens per run" "$T/horizon/report.md"; then
+  pass "the testbed of arms with their own lengths gives the range of steps"
+else fail "the testbed of arms with their own lengths gives the range of steps" "$(grep -m1 'Testbed' "$T/horizon/report.md" | cut -c 1-300)"; fi
 # a metric plot against the arms' x draws its points in x order (rtzconfirm: fp32 at x = 23 runs
 # first), so its line never jumps back
 if [ -s "$T/rtzconfirm/val.dat" ] && awk 'NF == 4 { if (n++ && $1 + 0 < prev) bad = 1; prev = $1 + 0 } END { exit !(n == 4 && !bad) }' "$T/rtzconfirm/val.dat"; then
