@@ -523,7 +523,16 @@ int st_edge_refine(const st_edge_arm *a, int k, double *lr_out) {
     for (int i = 0; i < k; i++) lr_out[i] = e.lr * pow(r, -(double)(k - i));
     return k;
   }
-  const double r = n > 1 ? a->lr[n - 1] / a->lr[n - 2] : 2; /* above, by the last step */
+  int top = n - 1; /* above the window of judged cells: where it ends below the grid's top (the reference
+                      * stops training there), a higher learning rate cannot be judged; the gap to the
+                      * next one may be, so it is split as a bracket would be */
+  while (top > 0 && a->lr[top] > e.lr) top--;
+  if (top < n - 1) {
+    const double x0 = log2(e.lr), x1 = log2(a->lr[top + 1]);
+    for (int i = 0; i < k; i++) lr_out[i] = exp2(x0 + (x1 - x0) * (i + 1) / (k + 1));
+    return k;
+  }
+  const double r = n > 1 ? a->lr[n - 1] / a->lr[n - 2] : 2; /* above the grid, by its last step */
   for (int i = 0; i < k; i++) lr_out[i] = e.lr * pow(r, (double)(i + 1));
   return k;
 }

@@ -475,6 +475,12 @@ static void refine(void) {
   for (int i = 0; i < 3; i++) set_out(oa, i, "........");
   CHECK(st_edge_refine(&a, 1, out) == 1 && fabs(out[0] / (grid[7] * grid[7] / grid[6]) - 1) < 1e-13, "refine above: %a",
         out[0]);
+  /* above a window that ends early (the reference under-trained from lr 5): not past the grid's top
+   * (lr 5-7 exist and cannot be judged) but into the gap between the window's top and lr 5 */
+  for (int i = 0; i < 3; i++) set_out(oa, i, ".....jjj");
+  CHECK(st_edge_refine(&a, 1, out) == 1 && fabs(out[0] - sqrt(grid[4] * grid[5])) < 1e-13 * grid[5],
+        "refine above a window ending at lr 4: %a, want the geometric midpoint of lr 4 and 5 %a", out[0],
+        sqrt(grid[4] * grid[5]));
 }
 
 static void losses(void) {
