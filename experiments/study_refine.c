@@ -40,8 +40,12 @@ static int propose(const study *st, const char *arm, const char *point, double e
         snprintf(why, whylen, "%s%s: edge in (%.6g, %.6g), %.2f octaves wide, more than the effect %.3g", arm, point,
                  a.lr[e.lo_i], a.lr[e.hi_i], width, effect);
       else
-        snprintf(why, whylen, "%s%s: edge censored %s the grid (%s %.6g)", arm, point,
-                 e.status == ST_EDGE_ABOVE ? "above" : "below", e.status == ST_EDGE_ABOVE ? ">" : "<", e.lr);
+        snprintf(why, whylen, "%s%s: edge censored %s the %s (%s %.6g)", arm, point,
+                 e.status == ST_EDGE_ABOVE ? "above" : "below",
+                 e.status == ST_EDGE_ABOVE && e.lr < a.lr[a.nlr - 1] ? "judged learning rates (the reference is "
+                                                                        "under-trained above)"
+                                                                      : "grid",
+                 e.status == ST_EDGE_ABOVE ? ">" : "<", e.lr);
     }
   }
   free(b);
