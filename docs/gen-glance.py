@@ -63,6 +63,10 @@ def section(root):
         out.append(f"**`exmy study {name}`** ({size} size, {done}, exmy {s.get('exmy_version', '?')}; "
                    f"[page]({page})). {s.get('testbed', '').strip()}")
         out.append("")
+        if not s.get("claims"):
+            out.append("No claim: an exploratory study; its page has the tables and what they show.")
+            out.append("")
+            continue
         out.append("| verdict | claim | seeds | estimate [95% CI] | the rule that decided |")
         out.append("| --- | --- | ---: | --- | --- |")
         for c in s.get("claims", []):
