@@ -508,6 +508,14 @@ void st_edge_loss_offset(const st_edge_arm *a, const st_edge_arm *b, double delt
 
 /* ---- an adaptive second pass -------------------------------------------- */
 
+int st_edge_unjudged_above(const st_edge_arm *a, double lr) {
+  int k = 0;
+  while (k < a->nlr && !(a->lr[k] > lr)) k++;
+  for (int s = 0; k < a->nlr && s < a->nseed; s++)
+    if (RUN_AT(a, s, k) == ST_RUN_UNJUDGED) return 1;
+  return 0;
+}
+
 int st_edge_refine(const st_edge_arm *a, int k, double *lr_out) {
   st_edge_np e;
   st_edge_nonparam(a, &e);
@@ -523,11 +531,13 @@ int st_edge_refine(const st_edge_arm *a, int k, double *lr_out) {
     for (int i = 0; i < k; i++) lr_out[i] = e.lr * pow(r, -(double)(k - i));
     return k;
   }
-  int top = n - 1; /* above the window of judged cells: where it ends below the grid's top (the reference
-                      * stops training there), a higher learning rate cannot be judged; the gap to the
-                      * next one may be, so it is split as a bracket would be */
-  while (top > 0 && a->lr[top] > e.lr) top--;
-  if (top < n - 1) {
+  /* above the window of judged cells: where it ends below the grid's top because the next
+   * learning rate's cells are unjudged (the reference stops training there), a higher one
+   * cannot be judged either; the gap to it may be, so it is split as a bracket would be
+   * (a next learning rate not run yet is no such end: the grid is extended as usual) */
+  if (st_edge_unjudged_above(a, e.lr)) {
+    int top = n - 1;
+    while (top > 0 && a->lr[top] > e.lr) top--;
     const double x0 = log2(e.lr), x1 = log2(a->lr[top + 1]);
     for (int i = 0; i < k; i++) lr_out[i] = exp2(x0 + (x1 - x0) * (i + 1) / (k + 1));
     return k;

@@ -506,6 +506,8 @@ void st_edge_loss_offset(const st_edge_arm *a, const st_edge_arm *b, double delt
  * its geometric midpoint); a censored edge extends the grid by its end step
  * (x2 with one lr).  Written to lr_out ascending; their count. */
 int st_edge_refine(const st_edge_arm *a, int k, double *lr_out);
+/* 1 when the first learning rate above lr has an unjudged cell (the window of judged cells ends there) */
+int st_edge_unjudged_above(const st_edge_arm *a, double lr);
 /* DIR/refine.lrs: the learning rates `--refine` added (study_refine.c writes it,
  * study_file.c reads it back: appended to the grid; 0, or 2 with err naming the
  * file, line and value) */

@@ -42,7 +42,7 @@ static int propose(const study *st, const char *arm, const char *point, double e
       else
         snprintf(why, whylen, "%s%s: edge censored %s the %s (%s %.6g)", arm, point,
                  e.status == ST_EDGE_ABOVE ? "above" : "below",
-                 e.status == ST_EDGE_ABOVE && e.lr < a.lr[a.nlr - 1] ? "judged learning rates (the reference is "
+                 e.status == ST_EDGE_ABOVE && st_edge_unjudged_above(&a, e.lr) ? "judged learning rates (the reference is "
                                                                         "under-trained above)"
                                                                       : "grid",
                  e.status == ST_EDGE_ABOVE ? ">" : "<", e.lr);

@@ -481,6 +481,11 @@ static void refine(void) {
   CHECK(st_edge_refine(&a, 1, out) == 1 && fabs(out[0] - sqrt(grid[4] * grid[5])) < 1e-13 * grid[5],
         "refine above a window ending at lr 4: %a, want the geometric midpoint of lr 4 and 5 %a", out[0],
         sqrt(grid[4] * grid[5]));
+  /* runs not made yet above lr 4 end no window: the grid is extended by its step as usual (the
+   * caller drops a learning rate the grid already has) */
+  for (int i = 0; i < 3; i++) set_out(oa, i, ".....---");
+  CHECK(st_edge_refine(&a, 1, out) == 1 && fabs(out[0] / (grid[4] * grid[7] / grid[6]) - 1) < 1e-13,
+        "refine above runs not made yet: %a, want lr 4 times the grid's step %a", out[0], grid[4] * grid[7] / grid[6]);
 }
 
 static void losses(void) {
