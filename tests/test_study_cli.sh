@@ -34,7 +34,7 @@ run study --help
 if [ "$rc" -eq 0 ] && grep -q "usage: exmy study" "$T/out"; then pass "study --help"; else fail "study --help" "status $rc"; fi
 
 run study --list
-studies="default mantissa recipes fallback calibration accumulation rounding lrsweep rangeshift delayedlag failsafe outliers faithful ladder e5m7confirm rtzconfirm sizeconfirm e5m7why horizon"
+studies="default mantissa recipes fallback calibration accumulation rounding lrsweep rangeshift delayedlag failsafe outliers faithful ladder e5m7confirm rtzconfirm sizeconfirm e5m7why horizon e5m7scale"
 noclaims="e5m7why" # exploratory: tables, no claim
 ok=1
 for s in $studies; do grep -Eq "^$s +[a-zA-Z0-9]" "$T/out" || ok=0; done
@@ -490,6 +490,8 @@ sizeconfirm: - **inconclusive**: At width 144 (1.0M parameters), E8M3 with round
 sizeconfirm: - **inconclusive**: E8M3 round-toward-zero's cost against fp32 is larger at width 144 than at width 24 (the cost grows with size; confirmatory) (the ladder's exploratory gaps: +0.041 (width 144) against +0.017 (width 24); Lee et al.: E8M3 fails at 120M). val_loss (e8m3 w144 - fp32 w144) - (e8m3 w24 - fp32 w24) over n = 1 pairs (1 seed): mean +0.0192, 95% CI [+0.0192, +0.0192], 90% CI [+0.0192, +0.0192] (one seed: no interval, the bounds repeat the mean); inconclusive: 1 paired seed, fewer than 5.
 horizon: - **inconclusive**: After 2000 steps HYBRID FP8's validation loss is higher than BF16's (confirmatory, fresh seeds) (Megatron-LM FP8: consistently a little higher; default --full: +0.0185 nats (seeds 1-10)). val_loss hybrid h2000 - bf16 h2000 over n = 1 pairs (1 seed): mean +0.0010, 95% CI [+0.0010, +0.0010], 90% CI [+0.0010, +0.0010] (one seed: no interval, the bounds repeat the mean); inconclusive: 1 paired seed, fewer than 5.
 horizon: - **inconclusive**: HYBRID's gap to BF16 is larger after 2000 steps than after 1000 (the gap grows with the run's length; confirmatory) (the default study's +0.0185 (2000 steps) against +0.0038 (1000 steps), read side by side). val_loss (hybrid h2000 - bf16 h2000) - (hybrid h1000 - bf16 h1000) over n = 1 pairs (1 seed): mean -0.0009, 95% CI [-0.0009, -0.0009], 90% CI [-0.0009, -0.0009] (one seed: no interval, the bounds repeat the mean); inconclusive: 1 paired seed, fewer than 5.
+e5m7scale: - **inconclusive**: E5M7 clamped to its range without scaling fails more often than fp32 at lr 0.133 (a second replication, fresh seeds) (e5m7confirm: 11 of 20 against 0 of 20 (seeds 101-120)). failed: e5m7 clamp 0/1, fp32 0/1 over 1 learning-rate group (never pooled for the test), 1 seed each; inconclusive: 1 paired seed, fewer than 5.
+e5m7scale: - **inconclusive**: Scaling only the gradients into E5M7's range makes E5M7 fail less often than unscaled E5M7 (gradient underflow drives the failures) (e5m7why: the failed runs' gradients underflow more (a lead, its direction unsettled)). failed: e5m7 gradscaled 0/1, e5m7 clamp 0/1 over 1 learning-rate group (never pooled for the test), 1 seed each; inconclusive: 1 paired seed, fewer than 5.
 END_OF_VERDICTS
 }
 
