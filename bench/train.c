@@ -11,7 +11,10 @@
  * python3 and python that imports torch; the run names it and its torch.
  * Ratios: tokens/s over PyTorch's, and step time over the HYBRID step.
  * Goals (issue 34), each a row field below.
- * usage: bench/train [steps, default 20 (wide: steps/4, at least 2)] [threads, default 2] */
+ * usage: bench/train [steps, default 20 (wide: steps/4, at least 2)] [threads, default 2]
+ *        [rounds, default 1: each precision best of 2; R > 1: R interleaved rounds, every
+ *        precision and PyTorch once a round, medians of the rates and of the per-round ratios:
+ *        a VM whose speed drifts moves both sides of a ratio alike within a round] */
 #include "bench/bench.h"
 #include "experiments/xp.h"
 
@@ -83,65 +86,113 @@ static double torch_tokens_per_s(const char *py, const bench_model *m, long voca
   return tps;
 }
 
+/* One exmy training run of precision p: its tokens/s (0 and a message on an error). */
+static double exmy_tokens_per_s(const bench_model *bm, int p, long st, int threads, size_t *nparams) {
+  xp_config c;
+  xp_config_default(&c);
+  char err[EXMY_ERRLEN];
+  c.steps = st;
+  c.progress = 0;
+  c.eval_batches = 0;
+  c.threads = threads;
+  c.model.n_layer = bm->n_layer;
+  c.model.d_model = bm->d_model;
+  c.model.n_head = bm->n_head;
+  c.model.seq_len = bm->seq_len;
+  c.model.batch = bm->batch;
+  xp_result r;
+  if (xp_config_set(&c, "prec", precs[p].prec, err, sizeof err) || xp_train(&c, &r, err, sizeof err)) {
+    fprintf(stderr, "bench/train: %s\n", err);
+    return 0;
+  }
+  const double t = r.tokens_per_s;
+  *nparams = r.nparams;
+  xp_result_free(&r);
+  return t;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_d);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+#define MAX_ROUNDS 15
+
 int main(int argc, char **argv) {
   const long steps = argc > 1 ? atol(argv[1]) : 20;
   const int threads = argc > 2 ? atoi(argv[2]) : 2;
-  if (steps < 1 || threads < 1) return fprintf(stderr, "bench/train: usage: bench/train [steps >= 1] [threads >= 1]\n"), 2;
+  const int rounds = argc > 3 ? atoi(argv[3]) : 1;
+  if (steps < 1 || threads < 1 || rounds < 1 || rounds > MAX_ROUNDS)
+    return fprintf(stderr, "bench/train: usage: bench/train [steps >= 1] [threads >= 1] [rounds 1..%d]\n", MAX_ROUNDS), 2;
   char py[512], tver[256];
   torch_python(py, sizeof py, tver, sizeof tver);
   if (py[0]) printf("bench/train: PyTorch from %s (torch %s)\n", py, tver);
   for (size_t k = 0; k < sizeof models / sizeof models[0]; k++) {
     const bench_model *bm = &models[k];
     const long st = bm->d_model < 256 ? steps : (steps / 4 > 2 ? steps / 4 : 2);
-    double tps[NPREC];
-    size_t nparams = 0;
-    for (int p = 0; p < NPREC; p++) {
-      tps[p] = 0;
-      for (int rep = 0; rep < 2; rep++) {
-        xp_config c;
-        xp_config_default(&c);
-        char err[EXMY_ERRLEN];
-        c.steps = st;
-        c.progress = 0;
-        c.eval_batches = 0;
-        c.threads = threads;
-        c.model.n_layer = bm->n_layer;
-        c.model.d_model = bm->d_model;
-        c.model.n_head = bm->n_head;
-        c.model.seq_len = bm->seq_len;
-        c.model.batch = bm->batch;
-        if (xp_config_set(&c, "prec", precs[p].prec, err, sizeof err)) return fprintf(stderr, "bench/train: %s\n", err), 2;
-        xp_result r;
-        if (xp_train(&c, &r, err, sizeof err)) return fprintf(stderr, "bench/train: %s\n", err), 1;
-        if (r.tokens_per_s > tps[p]) tps[p] = r.tokens_per_s;
-        nparams = r.nparams;
-        xp_result_free(&r);
-      }
-    }
     /* vocab from the parameter count: L (12 C^2 + 13 C) + T C + 2 C + V (2 C + 1) */
     const long C = bm->d_model, L = bm->n_layer, T = bm->seq_len;
-    const long vocab = ((long)nparams - L * (12 * C * C + 13 * C) - T * C - 2 * C) / (2 * C + 1);
-    const double tt = torch_tokens_per_s(py, bm, vocab, st, threads);
+    double tps[NPREC], xtorch[NPREC], xhyb[NPREC], tt = 0;
+    size_t nparams = 0;
+    long vocab = 0;
+    if (rounds == 1) { /* each precision best of 2, PyTorch once */
+      for (int p = 0; p < NPREC; p++) {
+        tps[p] = 0;
+        for (int rep = 0; rep < 2; rep++) {
+          const double t = exmy_tokens_per_s(bm, p, st, threads, &nparams);
+          if (t <= 0) return 1;
+          if (t > tps[p]) tps[p] = t;
+        }
+      }
+      vocab = ((long)nparams - L * (12 * C * C + 13 * C) - T * C - 2 * C) / (2 * C + 1);
+      tt = torch_tokens_per_s(py, bm, vocab, st, threads);
+      for (int p = 0; p < NPREC; p++) xtorch[p] = tt > 0 ? tps[p] / tt : 0, xhyb[p] = tps[HYBRID] / tps[p];
+    } else { /* interleaved rounds (every precision once, then PyTorch): medians, ratios per round */
+      static double r_tps[MAX_ROUNDS][NPREC], r_tt[MAX_ROUNDS], col[MAX_ROUNDS];
+      for (int r = 0; r < rounds; r++) {
+        for (int p = 0; p < NPREC; p++)
+          if ((r_tps[r][p] = exmy_tokens_per_s(bm, p, st, threads, &nparams)) <= 0) return 1;
+        vocab = ((long)nparams - L * (12 * C * C + 13 * C) - T * C - 2 * C) / (2 * C + 1);
+        r_tt[r] = torch_tokens_per_s(py, bm, vocab, st, threads);
+      }
+      for (int r = 0; r < rounds; r++) col[r] = r_tt[r];
+      tt = median(col, rounds);
+      for (int p = 0; p < NPREC; p++) {
+        for (int r = 0; r < rounds; r++) col[r] = r_tps[r][p];
+        tps[p] = median(col, rounds);
+        for (int r = 0; r < rounds; r++) col[r] = r_tt[r] > 0 ? r_tps[r][p] / r_tt[r] : 0;
+        xtorch[p] = tt > 0 ? median(col, rounds) : 0;
+        for (int r = 0; r < rounds; r++) col[r] = r_tps[r][HYBRID] / r_tps[r][p];
+        xhyb[p] = median(col, rounds);
+      }
+    }
+    char how[64];
+    if (rounds == 1) snprintf(how, sizeof how, "best of 2");
+    else snprintf(how, sizeof how, "medians of %d interleaved rounds (ratios per round)", rounds);
     printf("bench/train: %s (%d layers, d_model %d, %d heads, seq %d, batch %d, vocab %ld): %zu parameters, "
-           "%ld steps, %d threads, best of 2\n", bm->name, bm->n_layer, bm->d_model, bm->n_head, bm->seq_len,
-           bm->batch, vocab, nparams, st, threads);
+           "%ld steps, %d threads, %s\n", bm->name, bm->n_layer, bm->d_model, bm->n_head, bm->seq_len,
+           bm->batch, vocab, nparams, st, threads, how);
     printf("%-26s %12s %10s %10s\n", "precision", "tokens/s", "x PyTorch", "x hybrid");
     if (tt > 0) printf("%-26s %12.0f %10.2f %10s\n", "PyTorch fp32", tt, 1.0, "");
     for (int p = 0; p < NPREC; p++) {
       char ratio[32] = "-";
-      if (tt > 0) snprintf(ratio, sizeof ratio, "%.2f", tps[p] / tt);
-      printf("%-26s %12.0f %10s %10.2f\n", precs[p].prec, tps[p], ratio, tps[HYBRID] / tps[p]); /* step / hybrid's */
+      if (tt > 0) snprintf(ratio, sizeof ratio, "%.2f", xtorch[p]);
+      printf("%-26s %12.0f %10s %10.2f\n", precs[p].prec, tps[p], ratio, xhyb[p]); /* step / hybrid's */
     }
     const struct { const char *what; double goal; int p; } vs_torch[] = {{"hybrid", bm->goal_hybrid, HYBRID},
                                                                          {"fp32", bm->goal_fp32, FP32}};
     for (int g = 0; g < 2 && tt > 0; g++)
       if (vs_torch[g].goal > 0)
         printf("goal: %s >= %.1fx PyTorch: %s (%.2f)\n", vs_torch[g].what, vs_torch[g].goal,
-               tps[vs_torch[g].p] / tt >= vs_torch[g].goal ? "met" : "not met", tps[vs_torch[g].p] / tt);
+               xtorch[vs_torch[g].p] >= vs_torch[g].goal ? "met" : "not met", xtorch[vs_torch[g].p]);
     for (int p = 0; p < NPREC; p++)
       if (precs[p].goal_vs_hybrid > 0)
         printf("goal: %s step <= %.1fx hybrid: %s (%.2f)\n", precs[p].prec, precs[p].goal_vs_hybrid,
-               tps[HYBRID] / tps[p] <= precs[p].goal_vs_hybrid ? "met" : "not met", tps[HYBRID] / tps[p]);
+               xhyb[p] <= precs[p].goal_vs_hybrid ? "met" : "not met", xhyb[p]);
     putchar('\n');
     fflush(stdout);
   }
