@@ -111,6 +111,12 @@ static double exmy_tokens_per_s(const bench_model *bm, int p, long st, int threa
   return t;
 }
 
+/* The vocabulary from the parameter count: L (12 C^2 + 13 C) + T C + 2 C + V (2 C + 1). */
+static long vocab_of(const bench_model *bm, size_t nparams) {
+  const long C = bm->d_model, L = bm->n_layer, T = bm->seq_len;
+  return ((long)nparams - L * (12 * C * C + 13 * C) - T * C - 2 * C) / (2 * C + 1);
+}
+
 static int cmp_d(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -134,8 +140,6 @@ int main(int argc, char **argv) {
   for (size_t k = 0; k < sizeof models / sizeof models[0]; k++) {
     const bench_model *bm = &models[k];
     const long st = bm->d_model < 256 ? steps : (steps / 4 > 2 ? steps / 4 : 2);
-    /* vocab from the parameter count: L (12 C^2 + 13 C) + T C + 2 C + V (2 C + 1) */
-    const long C = bm->d_model, L = bm->n_layer, T = bm->seq_len;
     double tps[NPREC], xtorch[NPREC], xhyb[NPREC], tt = 0;
     size_t nparams = 0;
     long vocab = 0;
@@ -148,7 +152,7 @@ int main(int argc, char **argv) {
           if (t > tps[p]) tps[p] = t;
         }
       }
-      vocab = ((long)nparams - L * (12 * C * C + 13 * C) - T * C - 2 * C) / (2 * C + 1);
+      vocab = vocab_of(bm, nparams);
       tt = torch_tokens_per_s(py, bm, vocab, st, threads);
       for (int p = 0; p < NPREC; p++) xtorch[p] = tt > 0 ? tps[p] / tt : 0, xhyb[p] = tps[HYBRID] / tps[p];
     } else { /* interleaved rounds (every precision once, then PyTorch): medians, ratios per round */
@@ -156,7 +160,7 @@ int main(int argc, char **argv) {
       for (int r = 0; r < rounds; r++) {
         for (int p = 0; p < NPREC; p++)
           if ((r_tps[r][p] = exmy_tokens_per_s(bm, p, st, threads, &nparams)) <= 0) return 1;
-        vocab = ((long)nparams - L * (12 * C * C + 13 * C) - T * C - 2 * C) / (2 * C + 1);
+        vocab = vocab_of(bm, nparams);
         r_tt[r] = torch_tokens_per_s(py, bm, vocab, st, threads);
       }
       for (int r = 0; r < rounds; r++) col[r] = r_tt[r];

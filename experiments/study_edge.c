@@ -53,7 +53,7 @@ int st_edge_check(const st_edge_arm *a, char *err, size_t errlen) {
 }
 
 int st_edge_failed(const st_edge_arm *a, int seed, int k) {
-  const int o = a->out[(size_t)seed * (size_t)a->nlr + (size_t)k];
+  const int o = RUN_AT(a, seed, k);
   if (o == ST_RUN_MISSING || o == ST_RUN_UNJUDGED) return -1; /* counted nowhere */
   return o == ST_RUN_DIVERGED || (o == ST_RUN_UNDERTRAINED && a->undertrained_fails);
 }
@@ -508,9 +508,15 @@ void st_edge_loss_offset(const st_edge_arm *a, const st_edge_arm *b, double delt
 
 /* ---- an adaptive second pass -------------------------------------------- */
 
-int st_edge_unjudged_above(const st_edge_arm *a, double lr) {
+/* the index of the first learning rate above lr (nlr: none) */
+static int first_above(const st_edge_arm *a, double lr) {
   int k = 0;
   while (k < a->nlr && !(a->lr[k] > lr)) k++;
+  return k;
+}
+
+int st_edge_unjudged_above(const st_edge_arm *a, double lr) {
+  const int k = first_above(a, lr);
   for (int s = 0; k < a->nlr && s < a->nseed; s++)
     if (RUN_AT(a, s, k) == ST_RUN_UNJUDGED) return 1;
   return 0;
@@ -536,9 +542,7 @@ int st_edge_refine(const st_edge_arm *a, int k, double *lr_out) {
    * cannot be judged either; the gap to it may be, so it is split as a bracket would be
    * (a next learning rate not run yet is no such end: the grid is extended as usual) */
   if (st_edge_unjudged_above(a, e.lr)) {
-    int top = n - 1;
-    while (top > 0 && a->lr[top] > e.lr) top--;
-    const double x0 = log2(e.lr), x1 = log2(a->lr[top + 1]);
+    const double x0 = log2(e.lr), x1 = log2(a->lr[first_above(a, e.lr)]);
     for (int i = 0; i < k; i++) lr_out[i] = exp2(x0 + (x1 - x0) * (i + 1) / (k + 1));
     return k;
   }

@@ -25,25 +25,11 @@ static double m_first(const study *st, const srun *r) {
   const long at = st_own_start(st, r);
   return at >= 0 && at < r->res.steps_done ? r->res.loss[at] : NAN;
 }
-/* The largest overflow (% of values past the format's range, mean over layers) of any
- * FP8 tensor kind at the run's first statistics step: the condition a published jump
- * after a resume needs (NAN without FP8 statistics). */
-static double m_first_overflow(const study *st, const srun *r) {
-  (void)st;
-  static const char *const kinds[] = {"input", "weight", "grad"};
-  stat_curve *c = malloc(sizeof *c);
-  double v = NAN;
-  for (int k = 0; c && k < 3; k++) {
-    st_read_stats(r, kinds[k], c);
-    if (c->n && !(c->over[0] <= v)) v = c->over[0];
-  }
-  free(c);
-  return v;
-}
-/* A tensor kind's under- or overflow over the run's statistics steps (% of values,
- * each step's mean over layers): their mean (max 0) or their largest (max 1); NAN
- * without statistics. */
-static double stat_over_steps(const srun *r, const char *kind, int under, int max) {
+/* A tensor kind's under- or overflow (% of values, each statistics step's mean over
+ * layers): at the run's first statistics step, the mean over its steps, or their
+ * largest; NAN without statistics. */
+enum { AT_FIRST, OVER_MEAN, OVER_MAX };
+static double stat_of(const srun *r, const char *kind, int under, int how) {
   stat_curve *c = malloc(sizeof *c);
   double v = NAN, sum = 0;
   if (c) {
@@ -53,22 +39,27 @@ static double stat_over_steps(const srun *r, const char *kind, int under, int ma
       sum += x;
       if (!(x <= v)) v = x;
     }
-    if (c->n && !max) v = sum / c->n;
+    if (c->n && how == AT_FIRST) v = under ? c->under[0] : c->over[0];
+    if (c->n && how == OVER_MEAN) v = sum / c->n;
     free(c);
   }
   return v;
 }
-static double m_grad_under(const study *st, const srun *r) { (void)st; return stat_over_steps(r, "grad", 1, 0); }
-static double m_max_over(const study *st, const srun *r) {
-  (void)st;
+/* the largest overflow of the FP8 tensor kinds (kinds without statistics skipped) */
+static double overflow_of_kinds(const srun *r, int how) {
   static const char *const kinds[] = {"input", "weight", "grad"};
   double v = NAN;
   for (int k = 0; k < 3; k++) {
-    const double x = stat_over_steps(r, kinds[k], 0, 1);
-    if (!(x <= v)) v = x;
+    const double x = stat_of(r, kinds[k], 0, how);
+    if (isfinite(x) && !(x <= v)) v = x;
   }
   return v;
 }
+/* At the run's first statistics step: the condition a published jump after a
+ * resume needs. */
+static double m_first_overflow(const study *st, const srun *r) { (void)st; return overflow_of_kinds(r, AT_FIRST); }
+static double m_max_over(const study *st, const srun *r) { (void)st; return overflow_of_kinds(r, OVER_MAX); }
+static double m_grad_under(const study *st, const srun *r) { (void)st; return stat_of(r, "grad", 1, OVER_MEAN); }
 static double m_spikes(const study *st, const srun *r) {
   (void)st;
   return r->res.steps_done > 0 ? 1000.0 * (double)r->res.spikes / (double)r->res.steps_done : NAN;

@@ -4,6 +4,7 @@
 #include "exmy.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -206,12 +207,13 @@ void st_report_testbed(const study *st, FILE *md, const char *lead) {
   if (text)
     fprintf(md, "; corpus `%s` (%s tokens; the last tenth held out for validation)", c->data,
             c->vocab_words ? "word" : "character");
-  long smin = st->steps, smax = st->steps; /* arms of their own lengths (a horizon study): the range */
+  long smin = LONG_MAX, smax = 0; /* arms of their own lengths (a horizon study): the range */
   for (int i = 0; i < st->nrun; i++)
     if (st->run[i].cfg && st->run[i].parent < 0) {
-      if (i == 0 || st->run[i].cfg->steps < smin) smin = st->run[i].cfg->steps;
-      if (i == 0 || st->run[i].cfg->steps > smax) smax = st->run[i].cfg->steps;
+      if (st->run[i].cfg->steps < smin) smin = st->run[i].cfg->steps;
+      if (st->run[i].cfg->steps > smax) smax = st->run[i].cfg->steps;
     }
+  if (smax == 0) smin = smax = st->steps;
   const double per = (double)m->batch * (text ? m->seq_len : 1), tokens = (double)smax * per;
   char fresh[64] = ""; /* fresh seeds (a confirmation) are named */
   if (st->first_seed > 1) snprintf(fresh, sizeof fresh, " (seeds %d-%d)", st->first_seed, st->first_seed + st->nseeds - 1);

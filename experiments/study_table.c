@@ -224,7 +224,7 @@ void st_plot_draw(study *st, const char *stem, const char *title, const char *xl
     if (s[i].mark) { /* bounds: open triangles in the series' colour */
       fprintf(g, "%s'%s.dat' index %d using 1:2 with points pt %d ps 1.3 lw 1.4 lt %d notitle", nel++ ? ", \\\n     " : "", stem,
               i, s[i].mark > 0 ? 8 : 10, lt);
-      up |= s[i].mark > 0 && s[i].n, down |= s[i].mark < 0 && s[i].n;
+      up |= s[i].mark > 0, down |= s[i].mark < 0;
     } else if (s[i].lo && s[i].hi) /* a seed band as error bars */
       fprintf(g, "%s'%s.dat' index %d using 1:2:3:4 with yerrorlines pt %d ps 0.7 lw 1.6 lt %d %s '%s'",
               nel++ ? ", \\\n     " : "", stem, i, pt, lt, marks ? "notitle" : "title", marks ? "" : t);
