@@ -14,6 +14,8 @@
  *                                            crossed with the arms (axis.lr is the
  *                                            learning-rate axis)
  *   zip = KEY, KEY                           these axes step together
+ *   arm.NAME.reference = ARM                 this arm's rules against ARM (arms of another
+ *                                            model, length or width), not the file's
  *   arm.NAME.from = ARM, arm.NAME.more_steps = N
  *                                            start from ARM's final checkpoint
  *                                            (same point, lr, seed), N steps more
@@ -34,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const ARM_META[] = {"group", "tag", "x", "phase", "name", "from", "more_steps"};
+static const char *const ARM_META[] = {"group", "tag", "x", "phase", "name", "from", "more_steps", "reference"};
 static const char *const CLAIM_FIELDS[] = {"text", "published", "arms", "metric", "rule", "margin", "effect", "control", "lr", "at", "minus",
                                            "requires"};
 static const char *const TABLE_FIELDS[] = {"metrics", "title", "split"};
@@ -148,7 +150,8 @@ static int check_line(const study_file *f, const xp_config *base, int ln, const 
         return ferr(err, errlen, f, ln, "%s = %s: expected a number", key, val);
       if (!strcmp(dot + 1, "more_steps") && (!st_parse_num(val, &v) || v != floor(v) || v < 1 || v > 1e9))
         return ferr(err, errlen, f, ln, "%s = %s: expected a whole number of steps 1..1e9", key, val);
-      if (!strcmp(dot + 1, "from") && !*val) return ferr(err, errlen, f, ln, "%s: expected an arm's name", key);
+      if ((!strcmp(dot + 1, "from") || !strcmp(dot + 1, "reference")) && !*val)
+        return ferr(err, errlen, f, ln, "%s: expected an arm's name", key);
       return 0;
     }
     return check_engine(f, base, ln, dot + 1, val, err, errlen);
@@ -464,6 +467,23 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
       if (k == narm) return ferr(err, errlen, f, L->ln, "%s: no arm '%s' in this study (arm.%s.KEY = ...)", L->key, a, a);
     }
   }
+  /* the rules' reference arms: the file's (reference = ARM) and any arm's own (arm.X.reference = ARM) name arms
+   * of this study (a misspelt one would leave the non-convergence rule unapplied, silently) */
+  int refk[ST_MAXARM];
+  for (int k = 0; k <= narm; k++) {
+    int rln = 0;
+    char key[128];
+    if (k < narm) snprintf(key, sizeof key, "arm.%s.reference", arm[k]);
+    const char *rv = st_file_get(f, sz, k < narm ? key : "reference", &rln);
+    if (k < narm) refk[k] = -1;
+    if (!rv || !narm) continue;
+    int p = 0;
+    while (p < narm && strcmp(arm[p], rv)) p++;
+    if (p == narm)
+      return ferr(err, errlen, f, rln, "%s = %s: no arm '%s' in this study (arm.%s.KEY = ...)", k < narm ? key : "reference",
+                  rv, rv, rv);
+    if (k < narm) refk[k] = p;
+  }
   const int implicit = narm == 0;
   if (implicit) narm = 1;
   /* points of the non-lr axes: mixed radix over the groups; counted in
@@ -530,7 +550,7 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
       else if (!strcmp(key, "phase")) phase = atoi(L->val);
       else if (!strcmp(key, "name")) snprintf(shown, sizeof shown, "%.63s", L->val);
       else if (!strcmp(key, "more_steps")) more = strtol(L->val, NULL, 10);
-      else if (!strcmp(key, "from")) continue;
+      else if (!strcmp(key, "from") || !strcmp(key, "reference")) continue;
       else {
         if (nk >= MAX_KV - 2 - na) return ferr(err, errlen, f, L->ln, "arm %s: more than %d keys", arm[k], MAX_KV - 2 - na);
         snprintf(kvbuf[nk], sizeof kvbuf[nk], "%s=%s", key, L->val);
@@ -561,6 +581,7 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
       st_add_cfgv(st, name, group[0] ? group : NULL, x, tag, phase, kvs, nk2);
       for (int i = first; i < st->nrun; i++) { /* claims pair runs by arm and axis point */
         snprintf(st->run[i].arm, sizeof st->run[i].arm, "%.63s", implicit ? "" : arm[k]);
+        snprintf(st->run[i].ref, sizeof st->run[i].ref, "%.63s", implicit || refk[k] < 0 ? "" : arm[refk[k]]);
         snprintf(st->run[i].point, sizeof st->run[i].point, "%s", pt);
         st->run[i].more_steps = more;
       }

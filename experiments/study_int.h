@@ -51,6 +51,7 @@ typedef struct srun {
   int missing;                  /* --report or another shard: not run yet */
   char id[24];                  /* hash of the resolved config (study_state.c) */
   char arm[64], point[ST_NAMELEN]; /* study files: the arm and the axis values (" k=v ...") */
+  char ref[64];                 /* its own reference arm (arm.X.reference); "": the file's reference */
   int nonconv;                  /* the non-convergence rule (study_claims.c) */
   int undertrained;             /* far above the reference's best over the learning rates (study_claims.c) */
   int refweak;                  /* the reference's run at the same seed, lr and point is under-trained (study_claims.c) */
@@ -311,6 +312,8 @@ double st_mde_rate(int n, int ngroups, double alpha);
 int st_blocks_report(study *st, FILE *md);
 /* study_claims.c: the rules on every run, the claims, their report sections */
 double st_nonconv_nats(const study *st);
+/* The arm run r's rules use: its own (arm.X.reference), else the file's reference (NULL: none). */
+const char *st_run_ref(const study *st, const srun *r);
 void st_rules_eval(study *st);
 void st_claims_eval(study *st);
 void st_report_rules(study *st, FILE *md);

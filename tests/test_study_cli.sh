@@ -215,6 +215,17 @@ sf_err "an unknown claim field" 'description = d\nclaim.c.power = 3\n' 2 "claim.
 sf_err "a table mixing edge and run metrics" 'description = d\ntable.t.metrics = lr_edge, val_loss\n' 2 'separate tables'
 sf_err "a claim on the fitted edge" 'description = d\nclaim.c.metric = lr_edge_fit\n' 2 'lr_edge_fit is for tables'
 sf_err "a claim effect of 0" 'description = d\nclaim.c.effect = 0\n' 2 'effect = 0'
+# the rules' reference arms name arms of the study (a misspelt one would leave the rules unapplied)
+sf_err "a reference that is no arm" 'description = d\narm.a.prec = bf16\nreference = nosuch\n' 3 "reference = nosuch: no arm 'nosuch'"
+sf_err "an arm's reference that is no arm" 'description = d\narm.a.prec = bf16\narm.b.prec = fp32\narm.b.reference = fp3\n' 4 "arm.b.reference = fp3: no arm 'fp3'"
+sf_err "an arm's empty reference" 'description = d\narm.a.prec = bf16\narm.a.reference =\n' 3 "expected an arm's name"
+# an arm's own reference is not part of its runs' configs: the same folder's runs, judged anew
+sed 's/^reference = fp32$/reference = fp32\narm.fp32.reference = cut/' "$T/blocks.study" >"$T/blocks-ref.study"
+run study "$T/blocks-ref.study" --out "$T/blocks" --report --no-plots
+if [ "$rc" -eq 0 ] && grep -q 'above its reference arm.s (`cut` for fp32; `fp32` for the others) at the same seed' "$T/blocks/report.md" &&
+   ! grep -q 'missing' "$T/out"; then
+  pass "arm.X.reference: the rules text names each arm's reference, and the runs keep their folder"
+else fail "arm.X.reference: the rules text names each arm's reference" "status $rc" "$(txt "$T/err")" "$(grep -i 'non-convergence' "$T/blocks/report.md" | head -c 400)"; fi
 
 # first_seed: fresh seeds for a confirmation (seeds 11 and 12, not 1 and 2)
 printf 'description = fresh seeds\ndata = builtin\nsteps = 3\nn_layer = 1\nd_model = 16\nn_head = 2\nseq_len = 16\nbatch = 2\nseeds = 2\nfirst_seed = 11\narm.a.prec = fp32\n' >"$T/fresh.study"

@@ -417,6 +417,18 @@ int main(void) {
   CHECK(runs[0].undertrained && !runs[0].nonconv && !runs[2].undertrained, "%s: flags %d %d %d", what,
         runs[0].undertrained, runs[0].nonconv, runs[2].undertrained);
 
+  /* an arm's own reference (arm.X.reference): a's runs are judged against c's, d's against the file's b */
+  what = "an arm judged against its own reference";
+  setup("reference = b\n");
+  for (int s = 0; s < 5; s++) {
+    snprintf(add("a", 0, s, 2.8)->ref, sizeof runs[0].ref, "c");
+    add("b", 0, s, 2.0), add("c", 0, s, 2.4), add("d", 0, s, 2.8);
+  }
+  st_rules_eval(&st);
+  CHECK(!runs[0].nonconv && !runs[0].undertrained && runs[3].nonconv && !runs[2].nonconv,
+        "%s: a nonconv %d undertrained %d (against c: want 0 0), d nonconv %d (against b: want 1), c %d", what,
+        runs[0].nonconv, runs[0].undertrained, runs[3].nonconv, runs[2].nonconv);
+
   /* where the reference itself is under-trained, a run within nonconv_nats of it is not "trained":
    * the edge statistics leave those cells unjudged (a's runs end near b's poor losses at the top two
    * learning rates, and fail at the third: the window where b trains ends at the second) */
