@@ -24,6 +24,7 @@
 #include "experiments/study_int.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -555,6 +556,59 @@ void st_claims_eval(study *st) {
     }
 }
 
+/* The settings that make two runs different models or run lengths (a rule's reference should share
+ * them), as a table: key, offset in xp_config, kind (int, long, double, string). */
+typedef struct rule_field { const char *key; size_t off; char kind; } rule_field;
+#define RF(k, f, t) {k, offsetof(xp_config, f), t}
+static const rule_field RULE_FIELDS[] = {
+    RF("model", model.kind, 'i'), RF("n_layer", model.n_layer, 'i'), RF("d_model", model.d_model, 'i'),
+    RF("n_head", model.n_head, 'i'), RF("seq_len", model.seq_len, 'i'), RF("swiglu", model.swiglu, 'i'),
+    RF("rmsnorm", model.rmsnorm, 'i'), RF("qk_layernorm", model.qk_layernorm, 'i'), RF("z_loss", model.z_loss, 'd'),
+    RF("bias", model.no_bias, 'i'), RF("tie", model.tie, 'i'), RF("pos", model.rope, 'i'),
+    RF("in_dim", model.in_dim, 'i'), RF("hidden", model.hidden, 'i'), RF("depth", model.depth, 'i'),
+    RF("out_dim", model.out_dim, 'i'), RF("batch", model.batch, 'i'), RF("steps", steps, 'l'), RF("data", data, 's'),
+};
+#undef RF
+
+/* The keys in which run a's config differs from b's, "KEY A vs B, ..." into out (empty: none). */
+static void rule_fields_diff(const xp_config *a, const xp_config *b, char *out, size_t n) {
+  out[0] = 0;
+  for (size_t i = 0; i < sizeof RULE_FIELDS / sizeof RULE_FIELDS[0]; i++) {
+    const rule_field *f = &RULE_FIELDS[i];
+    const char *pa = (const char *)a + f->off, *pb = (const char *)b + f->off;
+    char va[80], vb[80];
+    switch (f->kind) {
+    case 'i': snprintf(va, sizeof va, "%d", *(const int *)pa), snprintf(vb, sizeof vb, "%d", *(const int *)pb); break;
+    case 'l': snprintf(va, sizeof va, "%ld", *(const long *)pa), snprintf(vb, sizeof vb, "%ld", *(const long *)pb); break;
+    case 'd': snprintf(va, sizeof va, "%g", *(const double *)pa), snprintf(vb, sizeof vb, "%g", *(const double *)pb); break;
+    default: snprintf(va, sizeof va, "%.79s", pa), snprintf(vb, sizeof vb, "%.79s", pb); break;
+    }
+    if (strcmp(va, vb)) st_cat(out, n, "%s%s %s vs %s", out[0] ? ", " : "", f->key, va, vb);
+  }
+}
+
+/* Arms judged against a reference of another model or run length (their first run against the
+ * reference's at the same cell): a note for the Rules section and the console ("" when none). */
+static void rules_mismatch(const study *st, char *out, size_t n) {
+  out[0] = 0;
+  for (int i = 0; i < st->nrun; i++) {
+    const srun *r = &st->run[i];
+    const char *ref = st_run_ref(st, r);
+    int first = 1; /* each arm once: its first run with a reference run beside it */
+    for (int j = 0; j < i && first; j++) first = strcmp(st->run[j].arm, r->arm) != 0;
+    if (!ref || !first || !r->cfg || !strcmp(r->arm, ref) || r->parent >= 0) continue;
+    const srun *q = NULL;
+    for (int j = 0; j < st->nrun && !q; j++)
+      if (!strcmp(st->run[j].arm, ref) && !strcmp(st->run[j].point, r->point) && st->run[j].lri == r->lri &&
+          st->run[j].seedi == r->seedi)
+        q = &st->run[j];
+    if (!q || !q->cfg || q->parent >= 0) continue;
+    char d[300];
+    rule_fields_diff(r->cfg, q->cfg, d, sizeof d);
+    if (d[0]) st_cat(out, n, "%s`%s` against `%s` (%s)", out[0] ? "; " : "", r->arm, ref, d);
+  }
+}
+
 void st_report_rules(study *st, FILE *md) {
   if (!st->file) return;
   const char *ref = st_file_get(st->file, st->size, "reference", NULL);
@@ -590,6 +644,14 @@ void st_report_rules(study *st, FILE *md) {
                 "best `%s` run of its seed over the learning rates.\n\n",
             st_nonconv_nats(st), ref, st_nonconv_nats(st), ref);
   else fprintf(md, "Non-convergence: not applied (the study names no `reference` arm).\n\n");
+  char mis[1600];
+  rules_mismatch(st, mis, sizeof mis);
+  if (mis[0]) {
+    fprintf(md, "**Note on the rules**: some arms are judged against a reference of another model or run length: "
+                "%s. Their non-convergence and under-training compare unlike runs; `arm.X.reference` names a "
+                "reference of their own.\n\n", mis);
+    if (st->log) fprintf(st->log, "rules: judged against a reference of another model or run length: %s\n", mis);
+  }
   fprintf(md, "Claims: at least %d paired seeds for any verdict; a failed run is never dropped from a paired claim "
               "(it counts at the worst value: its first-step loss or the worst of the claim's runs, whichever is "
               "higher); failure rates are tested per learning rate (exact McNemar over seeds, Holm-corrected), never "

@@ -429,6 +429,38 @@ int main(void) {
         "%s: a nonconv %d undertrained %d (against c: want 0 0), d nonconv %d (against b: want 1), c %d", what,
         runs[0].nonconv, runs[0].undertrained, runs[3].nonconv, runs[2].nonconv);
 
+  /* an arm of another width than its reference: the Rules section says so, and names the key; with its own
+   * reference of the same width it says nothing */
+  for (int pass = 0; pass < 2; pass++) {
+    static xp_config narrow, wide;
+    xp_config_default(&narrow);
+    xp_config_default(&wide);
+    wide.model.d_model = 2 * narrow.model.d_model;
+    what = pass ? "an arm with its own reference of its width" : "an arm judged against a narrower reference";
+    setup("reference = b\n");
+    for (int s = 0; s < 5; s++) {
+      add("b", 0, s, 2.0)->cfg = &narrow;
+      add("w", 0, s, 2.0)->cfg = &wide;
+      srun *x = add("x", 0, s, 2.0); /* the wide arm's own fp32 */
+      x->cfg = &wide;
+      if (pass) /* w and x (the wide model's reference itself) judged against x */
+        snprintf(runs[st.nrun - 2].ref, sizeof runs[0].ref, "x"), snprintf(x->ref, sizeof x->ref, "x");
+    }
+    st_rules_eval(&st);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *md = open_memstream(&buf, &len), *log = st.log;
+    st.log = NULL;
+    if (md) st_report_rules(&st, md), fclose(md);
+    st.log = log;
+    char want[160];
+    snprintf(want, sizeof want, "`w` against `b` (d_model %d vs %d)", wide.model.d_model, narrow.model.d_model);
+    const int noted = buf && strstr(buf, want) != NULL, xnoted = buf && strstr(buf, "`x` against") != NULL;
+    CHECK(pass ? !noted && strstr(buf, "Note on the rules") == NULL : noted && xnoted, "%s: note %d (x %d) in '%.300s'",
+          what, noted, xnoted, buf && strstr(buf, "Non-convergence") ? strstr(buf, "Non-convergence") : "");
+    free(buf);
+  }
+
   /* where the reference itself is under-trained, a run within nonconv_nats of it is not "trained":
    * the edge statistics leave those cells unjudged (a's runs end near b's poor losses at the top two
    * learning rates, and fail at the third: the window where b trains ends at the second) */
