@@ -155,7 +155,7 @@ int exmy_format_make(exmy_format *f, char *err, size_t errlen) {
       name = named_formats[i].name;
       break;
     }
-  snprintf(f->name, sizeof f->name, "%s", name);
+  snprintf(f->name, sizeof f->name, "%.63s", name); /* every long form fits (exmy.h: at most 57) */
   return 0;
 }
 

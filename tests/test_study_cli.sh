@@ -34,7 +34,7 @@ run study --help
 if [ "$rc" -eq 0 ] && grep -q "usage: exmy study" "$T/out"; then pass "study --help"; else fail "study --help" "status $rc"; fi
 
 run study --list
-studies="default mantissa recipes fallback calibration accumulation rounding lrsweep rangeshift delayedlag failsafe outliers faithful ladder e5m7confirm rtzconfirm sizeconfirm e5m7why horizon e5m7scale"
+studies="default mantissa recipes fallback calibration accumulation rounding lrsweep rangeshift delayedlag failsafe outliers faithful ladder e5m7confirm rtzconfirm sizeconfirm e5m7why horizon e5m7scale horizon2"
 noclaims="e5m7why" # exploratory: tables, no claim
 ok=1
 for s in $studies; do grep -Eq "^$s +[a-zA-Z0-9]" "$T/out" || ok=0; done
@@ -503,6 +503,8 @@ horizon: - **inconclusive**: After 2000 steps HYBRID FP8's validation loss is hi
 horizon: - **inconclusive**: HYBRID's gap to BF16 is larger after 2000 steps than after 1000 (the gap grows with the run's length; confirmatory) (the default study's +0.0185 (2000 steps) against +0.0038 (1000 steps), read side by side). val_loss (hybrid h2000 - bf16 h2000) - (hybrid h1000 - bf16 h1000) over n = 1 pairs (1 seed): mean -0.0009, 95% CI [-0.0009, -0.0009], 90% CI [-0.0009, -0.0009] (one seed: no interval, the bounds repeat the mean); inconclusive: 1 paired seed, fewer than 5.
 e5m7scale: - **inconclusive**: E5M7 clamped to its range without scaling fails more often than fp32 at lr 0.133 (a second replication, fresh seeds) (e5m7confirm: 11 of 20 against 0 of 20 (seeds 101-120)). failed: e5m7 clamp 0/1, fp32 0/1 over 1 learning-rate group (never pooled for the test), 1 seed each; inconclusive: 1 paired seed, fewer than 5.
 e5m7scale: - **inconclusive**: Scaling only the gradients into E5M7's range makes E5M7 fail less often than unscaled E5M7 (gradient underflow drives the failures) (e5m7why: the failed runs' gradients underflow more (a lead, its direction unsettled)). failed: e5m7 gradscaled 0/1, e5m7 clamp 0/1 over 1 learning-rate group (never pooled for the test), 1 seed each; inconclusive: 1 paired seed, fewer than 5.
+horizon2: - **inconclusive**: After 4000 steps HYBRID FP8's validation loss is higher than BF16's (confirmatory, fresh seeds) (Megatron-LM FP8: consistently a little higher; horizon: +0.0157 nats after 2000 steps (seeds 101-116)). val_loss hybrid h4000 - bf16 h4000 over n = 1 pairs (1 seed): mean -0.0008, 95% CI [-0.0008, -0.0008], 90% CI [-0.0008, -0.0008] (one seed: no interval, the bounds repeat the mean); inconclusive: 1 paired seed, fewer than 5.
+horizon2: - **inconclusive**: HYBRID's gap to BF16 is larger after 4000 steps than after 2000 (the gap keeps growing with the run's length; confirmatory) (horizon: the gap grew by +0.0100 nats from 1000 to 2000 steps (16 seeds)). val_loss (hybrid h4000 - bf16 h4000) - (hybrid h2000 - bf16 h2000) over n = 1 pairs (1 seed): mean +0.0002, 95% CI [+0.0002, +0.0002], 90% CI [+0.0002, +0.0002] (one seed: no interval, the bounds repeat the mean); inconclusive: 1 paired seed, fewer than 5.
 END_OF_VERDICTS
 }
 
