@@ -382,7 +382,9 @@ void st_run_all(study *st) {
     int idx[4096], n = 0;
     for (int i = 0; i < st->nrun && n < 4096; i++)
       if (st->run[i].phase == ph) idx[n++] = i;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(st->threads)
+    /* a report pass only reads results: in order, on one thread, so its console is the same every time */
+    const int nth = st->o->report_only ? 1 : st->threads;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nth)
     for (int j = 0; j < n; j++) {
       const int mine = st_run_mine(st, idx[j]);
       run_one(st, idx[j], mine);

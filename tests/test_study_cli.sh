@@ -226,6 +226,12 @@ if [ "$rc" -eq 0 ] && grep -q 'above its reference arm.s (`cut` for fp32; `fp32`
    ! grep -q 'missing' "$T/out"; then
   pass "arm.X.reference: the rules text names each arm's reference, and the runs keep their folder"
 else fail "arm.X.reference: the rules text names each arm's reference" "status $rc" "$(txt "$T/err")" "$(grep -i 'non-convergence' "$T/blocks/report.md" | head -c 400)"; fi
+# a report pass reads the runs in the study's order (its console is the same every time)
+got=$(grep '^\[' "$T/out" | sed 's/^\[[0-9]*\/[0-9]*\] \([^:]*\):.*/\1/')
+run study "$T/blocks-ref.study" --out "$T/blocks-dry" --dry-run
+want=$(grep '^\[' "$T/out" | sed 's/^\[[0-9]*\/[0-9]*\] \([^:]*\):.*/\1/')
+if [ -n "$got" ] && [ "$got" = "$want" ]; then pass "a report pass lists the runs in the study's order"
+else fail "a report pass lists the runs in the study's order" "$(printf '%s' "$got" | head -n 4 | tr '\n' '|')" "$(printf '%s' "$want" | head -n 4 | tr '\n' '|')"; fi
 
 # first_seed: fresh seeds for a confirmation (seeds 11 and 12, not 1 and 2)
 printf 'description = fresh seeds\ndata = builtin\nsteps = 3\nn_layer = 1\nd_model = 16\nn_head = 2\nseq_len = 16\nbatch = 2\nseeds = 2\nfirst_seed = 11\narm.a.prec = fp32\n' >"$T/fresh.study"
