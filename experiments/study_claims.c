@@ -587,26 +587,34 @@ static void rule_fields_diff(const xp_config *a, const xp_config *b, char *out, 
   }
 }
 
-/* Arms judged against a reference of another model or run length (their first run against the
- * reference's at the same cell): a note for the Rules section and the console ("" when none). */
-static void rules_mismatch(const study *st, char *out, size_t n) {
-  out[0] = 0;
+/* The study's arms in run order, each with its first run (at most ST_MAXARM); returns the count. */
+static int arm_list(const study *st, const srun **first) {
+  int na = 0;
   for (int i = 0; i < st->nrun; i++) {
-    const srun *r = &st->run[i];
+    int k = 0;
+    while (k < na && strcmp(first[k]->arm, st->run[i].arm)) k++;
+    if (k == na && na < ST_MAXARM) first[na++] = &st->run[i];
+  }
+  return na;
+}
+
+/* Arms judged against a reference of another model or run length (an arm's first run against the
+ * reference's run at the same cell): a note for the Rules section and the console ("" when none). */
+static void rules_mismatch(const study *st, const srun *const *first, int na, char *out, size_t n) {
+  out[0] = 0;
+  const srun **idx = cell_index(st);
+  if (!idx) return;
+  for (int k = 0; k < na; k++) {
+    const srun *r = first[k];
     const char *ref = st_run_ref(st, r);
-    int first = 1; /* each arm once: its first run with a reference run beside it */
-    for (int j = 0; j < i && first; j++) first = strcmp(st->run[j].arm, r->arm) != 0;
-    if (!ref || !first || !r->cfg || !strcmp(r->arm, ref) || r->parent >= 0) continue;
-    const srun *q = NULL;
-    for (int j = 0; j < st->nrun && !q; j++)
-      if (!strcmp(st->run[j].arm, ref) && !strcmp(st->run[j].point, r->point) && st->run[j].lri == r->lri &&
-          st->run[j].seedi == r->seedi)
-        q = &st->run[j];
+    if (!ref || !r->cfg || !strcmp(r->arm, ref) || r->parent >= 0) continue;
+    const srun *q = partner(idx, st->nrun, r, ref);
     if (!q || !q->cfg || q->parent >= 0) continue;
     char d[300];
     rule_fields_diff(r->cfg, q->cfg, d, sizeof d);
     if (d[0]) st_cat(out, n, "%s`%s` against `%s` (%s)", out[0] ? "; " : "", r->arm, ref, d);
   }
+  free(idx);
 }
 
 void st_report_rules(study *st, FILE *md) {
@@ -616,21 +624,17 @@ void st_report_rules(study *st, FILE *md) {
               "mean of the last 10%% of steps) above the first step's; a transient excursion above it is a spike, "
               "not a divergence. Spike: a loss above %g x the median of the previous %d losses. ",
           st->nrun ? st->run[0].cfg->spike_factor : 1.5, st->nrun ? st->run[0].cfg->spike_window : 32);
+  const srun *first[ST_MAXARM];
+  const int na = arm_list(st, first);
   char own[1200] = ""; /* arms with their own reference (arm.X.reference): "`R` for A, B; ..." */
-  for (int i = 0; i < st->nrun; i++) {
-    const srun *r = &st->run[i];
-    if (!r->ref[0] || (ref && !strcmp(r->ref, ref))) continue;
-    int seen = 0; /* each reference once, listing its arms in run order */
-    for (int j = 0; j < i && !seen; j++) seen = st->run[j].ref[0] && !strcmp(st->run[j].ref, r->ref);
-    if (seen) continue;
-    st_cat(own, sizeof own, "%s`%s` for ", own[0] ? "; " : "", r->ref);
-    int na = 0;
-    for (int j = i; j < st->nrun; j++) {
-      const srun *q = &st->run[j];
-      int dup = strcmp(q->ref, r->ref) != 0;
-      for (int k = i; k < j && !dup; k++) dup = !strcmp(st->run[k].arm, q->arm) && !strcmp(st->run[k].ref, r->ref);
-      if (!dup) st_cat(own, sizeof own, "%s%s", na++ ? ", " : "", q->arm);
-    }
+  for (int k = 0; k < na; k++) {
+    const char *rk = first[k]->ref;
+    int seen = 0; /* each reference once, with its arms in run order */
+    for (int j = 0; j < k && !seen; j++) seen = !strcmp(first[j]->ref, rk);
+    if (!rk[0] || (ref && !strcmp(rk, ref)) || seen) continue;
+    st_cat(own, sizeof own, "%s`%s` for ", own[0] ? "; " : "", rk);
+    for (int j = k, m = 0; j < na; j++)
+      if (!strcmp(first[j]->ref, rk)) st_cat(own, sizeof own, "%s%s", m++ ? ", " : "", first[j]->arm);
   }
   if (own[0])
     fprintf(md, "Non-convergence: a final validation loss more than %g nats above its reference arm's (%s%s%s%s) at "
@@ -645,7 +649,7 @@ void st_report_rules(study *st, FILE *md) {
             st_nonconv_nats(st), ref, st_nonconv_nats(st), ref);
   else fprintf(md, "Non-convergence: not applied (the study names no `reference` arm).\n\n");
   char mis[1600];
-  rules_mismatch(st, mis, sizeof mis);
+  rules_mismatch(st, first, na, mis, sizeof mis);
   if (mis[0]) {
     fprintf(md, "**Note on the rules**: some arms are judged against a reference of another model or run length: "
                 "%s. Their non-convergence and under-training compare unlike runs; `arm.X.reference` names a "
