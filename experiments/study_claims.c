@@ -115,7 +115,10 @@ void st_rules_eval(study *st) {
   const double nats = st_nonconv_nats(st);
   const int n = st->nrun;
   const srun **idx = cell_index(st);
-  if (!idx) return;
+  if (!idx) {
+    if (st->log) fprintf(st->log, "exmy: study: out of memory: the rules (non-convergence, under-training) not applied\n");
+    return;
+  }
   for (int i = 0; i < n; i++) {
     srun *r = &st->run[i];
     const char *ref = st_run_ref(st, r);
@@ -556,19 +559,39 @@ void st_claims_eval(study *st) {
     }
 }
 
-/* The settings that make two runs different models or run lengths (a rule's reference should share
- * them), as a table: key, offset in xp_config, kind (int, long, double, string). */
+/* The settings that make two runs different models, vocabularies or run lengths (a rule's reference
+ * should share them), as a table: the key as a study file writes it, its offset in xp_config and how
+ * to print it (i int, l long, d double, s string, b the inverse of an int (bias = !no_bias), p pos,
+ * m model, v vocab). */
 typedef struct rule_field { const char *key; size_t off; char kind; } rule_field;
 #define RF(k, f, t) {k, offsetof(xp_config, f), t}
 static const rule_field RULE_FIELDS[] = {
-    RF("model", model.kind, 'i'), RF("n_layer", model.n_layer, 'i'), RF("d_model", model.d_model, 'i'),
+    RF("model", model.kind, 'm'), RF("n_layer", model.n_layer, 'i'), RF("d_model", model.d_model, 'i'),
     RF("n_head", model.n_head, 'i'), RF("seq_len", model.seq_len, 'i'), RF("swiglu", model.swiglu, 'i'),
     RF("rmsnorm", model.rmsnorm, 'i'), RF("qk_layernorm", model.qk_layernorm, 'i'), RF("z_loss", model.z_loss, 'd'),
-    RF("bias", model.no_bias, 'i'), RF("tie", model.tie, 'i'), RF("pos", model.rope, 'i'),
+    RF("bias", model.no_bias, 'b'), RF("tie", model.tie, 'i'), RF("pos", model.rope, 'p'),
     RF("in_dim", model.in_dim, 'i'), RF("hidden", model.hidden, 'i'), RF("depth", model.depth, 'i'),
     RF("out_dim", model.out_dim, 'i'), RF("batch", model.batch, 'i'), RF("steps", steps, 'l'), RF("data", data, 's'),
+    RF("vocab", vocab_words, 'v'),
 };
 #undef RF
+
+/* One field of a config as the study file would write it (a string cut at 60 characters, marked). */
+static void rule_field_fmt(const rule_field *f, const xp_config *c, char *out, size_t n) {
+  static const char *const MODELS[] = {"gpt", "mlp", "mlp-class"};
+  const char *p = (const char *)c + f->off;
+  const int iv = *(const int *)p;
+  switch (f->kind) {
+  case 'i': snprintf(out, n, "%d", iv); break;
+  case 'b': snprintf(out, n, "%d", !iv); break;
+  case 'p': snprintf(out, n, "%s", iv ? "rope" : "learned"); break;
+  case 'm': snprintf(out, n, "%s", iv >= 0 && iv < 3 ? MODELS[iv] : "?"); break;
+  case 'v': iv ? snprintf(out, n, "word:%d", iv) : snprintf(out, n, "char"); break;
+  case 'l': snprintf(out, n, "%ld", *(const long *)p); break;
+  case 'd': snprintf(out, n, "%g", *(const double *)p); break;
+  default: snprintf(out, n, strlen(p) > 60 ? "%.57s..." : "%s", p); break;
+  }
+}
 
 /* The keys in which run a's config differs from b's, "KEY A vs B, ..." into out (empty: none). */
 static void rule_fields_diff(const xp_config *a, const xp_config *b, char *out, size_t n) {
@@ -576,14 +599,15 @@ static void rule_fields_diff(const xp_config *a, const xp_config *b, char *out, 
   for (size_t i = 0; i < sizeof RULE_FIELDS / sizeof RULE_FIELDS[0]; i++) {
     const rule_field *f = &RULE_FIELDS[i];
     const char *pa = (const char *)a + f->off, *pb = (const char *)b + f->off;
-    char va[80], vb[80];
-    switch (f->kind) {
-    case 'i': snprintf(va, sizeof va, "%d", *(const int *)pa), snprintf(vb, sizeof vb, "%d", *(const int *)pb); break;
-    case 'l': snprintf(va, sizeof va, "%ld", *(const long *)pa), snprintf(vb, sizeof vb, "%ld", *(const long *)pb); break;
-    case 'd': snprintf(va, sizeof va, "%g", *(const double *)pa), snprintf(vb, sizeof vb, "%g", *(const double *)pb); break;
-    default: snprintf(va, sizeof va, "%.79s", pa), snprintf(vb, sizeof vb, "%.79s", pb); break;
-    }
-    if (strcmp(va, vb)) st_cat(out, n, "%s%s %s vs %s", out[0] ? ", " : "", f->key, va, vb);
+    const int differ = f->kind == 's'   ? strcmp(pa, pb) != 0
+                       : f->kind == 'd' ? *(const double *)pa != *(const double *)pb
+                       : f->kind == 'l' ? *(const long *)pa != *(const long *)pb
+                                        : *(const int *)pa != *(const int *)pb;
+    if (!differ) continue;
+    char va[64], vb[64];
+    rule_field_fmt(f, a, va, sizeof va);
+    rule_field_fmt(f, b, vb, sizeof vb);
+    st_cat(out, n, "%s%s %s vs %s", out[0] ? ", " : "", f->key, va, vb);
   }
 }
 
@@ -598,7 +622,7 @@ static int arm_list(const study *st, const srun **first) {
   return na;
 }
 
-/* Arms judged against a reference of another model or run length (an arm's first run against the
+/* Arms judged against a reference of another model, corpus or run length (an arm's first run against the
  * reference's run at the same cell): a note for the Rules section and the console ("" when none). */
 static void rules_mismatch(const study *st, const srun *const *first, int na, char *out, size_t n) {
   out[0] = 0;
@@ -607,10 +631,10 @@ static void rules_mismatch(const study *st, const srun *const *first, int na, ch
   for (int k = 0; k < na; k++) {
     const srun *r = first[k];
     const char *ref = st_run_ref(st, r);
-    if (!ref || !r->cfg || !strcmp(r->arm, ref) || r->parent >= 0) continue;
+    if (!ref || !r->cfg || !strcmp(r->arm, ref)) continue;
     const srun *q = partner(idx, st->nrun, r, ref);
-    if (!q || !q->cfg || q->parent >= 0) continue;
-    char d[300];
+    if (!q || !q->cfg) continue;
+    char d[1024];
     rule_fields_diff(r->cfg, q->cfg, d, sizeof d);
     if (d[0]) st_cat(out, n, "%s`%s` against `%s` (%s)", out[0] ? "; " : "", r->arm, ref, d);
   }
@@ -626,7 +650,7 @@ void st_report_rules(study *st, FILE *md) {
           st->nrun ? st->run[0].cfg->spike_factor : 1.5, st->nrun ? st->run[0].cfg->spike_window : 32);
   const srun *first[ST_MAXARM];
   const int na = arm_list(st, first);
-  char own[1200] = ""; /* arms with their own reference (arm.X.reference): "`R` for A, B; ..." */
+  char own[8192] = ""; /* arms with their own reference (arm.X.reference): "`R` for A, B; ..." */
   for (int k = 0; k < na; k++) {
     const char *rk = first[k]->ref;
     int seen = 0; /* each reference once, with its arms in run order */
@@ -636,25 +660,27 @@ void st_report_rules(study *st, FILE *md) {
     for (int j = k, m = 0; j < na; j++)
       if (!strcmp(first[j]->ref, rk)) st_cat(own, sizeof own, "%s%s", m++ ? ", " : "", first[j]->arm);
   }
+  int rest = 0; /* arms left to the file's reference (or to none) */
+  for (int k = 0; k < na; k++) rest += !first[k]->ref[0] || (ref && !strcmp(first[k]->ref, ref));
   if (own[0])
     fprintf(md, "Non-convergence: a final validation loss more than %g nats above its reference arm's (%s%s%s%s) at "
                 "the same seed, learning rate and axis point. Under-trained (reported, not a failure): more than %g "
                 "nats above the best run of that reference at its seed over the learning rates.\n\n",
-            st_nonconv_nats(st), own, ref ? "; `" : "", ref ? ref : "", ref ? "` for the others" : "; none for the others",
-            st_nonconv_nats(st));
+            st_nonconv_nats(st), own, rest && ref ? "; `" : "", rest && ref ? ref : "",
+            !rest ? "" : ref ? "` for the others" : "; none for the others", st_nonconv_nats(st));
   else if (ref)
     fprintf(md, "Non-convergence: a final validation loss more than %g nats above the `%s` arm's at the same seed, "
                 "learning rate and axis point. Under-trained (reported, not a failure): more than %g nats above the "
                 "best `%s` run of its seed over the learning rates.\n\n",
             st_nonconv_nats(st), ref, st_nonconv_nats(st), ref);
   else fprintf(md, "Non-convergence: not applied (the study names no `reference` arm).\n\n");
-  char mis[1600];
+  char mis[8192];
   rules_mismatch(st, first, na, mis, sizeof mis);
   if (mis[0]) {
-    fprintf(md, "**Note on the rules**: some arms are judged against a reference of another model or run length: "
-                "%s. Their non-convergence and under-training compare unlike runs; `arm.X.reference` names a "
+    fprintf(md, "**Note on the rules**: some arms are judged against a reference of another model, corpus or run "
+                "length: %s. Their non-convergence and under-training compare unlike runs; `arm.X.reference` names a "
                 "reference of their own.\n\n", mis);
-    if (st->log) fprintf(st->log, "rules: judged against a reference of another model or run length: %s\n", mis);
+    if (st->log) fprintf(st->log, "rules: judged against a reference of another model, corpus or run length: %s\n", mis);
   }
   fprintf(md, "Claims: at least %d paired seeds for any verdict; a failed run is never dropped from a paired claim "
               "(it counts at the worst value: its first-step loss or the worst of the claim's runs, whichever is "

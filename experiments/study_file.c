@@ -468,22 +468,39 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
     }
   }
   /* the rules' reference arms: the file's (reference = ARM) and any arm's own (arm.X.reference = ARM) name arms
-   * of this study (a misspelt one would leave the non-convergence rule unapplied, silently) */
+   * of this study (a misspelt one would leave the non-convergence rule unapplied, silently), and an arm is
+   * more than its reference line (arm.typo.reference = B would make a new arm of the base config) */
   int refk[ST_MAXARM];
   for (int k = 0; k <= narm; k++) {
     int rln = 0;
     char key[128];
-    if (k < narm) snprintf(key, sizeof key, "arm.%s.reference", arm[k]);
+    if (k < narm) snprintf(key, sizeof key, "arm.%.63s.reference", arm[k]);
     const char *rv = st_file_get(f, sz, k < narm ? key : "reference", &rln);
     if (k < narm) refk[k] = -1;
-    if (!rv || !narm) continue;
+    if (!rv) continue;
+    if (!narm) return ferr(err, errlen, f, rln, "reference = %s: the study has no arms (arm.NAME.KEY = ...)", rv);
     int p = 0;
     while (p < narm && strcmp(arm[p], rv)) p++;
     if (p == narm)
       return ferr(err, errlen, f, rln, "%s = %s: no arm '%s' in this study (arm.%s.KEY = ...)", k < narm ? key : "reference",
                   rv, rv, rv);
-    if (k < narm) refk[k] = p;
+    if (k == narm) continue;
+    refk[k] = p;
+    int other = 0; /* the arm's lines besides its reference */
+    const size_t al = strlen(arm[k]);
+    for (int i = 0; i < f->nline && !other; i++) {
+      const sf_line *L = &f->line[i];
+      other = !strncmp(L->key, "arm.", 4) && !strncmp(L->key + 4, arm[k], al) && L->key[4 + al] == '.' &&
+              strcmp(L->key + 5 + al, "reference") && st_file_effective(f, sz, i);
+    }
+    if (!other)
+      return ferr(err, errlen, f, rln, "%s = %s: no arm '%s' in this study besides this line (arm.%s.KEY = ...)", key, rv,
+                  arm[k], arm[k]);
   }
+  /* an arm that is another arm's reference is judged against itself (its flags are the ones the others read),
+   * unless it names its own */
+  for (int k = 0; k < narm; k++)
+    if (refk[k] >= 0 && refk[refk[k]] < 0) refk[refk[k]] = refk[k];
   const int implicit = narm == 0;
   if (implicit) narm = 1;
   /* points of the non-lr axes: mixed radix over the groups; counted in

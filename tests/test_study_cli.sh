@@ -219,12 +219,14 @@ sf_err "a claim effect of 0" 'description = d\nclaim.c.effect = 0\n' 2 'effect =
 sf_err "a reference that is no arm" 'description = d\narm.a.prec = bf16\nreference = nosuch\n' 3 "reference = nosuch: no arm 'nosuch'"
 sf_err "an arm's reference that is no arm" 'description = d\narm.a.prec = bf16\narm.b.prec = fp32\narm.b.reference = fp3\n' 4 "arm.b.reference = fp3: no arm 'fp3'"
 sf_err "an arm's empty reference" 'description = d\narm.a.prec = bf16\narm.a.reference =\n' 3 "expected an arm's name"
+sf_err "an arm that is only its reference line (a misspelt arm)" 'description = d\narm.a.prec = bf16\narm.aa.reference = a\n' 3 "no arm 'aa' in this study besides this line"
+sf_err "a reference in a study without arms" 'description = d\nreference = fp32\n' 2 'reference = fp32: the study has no arms'
 # an arm's own reference is not part of its runs' configs: the same folder's runs, judged anew
 sed 's/^reference = fp32$/reference = fp32\narm.fp32.reference = cut/' "$T/blocks.study" >"$T/blocks-ref.study"
-run study "$T/blocks-ref.study" --out "$T/blocks" --report --no-plots
-if [ "$rc" -eq 0 ] && grep -q 'above its reference arm.s (`cut` for fp32; `fp32` for the others) at the same seed' "$T/blocks/report.md" &&
+run study "$T/blocks-ref.study" --out "$T/blocks" --report --no-plots --threads 2
+if [ "$rc" -eq 0 ] && grep -q 'above its reference arm.s (`cut` for fp32, cut) at the same seed' "$T/blocks/report.md" &&
    ! grep -q 'missing' "$T/out"; then
-  pass "arm.X.reference: the rules text names each arm's reference, and the runs keep their folder"
+  pass "arm.X.reference: the rules text names each arm's reference (a reference arm is its own), and the runs keep their folder"
 else fail "arm.X.reference: the rules text names each arm's reference" "status $rc" "$(txt "$T/err")" "$(grep -i 'non-convergence' "$T/blocks/report.md" | head -c 400)"; fi
 # a report pass reads the runs in the study's order (its console is the same every time)
 got=$(grep '^\[' "$T/out" | sed 's/^\[[0-9]*\/[0-9]*\] \([^:]*\):.*/\1/')

@@ -436,6 +436,7 @@ int main(void) {
     xp_config_default(&narrow);
     xp_config_default(&wide);
     wide.model.d_model = 2 * narrow.model.d_model;
+    wide.model.no_bias = 1, wide.vocab_words = 50; /* printed as the file writes them: bias 0, vocab word:50 */
     what = pass ? "an arm with its own reference of its width" : "an arm judged against a narrower reference";
     setup("reference = b\n");
     for (int s = 0; s < 5; s++) {
@@ -454,7 +455,8 @@ int main(void) {
     if (md) st_report_rules(&st, md), fclose(md);
     st.log = log;
     char want[160];
-    snprintf(want, sizeof want, "`w` against `b` (d_model %d vs %d)", wide.model.d_model, narrow.model.d_model);
+    snprintf(want, sizeof want, "`w` against `b` (d_model %d vs %d, bias 0 vs 1, vocab word:50 vs char)",
+             wide.model.d_model, narrow.model.d_model);
     const int noted = buf && strstr(buf, want) != NULL, xnoted = buf && strstr(buf, "`x` against") != NULL;
     CHECK(pass ? !noted && strstr(buf, "Note on the rules") == NULL : noted && xnoted, "%s: note %d (x %d) in '%.300s'",
           what, noted, xnoted, buf && strstr(buf, "Non-convergence") ? strstr(buf, "Non-convergence") : "");
