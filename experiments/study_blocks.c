@@ -13,7 +13,8 @@
  *   plot.NAME.ref = ARM              gap: the arm subtracted
  *   plot.NAME.metric = M             metric: the y value, mean over seeds with
  *   plot.NAME.x = lr | x             min-max bars, against the learning rate
- *                                    (log axis) or the arms' x numbers
+ *                                    (log axis; a line per arm) or the arms' x
+ *                                    numbers (a line per arm.X.group)
  *                                    edge: the stability edge per arm (with
  *                                    ref: the paired shift against ref)
  *                                    against an axis key's value or x =
@@ -201,6 +202,10 @@ static void one_table(study *st, FILE *md, const char *name) {
   st_tbl_emit(st, t, md, ct); /* frees t */
 }
 
+/* A run's line in a metric plot against x: its arm.X.group, or "" (one line) when it has none
+ * (the group then is the run's name, study_runner.c) */
+static const char *xgroup(const srun *r) { return strcmp(r->group, r->name) ? r->group : ""; }
+
 /* A metric against the learning rate or the arms' x: per arm, the mean over
  * seeds with min-max bars; failed runs are left out of the mean and said. */
 static void metric_plot(study *st, FILE *md, const char *name, const char *title) {
@@ -213,18 +218,21 @@ static void metric_plot(study *st, FILE *md, const char *name, const char *title
   series s[64];
   int ns = 0;
   char seen[64][64];
-  for (int i = 0; i < ng && ns < 64; i++) { /* one series per arm (per group for x = x) */
-    const char *key = bylr ? g[i].first->arm : "all";
+  /* one series per arm against the learning rate; against x, one per arm.X.group (arms of one
+   * group share a line over their x values; arms without a group (theirs is the run's name),
+   * one line named by the metric) */
+  for (int i = 0; i < ng && ns < 64; i++) {
+    const char *key = bylr ? g[i].first->arm : xgroup(g[i].first);
     int k = 0;
     while (k < ns && strcmp(seen[k], key)) k++;
     if (k < ns) continue;
     snprintf(seen[ns], sizeof seen[0], "%s", key);
-    st_series_alloc(&s[ns], ng, bylr ? key : m->name);
+    st_series_alloc(&s[ns], ng, bylr || key[0] ? key : m->name);
     st_series_bars(&s[ns], ng);
     s[ns].points = 1;
     for (int j = 0; j < ng; j++) {
       const srun *f = g[j].first;
-      if (bylr && strcmp(f->arm, key)) continue;
+      if (strcmp(bylr ? f->arm : xgroup(f), key)) continue;
       double lo = INFINITY, hi = -INFINITY, sum = 0;
       int n = 0;
       for (int q = 0; q < st->nrun; q++) {

@@ -793,6 +793,7 @@ void st_plot_claims(study *st, FILE *md) {
   st_gp_palette(g);
   fprintf(g, "set yrange [0.5:%d.5]\n", np);
   fprintf(g, "set arrow from 0, graph 0 to 0, graph 1 nohead dt 2 lc rgb '#000000'\n");
+  fprintf(g, "set style textbox opaque noborder\n"); /* a row's label hides the grid and the 0 line under it */
   int row = 0;
   for (int k = 0; k < st->nclaim; k++) {
     const st_claim_row *c = &st->claim[k];
@@ -800,8 +801,13 @@ void st_plot_claims(study *st, FILE *md) {
     row++;
     char gap[300];
     gap_text(c, gap, sizeof gap);
-    fprintf(d, "%d %.9g %.9g %.9g \"%s: %s (%d seeds, %s)\"\n", row, c->c.mean, c->c.lo, c->c.hi, c->name, gap,
-            c->nseeds, st_verdict_name(c->verdict));
+    /* the claim's name as the row's tic; what it compares, above its bar inside the plot (a long
+     * tic label took the plot's width and cut the title) */
+    fprintf(d, "%d %.9g %.9g %.9g \"%s\"\n", row, c->c.mean, c->c.lo, c->c.hi, c->name);
+    char lab[600], ql[1200];
+    snprintf(lab, sizeof lab, "%s (%d seed%s, %s)", gap, c->nseeds, c->nseeds == 1 ? "" : "s", st_verdict_name(c->verdict));
+    st_gp_quote(lab, ql, sizeof ql);
+    fprintf(g, "set label '%s' at graph 0.01, first %g left front boxed noenhanced font ',9'\n", ql, row + 0.3);
     if (c->rule == ST_RULE_TRACKS && c->margin > 0)
       for (int s = -1; s <= 1; s += 2)
         fprintf(g, "set arrow from %g, %g to %g, %g nohead lw 2 lc rgb '#D55E00'\n", s * c->margin, row - 0.3, s * c->margin,

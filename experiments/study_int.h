@@ -241,6 +241,8 @@ void st_gnuplot_run(study *st, const char *stem);
 void st_plot_draw(study *st, const char *stem, const char *title, const char *xl, const char *yl, int logx, int logy,
                       int ns, series *s, double ycap);
 void st_gp_palette(FILE *g);
+/* in quoted for a gnuplot single-quoted string ('' for a quote) into out */
+void st_gp_quote(const char *in, char *out, size_t n);
 void st_plot_seed_bands(study *st, FILE *md, const char *stem, const char *title, int lri, int smooth);
 void st_gp_terminal(FILE *g, const char *stem, int png);
 void st_md_plot(const study *st, FILE *md, const char *stem, const char *caption);

@@ -144,7 +144,7 @@ int st_smooth_for(const study *st) {
 }
 
 /* Text inside a gnuplot single-quoted string ('' is a quote). */
-static void gp_quote(const char *in, char *out, size_t n) {
+void st_gp_quote(const char *in, char *out, size_t n) {
   size_t j = 0;
   for (const char *p = in; *p && j + 3 < n; p++) {
     if (*p == '\'') out[j++] = '\'';
@@ -199,9 +199,9 @@ void st_plot_draw(study *st, const char *stem, const char *title, const char *xl
   if (!g) return;
   fprintf(g, "# exmy study %s: %s (gnuplot %s.gp, run in the results folder)\n", st->def->name, title, stem);
   char qt[400], qx[200], qy[200];
-  gp_quote(title, qt, sizeof qt);
-  gp_quote(xl, qx, sizeof qx);
-  gp_quote(yl, qy, sizeof qy);
+  st_gp_quote(title, qt, sizeof qt);
+  st_gp_quote(xl, qx, sizeof qx);
+  st_gp_quote(yl, qy, sizeof qy);
   fprintf(g, "set title '%s' noenhanced\nset xlabel '%s' noenhanced\nset ylabel '%s' noenhanced\n", qt, qx, qy);
   fprintf(g, "set key noenhanced outside right top\nset grid\nset datafile missing 'NaN'\n");
   st_gp_palette(g);
@@ -210,13 +210,16 @@ void st_plot_draw(study *st, const char *stem, const char *title, const char *xl
   if (logx == 11) fprintf(g, "set format x '%%.0s%%c'\n");
   if (logy) fprintf(g, "set logscale y\nset format y '%%.0e'\n");
   if (isfinite(ycap) && ymax > ycap) fprintf(g, "set yrange [*:%.6g]\n", ycap);
+  int dots = 0; /* points with bars (a metric against x or lr): padded, so no bar sits on the frame */
+  for (int i = 0; i < ns; i++) dots |= s[i].points && s[i].lo && s[i].hi;
+  if (dots) fprintf(g, "set offsets graph 0.04, graph 0.04, 0, 0\n");
   st_gp_terminal(g, stem, 0);
   fprintf(g, "plot ");
   int up = 0, down = 0, nel = 0, marks = 0;
   for (int i = 0; i < ns; i++) marks |= s[i].mark != 0;
   for (int i = 0; i < ns; i++) {
     char t[200];
-    gp_quote(s[i].title, t, sizeof t);
+    st_gp_quote(s[i].title, t, sizeof t);
     const int lt = s[i].lt ? s[i].lt : i + 1, pt = s[i].pt ? s[i].pt : 1 + i % 13;
     /* markers on every curve (a few per line, so curves are told apart without colour) */
     int pi = s[i].n / 8;
@@ -371,7 +374,7 @@ void st_plot_seed_bands(study *st, FILE *md, const char *stem, const char *title
   FILE *g = fopen(path, "w");
   if (!g) return;
   char qt[400];
-  gp_quote(title, qt, sizeof qt);
+  st_gp_quote(title, qt, sizeof qt);
   fprintf(g, "# exmy study %s: %s (gnuplot %s.gp, run in the results folder)\n", st->def->name, title, stem);
   fprintf(g, "set title '%s' noenhanced\nset xlabel 'step'\n", qt);
   if (smooth > 1) fprintf(g, "set ylabel 'training loss (mean of the last %d steps): mean over seeds, band min-max'\n", smooth);
@@ -383,7 +386,7 @@ void st_plot_seed_bands(study *st, FILE *md, const char *stem, const char *title
   fprintf(g, "plot ");
   for (int k = 0; k < nn; k++) {
     char t[200];
-    gp_quote(names[k], t, sizeof t);
+    st_gp_quote(names[k], t, sizeof t);
     fprintf(g, "%s'%s.dat' index %d using 1:3:4 with filledcurves fs transparent solid 0.2 noborder lc %d notitle, \\\n"
                "     '%s.dat' index %d using 1:2 with linespoints pt %d ps 0.5 pi 40 lw 1.6 lc %d title '%s'",
             k ? ", \\\n     " : "", stem, k, 1 + k % 8, stem, k, 1 + k % 13, 1 + k % 8, t);

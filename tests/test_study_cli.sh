@@ -627,6 +627,18 @@ else fail "the testbed lists each model shape" "$(grep -h '^\*\*Testbed' "$T/out
 if grep -q "6 to 12 steps (per arm) x batch 2 x context = 192 to 384 tokens per run" "$T/horizon/report.md"; then
   pass "the testbed of arms with their own lengths gives the range of steps"
 else fail "the testbed of arms with their own lengths gives the range of steps" "$(grep -m1 'Testbed' "$T/horizon/report.md" | cut -c 1-300)"; fi
+# against x, arms of one group share a line and other groups get their own (horizon: bf16 and hybrid
+# at each length; one line through both mixed the two arms' seeds into one mean and its bars)
+if [ "$(grep '^# ' "$T/horizon/val.dat" 2>/dev/null | tr '\n' '|')" = "# bf16|# hybrid|" ]; then
+  pass "a metric plot against x draws a line per arm group"
+else fail "a metric plot against x draws a line per arm group" "$(tr '\n' '|' < "$T/horizon/val.dat" 2>/dev/null)"; fi
+# the claims' figure: each row's tic is the claim's name and what it compares a label above its bar
+# (long tic labels took the plot's width and cut its title); bars of a metric plot off the frame
+if grep -q '^1 .* "h2000"$' "$T/horizon/claims.dat" && grep -q '^2 .* "grows"$' "$T/horizon/claims.dat" &&
+   grep -q "^set label '(hybrid h2000 - bf16 h2000) - (hybrid h1000 - bf16 h1000) (1 seed, inconclusive)' at graph 0.01, first 2.3 left front boxed " "$T/horizon/claims.gp" &&
+   grep -q '^set offsets graph 0.04, graph 0.04' "$T/horizon/val.gp"; then
+  pass "the claims' figure: short row tics, each comparison a label inside the plot; metric bars off the frame"
+else fail "the claims' figure: short row tics, each comparison a label inside the plot" "$(tr '\n' '|' < "$T/horizon/claims.dat")" "$(grep -m2 'set label' "$T/horizon/claims.gp" | tr '\n' '|')"; fi
 # a metric plot against the arms' x draws its points in x order (rtzconfirm: fp32 at x = 23 runs
 # first), so its line never jumps back
 if [ -s "$T/rtzconfirm/val.dat" ] && awk 'NF == 4 { if (n++ && $1 + 0 < prev) bad = 1; prev = $1 + 0 } END { exit !(n == 4 && !bad) }' "$T/rtzconfirm/val.dat"; then
