@@ -50,7 +50,9 @@ def section(root):
                "failure) is on the generated grammar text; on Tiny Shakespeare no precision-induced failure has "
                "reached a verdict yet (`lrsweep`, `ladder`: E5M7 clamped fails 2 of 5 runs at one learning rate at "
                "1.0M parameters), so a null result on that corpus is not backed by a control. What has reached one "
-               "there is a cost: HYBRID's gap to BF16 grows with the run's length (`horizon`).")
+               "there is a cost: HYBRID's gap to BF16 grows from 1000 to 2000 steps (`horizon`) and is still there "
+               "after 4000 (`horizon2`: +0.0199 nats; whether it keeps growing past 2000 steps is not testable with "
+               "its 32 seeds).")
     out.append("")
     for p in paths:
         s = json.load(open(p))
