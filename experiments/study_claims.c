@@ -36,30 +36,28 @@ double st_nonconv_nats(const study *st) {
 
 /* The runs in (arm, point, seed, lr) order, so a run's partner in another arm is a binary search
  * and an arm's runs at one seed and point are adjacent (st_rules_eval ran O(runs^2) string
- * compares before: 1.2M for the ladder's 1,080 runs). */
-static int cell_cmp(const void *x, const void *y) {
-  const srun *a = *(const srun *const *)x, *b = *(const srun *const *)y;
-  int c = strcmp(a->arm, b->arm);
-  if (!c) c = strcmp(a->point, b->point);
-  if (!c) c = (a->seedi > b->seedi) - (a->seedi < b->seedi);
-  if (!c) c = (a->lri > b->lri) - (a->lri < b->lri);
+ * compares before: 1.2M for the ladder's 1,080 runs).  Run a against the cell (arm, point, seedi,
+ * lri): negative, 0 or positive. */
+static int cell_key_cmp(const srun *a, const char *arm, const char *point, int seedi, int lri) {
+  int c = strcmp(a->arm, arm);
+  if (!c) c = strcmp(a->point, point);
+  if (!c) c = (a->seedi > seedi) - (a->seedi < seedi);
+  if (!c) c = (a->lri > lri) - (a->lri < lri);
   return c; /* one run per cell (the study's grid) */
+}
+static int cell_cmp(const void *x, const void *y) {
+  const srun *b = *(const srun *const *)y;
+  return cell_key_cmp(*(const srun *const *)x, b->arm, b->point, b->seedi, b->lri);
 }
 
 /* The first of the n sorted runs at (arm, point, seed) and lr index lri or later (lri -1: the first at
- * any lr); idx[n] past them all. */
+ * any lr); idx + n past them all. */
 static const srun *const *cell_lower(const srun *const *idx, int n, const char *arm, const char *point, int seedi,
                                      int lri) {
-  srun key;
-  snprintf(key.arm, sizeof key.arm, "%s", arm);
-  snprintf(key.point, sizeof key.point, "%s", point);
-  key.seedi = seedi;
-  key.lri = lri;
-  const srun *kp = &key;
   int lo = 0, hi = n;
   while (lo < hi) {
     const int mid = lo + (hi - lo) / 2;
-    if (cell_cmp(&idx[mid], &kp) < 0) lo = mid + 1;
+    if (cell_key_cmp(idx[mid], arm, point, seedi, lri) < 0) lo = mid + 1;
     else hi = mid;
   }
   return idx + lo;
@@ -67,10 +65,7 @@ static const srun *const *cell_lower(const srun *const *idx, int n, const char *
 
 static const srun *partner(const srun *const *idx, int n, const srun *r, const char *arm) {
   const srun *const *p = cell_lower(idx, n, arm, r->point, r->seedi, r->lri);
-  return p < idx + n && !strcmp((*p)->arm, arm) && !strcmp((*p)->point, r->point) && (*p)->seedi == r->seedi &&
-                 (*p)->lri == r->lri
-             ? *p
-             : NULL;
+  return p < idx + n && !cell_key_cmp(*p, arm, r->point, r->seedi, r->lri) ? *p : NULL;
 }
 
 /* st->run's runs sorted by cell_cmp (NULL: out of memory); the caller frees it. */
@@ -129,7 +124,7 @@ void st_rules_eval(study *st) {
     if (!ref || !usable(r) || r->nonconv || !isfinite(r->res.val_loss)) continue;
     double best = INFINITY; /* the reference's best at this seed and point over the learning rates */
     for (const srun *const *b = cell_lower(idx, n, ref, r->point, r->seedi, -1);
-         b < idx + n && !strcmp((*b)->arm, ref) && !strcmp((*b)->point, r->point) && (*b)->seedi == r->seedi; b++)
+         b < idx + n && !cell_key_cmp(*b, ref, r->point, r->seedi, (*b)->lri); b++)
       if (usable(*b) && (*b)->res.val_loss < best) best = (*b)->res.val_loss;
     r->undertrained = isfinite(best) && r->res.val_loss > best + nats;
   }
@@ -687,25 +682,20 @@ void st_report_rules(study *st, FILE *md) {
               "higher); failure rates are tested per learning rate (exact McNemar over seeds, Holm-corrected), never "
               "pooled.\n\n", ST_MIN_SEEDS);
   fprintf(md, "| arm | runs | diverged | not converged | under-trained | spikes |\n| --- | --- | --- | --- | --- | --- |\n");
-  char seen[ST_MAXARM][64];
-  int ns = 0;
-  for (int i = 0; i < st->nrun; i++) {
-    int k = 0;
-    while (k < ns && strcmp(seen[k], st->run[i].arm)) k++;
-    if (k < ns || ns >= ST_MAXARM) continue;
-    snprintf(seen[ns++], sizeof seen[0], "%s", st->run[i].arm);
+  for (int k = 0; k < na; k++) {
+    const char *arm = first[k]->arm;
     int n = 0, dv = 0, nc = 0, ut = 0;
     long sp = 0;
     for (int j = 0; j < st->nrun; j++) {
       const srun *r = &st->run[j];
-      if (strcmp(r->arm, st->run[i].arm) || r->missing) continue;
+      if (strcmp(r->arm, arm) || r->missing) continue;
       n++;
       dv += st_run_diverged(r);
       nc += r->nonconv;
       ut += r->undertrained;
       sp += r->res.spikes;
     }
-    fprintf(md, "| %s | %d | %d | %d | %d | %ld |\n", st->run[i].arm[0] ? st->run[i].arm : "(base)", n, dv, nc, ut, sp);
+    fprintf(md, "| %s | %d | %d | %d | %d | %ld |\n", arm[0] ? arm : "(base)", n, dv, nc, ut, sp);
   }
 }
 

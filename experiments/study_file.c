@@ -392,6 +392,13 @@ int st_file_setup(study *st, char *err, size_t errlen) {
   return rc;
 }
 
+/* The index of the arm called name among the narm arms, or -1. */
+static int arm_find(char (*arm)[64], int narm, const char *name) {
+  int k = 0;
+  while (k < narm && strcmp(arm[k], name)) k++;
+  return k < narm ? k : -1;
+}
+
 static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_MAXVAL][ST_VALLEN], char *err,
                       size_t errlen) {
   const char *v;
@@ -428,19 +435,20 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
   }
   /* arms, in the order they first appear */
   char arm[ST_MAXARM][64];
-  int narm = 0;
+  int narm = 0, body[ST_MAXARM]; /* body: the arm has a line besides its reference */
   for (int i = 0; i < f->nline; i++) {
     const sf_line *L = &f->line[i];
     if (strncmp(L->key, "arm.", 4) || (L->size >= 0 && L->size != sz)) continue;
     const char *dot = strchr(L->key + 4, '.');
     char nm[64];
     snprintf(nm, sizeof nm, "%.*s", (int)(dot - L->key - 4), L->key + 4);
-    int k = 0;
-    while (k < narm && strcmp(arm[k], nm)) k++;
-    if (k == narm) {
+    int k = arm_find(arm, narm, nm);
+    if (k < 0) {
       if (narm >= ST_MAXARM) return ferr(err, errlen, f, L->ln, "more than %d arms", ST_MAXARM);
-      snprintf(arm[narm++], sizeof arm[0], "%s", nm);
+      snprintf(arm[narm], sizeof arm[0], "%s", nm);
+      body[k = narm++] = 0;
     }
+    body[k] |= strcmp(dot + 1, "reference") != 0;
   }
   /* every claim names two arms of this study */
   for (int i = 0; i < f->nline; i++) {
@@ -462,38 +470,26 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
     snprintf(two, sizeof two, "%s", L->val);
     for (char *tok = strtok(two, ","); tok; tok = strtok(NULL, ",")) {
       const char *a = st_trim(tok);
-      int k = 0;
-      while (k < narm && strcmp(arm[k], a)) k++;
-      if (k == narm) return ferr(err, errlen, f, L->ln, "%s: no arm '%s' in this study (arm.%s.KEY = ...)", L->key, a, a);
+      if (arm_find(arm, narm, a) < 0) return ferr(err, errlen, f, L->ln, "%s: no arm '%s' in this study (arm.%s.KEY = ...)", L->key, a, a);
     }
   }
   /* the rules' reference arms: the file's (reference = ARM) and any arm's own (arm.X.reference = ARM) name arms
    * of this study (a misspelt one would leave the non-convergence rule unapplied, silently), and an arm is
    * more than its reference line (arm.typo.reference = B would make a new arm of the base config) */
+  int rln = 0;
+  const char *rv = st_file_get(f, sz, "reference", &rln);
+  if (rv && !narm) return ferr(err, errlen, f, rln, "reference = %s: the study has no arms (arm.NAME.KEY = ...)", rv);
+  if (rv && arm_find(arm, narm, rv) < 0)
+    return ferr(err, errlen, f, rln, "reference = %s: no arm '%s' in this study (arm.%s.KEY = ...)", rv, rv, rv);
   int refk[ST_MAXARM];
-  for (int k = 0; k <= narm; k++) {
-    int rln = 0;
+  for (int k = 0; k < narm; k++) {
     char key[128];
-    if (k < narm) snprintf(key, sizeof key, "arm.%.63s.reference", arm[k]);
-    const char *rv = st_file_get(f, sz, k < narm ? key : "reference", &rln);
-    if (k < narm) refk[k] = -1;
-    if (!rv) continue;
-    if (!narm) return ferr(err, errlen, f, rln, "reference = %s: the study has no arms (arm.NAME.KEY = ...)", rv);
-    int p = 0;
-    while (p < narm && strcmp(arm[p], rv)) p++;
-    if (p == narm)
-      return ferr(err, errlen, f, rln, "%s = %s: no arm '%s' in this study (arm.%s.KEY = ...)", k < narm ? key : "reference",
-                  rv, rv, rv);
-    if (k == narm) continue;
-    refk[k] = p;
-    int other = 0; /* the arm's lines besides its reference */
-    const size_t al = strlen(arm[k]);
-    for (int i = 0; i < f->nline && !other; i++) {
-      const sf_line *L = &f->line[i];
-      other = !strncmp(L->key, "arm.", 4) && !strncmp(L->key + 4, arm[k], al) && L->key[4 + al] == '.' &&
-              strcmp(L->key + 5 + al, "reference") && st_file_effective(f, sz, i);
-    }
-    if (!other)
+    snprintf(key, sizeof key, "arm.%.63s.reference", arm[k]);
+    rv = st_file_get(f, sz, key, &rln);
+    refk[k] = rv ? arm_find(arm, narm, rv) : -1;
+    if (rv && refk[k] < 0)
+      return ferr(err, errlen, f, rln, "%s = %s: no arm '%s' in this study (arm.%s.KEY = ...)", key, rv, rv, rv);
+    if (rv && !body[k])
       return ferr(err, errlen, f, rln, "%s = %s: no arm '%s' in this study besides this line (arm.%s.KEY = ...)", key, rv,
                   arm[k], arm[k]);
   }
@@ -529,9 +525,8 @@ static int file_setup(study *st, const study_file *f, int sz, char (*avals)[ST_M
     if (!implicit && st_file_get(f, sz, key, &mln) && !fv)
       return ferr(err, errlen, f, mln, "%s: more_steps needs arm.%s.from = ARM (the run it continues)", key, arm[k]);
     if (!fv) continue;
-    int p = 0;
-    while (p < narm && strcmp(arm[p], fv)) p++;
-    if (p == narm) return ferr(err, errlen, f, fln, "arm.%s.from = %s: no arm '%s' in this study (arm.%s.KEY = ...)", arm[k], fv, fv, fv);
+    const int p = arm_find(arm, narm, fv);
+    if (p < 0) return ferr(err, errlen, f, fln, "arm.%s.from = %s: no arm '%s' in this study (arm.%s.KEY = ...)", arm[k], fv, fv, fv);
     if (p == k) return ferr(err, errlen, f, fln, "arm.%s.from = %s: an arm cannot start from itself", arm[k], fv);
     from[k] = p;
   }
