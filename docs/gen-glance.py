@@ -51,8 +51,8 @@ def section(root):
                "reached a verdict yet (`lrsweep`, `ladder`: E5M7 clamped fails 2 of 5 runs at one learning rate at "
                "1.0M parameters), so a null result on that corpus is not backed by a control. What has reached one "
                "there is a cost: HYBRID's gap to BF16 grows from 1000 to 2000 steps (`horizon`) and is still there "
-               "after 4000 (`horizon2`: +0.0199 nats; whether it keeps growing past 2000 steps is not testable with "
-               "its 32 seeds).")
+               "after 4000 (`horizon2`, 32 seeds: +0.0199 nats [+0.0151, +0.0246], reproduced; whether it keeps growing "
+               "past 2000 steps is not testable with them).")
     out.append("")
     for p in paths:
         s = json.load(open(p))
